@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+
+.PHONY: run test lint bench chromium clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.installed
+	@echo "KV Transfer Planner on http://localhost:$(PORT)"
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+# Debian's chromium for the browser tests: installed only when missing and running as root.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing and this is not root: browser tests will be skipped"; fi
+
+test: $(VENV)/.dev-installed chromium
+	$(PY) -m ruff check kvmodel tests pages app.py bench
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.dev-installed
+	$(PY) -m ruff check kvmodel tests pages app.py bench
+	$(PY) -m ruff format --check kvmodel tests pages app.py bench
+
+bench: $(VENV)/.dev-installed
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

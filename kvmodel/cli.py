@@ -1,0 +1,330 @@
+"""``python -m kvmodel``: the cost model on the command line.
+
+Readable tables by default, ``--json`` for machines.  Any bad id or value exits with code 2 and
+one line on stderr; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import catalog
+from .build import DEFAULT_GPU, DEFAULT_LINK, DEFAULT_MODEL, build_scenario
+from .dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from .size import bytes_per_token_full
+from .transfer import evaluate, transfer
+from .units import fmt_bytes, fmt_ms, fmt_tokens
+
+TABLE_LINKS_DEFAULT = "nvlink4,ib-ndr,ib-hdr,100gbe"
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2
+        raise UsageError(message)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _scenario_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scenario")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--model", default=DEFAULT_MODEL, help=f"catalog id (default {DEFAULT_MODEL})")
+    src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json instead")
+    g.add_argument("--quant-config", metavar="PATH", help="hf_quant_config.json beside --config")
+    g.add_argument("--seq-len", type=_positive_int, default=1024, help="tokens (default 1024)")
+    g.add_argument("--batch", type=_positive_int, default=1, help="requests (default 1)")
+    g.add_argument("--link", default=DEFAULT_LINK, help=f"interconnect id (default {DEFAULT_LINK})")
+    g.add_argument("--bandwidth-gbs", type=_number, help="per-direction GB/s; overrides the link")
+    g.add_argument("--latency-us", type=_number, help="per-transfer latency µs (default: link's)")
+    g.add_argument("--efficiency", type=_number, default=1.0, help="achieved/nominal, 0-1 (1)")
+    g.add_argument("--links-parallel", dest="parallel_links", type=_positive_int,
+                   help="parallel links (default: min(TP prefill, TP decode), one NIC per GPU)")
+    g.add_argument("--kv-dtype", choices=sorted(KV_DTYPE_BITS),
+                   help="KV storage dtype (default: the checkpoint's, else fp16)")
+    g.add_argument("--kv-scale-group", type=int, default=0, help="values per FP16 scale (0: none)")
+    g.add_argument("--compression", choices=list(COMPRESSION_BITS), default="none",
+                   help="transfer-only compression (default none)")
+    g.add_argument("--comp-group", type=int, default=128, help="values per scale, int8/int4 (128)")
+    g.add_argument("--codec-gbs", type=_number, default=1000.0,
+                   help="quantize/dequantize throughput, GB/s of uncompressed KV (1000)")
+    g.add_argument("--layerwise", action="store_true", help="send layer by layer during prefill")
+    g.add_argument("--tp", type=_positive_int, default=1, help="prefill tensor parallelism (1)")
+    g.add_argument("--tp-decode", type=_positive_int, help="decode TP (default: --tp)")
+    g.add_argument("--decode-step-ms", type=_number, default=30.0, help="decode step ms (30)")
+    g.add_argument("--prefill-ms", type=_number, help="prefill ms (default: estimated)")
+    g.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU for estimates (default {DEFAULT_GPU})")
+    g.add_argument("--mfu", type=_number, default=0.5, help="prefill MFU for the estimate (0.5)")
+    g.add_argument("--block-tokens", type=_positive_int, default=16, help="KV block tokens (16)")
+    g.add_argument("--descriptor-us", type=_number, default=0.0,
+                   help="cost per transfer descriptor µs (0: off)")
+    g.add_argument("--k", type=_number, default=1.0, help="critical: transfer >= k x step (1)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _model_from_args(args):
+    if args.config:
+        from .hfconfig import load_hf_config
+
+        return load_hf_config(args.config, quant_config=args.quant_config)
+    return args.model
+
+
+def _scenario(args, **overrides):
+    kw = dict(
+        model=_model_from_args(args), link=args.link, gpu=args.gpu,
+        bandwidth_gbs=args.bandwidth_gbs, latency_us=args.latency_us, seq_len=args.seq_len,
+        batch=args.batch, efficiency=args.efficiency, parallel_links=args.parallel_links,
+        kv_dtype=args.kv_dtype, kv_scale_group=args.kv_scale_group, compression=args.compression,
+        comp_group=args.comp_group, codec_gbs=args.codec_gbs, layerwise=args.layerwise,
+        tp=args.tp, tp_decode=args.tp_decode, decode_step_ms=args.decode_step_ms,
+        prefill_ms=args.prefill_ms, mfu=args.mfu, block_tokens=args.block_tokens,
+        descriptor_us=args.descriptor_us, k=args.k,
+    )  # fmt: skip
+    kw.update(overrides)
+    return build_scenario(**kw)
+
+
+def _print_table(headers, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(line.format(*headers))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line.format(*row))
+
+
+def _emit(args, payload, headers, rows, footer=()):
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return
+    _print_table(headers, rows)
+    for text in footer:
+        print(text)
+
+
+def cmd_models(args):
+    items = [catalog.get_model(i) for i in catalog.model_ids()]
+    payload = [
+        dict(id=m.id, name=m.name, attention=m.attention, layers=m.layers,
+             kv_bytes_per_token_fp16=bytes_per_token_full(m), max_context_tokens=m.max_context_tokens,
+             params_total_b=m.params_total / 1e9, params_active_b=m.params_active / 1e9,
+             aliases=list(m.aliases), source=m.source)
+        for m in items
+    ]  # fmt: skip
+    rows = [
+        (p["id"], p["attention"], p["layers"], f"{p['kv_bytes_per_token_fp16']:,.0f}",
+         f"{p['max_context_tokens']:,}", f"{p['params_total_b']:g}/{p['params_active_b']:g}")
+        for p in payload
+    ]  # fmt: skip
+    _emit(args, payload, ("id", "attention", "layers", "KV B/token (fp16)", "max ctx",
+                          "params B (total/active)"), rows)  # fmt: skip
+
+
+def cmd_links(args):
+    items = list(dict.fromkeys(catalog.links().values()))
+    payload = [
+        dict(id=lk.id, name=lk.name, kind=lk.kind, bandwidth_gbs=lk.bandwidth_bytes_per_s / 1e9,
+             latency_us=lk.latency_s * 1e6, source=lk.source, note=lk.note)
+        for lk in items
+    ]  # fmt: skip
+    rows = [(p["id"], p["name"], f"{p['bandwidth_gbs']:g}", f"{p['latency_us']:g}") for p in payload]
+    _emit(args, payload, ("id", "name", "GB/s per direction", "latency µs"), rows)
+
+
+def cmd_gpus(args):
+    items = list(catalog.gpus().values())
+    payload = [
+        dict(id=g.id, name=g.name, hbm_gbs=g.hbm_bytes_per_s / 1e9, bf16_tflops=g.bf16_flops / 1e12,
+             fp8_tflops=None if g.fp8_flops is None else g.fp8_flops / 1e12,
+             memory_gb=g.memory_bytes / 1e9, nvlink=g.nvlink, nic=g.nic, source=g.source)
+        for g in items
+    ]  # fmt: skip
+    rows = [
+        (p["id"], p["name"], f"{p['hbm_gbs']:g}", f"{p['bf16_tflops']:g}",
+         "–" if p["fp8_tflops"] is None else f"{p['fp8_tflops']:g}", f"{p['memory_gb']:g}",
+         p["nvlink"], p["nic"])
+        for p in payload
+    ]  # fmt: skip
+    _emit(args, payload, ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB",
+                          "scale-up", "NIC"), rows)  # fmt: skip
+
+
+def _evaluation_payload(ev):
+    sc = ev.scenario
+    return {
+        "model": sc.model.id,
+        "link": sc.link.id,
+        "seq_len": sc.seq_len,
+        "batch": sc.batch,
+        "kv_dtype": sc.kv_dtype,
+        "compression": sc.compression,
+        "layerwise": sc.layerwise,
+        "tp_prefill": sc.tp_prefill,
+        "tp_decode": sc.tp_decode,
+        "bandwidth_gbs": sc.link.bandwidth_bytes_per_s / 1e9,
+        "effective_bandwidth_gbs": ev.effective_bandwidth_bytes_per_s / 1e9,
+        "streams": ev.streams,
+        "kv_bytes": ev.kv_total_bytes,
+        "kv_bytes_per_token": ev.kv_per_token_bytes,
+        "kv_bytes_per_layer": ev.kv_per_layer_bytes,
+        "kv_state_bytes": ev.kv_state_bytes,
+        "kv_bytes_per_gpu_prefill": ev.kv_per_gpu_prefill_bytes,
+        "kv_bytes_per_gpu_decode": ev.kv_per_gpu_decode_bytes,
+        "wire_bytes_uncompressed": ev.raw_wire_bytes,
+        "wire_bytes": ev.wire_bytes,
+        "compression_ratio": ev.compression_ratio,
+        "latency_ms": ev.latency_s * 1e3,
+        "serialization_ms": ev.serialization_s * 1e3,
+        "descriptor_ms": ev.descriptor_s * 1e3,
+        "codec_ms": ev.codec_s * 1e3,
+        "transfer_ms": ev.transfer_s * 1e3,
+        "exposed_transfer_ms": ev.exposed_s * 1e3,
+        "decode_step_ms": ev.decode_step_s * 1e3,
+        "decode_step_lower_bound_ms": ev.decode_step_lower_bound_s * 1e3,
+        "transfer_over_decode": ev.transfer_over_decode,
+        "prefill_ms": ev.prefill_s * 1e3,
+        "prefill_estimated": ev.prefill_estimated,
+        "ttft_ms": ev.ttft_s * 1e3,
+        "transfer_share_of_ttft": ev.transfer_share_of_ttft,
+        "over_share_target": ev.over_share_target,
+        "share_target": sc.share_target,
+        "critical_seq_len": ev.critical_seq_len,
+        "k": sc.k,
+        "notes": list(ev.notes),
+    }
+
+
+def cmd_size(args):
+    ev = evaluate(_scenario(args))
+    p = _evaluation_payload(ev)
+    keys = ("kv_bytes", "kv_bytes_per_token", "kv_bytes_per_layer", "kv_state_bytes",
+            "kv_bytes_per_gpu_prefill", "kv_bytes_per_gpu_decode", "wire_bytes_uncompressed",
+            "wire_bytes")  # fmt: skip
+    payload = {k: p[k] for k in ("model", "seq_len", "batch", "kv_dtype", "tp_prefill",
+                                 "tp_decode", "compression", *keys)}  # fmt: skip
+    rows = [(k, f"{p[k]:,.0f} B", fmt_bytes(p[k])) for k in keys]
+    _emit(args, payload, ("quantity", "bytes", "decimal"), rows,
+          [f"{ev.scenario.model.name}, {ev.scenario.seq_len:,} tokens × batch {ev.scenario.batch}"])
+
+
+def cmd_transfer(args):
+    ev = evaluate(_scenario(args))
+    p = _evaluation_payload(ev)
+    rows = [
+        ("KV cache", fmt_bytes(ev.kv_total_bytes)),
+        ("on the wire", fmt_bytes(ev.wire_bytes)),
+        ("link", f"{ev.scenario.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
+                 f"effective per direction"),
+        ("transfer", fmt_ms(ev.transfer_s, 2)),
+        ("exposed transfer", fmt_ms(ev.exposed_s, 2)),
+        ("decode step", f"{fmt_ms(ev.decode_step_s)} (roofline lower bound "
+                        f"{fmt_ms(ev.decode_step_lower_bound_s)})"),
+        ("transfer / decode step", f"{ev.transfer_over_decode:.2f}×"),
+        ("prefill", fmt_ms(ev.prefill_s) + (" (estimated)" if ev.prefill_estimated else "")),
+        ("TTFT", fmt_ms(ev.ttft_s)),
+        ("transfer share of TTFT", f"{ev.transfer_share_of_ttft:.1%}"
+         + (" — over the 20 % line" if ev.over_share_target else "")),
+        ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
+    ]  # fmt: skip
+    _emit(args, p, ("quantity", "value"), rows, [f"note: {n}" for n in ev.notes])
+
+
+def cmd_critical(args):
+    ev = evaluate(_scenario(args))
+    sc = ev.scenario
+    payload = {
+        "model": sc.model.id, "link": sc.link.id, "batch": sc.batch, "k": sc.k,
+        "decode_step_ms": sc.decode_step_s * 1e3, "critical_seq_len": ev.critical_seq_len,
+        "max_context_tokens": sc.model.max_context_tokens,
+    }  # fmt: skip
+    rows = [("critical sequence length", fmt_tokens(ev.critical_seq_len)),
+            ("threshold", f"transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}")]
+    _emit(args, payload, ("quantity", "value"), rows)
+
+
+def cmd_table(args):
+    batches = sorted({_positive_int(b) for b in args.batches.split(",") if b.strip()})
+    if args.bandwidth_gbs is not None:
+        scenarios = [_scenario(args)]
+    else:
+        ids = [i.strip() for i in args.links.split(",") if i.strip()]
+        scenarios = [_scenario(args, link=i) for i in ids]
+    payload = {
+        "model": scenarios[0].model.id, "seq_len": args.seq_len, "batches": batches,
+        "kv_dtype": scenarios[0].kv_dtype, "compression": args.compression, "links": [],
+    }  # fmt: skip
+    rows = []
+    for sc in scenarios:
+        t = transfer(sc, batch=batches).exposed_s
+        ms = {str(b): float(v) * 1e3 for b, v in zip(batches, t, strict=True)}
+        payload["links"].append({"id": sc.link.id, "name": sc.link.name,
+                                 "bandwidth_gbs": sc.link.bandwidth_bytes_per_s / 1e9,
+                                 "transfer_ms": ms})  # fmt: skip
+        rows.append((sc.link.id, f"{sc.link.bandwidth_bytes_per_s / 1e9:g}",
+                     *(f"{ms[str(b)]:,.1f}" for b in batches)))  # fmt: skip
+    headers = ("link", "GB/s/dir", *(f"batch {b} (ms)" for b in batches))
+    _emit(args, payload, headers, rows,
+          ["Bandwidth is per direction: NVLink 4's '900 GB/s' is 450 GB/s each way."])
+
+
+COMMANDS = {
+    "models": (cmd_models, "list catalog models", False),
+    "links": (cmd_links, "list interconnects", False),
+    "gpus": (cmd_gpus, "list GPUs", False),
+    "size": (cmd_size, "KV bytes: total, per token, per layer, per GPU, on the wire", True),
+    "transfer": (cmd_transfer, "transfer time, TTFT, share, critical length", True),
+    "critical": (cmd_critical, "critical sequence length", True),
+    "table": (cmd_table, "transfer ms per link × batch", True),
+}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m kvmodel", description="KV-cache transfer cost model")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, (_, help_text, scenario) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if scenario:
+            _scenario_options(p)
+        else:
+            p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "table":
+            p.add_argument("--links", default=TABLE_LINKS_DEFAULT, help="comma-separated link ids")
+            p.add_argument("--batches", default="1,8,32", help="comma-separated batch sizes")
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = make_parser().parse_args(argv)
+        COMMANDS[args.command][0](args)
+    except (UsageError, ValueError, argparse.ArgumentTypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,164 @@
+"""How many bytes of KV cache one prefill produces, per GPU and on the wire.
+
+Full-attention layers hold every token; sliding-window and chunked layers hold at most their
+window (chunk) of tokens; Mamba / linear-attention layers hold a constant state per request.
+All functions accept numpy arrays or scalars for ``seq_len`` and ``batch`` and broadcast them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dtypes import kv_dtype_bytes
+from .specs import AttentionGroup, ModelSpec
+
+
+def _as_tokens(value, name: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be a number of tokens, got {value!r}")
+    if np.any(arr < 0) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return arr.astype(np.float64)
+
+
+def held_tokens(group: AttentionGroup, seq_len) -> np.ndarray:
+    """Tokens a layer of ``group`` keeps after a prefill of ``seq_len`` tokens."""
+    s = _as_tokens(seq_len, "seq_len")
+    return s if group.window_tokens is None else np.minimum(s, group.window_tokens)
+
+
+def shard_heads(kv_heads: int, tp: int) -> int:
+    """KV heads held by one GPU at tensor parallelism ``tp``.
+
+    ``kv_heads // tp`` when tp divides the heads; one (replicated) head when tp exceeds them, as
+    vLLM does.  Other combinations are rejected.
+    """
+    if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
+        raise ValueError(f"tp must be a whole number >= 1, got {tp!r}")
+    if tp <= kv_heads:
+        if kv_heads % tp:
+            raise ValueError(
+                f"tp={tp} does not divide the {kv_heads} KV heads; use a divisor of {kv_heads} "
+                f"or a multiple of it"
+            )
+        return kv_heads // tp
+    if tp % kv_heads:
+        raise ValueError(
+            f"tp={tp} exceeds the {kv_heads} KV heads but is not a multiple of {kv_heads}"
+        )
+    return 1
+
+
+@dataclass(frozen=True)
+class KVBytes:
+    """KV bytes of one scenario; every field broadcasts over seq_len × batch [bytes]."""
+
+    total: np.ndarray  # all unique KV of the batch at the storage dtype
+    state: np.ndarray  # constant per-request state (Mamba / linear attention) in ``total``
+    per_gpu_prefill: np.ndarray  # one prefill GPU's shard
+    per_gpu_decode: np.ndarray  # what one decode GPU must receive
+    wire: np.ndarray  # what crosses the link, before transfer compression
+    per_token: np.ndarray  # total ÷ (seq_len × batch); NaN at seq_len 0
+    per_attention_layer: np.ndarray  # attention KV ÷ attention layers (mean over layers)
+
+
+def layer_elements(model: ModelSpec, seq_len) -> list[np.ndarray]:
+    """Cached values per request for one layer of each attention group."""
+    return [g.elements_per_token_per_layer * held_tokens(g, seq_len) for g in model.groups]
+
+
+def kv_bytes(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    kv_dtype: str = "fp16",
+    kv_scale_group: int = 0,
+    tp_prefill: int = 1,
+    tp_decode: int = 1,
+) -> KVBytes:
+    """KV bytes produced by prefilling ``batch`` requests of ``seq_len`` tokens.
+
+    Full attention, GQA/MHA/MQA: ``L × H_kv × (D_k + D_v) × S × B × dtype_bytes`` (with
+    D_k = D_v this is the familiar 2 × L × H_kv × D × S × B × dtype_bytes).  MLA caches one latent
+    of ``kv_lora_rank + qk_rope_head_dim`` values per layer per token (D_v = 0, H_kv = 1).
+    Windowed layers use ``min(S, window)`` tokens.  State layers add a constant per request.
+
+    Tensor parallelism: a GPU holds ``shard_heads(H_kv, tp)`` heads of each layer.  Each decode
+    GPU must receive its own shard, so the wire carries ``per_gpu_decode × tp_decode`` bytes:
+    equal to ``total`` unless heads are replicated (tp_decode > H_kv, or MLA's single latent),
+    in which case the replicas cross the link too.  State is split evenly over the TP ranks.
+    """
+    b = _as_tokens(batch, "batch")
+    dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
+    s = _as_tokens(seq_len, "seq_len")
+    attn = np.zeros(np.broadcast(s, b).shape)
+    shard_p = np.zeros_like(attn)
+    shard_d = np.zeros_like(attn)
+    for g, elems in zip(model.groups, layer_elements(model, s), strict=True):
+        per_head = g.layers * elems / g.kv_heads * b * dbytes
+        attn = attn + per_head * g.kv_heads
+        shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
+        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode)
+    state = np.broadcast_to(model.state_layers * model.state_bytes_per_layer * b, attn.shape)
+    total = attn + state
+    per_gpu_p = shard_p + state / tp_prefill
+    per_gpu_d = shard_d + state / tp_decode
+    tokens = s * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_token = np.where(tokens > 0, total / np.where(tokens > 0, tokens, 1), np.nan)
+    return KVBytes(
+        total=total,
+        state=np.asarray(state, dtype=float),
+        per_gpu_prefill=per_gpu_p,
+        per_gpu_decode=per_gpu_d,
+        wire=per_gpu_d * tp_decode,
+        per_token=per_token,
+        per_attention_layer=attn / model.attention_layers,
+    )
+
+
+def bytes_per_token_full(model: ModelSpec, *, kv_dtype: str = "fp16") -> float:
+    """KV bytes per token while every layer still holds all tokens (S ≤ the smallest window).
+
+    This is the slope people quote ("327,680 bytes per token" for Llama-3-70B in FP16).
+    """
+    dbytes = kv_dtype_bytes(kv_dtype)
+    return float(sum(g.layers * g.elements_per_token_per_layer for g in model.groups) * dbytes)
+
+
+def chunk_bytes(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    kv_dtype: str = "fp16",
+    kv_scale_group: int = 0,
+    tp_decode: int = 1,
+) -> np.ndarray:
+    """Wire bytes (before compression) of each cache-carrying layer, in model order.
+
+    Shape ``(n_layers, *broadcast(seq_len, batch).shape)`` where n_layers counts attention
+    layers and state layers.  State layers are spread evenly among the attention layers.
+    Sums to ``kv_bytes(...).wire``.
+    """
+    b = _as_tokens(batch, "batch")
+    s = _as_tokens(seq_len, "seq_len")
+    dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
+    per_group = [
+        elems / g.kv_heads * shard_heads(g.kv_heads, tp_decode) * tp_decode * b * dbytes
+        for g, elems in zip(model.groups, layer_elements(model, s), strict=True)
+    ]
+    shape = np.broadcast(s, b).shape
+    order = list(model.attention_layer_groups())
+    rows = [np.broadcast_to(per_group[gi], shape) for gi in order]
+    if model.state_layers:
+        state_row = np.broadcast_to(model.state_bytes_per_layer * b, shape).astype(float)
+        n_attn = len(rows)
+        slots = [((k + 0.5) / n_attn, k, rows[k]) for k in range(n_attn)]
+        slots += [((k + 0.5) / model.state_layers, -1, state_row) for k in range(model.state_layers)]
+        rows = [r for _, _, r in sorted(slots, key=lambda t: (t[0], t[1]))]
+    return np.stack(rows)

@@ -1,0 +1,207 @@
+"""Frozen, validated descriptions of a model's attention layout, a link and a GPU.
+
+Everything is in SI base units: bytes, seconds, bytes/s, FLOP/s.  Specs validate in
+``__post_init__`` and raise ``ValueError`` naming the field and the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+ATTENTION_LAYOUTS = (
+    "mha",
+    "gqa",
+    "mqa",
+    "mla",
+    "sliding",
+    "chunked",
+    "sliding+global",
+    "hybrid-linear",
+    "hybrid-mamba",
+)
+WINDOW_KINDS = ("sliding", "chunked")
+
+
+def _check_int(obj, name: str, *, minimum: int = 0) -> None:
+    value = getattr(obj, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+
+
+def _check_pos(obj, name: str, *, allow_zero: bool = False) -> None:
+    value = getattr(obj, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AttentionGroup:
+    """A set of identical attention layers.
+
+    ``window_tokens`` is None for full attention; otherwise the layer keeps at most that many
+    tokens (a sliding window, or a chunk for chunked local attention).  ``v_head_dim`` is 0 when
+    only one tensor is cached per token (MLA's latent, or K shared with V).
+    """
+
+    layers: int
+    kv_heads: int
+    k_head_dim: int
+    v_head_dim: int
+    window_tokens: int | None = None
+    window_kind: str | None = None
+
+    def __post_init__(self):
+        _check_int(self, "layers", minimum=1)
+        _check_int(self, "kv_heads", minimum=1)
+        _check_int(self, "k_head_dim", minimum=1)
+        _check_int(self, "v_head_dim", minimum=0)
+        if self.window_tokens is not None:
+            _check_int(self, "window_tokens", minimum=1)
+            if self.window_kind not in WINDOW_KINDS:
+                raise ValueError(
+                    f"window_kind must be one of {WINDOW_KINDS} when window_tokens is set, "
+                    f"got {self.window_kind!r}"
+                )
+        elif self.window_kind is not None:
+            raise ValueError(f"window_kind {self.window_kind!r} given without window_tokens")
+
+    @property
+    def elements_per_token_per_layer(self) -> int:
+        """Cached values per token per layer over all KV heads (K plus V)."""
+        return self.kv_heads * (self.k_head_dim + self.v_head_dim)
+
+    @property
+    def tensors(self) -> int:
+        """1 when only one tensor is cached (MLA latent, K == V), else 2 (K and V)."""
+        return 2 if self.v_head_dim else 1
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as far as the KV transfer cares.
+
+    ``groups`` are the attention layers; ``state_layers`` × ``state_bytes_per_layer`` is a constant
+    per-request state (Mamba or linear-attention layers) that crosses the network too.
+    ``params_total`` and ``params_active`` are counts (not billions).
+    """
+
+    id: str
+    name: str
+    attention: str
+    layers: int
+    q_heads: int
+    head_dim_qk: int
+    groups: tuple[AttentionGroup, ...]
+    max_context_tokens: int
+    params_total: float
+    params_active: float
+    state_layers: int = 0
+    state_bytes_per_layer: int = 0
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+    kv_dtype_native: str | None = None
+    layer_order: tuple[int, ...] = field(default=(), compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        if self.attention not in ATTENTION_LAYOUTS:
+            raise ValueError(f"attention must be one of {ATTENTION_LAYOUTS}, got {self.attention!r}")
+        for name in ("layers", "q_heads", "head_dim_qk", "max_context_tokens"):
+            _check_int(self, name, minimum=1)
+        _check_int(self, "state_layers", minimum=0)
+        _check_int(self, "state_bytes_per_layer", minimum=0)
+        _check_pos(self, "params_total")
+        _check_pos(self, "params_active")
+        if self.params_active > self.params_total:
+            raise ValueError(
+                f"params_active ({self.params_active:g}) must not exceed params_total "
+                f"({self.params_total:g})"
+            )
+        if not self.groups:
+            raise ValueError("groups must hold at least one attention group")
+        attn = sum(g.layers for g in self.groups)
+        if attn + self.state_layers > self.layers:
+            raise ValueError(
+                f"attention layers ({attn}) + state layers ({self.state_layers}) exceed "
+                f"layers ({self.layers})"
+            )
+        if self.state_layers and not self.state_bytes_per_layer:
+            raise ValueError("state_bytes_per_layer must be > 0 when state_layers > 0")
+        if self.layer_order:
+            if sorted(set(self.layer_order)) != list(range(len(self.groups))) or len(
+                self.layer_order
+            ) != attn:
+                raise ValueError(
+                    "layer_order must list a group index for every attention layer "
+                    f"({attn} entries over groups 0..{len(self.groups) - 1})"
+                )
+
+    @property
+    def attention_layers(self) -> int:
+        return sum(g.layers for g in self.groups)
+
+    @property
+    def min_kv_heads(self) -> int:
+        return min(g.kv_heads for g in self.groups)
+
+    def attention_layer_groups(self) -> tuple[int, ...]:
+        """Group index of each attention layer, in model order.
+
+        Uses ``layer_order`` when known (imported configs); otherwise spreads each group evenly
+        over the depth (5 local : 1 global becomes L L L L L G ...).
+        """
+        if self.layer_order:
+            return self.layer_order
+        slots = []
+        for gi, g in enumerate(self.groups):
+            slots += [((k + 0.5) / g.layers, gi) for k in range(g.layers)]
+        return tuple(gi for _, gi in sorted(slots))
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """An interconnect. ``bandwidth_bytes_per_s`` is per direction."""
+
+    id: str
+    name: str
+    kind: str
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    source: str = ""
+    note: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        _check_pos(self, "bandwidth_bytes_per_s")
+        _check_pos(self, "latency_s", allow_zero=True)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """An accelerator: HBM bandwidth [bytes/s], dense FLOP/s, memory [bytes]."""
+
+    id: str
+    name: str
+    hbm_bytes_per_s: float
+    bf16_flops: float
+    fp8_flops: float | None
+    memory_bytes: float
+    nvlink: str
+    nic: str
+    source: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        _check_pos(self, "hbm_bytes_per_s")
+        _check_pos(self, "bf16_flops")
+        _check_pos(self, "memory_bytes")
+        if self.fp8_flops is not None:
+            _check_pos(self, "fp8_flops")

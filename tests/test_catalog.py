@@ -1,0 +1,89 @@
+"""Catalog files: every row valid and sourced; bad rows and unknown ids give clear errors."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kvmodel import catalog
+
+REQUIRED_LINKS = {"100gbe", "ib-hdr", "ib-ndr", "ib-xdr", "nvlink3", "nvlink4", "nvlink5",
+                  "pcie4", "pcie5"}  # fmt: skip
+
+
+def test_sizes_and_required_ids():
+    assert len(catalog.model_ids()) >= 20
+    assert len(set(catalog.links().values())) >= 14
+    assert REQUIRED_LINKS <= set(catalog.links())
+    assert catalog.get_model("llama-3-70b") is catalog.get_model("llama-3.1-70b")
+    assert set(catalog.gpus()) >= {"a100-40", "a100-80", "h100-sxm", "h100-pcie", "h200", "b200",
+                                   "gb200", "mi300x", "l40s"}  # fmt: skip
+
+
+def test_every_row_cites_a_source():
+    for table in (catalog.models(), catalog.links(), catalog.gpus()):
+        for spec in table.values():
+            assert len(spec.source) > 10, spec.id
+
+
+def test_bandwidth_is_per_direction():
+    # NVIDIA: H100 NVLink 900 GB/s is both directions together → 450 GB/s each way
+    assert catalog.get_link("nvlink4").bandwidth_bytes_per_s == 450e9
+    assert catalog.get_link("100gbe").bandwidth_bytes_per_s == 12.5e9  # 100 Gb/s / 8
+    assert catalog.get_link("ib-ndr").bandwidth_bytes_per_s == 50e9
+
+
+def test_unknown_id_lists_closest():
+    with pytest.raises(catalog.UnknownIdError, match="llama-3.1-70b"):
+        catalog.get_model("llama-3.1-7b")
+    with pytest.raises(ValueError, match="ib-ndr"):
+        catalog.get_link("ib-nd")
+
+
+def _write(tmp_path: Path, src: Path, mutate) -> Path:
+    rows = list(csv.DictReader(src.open()))
+    mutate(rows)
+    out = tmp_path / src.name
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return out
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("global_kv_heads", "eight", "row 3, field global_kv_heads: 'eight' is not a number"),
+        ("layers", "", "row 3, field layers: is empty"),
+        ("global_kv_heads", "-8", "row 3: kv_heads must be >= 1"),
+        ("id", "Llama 70B", "row 3, field id"),
+    ],
+)
+def test_bad_model_row_names_file_row_field(tmp_path, field, value, message):
+    def mutate(rows):
+        rows[1][field] = value
+
+    path = _write(tmp_path, catalog.DATA_DIR / "models.csv", mutate)
+    with pytest.raises(catalog.CatalogError, match="models.csv") as err:
+        catalog.models.__wrapped__(path)
+    assert message in str(err.value)
+
+
+def test_bad_link_row(tmp_path):
+    def mutate(rows):
+        rows[0]["bandwidth_gbs_per_direction"] = "-1"
+
+    path = _write(tmp_path, catalog.DATA_DIR / "interconnects.csv", mutate)
+    with pytest.raises(catalog.CatalogError, match=r"interconnects.csv row 2: bandwidth"):
+        catalog.links.__wrapped__(path)
+
+
+def test_nothing_loaded_at_import():
+    import subprocess
+    import sys
+
+    code = "import kvmodel, kvmodel.cli; print(kvmodel.catalog.models.cache_info().currsize)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=catalog.DATA_DIR.parent, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "0", out.stderr

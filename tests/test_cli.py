@@ -1,0 +1,111 @@
+"""`python -m kvmodel`: article numbers, JSON keys, exit code 2 with one line on bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvmodel.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_transfer_json_reproduces_the_article(capsys):
+    out = run_json(capsys, "transfer", "--model", "llama-3-70b", "--seq-len", "1024",
+                   "--link", "100gbe", "--latency-us", "0", "--prefill-ms", "200")  # fmt: skip
+    for key in ("kv_bytes", "transfer_ms", "decode_step_ms", "transfer_over_decode",
+                "critical_seq_len", "ttft_ms", "transfer_share_of_ttft"):  # fmt: skip
+        assert key in out
+    assert out["kv_bytes"] == 335_544_320
+    assert out["transfer_ms"] == pytest.approx(26.8435456)  # 335,544,320 B / 12.5 GB/s
+    assert out["decode_step_ms"] == 30
+    assert out["transfer_over_decode"] == pytest.approx(26.8435456 / 30)
+    assert out["critical_seq_len"] == 1145  # article: "S > ~1,143" with 336 MB rounded
+    assert out["ttft_ms"] == pytest.approx(200 + 26.8435456 + 30)
+
+
+def test_critical_json(capsys):
+    out = run_json(capsys, "critical", "--model", "llama-3-70b", "--link", "100gbe")
+    assert out["critical_seq_len"] == 1145
+
+
+def test_table_json_article_grid(capsys):
+    out = run_json(capsys, "table", "--model", "llama-3-70b", "--latency-us", "0",
+                   "--links", "ib-ndr,ib-hdr,100gbe")  # fmt: skip
+    assert out["batches"] == [1, 8, 32]
+    ms = {row["id"]: row["transfer_ms"] for row in out["links"]}
+    # article: IB NDR 6.7 ms at 1, 214 ms at 32; IB HDR 13 ms at 1; 100GbE 27 ms / 856 ms
+    assert ms["ib-ndr"]["1"] == pytest.approx(6.71, abs=0.01)
+    assert ms["ib-ndr"]["32"] == pytest.approx(214.75, abs=0.01)
+    assert ms["ib-hdr"]["1"] == pytest.approx(13.42, abs=0.01)
+    assert ms["100gbe"]["32"] == pytest.approx(858.99, abs=0.01)
+
+
+def test_table_with_article_nvlink_bandwidth(capsys):
+    out = run_json(capsys, "table", "--model", "llama-3-70b", "--latency-us", "0",
+                   "--bandwidth-gbs", "900")  # fmt: skip
+    assert out["links"][0]["transfer_ms"]["32"] == pytest.approx(11.93, abs=0.01)
+
+
+def test_size_json(capsys):
+    out = run_json(capsys, "size", "--model", "llama-3.1-70b", "--tp", "8")
+    assert out["kv_bytes"] == 335_544_320
+    assert out["kv_bytes_per_gpu_prefill"] == 335_544_320 / 8
+
+
+def test_listings(capsys):
+    assert len(run_json(capsys, "models")) >= 20
+    assert len(run_json(capsys, "links")) >= 14
+    assert {g["id"] for g in run_json(capsys, "gpus")} >= {"h100-sxm", "mi300x", "l40s"}
+
+
+def test_config_import(capsys):
+    cfg = ROOT.parent / "shared" / "data" / "model-configs" / "meta-llama--Meta-Llama-3.1-70B.json"
+    if not cfg.exists():
+        pytest.skip("shared model configs not present")
+    out = run_json(capsys, "transfer", "--config", str(cfg), "--link", "100gbe")
+    assert out["kv_bytes"] == 335_544_320
+
+
+def test_readable_default_output(capsys):
+    assert main(["transfer", "--model", "llama-3-70b"]) == 0
+    text = capsys.readouterr().out
+    assert "335.5 MB" in text and "critical sequence length" in text
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["transfer", "--model", "llama-3-7b"], "closest"),
+        (["transfer", "--link", "100gb"], "100gbe"),
+        (["transfer", "--seq-len", "-5"], "-5"),
+        (["transfer", "--seq-len", "abc"], "not a whole number"),
+        (["transfer", "--efficiency", "2"], "efficiency"),
+        (["transfer", "--tp", "3"], "tp=3"),
+        (["transfer", "--config", "/nonexistent/config.json"], "config"),
+        (["transfer", "--bandwidth-gbs", "nan"], "finite"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_exit_2_one_line(capsys, argv, fragment):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert fragment in err
+
+
+def test_module_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "kvmodel", "critical", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["critical_seq_len"] == 1145
+    bad = subprocess.run([sys.executable, "-m", "kvmodel", "transfer", "--model", "nope"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
