@@ -1,31 +1,21 @@
-"""KV Transfer Planner: entry point (minimal until the dashboard pages land)."""
+"""KV Transfer Planner: router and the shared scenario controls (rendered on every page)."""
 
 import streamlit as st
 
-from kvmodel import catalog
-from kvmodel.build import build_scenario
-from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms, fmt_tokens
+from ui import state
 
-st.set_page_config(page_title="KV Transfer Planner", layout="wide")
-st.title("KV Transfer Planner")
-st.caption("What moving the KV cache from prefill to decode costs, for your model and network.")
+st.set_page_config(page_title="KV Transfer Planner", page_icon="🔀", layout="wide")
 
-ids = catalog.model_ids()
-col1, col2, col3, col4 = st.columns(4)
-model = col1.selectbox("Model", ids, index=ids.index("llama-3.1-70b"), key="model")
-link_ids = list(dict.fromkeys(lk.id for lk in catalog.links().values()))
-link = col2.selectbox("Interconnect", link_ids, index=link_ids.index("100gbe"), key="link")
-seq = col3.number_input("Sequence length [tokens]", 1, 10_000_000, 1024, key="seq")
-batch = col4.number_input("Batch [requests]", 1, 4096, 1, key="batch")
+state.init_from_url()
+state.sidebar_controls()
 
-try:
-    ev = evaluate(build_scenario(model=model, link=link, seq_len=int(seq), batch=int(batch)))
-except ValueError as exc:
-    st.error(str(exc))
-    st.stop()
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("KV cache", fmt_bytes(ev.kv_total_bytes))
-m2.metric("Transfer", fmt_ms(ev.transfer_s, 2))
-m3.metric("Transfer ÷ decode step (30 ms)", f"{ev.transfer_over_decode:.2f}×")
-m4.metric("Critical sequence length", fmt_tokens(ev.critical_seq_len))
+pages = [
+    st.Page("pages/overview.py", title="Overview", icon="🧮", default=True),
+    st.Page("pages/interconnects.py", title="Interconnects", icon="🔌", url_path="interconnects"),
+    st.Page("pages/sequence.py", title="Sequence length", icon="📏", url_path="sequence"),
+    st.Page("pages/mitigations.py", title="Mitigations", icon="🛠️", url_path="mitigations"),
+    st.Page("pages/models.py", title="Models", icon="🧠", url_path="models"),
+]
+page = st.navigation(pages, position="top")
+state.sync_url()
+page.run()

@@ -21,19 +21,18 @@ from pathlib import Path
 from .specs import AttentionGroup, ModelSpec
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
-LAYER_TYPES = {
-    "full_attention": "full",
-    "sliding_attention": "sliding",
-    "chunked_attention": "chunked",
-    "linear_attention": "linear",
-    "mamba": "mamba",
-}
+LAYER_TYPES = {f"{k}_attention": k for k in ("full", "sliding", "chunked", "linear")}
 PATTERN_CHARS = {"M": "mamba", "*": "full", "-": "mlp", "E": "mlp"}  # Nemotron-H
 WINDOW_FIELDS = {"sliding": "sliding_window", "chunked": "attention_chunk_size"}
 # Gemma-2/3 configs without layer_types: layer i is global when (i + 1) % pattern == 0.
 DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
 UNGATED_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "gptj", "opt", "bloom", "starcoder2"}
 _REQUIRED = object()
+
+
+def _first(cfg: dict, *keys: str, default=None):
+    """The first of ``keys`` that ``cfg`` sets (not null, not 0), else ``default``."""
+    return next((cfg[k] for k in keys if cfg.get(k)), default)
 
 
 def _fail(field: str, problem: str, expected: str, what: str = "config.json"):
@@ -91,7 +90,7 @@ def _per_layer(cfg: dict, key: str, n: int, allowed: dict) -> list[str]:
         got = f"has {len(seq)} entries" if isinstance(seq, (list, str)) else f"is {seq!r}"
         _fail(key, got, f"one entry per layer (num_hidden_layers = {n})")
     for item in seq:
-        if item not in allowed:
+        if not isinstance(item, (str, int)) or item not in allowed:
             _fail(key, f"holds {item!r}", f"only {', '.join(map(str, allowed))}")
     return [allowed[item] for item in seq]
 
@@ -113,7 +112,8 @@ def _layer_kinds(cfg: dict, n: int) -> tuple[list[str], bool]:
         return ["full" if (i + 1) % every == 0 else "linear" for i in range(n)], True
     if cfg.get("sliding_window") is None or cfg.get("use_sliding_window") is False:
         return ["full"] * n, False  # Qwen2/3 carry a window but switch it off
-    every = cfg.get("sliding_window_pattern") or DEFAULT_SLIDING_PATTERN.get(cfg.get("model_type"))
+    default = DEFAULT_SLIDING_PATTERN.get(cfg.get("model_type"), 0)
+    every = _int(cfg, "sliding_window_pattern", "local layers per global + 1", default, 0)
     if every:
         return ["full" if (i + 1) % every == 0 else "sliding" for i in range(n)], True
     if "max_window_layers" in cfg:  # Qwen2 with the window on: layers below it stay full
@@ -122,8 +122,12 @@ def _layer_kinds(cfg: dict, n: int) -> tuple[list[str], bool]:
     return ["sliding"] * n, False  # Mistral: every layer slides
 
 
-def _state_bytes(cfg: dict, kind: str, model_bytes: int) -> int:
-    """Per-request state of one Mamba2 or Gated-DeltaNet layer [bytes]: SSM + conv tail."""
+def _state_bytes(cfg: dict, kind: str) -> int:
+    """Per-request state of one Mamba2 or Gated-DeltaNet layer [bytes]: SSM + conv tail.
+
+    Both parts are in the model dtype (bf16 when unnamed) unless ``mamba_ssm_dtype`` names the
+    SSM part's dtype."""
+    model_bytes = _dtype_bytes(cfg, "torch_dtype" if cfg.get("torch_dtype") else "dtype", 2)
     ssm_bytes = _dtype_bytes(cfg, "mamba_ssm_dtype", model_bytes)
     if kind == "mamba":  # ssm: heads × head_dim × N; conv: (k-1) × (heads × head_dim + 2 g N)
         heads = _int(cfg, "mamba_num_heads", "the number of Mamba2 heads")
@@ -145,14 +149,17 @@ def _state_bytes(cfg: dict, kind: str, model_bytes: int) -> int:
 def _kv_dtype(cfg: dict, quant_config) -> str | None:
     """Native KV-cache dtype ("fp8" or "int8") from hf_quant_config.json or config.json."""
     qc = cfg.get("quantization_config") or {}
-    field, value = "kv_cache_dtype", cfg.get("kv_cache_dtype") or qc.get("kv_cache_quant_algo")
+    field, value = "config.json: kv_cache_dtype", cfg.get("kv_cache_dtype")
+    if value is None and qc.get("kv_cache_quant_algo") is not None:
+        field = "config.json: quantization_config.kv_cache_quant_algo"
+        value = qc["kv_cache_quant_algo"]
     if quant_config is not None:
         q, _ = _read_json(quant_config, "hf_quant_config.json")
         field = "hf_quant_config.json: quantization.kv_cache_quant_algo"
         value = (q.get("quantization") or q).get("kv_cache_quant_algo")
     elif value is None and qc.get("kv_cache_scheme"):  # compressed-tensors
         scheme = qc["kv_cache_scheme"]
-        field, value = "quantization_config.kv_cache_scheme", scheme
+        field, value = "config.json: quantization_config.kv_cache_scheme", scheme
         if isinstance(scheme, dict) and scheme.get("num_bits") == 8:
             value = {"float": "fp8", "int": "int8"}.get(scheme.get("type"), scheme)
     text = str(value).strip().lower() if value is not None else ""
@@ -201,34 +208,21 @@ def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     mlp_layers = kinds.count("mlp") if "mlp" in kinds else len(kinds)  # Nemotron: '-' only
     ff = cfg.get("intermediate_size") or 4 * h
     total_ff = active_ff = mlp_layers * ff
-    experts = cfg.get("num_experts") or cfg.get("num_local_experts") or cfg.get("n_routed_experts")
+    experts = _first(cfg, "num_experts", "num_local_experts", "n_routed_experts")
     if experts:
-        top_k = next(
-            cfg[k]
-            for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts")
-            if cfg.get(k)
-        )
+        top_k = _first(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
         moe_ff = cfg.get("moe_intermediate_size") or ff
-        shared = cfg.get("shared_expert_intermediate_size") or moe_ff * (
-            cfg.get("n_shared_experts") or 0
-        )
-        if not shared and (cfg.get("enable_moe_block") or "llama4" in cfg.get("model_type", "")):
+        shared = _first(cfg, "shared_expert_intermediate_size", default=0)
+        shared = shared or moe_ff * _first(cfg, "n_shared_experts", default=0)
+        if not shared and (cfg.get("enable_moe_block") or "llama4" in str(cfg.get("model_type"))):
             shared = ff  # Gemma-4: dense MLP beside the experts; Llama-4: one shared expert
         dense = (cfg.get("first_k_dense_replace") or 0) + len(cfg.get("mlp_only_layers") or [])
-        step = next(
-            (
-                cfg[k]
-                for k in ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
-                if cfg.get(k)
-            ),
-            1,
-        )
-        moe = (mlp_layers - dense) // step
+        step = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
+        moe = (mlp_layers - dense) // (step or 1)
         base = (mlp_layers - moe) * (cfg.get("intermediate_size_mlp") or ff) + moe * shared
         total_ff, active_ff = base + moe * experts * moe_ff, base + moe * top_k * moe_ff
-    fixed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2) + sum(
-        mix[k] for k in kinds if k in mix
-    )
+    fixed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
+    fixed += sum(mix[k] for k in kinds if k in mix)
     return float(fixed + mats * h * total_ff), float(fixed + mats * h * active_ff)
 
 
@@ -259,36 +253,26 @@ def load_hf_config(
     mqa = cfg.get("multi_query") and not cfg.get("new_decoder_architecture")  # Falcon-7B
     kv = _int(cfg, "num_key_value_heads", "KV heads per layer", default=1 if mqa else q)
     if q % kv:
-        _fail(
-            "num_key_value_heads",
-            f"({kv}) does not divide num_attention_heads ({q})",
-            "a whole number of query heads per KV head",
-        )
+        _fail("num_key_value_heads", f"is {kv}", f"a divisor of num_attention_heads ({q})")
     hd_key = "head_dim" if cfg.get("head_dim") is not None else "attention_head_dim"
     hd = _int(cfg, hd_key, "the per-head dim", default=hidden // q)
-    ctx = _int(
-        cfg,
-        "max_position_embeddings",
-        "the longest context in tokens",
-        default=cfg.get("n_positions") or cfg.get("seq_length") or _REQUIRED,
-    )
+    cfg.update(num_key_value_heads=kv, head_dim=hd)  # resolved, for estimate_params
+    ctx = _int(cfg, "max_position_embeddings", "the longest context in tokens")
     kinds, explicit = _layer_kinds(cfg, n)
+    shared_kv = _int(cfg, "num_kv_shared_layers", "layers reusing earlier KV", 0, minimum=0)
+    if shared_kv:  # Gemma-3n/4: the last layers read an earlier layer's cache, store none
+        kinds[n - min(shared_kv, n) :] = ["kv-shared"] * min(shared_kv, n)
 
     mla = cfg.get("kv_lora_rank") is not None
     if mla:  # one latent per token and layer: compressed KV + the decoupled RoPE key
         rope = _int(cfg, "qk_rope_head_dim", "the MLA decoupled RoPE dim")
-        full = dict(
-            kv_heads=1, k_head_dim=_int(cfg, "kv_lora_rank", "the MLA rank") + rope, v_head_dim=0
-        )
+        rank = _int(cfg, "kv_lora_rank", "the MLA latent rank")
+        full = dict(kv_heads=1, k_head_dim=rank + rope, v_head_dim=0)
         hd = _int(cfg, "qk_nope_head_dim", "the MLA no-RoPE head dim") + rope
     else:
         gkv = _int(cfg, "num_global_key_value_heads", "KV heads of full layers", default=kv)
         if q % gkv:
-            _fail(
-                "num_global_key_value_heads",
-                f"({gkv}) does not divide num_attention_heads",
-                "a whole number of query heads per KV head",
-            )
+            _fail("num_global_key_value_heads", f"is {gkv}", f"a divisor of {q} query heads")
         ghd = _int(cfg, "global_head_dim", "the head dim of full layers", default=hd)
         v_dim = 0 if cfg.get("attention_k_eq_v") else ghd
         full = dict(kv_heads=gkv, k_head_dim=ghd, v_head_dim=v_dim)
@@ -296,22 +280,20 @@ def load_hf_config(
     for kind in ("full", "sliding", "chunked"):  # global group first, then local
         if kind not in kinds:
             continue
-        index[kind] = len(groups)
-        local = {}
-        if kind != "full":
+        index[kind], count = len(groups), kinds.count(kind)
+        if kind == "full":
+            groups.append(AttentionGroup(layers=count, **full))
+        else:  # local layers keep the base KV heads and head dim
             window = _int(cfg, WINDOW_FIELDS[kind], f"the {kind} window in tokens")
-            local = dict(
-                kv_heads=kv, k_head_dim=hd, v_head_dim=hd, window_tokens=window, window_kind=kind
-            )
-        groups.append(AttentionGroup(layers=kinds.count(kind), **(local or full)))
+            groups.append(AttentionGroup(count, kv, hd, hd, window_tokens=window, window_kind=kind))
     if not groups:
-        _fail("layer types", "hold no attention layer", "at least one full/sliding/chunked layer")
+        _fail("layer_types", "hold no attention layer", "at least one full/sliding/chunked layer")
 
     n_state = kinds.count("mamba") or kinds.count("linear")
     if kinds.count("mamba") and kinds.count("linear"):
         _fail("layer_types", "mix Mamba and linear attention", "one kind of state layer")
     state_kind = "mamba" if "mamba" in kinds else "linear"
-    model_bytes = _dtype_bytes(cfg, "torch_dtype" if cfg.get("torch_dtype") else "dtype", 2)
+    state_bytes = _state_bytes(cfg, state_kind) if n_state else 0
     local = [k for k in ("chunked", "sliding") if k in index]
     if n_state:
         attention = "hybrid-mamba" if state_kind == "mamba" else "hybrid-linear"
@@ -331,7 +313,11 @@ def load_hf_config(
         else:
             params_active = params_total * est_active / est_total
     path_name = str(cfg.get("_name_or_path") or "").rstrip("/").split("/")[-1]
-    label = (stem or "").split("--")[-1] or path_name or str(cfg.get("model_type") or "model")
+    label = (
+        ("" if stem in (None, "config") else stem.split("--")[-1])
+        or path_name
+        or str(cfg.get("model_type") or "model")
+    )
     slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.]+", "-", label.lower())).strip("-.")
     return ModelSpec(
         id=model_id or slug or "model",
@@ -345,7 +331,7 @@ def load_hf_config(
         params_total=float(params_total),
         params_active=float(min(params_active, params_total)),
         state_layers=n_state,
-        state_bytes_per_layer=_state_bytes(cfg, state_kind, model_bytes) if n_state else 0,
+        state_bytes_per_layer=state_bytes,
         aliases=tuple(aliases),
         source=source or f"HF config.json {stem or '(given inline)'}; {note}",
         kv_dtype_native=_kv_dtype(cfg, quant_config),

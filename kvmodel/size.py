@@ -162,3 +162,16 @@ def chunk_bytes(
         slots += [((k + 0.5) / model.state_layers, -1, state_row) for k in range(model.state_layers)]
         rows = [r for _, _, r in sorted(slots, key=lambda t: (t[0], t[1]))]
     return np.stack(rows)
+
+
+def valid_tp(model: ModelSpec, max_tp: int = 64) -> list[int]:
+    """Tensor-parallel sizes up to ``max_tp`` that every attention group of ``model`` allows."""
+    out = []
+    for tp in range(1, max_tp + 1):
+        try:
+            for g in model.groups:
+                shard_heads(g.kv_heads, tp)
+        except ValueError:
+            continue
+        out.append(tp)
+    return out

@@ -1,0 +1,76 @@
+"""Carry a ModelSpec that is not in the catalog inside a link: compact JSON, base64url.
+
+``decode_model`` validates everything (through ModelSpec) and raises ``ValueError`` with a
+readable reason; a tampered or truncated string never yields a silently wrong model.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+from .specs import AttentionGroup, ModelSpec
+
+_VERSION = 1
+MAX_ENCODED_CHARS = 4000
+
+
+def encode_model(spec: ModelSpec) -> str:
+    data = {
+        "v": _VERSION,
+        "id": spec.id,
+        "n": spec.name,
+        "a": spec.attention,
+        "L": spec.layers,
+        "q": spec.q_heads,
+        "d": spec.head_dim_qk,
+        "c": spec.max_context_tokens,
+        "pt": spec.params_total,
+        "pa": spec.params_active,
+        "sl": spec.state_layers,
+        "sb": spec.state_bytes_per_layer,
+        "kv": spec.kv_dtype_native,
+        "g": [
+            [g.layers, g.kv_heads, g.k_head_dim, g.v_head_dim, g.window_tokens, g.window_kind]
+            for g in spec.groups
+        ],
+    }
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_model(text: str) -> ModelSpec:
+    if not isinstance(text, str) or not text or len(text) > MAX_ENCODED_CHARS:
+        raise ValueError("expected a non-empty encoded model of at most 4,000 characters")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        data = json.loads(raw)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ValueError("the encoded model is not valid (truncated or altered?)") from None
+    if not isinstance(data, dict) or data.get("v") != _VERSION:
+        raise ValueError("the encoded model has an unknown format version")
+    try:
+        groups = tuple(
+            AttentionGroup(layers=g[0], kv_heads=g[1], k_head_dim=g[2], v_head_dim=g[3],
+                           window_tokens=g[4], window_kind=g[5])  # fmt: skip
+            for g in data["g"]
+        )
+        return ModelSpec(
+            id=str(data["id"]),
+            name=str(data["n"]),
+            attention=data["a"],
+            layers=data["L"],
+            q_heads=data["q"],
+            head_dim_qk=data["d"],
+            groups=groups,
+            max_context_tokens=data["c"],
+            params_total=float(data["pt"]),
+            params_active=float(data["pa"]),
+            state_layers=data["sl"],
+            state_bytes_per_layer=data["sb"],
+            kv_dtype_native=data.get("kv"),
+            source="imported config.json (carried in the link)",
+        )
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"the encoded model lacks a field ({exc})") from None

@@ -1,0 +1,168 @@
+"""Tables the pages draw: link × batch, transfer vs S, mitigation options, the layer timeline.
+
+Each returns a pandas DataFrame with units in column names, computed only from the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from . import catalog
+from .size import bytes_per_token_full
+from .transfer import Scenario, chunk_times_s, critical_seq_len, evaluate, transfer
+
+DEFAULT_BAND_MS = (20.0, 50.0)  # the article: a decode step is 20-50 ms (Llama-3-70B, 8×A100)
+
+
+def decode_band_verdict(transfer_ms: float, band_ms=DEFAULT_BAND_MS) -> str:
+    """'below' a decode step, 'within' the band, or 'above' it."""
+    lo, hi = band_ms
+    return "below" if transfer_ms < lo else ("within" if transfer_ms <= hi else "above")
+
+
+def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame:
+    """Exposed transfer [ms] for each link (rows) and batch (columns ``batch N``)."""
+    rows = []
+    b = np.asarray(list(batches))
+    for lid in link_ids:
+        link = catalog.get_link(lid)
+        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s) * 1e3
+        row = {"link": lid, "name": link.name, "GB/s per direction": link.bandwidth_bytes_per_s / 1e9}
+        row.update({f"batch {int(n)}": float(v) for n, v in zip(b, t, strict=True)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def batch_sweep(sc: Scenario, link_ids, batches) -> pd.DataFrame:
+    """Long table: link, batch, transfer_ms."""
+    b = np.asarray(list(batches))
+    frames = []
+    for lid in link_ids:
+        link = catalog.get_link(lid)
+        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s) * 1e3
+        frames.append(pd.DataFrame({"link": lid, "name": link.name, "batch": b, "transfer_ms": t}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def seq_grid(max_tokens: int, *, start: int = 128, points: int = 200) -> np.ndarray:
+    """Log-spaced whole token counts from ``start`` to ``max_tokens`` inclusive."""
+    hi = max(int(max_tokens), start)
+    return np.unique(np.geomspace(start, hi, points).round().astype(np.int64))
+
+
+def seq_sweep(sc: Scenario, link_ids, seqs=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Transfer vs S per link, and each link's critical S.
+
+    Returns (curves: link, seq_len, transfer_ms; critical: link, critical_seq_len).
+    """
+    s = seq_grid(sc.model.max_context_tokens) if seqs is None else np.asarray(seqs)
+    curves, crit = [], []
+    for lid in link_ids:
+        link_sc = sc.with_link(catalog.get_link(lid))
+        t = transfer(link_sc, seq_len=s).exposed_s * 1e3
+        curves.append(pd.DataFrame({"link": lid, "seq_len": s, "transfer_ms": t}))
+        crit.append({"link": lid, "critical_seq_len": critical_seq_len(link_sc)})
+    return pd.concat(curves, ignore_index=True), pd.DataFrame(crit)
+
+
+def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
+    """Transfer vs S for several models on the scenario's link (S clipped to each model's max)."""
+    s = np.asarray(seqs)
+    frames = []
+    for mid in model_ids:
+        m = catalog.get_model(mid)
+        ok = s[s <= m.max_context_tokens]
+        msc = replace(sc, model=m, seq_len=min(sc.seq_len, m.max_context_tokens),
+                      tp_prefill=1, tp_decode=1, kv_dtype=sc.kv_dtype)  # fmt: skip
+        t = transfer(msc, seq_len=ok).exposed_s * 1e3
+        frames.append(pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok,
+                                    "transfer_ms": t}))  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+def models_table(kv_dtype: str = "fp16", seq_len: int = 8192) -> pd.DataFrame:
+    """Every catalog model: bytes per token (short context) and at ``seq_len`` tokens."""
+    from .size import kv_bytes
+
+    rows = []
+    for mid in catalog.model_ids():
+        m = catalog.get_model(mid)
+        s = min(seq_len, m.max_context_tokens)
+        kvb = kv_bytes(m, s, 1, kv_dtype=kv_dtype)
+        rows.append({
+            "model": mid, "name": m.name, "attention": m.attention,
+            "bytes_per_token_short": bytes_per_token_full(m, kv_dtype=kv_dtype),
+            "seq_len": s, "kv_bytes_at_seq": float(kvb.total),
+            "bytes_per_token_at_seq": float(kvb.per_token),
+            "max_context_tokens": m.max_context_tokens,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Option:
+    label: str
+    scenario: Scenario
+
+
+def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Option]:
+    """Baseline, each mitigation alone, and the useful combinations, as full scenarios."""
+    base = replace(sc, compression="none", layerwise=False)
+    nv = catalog.get_link(nvlink_id or sc.gpu.nvlink)
+    opts = [Option("Baseline", base)]
+    for comp in ("fp8", "int8", "int4"):
+        opts.append(Option(f"{comp.upper()} transfer", replace(base, compression=comp)))
+    opts.append(Option("Layer-wise", replace(base, layerwise=True)))
+    opts.append(Option("INT8 + layer-wise", replace(base, compression="int8", layerwise=True)))
+    opts.append(Option(f"{nv.name}", replace(base, link=nv, parallel_links=sc.parallel_links)))
+    opts.append(Option(f"{nv.name} + layer-wise", replace(base, link=nv, layerwise=True)))
+    return opts
+
+
+def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
+    """Per option: wire bytes, exposed transfer, TTFT, share, saving vs the first option [ms]."""
+    rows = []
+    base_ttft = None
+    for opt in options:
+        ev = evaluate(opt.scenario)
+        base_ttft = ev.ttft_s if base_ttft is None else base_ttft
+        rows.append({
+            "option": opt.label, "wire_bytes": ev.wire_bytes,
+            "prefill_ms": ev.prefill_s * 1e3, "exposed_transfer_ms": ev.exposed_s * 1e3,
+            "codec_ms": ev.codec_s * 1e3, "decode_step_ms": ev.decode_step_s * 1e3,
+            "ttft_ms": ev.ttft_s * 1e3, "transfer_share": ev.transfer_share_of_ttft,
+            "ttft_saving_ms": (base_ttft - ev.ttft_s) * 1e3,
+            "critical_seq_len": ev.critical_seq_len,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def timeline(sc: Scenario) -> pd.DataFrame:
+    """Gantt rows: prefill compute per layer, each layer's transfer chunk, the first decode step.
+
+    Columns: lane, label, start_ms, end_ms.  Chunk j starts at max(ready_j, end of chunk j−1);
+    sent whole, one chunk starts when prefill ends.
+    """
+    ev = evaluate(sc)
+    p = ev.prefill_s
+    rows = [{"lane": "Prefill compute", "label": "prefill", "start_ms": 0.0, "end_ms": p * 1e3}]
+    if sc.layerwise:
+        x = chunk_times_s(sc)
+        n = x.shape[0]
+        end = 0.0
+        for j in range(n):
+            start = max((j + 1) / n * p, end)
+            end = start + float(x[j])
+            rows.append({"lane": "KV transfer", "label": f"layer chunk {j + 1}/{n}",
+                         "start_ms": start * 1e3, "end_ms": end * 1e3})  # fmt: skip
+        done = end
+    else:
+        done = p + ev.transfer_s
+        rows.append({"lane": "KV transfer", "label": "whole cache", "start_ms": p * 1e3,
+                     "end_ms": done * 1e3})  # fmt: skip
+    rows.append({"lane": "Decode", "label": "first decode step", "start_ms": done * 1e3,
+                 "end_ms": (done + ev.decode_step_s) * 1e3})  # fmt: skip
+    return pd.DataFrame(rows)

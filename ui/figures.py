@@ -1,0 +1,204 @@
+"""Plotly figure builders: pure functions of model output, no ``st.*`` calls.
+
+Every figure has a title, axis titles with units and hover text with units.  Each interconnect
+keeps one colour everywhere (``link_color``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from kvmodel import catalog
+
+_LINK_PALETTE = {
+    "nvlink3": "#16a34a", "nvlink4": "#15803d", "nvlink5": "#166534",
+    "pcie4": "#a16207", "pcie5": "#ca8a04", "pcie6": "#eab308",
+    "ib-hdr": "#7c3aed", "ib-ndr": "#2563eb", "ib-xdr": "#0891b2",
+    "25gbe": "#9f1239", "100gbe": "#dc2626", "200gbe": "#ea580c", "400gbe": "#f97316",
+    "800gbe": "#fb923c", "aws-efa-p4d": "#db2777", "aws-efa-p5": "#c026d3",
+    "infinity-fabric": "#0d9488", "custom": "#475569",
+}  # fmt: skip
+_FALLBACK = ("#64748b", "#0f766e", "#b45309", "#6d28d9", "#be123c")
+LAYOUT_COLORS = {
+    "mha": "#dc2626", "gqa": "#2563eb", "mqa": "#0891b2", "mla": "#16a34a",
+    "sliding": "#ca8a04", "chunked": "#ea580c", "sliding+global": "#a16207",
+    "hybrid-linear": "#7c3aed", "hybrid-mamba": "#db2777",
+}  # fmt: skip
+SEGMENT_COLORS = {"Prefill": "#94a3b8", "KV transfer": "#dc2626", "Quantize/dequantize": "#f59e0b",
+                  "First decode step": "#2563eb"}  # fmt: skip
+BAND_COLOR = "rgba(37, 99, 235, 0.12)"
+
+
+def link_color(link_id: str) -> str:
+    base = link_id.split("@")[0]
+    if base in _LINK_PALETTE:
+        return _LINK_PALETTE[base]
+    return _FALLBACK[sum(map(ord, base)) % len(_FALLBACK)]
+
+
+def link_name(link_id: str) -> str:
+    try:
+        return catalog.get_link(link_id).name
+    except ValueError:
+        return link_id
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left"},
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        hoverlabel={"namelength": -1},
+    )
+    return fig
+
+
+def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> go.Figure:
+    """Stacked horizontal bars per option: prefill, exposed transfer (+codec), first decode [ms].
+
+    ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms.
+    """
+    fig = go.Figure()
+    parts = (("Prefill", "prefill_ms"), ("KV transfer", "exposed_transfer_ms"),
+             ("First decode step", "decode_step_ms"))  # fmt: skip
+    for name, col in parts:
+        fig.add_bar(
+            y=table["option"], x=table[col], name=name, orientation="h",
+            marker_color=SEGMENT_COLORS[name],
+            customdata=table["ttft_ms"],
+            hovertemplate=f"{name}: %{{x:,.1f}} ms<br>TTFT: %{{customdata:,.1f}} ms<extra>%{{y}}</extra>",
+        )  # fmt: skip
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(autorange="reversed", title=None)
+    return _layout(fig, title, "time since the request arrived [ms]", "",
+                   height=max(220, 70 + 48 * len(table)))  # fmt: skip
+
+
+def figure_transfer_vs_step(transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *,
+                            link: str = "", k: float = 1.0) -> go.Figure:  # fmt: skip
+    """One bar for the exposed transfer against the decode step and the usual band [ms]."""
+    fig = go.Figure()
+    fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0,
+                  annotation_text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+                  annotation_position="top left")  # fmt: skip
+    fig.add_bar(y=["KV transfer", "Decode step"], x=[transfer_ms, step_ms], orientation="h",
+                marker_color=[SEGMENT_COLORS["KV transfer"], SEGMENT_COLORS["First decode step"]],
+                hovertemplate="%{y}: %{x:,.2f} ms<extra></extra>")  # fmt: skip
+    if k != 1:
+        fig.add_vline(x=k * step_ms, line_dash="dash", annotation_text=f"{k:g} × step")
+    fig.update_yaxes(autorange="reversed", title=None)
+    title = f"KV transfer vs one decode step{' on ' + link if link else ''}"
+    return _layout(fig, title, "time [ms]", "", height=240)
+
+
+def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) -> go.Figure:
+    """Transfer vs batch per link, log-log, with the decode-step band."""
+    fig = go.Figure()
+    fig.add_hrect(y0=band_ms[0], y1=band_ms[1], fillcolor=BAND_COLOR, line_width=0,
+                  annotation_text=f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+                  annotation_position="bottom right")  # fmt: skip
+    for lid, part in df.groupby("link", sort=False):
+        name = part["name"].iloc[0]
+        fig.add_scatter(x=part["batch"], y=part["transfer_ms"], name=name, mode="lines+markers",
+                        line_color=link_color(lid),
+                        hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms"
+                                      "<extra></extra>")  # fmt: skip
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _layout(fig, f"KV transfer time vs batch at {seq_len:,} tokens",
+                   "batch [requests, log scale]", "transfer time [ms, log scale]")  # fmt: skip
+
+
+def figure_seq_sweep(curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float,
+                     title: str) -> go.Figure:  # fmt: skip
+    """Transfer vs sequence length per link, the threshold line, critical S marked."""
+    fig = go.Figure()
+    for lid, part in curves.groupby("link", sort=False):
+        name = link_name(lid)
+        fig.add_scatter(x=part["seq_len"], y=part["transfer_ms"], name=name, mode="lines",
+                        line_color=link_color(lid),
+                        hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms"
+                                      "<extra></extra>")  # fmt: skip
+    fig.add_hline(y=threshold_ms, line_dash="dash", line_color="#475569",
+                  annotation_text=f"threshold {threshold_ms:,.1f} ms",
+                  annotation_position="top left")  # fmt: skip
+    hits = critical.dropna(subset=["critical_seq_len"])
+    if len(hits):
+        fig.add_scatter(
+            x=hits["critical_seq_len"], y=[threshold_ms] * len(hits), mode="markers",
+            name="critical length", marker={"size": 11, "symbol": "diamond",
+                                            "color": [link_color(i) for i in hits["link"]],
+                                            "line": {"width": 1, "color": "#111827"}},
+            customdata=[link_name(i) for i in hits["link"]],
+            hovertemplate="%{customdata}: critical at %{x:,} tokens<extra></extra>",
+        )  # fmt: skip
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _layout(fig, title, "sequence length [tokens, log scale]",
+                   "exposed transfer time [ms, log scale]")  # fmt: skip
+
+
+def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
+    """Transfer vs S for several models on one link; dash style by attention layout."""
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+    fig = go.Figure()
+    for n, (mid, part) in enumerate(df.groupby("model", sort=False)):
+        layout = part["attention"].iloc[0]
+        fig.add_scatter(x=part["seq_len"], y=part["transfer_ms"], name=f"{mid} ({layout})",
+                        mode="lines", line={"color": LAYOUT_COLORS.get(layout, "#475569"),
+                                            "dash": dashes[n % len(dashes)]},
+                        hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
+                                      "transfer %{y:,.2f} ms<extra></extra>")  # fmt: skip
+    fig.add_hline(y=threshold_ms, line_dash="dash", line_color="#475569",
+                  annotation_text=f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _layout(fig, f"Attention layouts compared on {link}",
+                   "sequence length [tokens, log scale]", "transfer time [ms, log scale]")  # fmt: skip
+
+
+def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
+    """Gantt of prefill compute, KV transfer chunks and the first decode step [ms]."""
+    colors = {"Prefill compute": SEGMENT_COLORS["Prefill"], "KV transfer": SEGMENT_COLORS["KV transfer"],
+              "Decode": SEGMENT_COLORS["First decode step"]}  # fmt: skip
+    fig = go.Figure()
+    for lane, part in tl.groupby("lane", sort=False):
+        fig.add_bar(
+            y=[lane] * len(part), x=part["end_ms"] - part["start_ms"], base=part["start_ms"],
+            orientation="h", name=lane, marker_color=colors.get(lane, "#64748b"),
+            marker_line={"width": 0.5, "color": "white"},
+            customdata=list(zip(part["label"], part["start_ms"], part["end_ms"], strict=True)),
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]:,.2f} → %{customdata[2]:,.2f} ms"
+                          "<extra></extra>",
+        )  # fmt: skip
+    fig.update_layout(barmode="overlay", showlegend=False)
+    fig.update_yaxes(autorange="reversed", title=None,
+                     categoryorder="array", categoryarray=["Prefill compute", "KV transfer", "Decode"])  # fmt: skip
+    return _layout(fig, title, "time since the request arrived [ms]", "", height=260)
+
+
+def figure_bytes_per_token(df: pd.DataFrame, *, highlight: str | None = None,
+                           kv_dtype: str = "fp16") -> go.Figure:  # fmt: skip
+    """KV bytes per token across models (log bars), coloured by attention layout."""
+    d = df.sort_values("bytes_per_token_at_seq", ascending=False)
+    fig = go.Figure()
+    for layout, part in d.groupby("attention", sort=False):
+        fig.add_bar(
+            x=part["model"], y=part["bytes_per_token_at_seq"], name=layout,
+            marker_color=LAYOUT_COLORS.get(layout, "#64748b"),
+            marker_line={"width": [3 if m == highlight else 0 for m in part["model"]],
+                         "color": "#111827"},
+            customdata=list(zip(part["seq_len"], part["bytes_per_token_short"], strict=True)),
+            hovertemplate="%{x}<br>%{y:,.0f} B/token at %{customdata[0]:,} tokens"
+                          "<br>%{customdata[1]:,.0f} B/token while every layer holds all tokens"
+                          "<extra>" + layout + "</extra>",
+        )  # fmt: skip
+    fig.update_yaxes(type="log")
+    fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
+    seq = int(d["seq_len"].max())
+    return _layout(fig, f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
+                   "", "bytes per token [B, log scale]", height=480)  # fmt: skip

@@ -1,0 +1,192 @@
+"""The scenario's URL parameters: names, defaults, parsing and clamping.
+
+Pure Python (no streamlit) so it is tested directly.  Names are short and stable: shared links
+depend on them; the README lists them.  ``parse_query`` turns a query mapping into clean values
+plus human-readable warnings for everything it had to replace or clamp.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kvmodel import catalog
+from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from kvmodel.modelcodec import decode_model
+from kvmodel.size import shard_heads
+
+MAX_BATCH = 4096
+MAX_TP = 64
+CUSTOM_LINK = "custom"
+IMPORTED_PREFIX = "cfg-"  # model ids of imported configs carried in the link by their fields
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # URL name == session-state key
+    label: str
+    default: object
+
+
+PARAMS = (
+    Param("model", "model id", "llama-3.1-70b"),
+    Param("seq", "sequence length [tokens]", 1024),
+    Param("batch", "batch [requests]", 1),
+    Param("link", "interconnect id", "100gbe"),
+    Param("bw", "custom bandwidth [GB/s per direction]", 12.5),
+    Param("lat", "custom latency [µs]", 5.0),
+    Param("eff", "link efficiency [%]", 100.0),
+    Param("par", "parallel links (0 = one per TP rank)", 0),
+    Param("kvd", "KV dtype", "fp16"),
+    Param("comp", "transfer compression", "none"),
+    Param("lw", "layer-wise sending (0/1)", 0),
+    Param("tp", "prefill TP", 1),
+    Param("tpd", "decode TP", 1),
+    Param("step", "decode step [ms]", 30.0),
+    Param("prefill", "prefill [ms] or 'est'", "est"),
+    Param("gpu", "GPU id", "h100-sxm"),
+    Param("k", "critical threshold k", 1.0),
+    Param("share", "TTFT share target [%]", 20.0),
+    Param("cfg", "imported model fields", ""),
+)
+DEFAULTS = {p.name: p.default for p in PARAMS}
+LABELS = {p.name: p.label for p in PARAMS}
+
+
+def link_ids() -> list[str]:
+    return list(dict.fromkeys(lk.id for lk in catalog.links().values()))
+
+
+def _closest(kind, given, valid) -> str:
+    err = catalog.UnknownIdError(kind, given, valid)
+    return f" (closest: {', '.join(err.closest)})" if err.closest else ""
+
+
+def _number(raw, name, lo, hi, *, integer, warnings, default):
+    """Parse and clamp one number; warn on junk or clamping."""
+    try:
+        value = float(str(raw).strip())
+        if not math.isfinite(value):
+            raise ValueError
+    except ValueError:
+        warnings.append(f"{name}={raw!r} is not a number; using {default:g}.")
+        return default
+    if integer and value != int(value):
+        warnings.append(f"{name}={raw!r} is not a whole number; using {round(value):g}.")
+        value = float(round(value))
+    clamped = min(max(value, lo), hi)
+    if clamped != value:
+        warnings.append(f"{name}={raw} is outside {lo:g}–{hi:g} ({LABELS[name]}); using {clamped:g}.")
+    return int(clamped) if integer else clamped
+
+
+def parse_query(query) -> tuple[dict, list[str], dict]:
+    """Clean scenario values from a query mapping.
+
+    Returns (values, warnings, imported) where ``imported`` maps an imported model id to its
+    ModelSpec when ``cfg`` carried one.  Unknown parameters are ignored.
+    """
+    q = {k: query[k] for k in query}
+    warnings: list[str] = []
+    v = dict(DEFAULTS)
+    imported = {}
+    if q.get("cfg"):
+        try:
+            spec = decode_model(q["cfg"])
+            imported[spec.id] = spec
+            v["cfg"] = q["cfg"]
+        except ValueError as exc:
+            warnings.append(f"cfg: the imported model in this link is unreadable ({exc}).")
+    models = catalog.models()
+    if "model" in q:
+        mid = str(q["model"]).strip().lower()
+        if mid in models:
+            v["model"] = models[mid].id
+        elif mid in imported:
+            v["model"] = mid
+        else:
+            warnings.append(
+                f"model={q['model']!r} is not a known model{_closest('model', mid, models)}; "
+                f"showing {DEFAULTS['model']}."
+            )
+    spec = imported.get(v["model"]) or models[v["model"]]
+    if "link" in q:
+        lid = str(q["link"]).strip().lower()
+        if lid in link_ids() or lid == CUSTOM_LINK:
+            v["link"] = lid
+        else:
+            warnings.append(
+                f"link={q['link']!r} is not a known interconnect"
+                f"{_closest('link', lid, catalog.links())}; showing {DEFAULTS['link']}."
+            )
+    if "gpu" in q:
+        gid = str(q["gpu"]).strip().lower()
+        if gid in catalog.gpus():
+            v["gpu"] = gid
+        else:
+            warnings.append(f"gpu={q['gpu']!r} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    choices = {"kvd": sorted(KV_DTYPE_BITS), "comp": list(COMPRESSION_BITS)}
+    if "kvd" not in q and spec.kv_dtype_native:
+        v["kvd"] = spec.kv_dtype_native
+    for name, allowed in choices.items():
+        if name in q:
+            raw = str(q[name]).strip().lower()
+            if raw in allowed:
+                v[name] = raw
+            else:
+                warnings.append(
+                    f"{name}={q[name]!r} is not one of {', '.join(allowed)}; using {v[name]}."
+                )
+    ranges = {
+        "seq": (1, spec.max_context_tokens, True),
+        "batch": (1, MAX_BATCH, True),
+        "bw": (0.001, 100_000, False),
+        "lat": (0, 1_000_000, False),
+        "eff": (1, 100, False),
+        "par": (0, 1024, True),
+        "lw": (0, 1, True),
+        "tp": (1, MAX_TP, True),
+        "tpd": (1, MAX_TP, True),
+        "step": (0.1, 10_000, False),
+        "k": (0.05, 1000, False),
+        "share": (1, 99, False),
+    }
+    for name, (lo, hi, integer) in ranges.items():
+        if name in q:
+            v[name] = _number(q[name], name, lo, hi, integer=integer, warnings=warnings,
+                              default=v[name])  # fmt: skip
+    for name in ("tp", "tpd") if "tpd" in q else ("tp",):
+        try:
+            for g in spec.groups:
+                shard_heads(g.kv_heads, v[name])
+        except ValueError as exc:
+            warnings.append(f"{name}: {exc}; using 1.")
+            v[name] = 1
+    if "tpd" not in q:
+        v["tpd"] = v["tp"]
+    if "prefill" in q:
+        raw = str(q["prefill"]).strip().lower()
+        if raw in ("", "est", "estimate", "estimated"):
+            v["prefill"] = "est"
+        else:
+            try:
+                float(raw)
+                v["prefill"] = _number(raw, "prefill", 0, 3_600_000, integer=False,
+                                       warnings=warnings, default=0.0)  # fmt: skip
+            except ValueError:
+                warnings.append(f"prefill={q['prefill']!r} is neither milliseconds nor 'est'; "
+                                "estimating it from the GPU.")  # fmt: skip
+    return v, warnings, imported
+
+
+def to_query(values: dict) -> dict[str, str]:
+    """Values → query parameters (strings), in PARAMS order; ``cfg`` only when used."""
+    out = {}
+    for p in PARAMS:
+        val = values.get(p.name, p.default)
+        if p.name == "cfg" and not (val and str(values.get("model", "")).startswith(IMPORTED_PREFIX)):
+            continue
+        if p.name in ("bw", "lat") and values.get("link") != CUSTOM_LINK:
+            continue
+        out[p.name] = f"{val:g}" if isinstance(val, float) else str(val)
+    return out

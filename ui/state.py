@@ -1,0 +1,245 @@
+"""The shared scenario: URL ⇄ session state ⇄ sidebar widgets, and cached model calls.
+
+Streamlit's sidebar navigation drops the query string, and a widget that is not rendered loses
+its value.  So the scenario lives in session state under the URL names (``ui.params``), is read
+from the URL once per session, rendered in the sidebar on every page (app.py calls
+``sidebar_controls`` before ``run()``), and written back to the URL on every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from kvmodel import catalog
+from kvmodel.build import build_scenario
+from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from kvmodel.modelcodec import encode_model
+from kvmodel.size import valid_tp
+from kvmodel.specs import ModelSpec
+from kvmodel.timing import decode_step_lower_bound_s
+from kvmodel.transfer import Evaluation, Scenario, evaluate
+from kvmodel.units import fmt_ms
+
+from . import params as P
+
+_INIT = "_scenario_initialised"
+NOTICES = "_notices"
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def cached_evaluate(sc: Scenario) -> Evaluation:
+    return evaluate(sc)
+
+
+def imported_models() -> dict[str, ModelSpec]:
+    return st.session_state.setdefault("_imported", {})
+
+
+def model_spec(model_id: str | None = None) -> ModelSpec:
+    mid = model_id or st.session_state["model"]
+    return imported_models().get(mid) or catalog.get_model(mid)
+
+
+def init_from_url() -> None:
+    """Read the query string once per session into session state; keep warnings to show."""
+    if st.session_state.get(_INIT):
+        return
+    values, warnings, imported = P.parse_query(st.query_params.to_dict())
+    imported_models().update(imported)
+    for name, value in values.items():
+        st.session_state[name] = value
+    st.session_state["lw"] = bool(values["lw"])
+    st.session_state["prefill_mode"] = "Estimate" if values["prefill"] == "est" else "Given"
+    st.session_state["prefill_ms"] = 200.0 if values["prefill"] == "est" else values["prefill"]
+    st.session_state[NOTICES] = warnings
+    st.session_state[_INIT] = True
+
+
+def add_notice(text: str) -> None:
+    st.session_state.setdefault(NOTICES, []).append(text)
+
+
+def current_values() -> dict:
+    ss = st.session_state
+    values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
+    values["lw"] = int(bool(ss.get("lw")))
+    values["prefill"] = "est" if ss.get("prefill_mode") != "Given" else float(ss["prefill_ms"])
+    mid = values["model"]
+    values["cfg"] = encode_model(imported_models()[mid]) if mid in imported_models() else ""
+    return values
+
+
+def sync_url() -> None:
+    """Write the scenario to the URL (every run, every page)."""
+    query = P.to_query(current_values())
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def share_url() -> str:
+    """The current page's address with the whole scenario in its query string."""
+    base = ""
+    try:
+        base = (st.context.url or "").split("?")[0]
+    except Exception:  # noqa: BLE001 - st.context.url is missing outside a browser session
+        base = ""
+    return f"{base}?{urlencode(P.to_query(current_values()))}"
+
+
+def _on_model_change() -> None:
+    """Keep the other inputs valid for the newly chosen model, and say what changed."""
+    ss = st.session_state
+    spec = model_spec()
+    if ss["seq"] > spec.max_context_tokens:
+        add_notice(f"Sequence length lowered to {spec.name}'s max context of "
+                   f"{spec.max_context_tokens:,} tokens.")  # fmt: skip
+        ss["seq"] = spec.max_context_tokens
+    tps = valid_tp(spec, P.MAX_TP)
+    for key in ("tp", "tpd"):
+        if ss[key] not in tps:
+            add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
+            ss[key] = 1
+    if spec.kv_dtype_native:
+        ss["kvd"] = spec.kv_dtype_native
+
+
+def _set_seq_from_exact() -> None:
+    st.session_state["seq"] = int(st.session_state["seq_exact"])
+
+
+def _seq_options(max_ctx: int, current: int) -> list[int]:
+    nice = [int(v) for base in (128 * 2**k for k in range(20)) for v in (base, base * 3 // 2)]
+    opts = sorted({v for v in nice if v <= max_ctx} | {max_ctx, current})
+    return [v for v in opts if 1 <= v <= max_ctx]
+
+
+def sidebar_controls() -> None:
+    """Render the scenario controls in the sidebar (app.py, before ``run()``)."""
+    ss = st.session_state
+    sb = st.sidebar
+    ids = catalog.model_ids() + list(imported_models())
+    pending = ss.pop("_pending_model", None)
+    if pending in ids:
+        ss["model"] = pending
+        _on_model_change()
+    if ss["model"] not in ids:
+        ss["model"] = P.DEFAULTS["model"]
+    sb.selectbox("Model", ids, key="model", on_change=_on_model_change,
+                 format_func=lambda i: f"{model_spec(i).name} · {model_spec(i).attention}")  # fmt: skip
+    spec = model_spec()
+    ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
+    sb.select_slider("Sequence length [tokens]", _seq_options(spec.max_context_tokens, ss["seq"]),
+                     key="seq", format_func=lambda v: f"{v:,}",
+                     help="Prompt tokens per request (log-spaced steps; type an exact value below).")  # fmt: skip
+    ss["seq_exact"] = ss["seq"]
+    c1, c2 = sb.columns(2)
+    c1.number_input("Exact tokens", 1, spec.max_context_tokens, key="seq_exact", step=1,
+                    on_change=_set_seq_from_exact)  # fmt: skip
+    c2.number_input("Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
+    links = P.link_ids() + [P.CUSTOM_LINK]
+    sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
+    if ss["link"] == P.CUSTOM_LINK:
+        c1, c2 = sb.columns(2)
+        c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
+        c2.number_input("Latency [µs]", 0.0, 1_000_000.0, key="lat")
+    sb.slider("Link efficiency [%]", 1.0, 100.0, key="eff", step=1.0,
+              help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.")  # fmt: skip
+    with sb.expander("Mitigations", expanded=True):
+        st.selectbox("Transfer compression", list(COMPRESSION_BITS), key="comp",
+                     help="Quantize the KV only for the trip (scales included, quantize + "
+                          "dequantize time counted).")  # fmt: skip
+        st.toggle("Send layer by layer", key="lw",
+                  help="Each layer's KV leaves as soon as prefill has computed it.")
+    with sb.expander("Parallelism and hardware"):
+        tps = valid_tp(spec, P.MAX_TP)
+        c1, c2 = st.columns(2)
+        c1.selectbox("Prefill TP", tps, key="tp")
+        c2.selectbox("Decode TP", tps, key="tpd")
+        st.number_input("Parallel links (0 = one per TP rank)", 0, 1024, key="par", step=1)
+        st.selectbox("GPU (for estimates)", list(catalog.gpus()), key="gpu",
+                     format_func=lambda g: catalog.get_gpu(g).name)  # fmt: skip
+        st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
+    with sb.expander("Times and thresholds"):
+        st.number_input("Decode step [ms]", 0.1, 10_000.0, key="step", step=1.0)
+        st.caption(_roofline_caption(spec))
+        st.radio("Prefill time", ("Estimate", "Given"), key="prefill_mode", horizontal=True)
+        if ss["prefill_mode"] == "Given":
+            st.number_input("Prefill [ms]", 0.0, 3_600_000.0, key="prefill_ms", step=10.0)
+        c1, c2 = st.columns(2)
+        c1.number_input("Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
+        c2.number_input("TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
+
+
+def _link_label(link_id: str) -> str:
+    if link_id == P.CUSTOM_LINK:
+        return "Custom bandwidth…"
+    lk = catalog.get_link(link_id)
+    return f"{lk.name} · {lk.bandwidth_bytes_per_s / 1e9:g} GB/s/dir"
+
+
+def _roofline_caption(spec: ModelSpec) -> str:
+    ss = st.session_state
+    try:
+        lb = decode_step_lower_bound_s(spec, ss["seq"], ss["batch"], gpu=catalog.get_gpu(ss["gpu"]),
+                                       tp=ss["tpd"], kv_dtype=ss["kvd"])  # fmt: skip
+    except ValueError:
+        return ""
+    return (f"Roofline lower bound on {ss['tpd']}× {catalog.get_gpu(ss['gpu']).name}: "
+            f"{fmt_ms(float(lb))} (weights + KV read once from HBM; real steps are 2–4× longer).")  # fmt: skip
+
+
+def scenario() -> Scenario:
+    """The scenario as the sidebar holds it.  Raises ValueError on an impossible combination."""
+    v = current_values()
+    custom = v["link"] == P.CUSTOM_LINK
+    return build_scenario(
+        model=model_spec(),
+        link=None if custom else v["link"],
+        bandwidth_gbs=float(v["bw"]) if custom else None,
+        latency_us=float(v["lat"]) if custom else None,
+        gpu=v["gpu"],
+        seq_len=int(v["seq"]),
+        batch=int(v["batch"]),
+        efficiency=float(v["eff"]) / 100,
+        parallel_links=int(v["par"]) or None,
+        kv_dtype=v["kvd"],
+        compression=v["comp"],
+        layerwise=bool(v["lw"]),
+        tp=int(v["tp"]),
+        tp_decode=int(v["tpd"]),
+        decode_step_ms=float(v["step"]),
+        prefill_ms=None if v["prefill"] == "est" else float(v["prefill"]),
+        k=float(v["k"]),
+        share_target=float(v["share"]) / 100,
+    )
+
+
+def scenario_or_stop() -> Scenario:
+    """The scenario, or a readable error and a stopped page."""
+    try:
+        return scenario()
+    except ValueError as exc:
+        st.error(f"This scenario cannot be computed: {exc}. Change the inputs in the sidebar.")
+        st.stop()
+
+
+def show_notices() -> None:
+    """Show (once) what the link or a model change altered."""
+    notes = st.session_state.get(NOTICES) or []
+    if notes:
+        st.warning("Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes), icon="⚠️")
+        st.session_state[NOTICES] = []
+
+
+def register_import(spec: ModelSpec) -> str:
+    """Make an imported model selectable, select it on the next run; returns its id.
+
+    Its fields travel in the link (``cfg``) while it is the selected model.
+    """
+    mid = spec.id if spec.id.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{spec.id}"
+    imported_models()[mid] = replace(spec, id=mid)
+    st.session_state["_pending_model"] = mid
+    return mid
