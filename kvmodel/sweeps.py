@@ -83,17 +83,18 @@ def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def models_table(kv_dtype: str = "fp16", seq_len: int = 8192) -> pd.DataFrame:
-    """Every catalog model: bytes per token (short context) and at ``seq_len`` tokens."""
+def models_table(kv_dtype: str = "fp16", seq_len: int = 8192, extra=()) -> pd.DataFrame:
+    """Every catalog model (plus ``extra`` specs): bytes per token at short context and averaged
+    over a ``seq_len``-token prompt (clipped to each model's max context)."""
     from .size import kv_bytes
 
     rows = []
-    for mid in catalog.model_ids():
-        m = catalog.get_model(mid)
+    for m in [catalog.get_model(mid) for mid in catalog.model_ids()] + list(extra):
         s = min(seq_len, m.max_context_tokens)
         kvb = kv_bytes(m, s, 1, kv_dtype=kv_dtype)
         rows.append({
-            "model": mid, "name": m.name, "attention": m.attention,
+            "model": m.id, "name": m.name, "attention": m.attention, "layers": m.layers,
+            "kv_heads": m.min_kv_heads, "state_bytes": m.state_layers * m.state_bytes_per_layer,
             "bytes_per_token_short": bytes_per_token_full(m, kv_dtype=kv_dtype),
             "seq_len": s, "kv_bytes_at_seq": float(kvb.total),
             "bytes_per_token_at_seq": float(kvb.per_token),

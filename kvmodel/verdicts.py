@@ -32,3 +32,61 @@ def overview_takeaway(ev: Evaluation) -> str:
         f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line), "
         f"and {where}."
     )
+
+
+def interconnect_takeaway(table, batch: int, band_ms: tuple[float, float], scenario_link: str) -> str:
+    """Sentence for the link × batch table at one batch size (column ``batch N``)."""
+    col = f"batch {batch}"
+    lo, hi = band_ms
+    below = table[table[col] < lo]
+    above = table[table[col] > hi]
+    row = table[table["link"] == scenario_link]
+    own = ""
+    if len(row):
+        ms = float(row[col].iloc[0])
+        own = f" {row['name'].iloc[0]} takes {fmt_ms(ms / 1e3)}."
+    return (
+        f"At batch {batch}, {len(below)} of {len(table)} interconnects finish under a "
+        f"{lo:g} ms decode step and {len(above)} take longer than {hi:g} ms.{own}"
+    )
+
+
+def sequence_takeaway(critical, names: dict, threshold_s: float) -> str:
+    """Sentence from a (link, critical_seq_len) table."""
+    parts = []
+    for lid, s in zip(critical["link"], critical["critical_seq_len"], strict=True):
+        name = names.get(lid, lid)
+        parts.append(f"{name} from {fmt_tokens(s)}" if s == s and s is not None
+                     else f"{name} never")  # fmt: skip
+    return (f"Transfer reaches {fmt_ms(threshold_s)} (the threshold) on " + "; ".join(parts)
+            + ". Longer prompts than that are transfer-bound.")  # fmt: skip
+
+
+def mitigation_takeaway(table) -> str:
+    """Sentence from sweeps.mitigation_table (first row is the baseline)."""
+    base = table.iloc[0]
+    rest = table.iloc[1:]
+    best = rest.loc[rest["ttft_ms"].idxmin()]
+    no_link = rest[~rest["option"].str.contains("NVLink|Infinity|PCIe", regex=True)]
+    cheap = no_link.loc[no_link["ttft_ms"].idxmin()] if len(no_link) else best
+    return (
+        f"Baseline TTFT is {fmt_ms(base['ttft_ms'] / 1e3)} with {base['transfer_share']:.0%} spent "
+        f"on transfer. Best here: {best['option']} ({fmt_ms(best['ttft_ms'] / 1e3)}, "
+        f"−{fmt_ms(best['ttft_saving_ms'] / 1e3)}); without changing the network, "
+        f"{cheap['option']} saves {fmt_ms(cheap['ttft_saving_ms'] / 1e3)}."
+    )
+
+
+def models_takeaway(table, current: str) -> str:
+    """Sentence from sweeps.models_table: spread across the catalog and where ``current`` sits."""
+    t = table.sort_values("bytes_per_token_at_seq")
+    lo, hi = t.iloc[0], t.iloc[-1]
+    row = t[t["model"] == current].iloc[0]
+    rank = list(t["model"]).index(current) + 1
+    return (
+        f"{row['name']} moves {row['bytes_per_token_at_seq'] / 1e3:,.1f} kB per token at "
+        f"{int(row['seq_len']):,} tokens ({rank} of {len(t)}, smallest first); across the "
+        f"catalog it ranges from {lo['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({lo['model']}, "
+        f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['model']}, "
+        f"{hi['attention']}), a {hi['bytes_per_token_at_seq'] / lo['bytes_per_token_at_seq']:,.0f}× spread."
+    )

@@ -1,3 +1,48 @@
+"""Mitigations: transfer compression, layer-wise sending, NVLink, and their combinations."""
+
 import streamlit as st
 
-st.title("mitigations")
+from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
+from kvmodel.units import fmt_bytes, fmt_tokens
+from kvmodel.verdicts import mitigation_takeaway
+from ui import figures, state
+
+state.ensure_router()
+st.title("Mitigations")
+state.show_notices()
+sc = state.scenario_or_stop()
+options = mitigation_options(sc)
+table = mitigation_table(sc, options)
+st.info(mitigation_takeaway(table), icon="💡")
+
+st.plotly_chart(figures.figure_ttft(table, title="TTFT per option: prefill + exposed transfer + "
+                                                 "first decode step"), width="stretch")
+shown = table.assign(
+    wire=table["wire_bytes"].map(fmt_bytes),
+    share=table["transfer_share"].map("{:.1%}".format),
+    critical=table["critical_seq_len"].map(lambda s: fmt_tokens(None if s != s else s)),
+)[["option", "wire", "exposed_transfer_ms", "codec_ms", "ttft_ms", "ttft_saving_ms", "share",
+   "critical"]]
+st.dataframe(
+    shown, hide_index=True, width="stretch",
+    column_config={
+        "option": "Option", "wire": "On the wire",
+        "exposed_transfer_ms": st.column_config.NumberColumn("Exposed transfer [ms]", format="%.2f"),
+        "codec_ms": st.column_config.NumberColumn("Quantize + dequantize [ms]", format="%.3f"),
+        "ttft_ms": st.column_config.NumberColumn("TTFT [ms]", format="%.1f"),
+        "ttft_saving_ms": st.column_config.NumberColumn("TTFT saved [ms]", format="%.1f"),
+        "share": "Transfer share of TTFT", "critical": "Critical length",
+    })
+
+st.subheader("Timeline")
+labels = [o.label for o in options]
+pick = state.page_widget(st.selectbox, "Option shown", "tl", options=range(len(labels)),
+                         format_func=lambda i: labels[i])
+chosen = options[pick].scenario
+st.plotly_chart(figures.figure_timeline(timeline(chosen), title=f"{labels[pick]}: prefill, KV "
+                                        "transfer chunks and the first decode step"),
+                width="stretch")
+st.caption("Layer-wise: each layer's KV leaves when prefill has computed that layer (prefill "
+           "time split evenly over layers) and chunks queue on the link; the decode node waits "
+           "only for what is still in flight when prefill ends. Compression costs a quantize "
+           "before and a dequantize after the trip.")

@@ -7,6 +7,7 @@ from kvmodel.units import fmt_bytes, fmt_ms, fmt_tokens
 from kvmodel.verdicts import overview_takeaway
 from ui import figures, state
 
+state.ensure_router()
 st.title("Overview")
 state.show_notices()
 sc = state.scenario_or_stop()

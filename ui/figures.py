@@ -202,3 +202,24 @@ def figure_bytes_per_token(df: pd.DataFrame, *, highlight: str | None = None,
     seq = int(d["seq_len"].max())
     return _layout(fig, f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
                    "", "bytes per token [B, log scale]", height=480)  # fmt: skip
+
+
+BAND_CELL = {"below": "rgba(22, 163, 74, 0.25)", "within": "rgba(234, 179, 8, 0.30)",
+             "above": "rgba(220, 38, 38, 0.28)"}  # fmt: skip
+
+
+def style_band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)):
+    """Styler for a link × batch table: cells green below, amber within, red above the band."""
+    from kvmodel.sweeps import decode_band_verdict
+
+    cols = [c for c in table.columns if c.startswith("batch ")]
+    shown = table.drop(columns=["link"]).rename(
+        columns={"name": "Interconnect", **{c: f"{c} [ms]" for c in cols}}
+    )
+    ms_cols = [f"{c} [ms]" for c in cols]
+    return (
+        shown.style.format({c: "{:,.1f}" for c in ms_cols} | {"GB/s per direction": "{:,.4g}"})
+        .map(lambda v: f"background-color: {BAND_CELL[decode_band_verdict(v, band_ms)]}",
+             subset=ms_cols)  # fmt: skip
+        .hide(axis="index")
+    )

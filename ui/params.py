@@ -48,7 +48,14 @@ PARAMS = (
     Param("k", "critical threshold k", 1.0),
     Param("share", "TTFT share target [%]", 20.0),
     Param("cfg", "imported model fields", ""),
+    # page inputs (also in the link)
+    Param("links", "interconnects compared", "nvlink4,ib-ndr,ib-hdr,100gbe"),
+    Param("batches", "batches compared", "1,8,32"),
+    Param("band", "decode-step band [ms]", "20-50"),
+    Param("tl", "timeline option (row number on Mitigations)", 4),
+    Param("models", "models compared", "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b"),
 )
+LIST_PARAMS = ("links", "models")
 DEFAULTS = {p.name: p.default for p in PARAMS}
 LABELS = {p.name: p.label for p in PARAMS}
 
@@ -150,6 +157,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         "step": (0.1, 10_000, False),
         "k": (0.05, 1000, False),
         "share": (1, 99, False),
+        "tl": (0, 7, True),
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:
@@ -176,7 +184,60 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             except ValueError:
                 warnings.append(f"prefill={q['prefill']!r} is neither milliseconds nor 'est'; "
                                 "estimating it from the GPU.")  # fmt: skip
+    for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
+        if name in q:
+            v[name] = _id_list(q[name], name, table, warnings, v[name])
+    if "batches" in q:
+        v["batches"] = _int_list(q["batches"], "batches", 1, MAX_BATCH, warnings, v["batches"])
+    if "band" in q:
+        v["band"] = _band(q["band"], warnings)
     return v, warnings, imported
+
+
+def _id_list(raw, name, valid, warnings, default) -> str:
+    ids = [i.strip().lower() for i in str(raw).split(",") if i.strip()]
+    good = [i for i in dict.fromkeys(ids) if i in valid]
+    bad = [i for i in ids if i not in valid]
+    if bad:
+        warnings.append(f"{name}: dropped unknown id(s) {', '.join(bad)}.")
+    if not good:
+        warnings.append(f"{name}: nothing valid left; using {default}.")
+        return default
+    return ",".join(good)
+
+
+def _int_list(raw, name, lo, hi, warnings, default) -> str:
+    out = []
+    for part in str(raw).split(","):
+        try:
+            n = int(part.strip())
+        except ValueError:
+            warnings.append(f"{name}: {part.strip()!r} is not a whole number; dropped.")
+            continue
+        if not lo <= n <= hi:
+            warnings.append(f"{name}: {n} is outside {lo}–{hi}; dropped.")
+            continue
+        out.append(n)
+    if not out:
+        warnings.append(f"{name}: nothing valid left; using {default}.")
+        return default
+    return ",".join(str(n) for n in sorted(set(out)))
+
+
+def band_ms(text: str) -> tuple[float, float]:
+    lo, hi = (float(x) for x in str(text).split("-", 1))
+    return lo, hi
+
+
+def _band(raw, warnings) -> str:
+    try:
+        lo, hi = band_ms(raw)
+        if not (0 < lo < hi <= 100_000):
+            raise ValueError
+    except ValueError:
+        warnings.append(f"band={raw!r} is not LOW-HIGH in ms (e.g. 20-50); using 20-50.")
+        return DEFAULTS["band"]
+    return f"{lo:g}-{hi:g}"
 
 
 def to_query(values: dict) -> dict[str, str]:

@@ -29,6 +29,23 @@ _INIT = "_scenario_initialised"
 NOTICES = "_notices"
 
 
+def ensure_router() -> None:
+    """Call first on every page: make sure app.py (router + sidebar) drives this run.
+
+    Streamlit treats an app with a ``pages/`` folder as an old-style multipage app until the
+    first ``st.navigation`` call in the process; a first request straight to /models then runs
+    the page file alone, without the sidebar or the scenario.  AppTest resets that flag on every
+    run.  When it happens, switch the flag off and rerun, so app.py routes the request.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a future Streamlit without the old flag
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 @st.cache_data(max_entries=512, show_spinner=False)
 def cached_evaluate(sc: Scenario) -> Evaluation:
     return evaluate(sc)
@@ -121,14 +138,10 @@ def sidebar_controls() -> None:
     ss = st.session_state
     sb = st.sidebar
     ids = catalog.model_ids() + list(imported_models())
-    pending = ss.pop("_pending_model", None)
-    if pending in ids:
-        ss["model"] = pending
-        _on_model_change()
     if ss["model"] not in ids:
         ss["model"] = P.DEFAULTS["model"]
-    sb.selectbox("Model", ids, key="model", on_change=_on_model_change,
-                 format_func=lambda i: f"{model_spec(i).name} · {model_spec(i).attention}")  # fmt: skip
+    labels = {i: f"{model_spec(i).name} · {model_spec(i).attention}" for i in ids}
+    sb.selectbox("Model", ids, key="model", on_change=_on_model_change, format_func=labels.get)
     spec = model_spec()
     ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
     sb.select_slider("Sequence length [tokens]", _seq_options(spec.max_context_tokens, ss["seq"]),
@@ -171,6 +184,39 @@ def sidebar_controls() -> None:
         c1, c2 = st.columns(2)
         c1.number_input("Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
         c2.number_input("TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
+
+
+def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):
+    """A page-level input stored under its URL name, so it survives pages that do not draw it.
+
+    The widget gets the key ``w_<name>``; its value is copied to ``name`` on change.
+    """
+    ss = st.session_state
+    to_widget = to_widget or (lambda v: v)
+    from_widget = from_widget or (lambda v: v)
+    wkey = f"w_{name}"
+    ss[wkey] = to_widget(ss[name])
+
+    def _store():
+        ss[name] = from_widget(ss[wkey])
+
+    return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
+
+
+def id_list(name: str) -> list[str]:
+    return [i for i in str(st.session_state[name]).split(",") if i]
+
+
+def id_multiselect(label: str, name: str, options: list[str], format_func=str, **kwargs):
+    """Multiselect of ids kept as a comma-separated URL value; never empty."""
+
+    def _from(v):
+        return ",".join(v) if v else st.session_state[name]
+
+    chosen = page_widget(st.multiselect, label, name, options=options, format_func=format_func,
+                         to_widget=lambda v: [i for i in str(v).split(",") if i in options],
+                         from_widget=_from, **kwargs)  # fmt: skip
+    return [i for i in chosen.split(",") if i]
 
 
 def _link_label(link_id: str) -> str:
@@ -234,12 +280,45 @@ def show_notices() -> None:
         st.session_state[NOTICES] = []
 
 
-def register_import(spec: ModelSpec) -> str:
-    """Make an imported model selectable, select it on the next run; returns its id.
+def import_config(max_bytes: int) -> None:
+    """Button callback: import the uploaded or pasted config.json and select it.
 
-    Its fields travel in the link (``cfg``) while it is the selected model.
+    Runs before the script, so it may set the sidebar's model; the outcome is shown by
+    ``show_import_result``.
     """
+    from kvmodel.hfconfig import load_hf_config
+
+    ss = st.session_state
+    upload, quant = ss.get("cfg_upload"), ss.get("quant_upload")
+    pasted = (ss.get("cfg_paste") or "").strip()
+    source = upload.getvalue() if upload is not None else pasted
+    name = upload.name if upload is not None else "the pasted config.json"
+    if not source:
+        ss["_import_result"] = ("error", "Nothing to import: upload a config.json or paste its "
+                                         "text first.")  # fmt: skip
+        return
+    if len(source) > max_bytes:
+        ss["_import_result"] = ("error", f"{name} is {len(source):,} bytes; a config.json is "
+                                         f"expected to be under {max_bytes:,} bytes.")  # fmt: skip
+        return
+    stem = upload.name.removesuffix(".json").lower() if upload is not None else None
+    try:
+        spec = load_hf_config(source, model_id=stem and stem.replace("--", "-"),
+                              quant_config=quant.getvalue() if quant is not None else None)  # fmt: skip
+    except ValueError as exc:
+        ss["_import_result"] = ("error", f"Could not import {name}: {exc}")
+        return
     mid = spec.id if spec.id.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{spec.id}"
     imported_models()[mid] = replace(spec, id=mid)
-    st.session_state["_pending_model"] = mid
-    return mid
+    ss["model"] = mid
+    _on_model_change()
+    ss["_import_result"] = ("success", f"Imported {spec.name} as “{mid}” and selected it in the "
+                                       "sidebar; the link now carries its fields.")  # fmt: skip
+
+
+def show_import_result() -> None:
+    kind, msg = st.session_state.pop("_import_result", (None, None))
+    if kind == "error":
+        st.error(msg)
+    elif kind == "success":
+        st.success(msg)

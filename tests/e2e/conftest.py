@@ -1,0 +1,145 @@
+"""Browser tests: one Streamlit server and one Debian chromium for the whole session.
+
+Never ``playwright install`` (it downloads a browser and fails here): Debian's chromium is
+launched by path.  Without chromium every e2e test is skipped with a visible reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+HEALTH_TIMEOUT_S = 60
+
+
+def _chromium() -> str | None:
+    if os.access("/usr/bin/chromium", os.X_OK):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+            return resp.read().decode().strip() == "ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = _chromium()
+    if not path:
+        pytest.skip("browser tests skipped: Debian chromium not found (`make chromium` installs it)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("browser tests skipped: the playwright package is not installed")
+    return path
+
+
+@pytest.fixture(scope="session")
+def app_url(chromium_path, tmp_path_factory) -> str:
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; stop it afterwards."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        while not _healthy(url):
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited with code {proc.returncode}; see {log.name}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit not healthy after {HEALTH_TIMEOUT_S} s; see {log.name}")
+            time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=20_000)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh context (fresh Streamlit session) per test, 1280×800."""
+    context = browser.new_context(viewport=VIEWPORT)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def wait_ready(page) -> None:
+    """Wait until the app is mounted and its script run has finished."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_be_attached()
+    expect(page.locator('[data-test-script-state="notRunning"]')).to_be_attached()
+
+
+def screenshot(page, name: str) -> Path:
+    """Full-page PNG into ``test-artifacts/screenshots/<name>.png`` (repo root)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+@pytest.fixture(name="wait_ready")
+def wait_ready_fixture():
+    return wait_ready
+
+
+@pytest.fixture(name="screenshot")
+def screenshot_fixture():
+    return screenshot

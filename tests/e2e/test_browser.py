@@ -1,0 +1,204 @@
+"""The app in a real browser: shared links, page switches, controls, tampered links, no egress.
+
+Pages other than Overview are still being written, so on them only the title heading and the
+sidebar/URL scenario are checked.  Overview's metrics are checked against kvmodel directly.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+from kvmodel.build import build_scenario
+from kvmodel.transfer import evaluate
+from kvmodel.units import fmt_bytes, fmt_ms
+
+pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
+from playwright.sync_api import expect  # noqa: E402
+
+SHARED = {
+    "model": "llama-3.1-8b",
+    "seq": "4096",
+    "batch": "8",
+    "link": "ib-ndr",
+    "comp": "int8",
+    "step": "25",
+}
+# (path, top-navigation link text, title heading pattern); stubs may title in lower case.
+PAGES = [
+    ("/", "Overview", r"overview"),
+    ("/interconnects", "Interconnects", r"interconnect"),
+    ("/sequence", "Sequence length", r"sequence"),
+    ("/mitigations", "Mitigations", r"mitigation"),
+    ("/models", "Models", r"model"),
+]
+URL_TIMEOUT_S = 20
+
+
+def predicted(values: dict) -> tuple[str, str]:
+    """What Overview should show for these URL values: (whole cache, exposed transfer)."""
+    sc = build_scenario(
+        model=values["model"],
+        link=values["link"],
+        seq_len=int(values["seq"]),
+        batch=int(values["batch"]),
+        compression=values["comp"],
+        decode_step_ms=float(values["step"]),
+    )
+    ev = evaluate(sc)
+    return fmt_bytes(ev.kv_total_bytes), fmt_ms(ev.exposed_s, 2)
+
+
+def query(page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def wait_for_url(page, path: str, subset: dict[str, str]) -> dict[str, str]:
+    """Poll until the page's path is ``path`` and its query holds ``subset``; return the query."""
+    deadline = time.monotonic() + URL_TIMEOUT_S
+    while True:
+        q = query(page)
+        current = urlparse(page.url).path or "/"
+        if current == path and all(q.get(k) == v for k, v in subset.items()):
+            return q
+        if time.monotonic() > deadline:
+            got = {k: q.get(k) for k in subset}
+            raise AssertionError(f"URL {page.url!r}: path {current!r} ≠ {path!r} or {got} ≠ {subset}")
+        page.wait_for_timeout(100)
+
+
+def metric_value(page, label: str):
+    metric = page.get_by_test_id("stMetric").filter(has=page.get_by_text(label, exact=True))
+    return metric.get_by_test_id("stMetricValue")
+
+
+def title(page, pattern: str):
+    return page.get_by_role("heading", level=1, name=re.compile(pattern, re.I))
+
+
+def expect_sidebar(page, values: dict[str, str]) -> None:
+    """The sidebar widgets show the scenario of ``values`` (the shared-link subset)."""
+    sidebar = page.get_by_test_id("stSidebar")
+    names = {"llama-3.1-8b": "Llama-3.1-8B"}
+    model = sidebar.get_by_role("combobox", name="Model")
+    expect(model).to_have_value(re.compile(re.escape(names[values["model"]])))
+    expect(sidebar.get_by_label("Batch [requests]")).to_have_value(values["batch"])
+    seq = sidebar.get_by_role("slider", name="Sequence length [tokens]")
+    expect(seq).to_have_attribute("aria-valuetext", f"{int(values['seq']):,}")
+    expect(sidebar.get_by_role("combobox", name="Interconnect")).to_have_value(
+        re.compile(r"InfiniBand NDR"))  # fmt: skip
+    expect(sidebar.get_by_role("combobox", name="Transfer compression")).to_have_value(
+        values["comp"])  # fmt: skip
+
+
+def wait_charts(page) -> None:
+    """Plotly charts drawn (for screenshots)."""
+    charts = page.get_by_test_id("stPlotlyChart")
+    for i in range(charts.count()):
+        expect(charts.nth(i).locator(".main-svg").first).to_be_visible()
+
+
+def open_nav(page, text: str) -> None:
+    """Click a top-navigation link; fall back to the overflow popover if it is collapsed."""
+    nav = page.get_by_test_id("stTopNav")
+    link = nav.get_by_role("link", name=text, exact=True)
+    if not link.is_visible():
+        page.get_by_test_id("stTopNavPopover").first.click()
+        link = page.get_by_test_id("stTopNavPopoverBody").get_by_role("link", name=text, exact=True)
+    link.click()
+
+
+@pytest.mark.parametrize(("path", "nav", "heading"), PAGES, ids=[p[1] for p in PAGES])
+def test_shared_link_on_each_page(page, app_url, wait_ready, screenshot, path, nav, heading):
+    page.goto(f"{app_url}{path}?{urlencode(SHARED)}")
+    wait_ready(page)
+    expect(title(page, heading)).to_be_visible()
+    wait_for_url(page, path, SHARED)
+    expect_sidebar(page, SHARED)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    if path == "/":
+        whole, exposed = predicted(SHARED)
+        expect(metric_value(page, "Whole cache")).to_have_text(whole)
+        expect(metric_value(page, "Exposed transfer")).to_have_text(exposed)
+    wait_charts(page)
+    shot = screenshot(page, nav.lower().replace(" ", "-"))
+    assert shot.stat().st_size > 0
+
+
+def test_scenario_survives_top_navigation(page, app_url, wait_ready):
+    """The known trap: a page switch must not lose the scenario (URL or sidebar)."""
+    page.goto(f"{app_url}/?{urlencode(SHARED)}")
+    wait_ready(page)
+    expect(metric_value(page, "Whole cache")).to_be_visible()
+    for path, nav, heading in PAGES[1:] + PAGES[:1]:
+        open_nav(page, nav)
+        expect(title(page, heading)).to_be_visible()
+        wait_for_url(page, path, SHARED)
+        expect_sidebar(page, SHARED)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+    whole, exposed = predicted(SHARED)
+    expect(metric_value(page, "Whole cache")).to_have_text(whole)
+    expect(metric_value(page, "Exposed transfer")).to_have_text(exposed)
+
+
+def test_controls_update_url_and_metrics(page, app_url, wait_ready):
+    page.goto(f"{app_url}/?{urlencode(SHARED)}")
+    wait_ready(page)
+    whole, _ = predicted(SHARED)
+    expect(metric_value(page, "Whole cache")).to_have_text(whole)
+
+    batch = page.get_by_test_id("stSidebar").get_by_label("Batch [requests]")
+    batch.fill("16")
+    batch.press("Enter")
+    changed = {**SHARED, "batch": "16"}
+    new_whole, new_exposed = predicted(changed)
+    assert new_whole != whole
+    expect(metric_value(page, "Whole cache")).to_have_text(new_whole)
+    expect(metric_value(page, "Exposed transfer")).to_have_text(new_exposed)
+    wait_for_url(page, "/", changed)
+
+    seq = page.get_by_test_id("stSidebar").get_by_role("slider", name="Sequence length [tokens]")
+    seq.focus()
+    seq.press("ArrowRight")
+    # The next log-spaced step after 4,096 is 6,144 (1.5 × 4,096).
+    expect(seq).to_have_attribute("aria-valuetext", "6,144")
+    changed = {**changed, "seq": "6144"}
+    expect(metric_value(page, "Whole cache")).to_have_text(predicted(changed)[0])
+    wait_for_url(page, "/", changed)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_tampered_link_warns_and_still_computes(page, app_url, wait_ready):
+    page.goto(f"{app_url}/?seq=abc&model=nope&link=zzz&tp=3")
+    wait_ready(page)
+    expect(page.get_by_test_id("stAlert").filter(has_text="adjusted")).to_be_visible()
+    expect(metric_value(page, "Whole cache")).to_be_visible()
+    expect(metric_value(page, "Whole cache")).not_to_have_text("–")
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    q = wait_for_url(page, "/", {"tp": "1"})
+    assert q.get("model") != "nope" and q.get("link") != "zzz" and q.get("seq") != "abc"
+
+
+def test_no_outbound_requests(page, app_url, wait_ready):
+    urls: list[str] = []
+    page.on("request", lambda req: urls.append(req.url))
+    page.on("websocket", lambda ws: urls.append(ws.url))
+    page.goto(f"{app_url}/?{urlencode(SHARED)}")
+    wait_ready(page)
+    expect(metric_value(page, "Whole cache")).to_be_visible()
+    wait_charts(page)
+    for _, nav, heading in PAGES[1:]:
+        open_nav(page, nav)
+        expect(title(page, heading)).to_be_visible()
+        wait_ready(page)
+    page.wait_for_timeout(500)
+    assert urls, "no requests were recorded"
+    outside = [
+        u for u in urls
+        if urlparse(u).scheme not in ("data", "blob")
+        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
+    ]  # fmt: skip
+    assert not outside, f"outbound requests: {outside}"
