@@ -6,6 +6,7 @@ from ui import state
 
 st.set_page_config(page_title="KV Transfer Planner", page_icon="🔀", layout="wide")
 
+state.ensure_router()  # before any widget, so widget ids never change between runs
 state.init_from_url()
 state.sidebar_controls()
 

@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -110,13 +111,31 @@ def browser(chromium_path):
         b.close()
 
 
+def outside_requests(urls: list[str]) -> list[str]:
+    """The URLs that leave this machine (data: and blob: stay in the browser)."""
+    return [
+        u for u in urls
+        if urlparse(u).scheme not in ("data", "blob")
+        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
+    ]  # fmt: skip
+
+
 @pytest.fixture
 def page(browser):
-    """A fresh context (fresh Streamlit session) per test, 1280×800."""
+    """A fresh context (fresh Streamlit session) per test, 1280×800.
+
+    Every request of every test is recorded (``page.requested``); none may leave the machine.
+    """
     context = browser.new_context(viewport=VIEWPORT)
+    requested: list[str] = []
+    context.on("request", lambda req: requested.append(req.url))
     pg = context.new_page()
+    pg.on("websocket", lambda ws: requested.append(ws.url))
+    pg.requested = requested
     yield pg
     context.close()
+    outside = outside_requests(requested)
+    assert not outside, f"the app made outbound requests: {outside}"
 
 
 def wait_ready(page) -> None:
@@ -143,3 +162,8 @@ def wait_ready_fixture():
 @pytest.fixture(name="screenshot")
 def screenshot_fixture():
     return screenshot
+
+
+@pytest.fixture(name="outside_requests")
+def outside_requests_fixture():
+    return outside_requests

@@ -182,23 +182,13 @@ def test_tampered_link_warns_and_still_computes(page, app_url, wait_ready):
     assert q.get("model") != "nope" and q.get("link") != "zzz" and q.get("seq") != "abc"
 
 
-def test_no_outbound_requests(page, app_url, wait_ready):
-    urls: list[str] = []
-    page.on("request", lambda req: urls.append(req.url))
-    page.on("websocket", lambda ws: urls.append(ws.url))
+def test_no_outbound_requests(page, app_url, wait_ready, outside_requests):
+    """Loading the app stays on this machine (the page fixture checks every other test too)."""
     page.goto(f"{app_url}/?{urlencode(SHARED)}")
     wait_ready(page)
     expect(metric_value(page, "Whole cache")).to_be_visible()
     wait_charts(page)
-    for _, nav, heading in PAGES[1:]:
-        open_nav(page, nav)
-        expect(title(page, heading)).to_be_visible()
-        wait_ready(page)
     page.wait_for_timeout(500)
-    assert urls, "no requests were recorded"
-    outside = [
-        u for u in urls
-        if urlparse(u).scheme not in ("data", "blob")
-        and urlparse(u).hostname not in ("127.0.0.1", "localhost")
-    ]  # fmt: skip
-    assert not outside, f"outbound requests: {outside}"
+    hosts = {urlparse(u).hostname for u in page.requested}
+    assert "127.0.0.1" in hosts, f"no request to the app was recorded: {page.requested[:5]}"
+    assert not outside_requests(page.requested), f"outbound requests: {page.requested}"

@@ -1,0 +1,203 @@
+"""Every page through AppTest: shown numbers follow kvmodel, links restore, bad links warn."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from kvmodel.build import build_scenario
+from kvmodel.transfer import evaluate
+from kvmodel.units import fmt_bytes, fmt_ms, fmt_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+PAGES = ["pages/overview.py", "pages/interconnects.py", "pages/sequence.py",
+         "pages/mitigations.py", "pages/models.py"]  # fmt: skip
+SHARED = ROOT.parent / "shared" / "data" / "model-configs"
+
+
+def app(query=None, page=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at, label):
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise AssertionError(f"no metric {label!r} in {[m.label for m in at.metric]}")
+
+
+def test_overview_default_is_the_article_example():
+    at = app()
+    ev = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe"))
+    assert metric(at, "Whole cache") == "335.5 MB" == fmt_bytes(335_544_320)
+    assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
+    assert metric(at, "Critical sequence length") == "1,145 tokens"
+    assert "borderline" in at.info[0].value and "100 GbE" in at.info[0].value
+
+
+def test_changing_inputs_changes_numbers_as_kvmodel_predicts():
+    at = app()
+    at.number_input(key="batch").set_value(32).run()
+    at.selectbox(key="link").set_value("ib-ndr").run()
+    ev = evaluate(build_scenario(model="llama-3.1-70b", link="ib-ndr", batch=32))
+    assert metric(at, "Whole cache") == fmt_bytes(335_544_320 * 32)
+    assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
+    assert at.query_params["batch"] == ["32"] or at.query_params["batch"] == "32"
+    at.selectbox(key="comp").set_value("int8").run()
+    ev8 = evaluate(build_scenario(model="llama-3.1-70b", link="ib-ndr", batch=32,
+                                  compression="int8"))  # fmt: skip
+    assert metric(at, "On the wire") == fmt_bytes(ev8.wire_bytes)
+    assert metric(at, "Exposed transfer") == fmt_ms(ev8.exposed_s, 2)
+
+
+def test_exact_sequence_length_input():
+    at = app()
+    at.number_input(key="seq_exact").set_value(3000).run()
+    assert at.select_slider(key="seq").value == 3000
+    ev = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe", seq_len=3000))
+    assert metric(at, "Whole cache") == fmt_bytes(ev.kv_total_bytes)
+
+
+LINK = {"model": "llama-3.1-8b", "seq": "4096", "batch": "8", "link": "ib-ndr", "comp": "int8",
+        "step": "25", "tp": "2", "lw": "1", "prefill": "120"}  # fmt: skip
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_link_restores_scenario_on_every_page(page):
+    at = app(LINK, page)
+    assert at.selectbox(key="model").value == "llama-3.1-8b"
+    assert at.select_slider(key="seq").value == 4096
+    assert at.number_input(key="batch").value == 8
+    assert at.selectbox(key="link").value == "ib-ndr"
+    assert at.selectbox(key="comp").value == "int8"
+    assert at.toggle(key="lw").value is True
+    assert at.number_input(key="step").value == 25
+    assert at.selectbox(key="tp").value == 2
+    assert at.number_input(key="prefill_ms").value == 120
+    assert not at.warning
+    for key, value in LINK.items():
+        got = at.query_params[key]
+        assert (got[0] if isinstance(got, list) else got) == value
+
+
+def test_link_numbers_on_overview():
+    at = app(LINK)
+    ev = evaluate(build_scenario(model="llama-3.1-8b", seq_len=4096, batch=8, link="ib-ndr",
+                                 compression="int8", decode_step_ms=25, tp=2, layerwise=True,
+                                 prefill_ms=120))  # fmt: skip
+    assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
+    assert metric(at, "TTFT") == fmt_ms(ev.ttft_s)
+    assert metric(at, "Critical sequence length") == fmt_tokens(ev.critical_seq_len)
+
+
+TAMPERED = {"model": "gpt-5", "seq": "abc", "batch": "-4", "link": "warp-drive", "tp": "3",
+            "comp": "zip", "eff": "900", "band": "x", "links": "nvlink4,bogus",
+            "cfg": "not-base64!"}  # fmt: skip
+
+
+def test_tampered_link_warns_and_recovers():
+    at = app(TAMPERED)
+    text = at.warning[0].value
+    for fragment in ("model='gpt-5'", "seq='abc'", "batch=-4", "link='warp-drive'", "tp", "comp",
+                     "eff=900", "bogus", "cfg"):  # fmt: skip
+        assert fragment in text, fragment
+    assert at.selectbox(key="model").value == "llama-3.1-70b"
+    assert at.number_input(key="batch").value == 1
+    assert at.slider(key="eff").value == 100
+    assert metric(at, "Whole cache") == "335.5 MB"
+
+
+@pytest.mark.parametrize("page", PAGES[1:])
+def test_tampered_link_then_every_page_works(page):
+    at = app(TAMPERED, page)
+    assert not at.exception and at.info  # the takeaway is there
+    got = at.query_params["links"]
+    assert (got[0] if isinstance(got, list) else got) == "nvlink4"
+
+
+def test_seq_clamped_to_model_context_with_warning():
+    at = app({"model": "llama-2-7b", "seq": "100000"})
+    assert "4096" in at.warning[0].value
+    assert at.select_slider(key="seq").value == 4096
+
+
+def test_model_change_clamps_sequence_and_says_so():
+    at = app({"seq": "100000"})
+    at.selectbox(key="model").set_value("phi-3-mini").run()
+    assert at.select_slider(key="seq").value == 4096
+    assert "max context" in at.warning[0].value
+
+
+def test_interconnects_page_table_is_the_articles():
+    at = app({"model": "llama-3-70b", "links": "ib-ndr,ib-hdr,100gbe"}, "pages/interconnects.py")
+    df = at.dataframe[0].value
+    row = df[df["Interconnect"].str.contains("NDR")].iloc[0]
+    # article: IB NDR 6.7 ms at batch 1 and 214 ms at batch 32 (+2 µs catalog latency)
+    assert row["batch 1 [ms]"] == pytest.approx(6.71, abs=0.01)
+    assert row["batch 32 [ms]"] == pytest.approx(214.75, abs=0.01)
+    assert "At batch 1" in at.info[0].value
+
+
+def test_sequence_page_takeaway_lists_critical_lengths():
+    at = app({"links": "100gbe,ib-ndr"}, "pages/sequence.py")
+    assert "1,145 tokens" in at.info[0].value
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_mitigations_page_rows_and_timeline():
+    at = app(page="pages/mitigations.py")
+    df = at.dataframe[0].value
+    assert list(df["option"])[:4] == ["Baseline", "FP8 transfer", "INT8 transfer", "INT4 transfer"]
+    assert "Baseline TTFT" in at.info[0].value
+    at.selectbox(key="w_tl").set_value(0).run()
+    assert at.query_params["tl"] in ("0", ["0"])
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert "Baseline" in spec["layout"]["title"]["text"]
+
+
+def test_models_page_imports_a_config_and_carries_it_in_the_link():
+    cfg = SHARED / "deepseek-ai--DeepSeek-V3.json"
+    if not cfg.exists():
+        pytest.skip("shared model configs not present")
+    at = app(page="pages/models.py")
+    at.text_area(key="cfg_paste").set_value(cfg.read_text())
+    at.button(key="cfg_import").click().run()
+    assert not at.exception
+    assert "Imported" in at.success[0].value
+    mid = at.selectbox(key="model").value
+    assert mid.startswith("cfg-")
+    query = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert query["model"] == mid and query["cfg"]
+    # a fresh session opened from that link gets the same model and numbers
+    again = app(query)
+    assert again.selectbox(key="model").value == mid
+    ev = evaluate(build_scenario(model="deepseek-v3", link="100gbe"))
+    assert metric(again, "Whole cache") == fmt_bytes(ev.kv_total_bytes)
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("", "Nothing to import"), ('{"num_hidden_layers": 2', "malformed JSON"),
+     ('{"num_attention_heads": 8, "hidden_size": 64}', "num_hidden_layers")],
+)  # fmt: skip
+def test_models_page_bad_config_shows_error(text, fragment):
+    at = app(page="pages/models.py")
+    at.text_area(key="cfg_paste").set_value(text)
+    at.button(key="cfg_import").click().run()
+    assert not at.exception
+    assert fragment in at.error[0].value
+    assert metric_free_ok(at)
+
+
+def metric_free_ok(at) -> bool:
+    """The page still renders its takeaway after an error."""
+    return bool(at.info) and "kB per token" in at.info[0].value
