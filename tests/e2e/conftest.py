@@ -59,7 +59,9 @@ def _healthy(url: str) -> bool:
 def chromium_path() -> str:
     path = _chromium()
     if not path:
-        pytest.skip("browser tests skipped: Debian chromium not found (`make chromium` installs it)")
+        pytest.skip(
+            "browser tests skipped: Debian chromium not found (`make chromium` installs it)"
+        )
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

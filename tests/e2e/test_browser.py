@@ -66,7 +66,9 @@ def wait_for_url(page, path: str, subset: dict[str, str]) -> dict[str, str]:
             return q
         if time.monotonic() > deadline:
             got = {k: q.get(k) for k in subset}
-            raise AssertionError(f"URL {page.url!r}: path {current!r} ≠ {path!r} or {got} ≠ {subset}")
+            raise AssertionError(
+                f"URL {page.url!r}: path {current!r} ≠ {path!r} or {got} ≠ {subset}"
+            )
         page.wait_for_timeout(100)
 
 
