@@ -28,12 +28,12 @@ chromium:
 	else echo "chromium is missing and this is not root: browser tests will be skipped"; fi
 
 test: $(VENV)/.dev-installed chromium
-	$(PY) -m ruff check kvmodel tests pages app.py bench
+	$(PY) -m ruff check kvmodel ui tests pages app.py bench
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.dev-installed
-	$(PY) -m ruff check kvmodel tests pages app.py bench
-	$(PY) -m ruff format --check kvmodel tests pages app.py bench
+	$(PY) -m ruff check kvmodel ui tests pages app.py bench
+	$(PY) -m ruff format --check kvmodel ui tests pages app.py bench
 
 bench: $(VENV)/.dev-installed
 	$(PY) bench/run_all.py

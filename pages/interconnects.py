@@ -28,12 +28,12 @@ lo_hi = params.band_ms(band)
 
 table = link_batch_table(sc, links, batches)
 st.info(interconnect_takeaway(table, sc.batch if sc.batch in batches else batches[0], lo_hi,
-                              sc.link.id), icon="💡")
+                              sc.link.id), icon=":material/lightbulb:")
 st.caption(f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
            f"{', layer-wise' if sc.layerwise else ''}. Exposed transfer in ms; green under the band, "
            "amber within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s "
            "counts both directions (450 GB/s each way), so its times are twice the article's.")
-st.dataframe(figures.style_band_table(table, lo_hi), width="stretch")
+st.dataframe(figures.style_band_table(table, lo_hi), width="stretch", hide_index=True)
 
 sweep = batch_sweep(sc, links, np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int)))
 st.plotly_chart(figures.figure_batch_sweep(sweep, lo_hi, seq_len=sc.seq_len), width="stretch")

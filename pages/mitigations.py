@@ -13,10 +13,12 @@ state.show_notices()
 sc = state.scenario_or_stop()
 options = mitigation_options(sc)
 table = mitigation_table(sc, options)
-st.info(mitigation_takeaway(table), icon="💡")
+st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
-st.plotly_chart(figures.figure_ttft(table, title="TTFT per option: prefill + exposed transfer + "
-                                                 "first decode step"), width="stretch")
+left, right = st.columns(2)
+left.plotly_chart(figures.figure_option_transfer(table, step_ms=sc.decode_step_s * 1e3),
+                  width="stretch")
+right.plotly_chart(figures.figure_ttft(table, title="TTFT per option"), width="stretch")
 shown = table.assign(
     wire=table["wire_bytes"].map(fmt_bytes),
     share=table["transfer_share"].map("{:.1%}".format),
@@ -27,11 +29,15 @@ st.dataframe(
     shown, hide_index=True, width="stretch",
     column_config={
         "option": "Option", "wire": "On the wire",
-        "exposed_transfer_ms": st.column_config.NumberColumn("Exposed transfer [ms]", format="%.2f"),
-        "codec_ms": st.column_config.NumberColumn("Quantize + dequantize [ms]", format="%.3f"),
+        "exposed_transfer_ms": st.column_config.NumberColumn(
+            "Exposed [ms]", format="%.2f", help="Transfer the decode node waits for"),
+        "codec_ms": st.column_config.NumberColumn(
+            "Codec [ms]", format="%.3f", help="Quantize + dequantize time"),
         "ttft_ms": st.column_config.NumberColumn("TTFT [ms]", format="%.1f"),
-        "ttft_saving_ms": st.column_config.NumberColumn("TTFT saved [ms]", format="%.1f"),
-        "share": "Transfer share of TTFT", "critical": "Critical length",
+        "ttft_saving_ms": st.column_config.NumberColumn("Saved [ms]", format="%.1f",
+                                                        help="TTFT saved against the baseline"),
+        "share": st.column_config.TextColumn("Share", help="Transfer share of TTFT"),
+        "critical": st.column_config.TextColumn("Critical length", help="Critical sequence length"),
     })
 
 st.subheader("Timeline")

@@ -13,7 +13,7 @@ st.title("Models")
 state.show_notices()
 sc = state.scenario_or_stop()
 table = models_table(sc.kv_dtype, sc.seq_len, extra=state.imported_models().values())
-st.info(models_takeaway(table, sc.model.id), icon="💡")
+st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
 st.plotly_chart(figures.figure_bytes_per_token(table, highlight=sc.model.id, kv_dtype=sc.kv_dtype),
                 width="stretch")
 st.dataframe(
@@ -32,14 +32,14 @@ st.dataframe(
     })
 
 st.subheader("Import a Hugging Face config.json")
-st.caption(f"Upload or paste a model's config.json (at most {MAX_CONFIG_BYTES // 1000:,} kB). "
+st.caption(f"Upload or paste a model's config.json (at most 1 MB). "
            "GQA/MHA/MQA, MLA, sliding-window, chunked, hybrid Mamba and linear-attention layouts "
            "are read; fields under text_config are used. The imported model becomes selectable "
            "in the sidebar and travels in the link.")
 left, right = st.columns(2)
-upload = left.file_uploader("config.json", type=["json"], key="cfg_upload")
+upload = left.file_uploader("config.json", type=["json"], key="cfg_upload", max_upload_size=1)
 quant = left.file_uploader("hf_quant_config.json (optional, for an FP8/INT8 KV cache)",
-                           type=["json"], key="quant_upload")
+                           type=["json"], key="quant_upload", max_upload_size=1)
 pasted = right.text_area("…or paste its text", key="cfg_paste", height=180,
                          placeholder='{"num_hidden_layers": 80, "num_attention_heads": 64, ...}')
 st.button("Import model", type="primary", key="cfg_import", on_click=state.import_config,

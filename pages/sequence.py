@@ -17,7 +17,7 @@ links = state.id_multiselect("Interconnects", "links", params.link_ids(),
                              format_func=figures.link_name)
 curves, critical = seq_sweep(sc, links)
 names = {lid: figures.link_name(lid) for lid in links}
-st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon="💡")
+st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:")
 st.plotly_chart(
     figures.figure_seq_sweep(curves, critical, threshold_ms=threshold_ms,
                              title=f"{sc.model.name}: exposed transfer vs sequence length "

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms, fmt_tokens
+from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -95,7 +95,7 @@ def test_link_numbers_on_overview():
                                  compression="int8", decode_step_ms=25, tp=2, layerwise=True,
                                  prefill_ms=120))  # fmt: skip
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
-    assert metric(at, "TTFT") == fmt_ms(ev.ttft_s)
+    assert metric(at, "TTFT") == fmt_time(ev.ttft_s)
     assert metric(at, "Critical sequence length") == fmt_tokens(ev.critical_seq_len)
 
 

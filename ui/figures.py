@@ -44,6 +44,20 @@ def link_name(link_id: str) -> str:
         return link_id
 
 
+def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
+    """A horizontal band as a filled trace (data coordinates: safe on log axes)."""
+    lo, hi = band_ms
+    x0, x1 = x_range
+    fig.add_scatter(x=[x0, x1, x1, x0, x0], y=[lo, lo, hi, hi, lo], fill="toself", mode="none",
+                    fillcolor=BAND_COLOR, name=label, hoverinfo="skip")  # fmt: skip
+
+
+def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
+    fig.add_scatter(x=list(x_range), y=[y_ms, y_ms], mode="lines", name=label,
+                    line={"color": "#475569", "dash": "dash", "width": 1.5},
+                    hovertemplate=f"{label}<extra></extra>")  # fmt: skip
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
@@ -51,7 +65,7 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) ->
         yaxis_title=y,
         height=height,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "traceorder": "normal"},
         hoverlabel={"namelength": -1},
     )
     return fig
@@ -74,33 +88,82 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
         )  # fmt: skip
     fig.update_layout(barmode="stack")
     fig.update_yaxes(autorange="reversed", title=None)
-    return _layout(fig, title, "time since the request arrived [ms]", "",
-                   height=max(220, 70 + 48 * len(table)))  # fmt: skip
+    fig = _layout(fig, title, "time since the request arrived [ms]", "",
+                  height=max(240, 100 + 40 * len(table)))
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0,
+                              "xanchor": "left"}, margin={"t": 90})  # fmt: skip
+    return fig
+
+
+def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
+    """Exposed transfer (+ quantize/dequantize) per option against one decode step [ms]."""
+    fig = go.Figure()
+    fig.add_bar(y=table["option"], x=table["exposed_transfer_ms"], orientation="h",
+                marker_color=SEGMENT_COLORS["KV transfer"], name="exposed transfer",
+                text=[f"{v:,.2f} ms" for v in table["exposed_transfer_ms"]],
+                textposition="outside", cliponaxis=False,
+                hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>")  # fmt: skip
+    fig.add_vline(x=step_ms, line_dash="dash", line_color="#475569")
+    fig.add_annotation(x=step_ms, y=1, yref="paper", yanchor="bottom", xanchor="right",
+                       showarrow=False, text=f"one decode step ({step_ms:,.1f} ms)",
+                       font={"size": 11})  # fmt: skip
+    top = max(float(table["exposed_transfer_ms"].max()), step_ms)
+    fig.update_xaxes(range=[0, top * 1.3])
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_layout(showlegend=False)
+    return _layout(fig, "What the decode node waits for, per option", "exposed transfer [ms]", "",
+                   height=max(260, 80 + 40 * len(table)))  # fmt: skip
+
+
+def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
+    """TTFT as a waterfall: prefill, exposed transfer and first decode step add up [ms]."""
+    total = prefill_ms + transfer_ms + decode_ms
+    names = ["Prefill", "KV transfer", "First decode step", "TTFT"]
+    widths = [prefill_ms, transfer_ms, decode_ms, total]
+    bases = [0.0, prefill_ms, prefill_ms + transfer_ms, 0.0]
+    colors = [SEGMENT_COLORS["Prefill"], SEGMENT_COLORS["KV transfer"],
+              SEGMENT_COLORS["First decode step"], "#475569"]  # fmt: skip
+    fig = go.Figure(go.Bar(
+        y=names, x=widths, base=bases, orientation="h", marker_color=colors,
+        text=[f"{w:,.1f} ms" for w in widths], textposition="outside", cliponaxis=False,
+        customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
+        hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
+                      "%{customdata[1]:,.1f} ms<extra></extra>",
+    ))  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_xaxes(range=[0, total * 1.3])
+    fig.update_layout(showlegend=False)
+    return _layout(fig, "TTFT waterfall",
+                   "time since the request arrived [ms]", "", height=300)  # fmt: skip
 
 
 def figure_transfer_vs_step(transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *,
                             link: str = "", k: float = 1.0) -> go.Figure:  # fmt: skip
     """One bar for the exposed transfer against the decode step and the usual band [ms]."""
     fig = go.Figure()
-    fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0,
-                  annotation_text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
-                  annotation_position="top left")  # fmt: skip
+    fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0, layer="below")
+    fig.add_annotation(x=(band_ms[0] + band_ms[1]) / 2, y=1, yref="paper", yanchor="bottom",
+                       text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+                       showarrow=False, font={"size": 11})  # fmt: skip
     fig.add_bar(y=["KV transfer", "Decode step"], x=[transfer_ms, step_ms], orientation="h",
+                text=[f"{transfer_ms:,.2f} ms", f"{step_ms:,.1f} ms"], textposition="outside",
+                cliponaxis=False,
                 marker_color=[SEGMENT_COLORS["KV transfer"], SEGMENT_COLORS["First decode step"]],
                 hovertemplate="%{y}: %{x:,.2f} ms<extra></extra>")  # fmt: skip
     if k != 1:
         fig.add_vline(x=k * step_ms, line_dash="dash", annotation_text=f"{k:g} × step")
     fig.update_yaxes(autorange="reversed", title=None)
     title = f"KV transfer vs one decode step{' on ' + link if link else ''}"
-    return _layout(fig, title, "time [ms]", "", height=240)
+    fig.update_layout(showlegend=False)
+    fig.update_xaxes(range=[0, max(transfer_ms, step_ms, band_ms[1]) * 1.25])
+    return _layout(fig, title, "time [ms]", "", height=300)
 
 
 def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band."""
     fig = go.Figure()
-    fig.add_hrect(y0=band_ms[0], y1=band_ms[1], fillcolor=BAND_COLOR, line_width=0,
-                  annotation_text=f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
-                  annotation_position="bottom right")  # fmt: skip
+    _band_trace(fig, (df["batch"].min(), df["batch"].max()), band_ms,
+                f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms")  # fmt: skip
     for lid, part in df.groupby("link", sort=False):
         name = part["name"].iloc[0]
         fig.add_scatter(x=part["batch"], y=part["transfer_ms"], name=name, mode="lines+markers",
@@ -123,9 +186,8 @@ def figure_seq_sweep(curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_
                         line_color=link_color(lid),
                         hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms"
                                       "<extra></extra>")  # fmt: skip
-    fig.add_hline(y=threshold_ms, line_dash="dash", line_color="#475569",
-                  annotation_text=f"threshold {threshold_ms:,.1f} ms",
-                  annotation_position="top left")  # fmt: skip
+    _threshold_trace(fig, (curves["seq_len"].min(), curves["seq_len"].max()), threshold_ms,
+                     f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
     hits = critical.dropna(subset=["critical_seq_len"])
     if len(hits):
         fig.add_scatter(
@@ -153,8 +215,8 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
                                             "dash": dashes[n % len(dashes)]},
                         hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
                                       "transfer %{y:,.2f} ms<extra></extra>")  # fmt: skip
-    fig.add_hline(y=threshold_ms, line_dash="dash", line_color="#475569",
-                  annotation_text=f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
+    _threshold_trace(fig, (df["seq_len"].min(), df["seq_len"].max()), threshold_ms,
+                     f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     return _layout(fig, f"Attention layouts compared on {link}",

@@ -219,6 +219,14 @@ def id_multiselect(label: str, name: str, options: list[str], format_func=str, *
     return [i for i in chosen.split(",") if i]
 
 
+def share_box() -> None:
+    """Sidebar: the link to this exact scenario, with a copy button."""
+    with st.sidebar.expander("Share this scenario", icon=":material/link:"):
+        st.code(share_url(), language=None, wrap_lines=True)
+        st.caption("Copy the link with the button at the top right of the box; it opens this "
+                   "page with every input above.")  # fmt: skip
+
+
 def _link_label(link_id: str) -> str:
     if link_id == P.CUSTOM_LINK:
         return "Custom bandwidth…"
@@ -276,7 +284,7 @@ def show_notices() -> None:
     """Show (once) what the link or a model change altered."""
     notes = st.session_state.get(NOTICES) or []
     if notes:
-        st.warning("Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes), icon="⚠️")
+        st.warning("Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes), icon=":material/warning:")
         st.session_state[NOTICES] = []
 
 

@@ -1,0 +1,87 @@
+"""Helpers shared by the bench scripts: statistics, targets, machine facts, table printing."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+TRIVIAL = ROOT / "bench" / "trivial_app.py"
+
+# (label, page file for AppTest.switch_page, URL path in the browser); None = app.py's default.
+PAGES = [
+    ("Overview", None, "/"),
+    ("Interconnects", "pages/interconnects.py", "/interconnects"),
+    ("Sequence length", "pages/sequence.py", "/sequence"),
+    ("Mitigations", "pages/mitigations.py", "/mitigations"),
+    ("Models", "pages/models.py", "/models"),
+]
+TRIVIAL_LABEL = "trivial (1 chart)"
+
+# Targets from the issue, for a 2-core machine.
+RERUN_MEDIAN_MS = 100.0
+RERUN_P95_MS = 200.0
+CONTROL_TO_CHART_MS = 1000.0
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def p95(xs: list[float]) -> float:
+    """Nearest-rank 95th percentile (with 30 samples: the 29th smallest)."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def ratio(x: float, base: float) -> float:
+    return x / base if base > 0 else float("nan")
+
+
+def machine() -> dict:
+    import streamlit
+
+    try:
+        load = os.getloadavg()
+    except OSError:  # pragma: no cover - not on Linux
+        load = (float("nan"),) * 3
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "streamlit": streamlit.__version__,
+        "loadavg_1_5_15": [round(v, 2) for v in load],
+    }
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        return []
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """Plain fixed-width table (first column left-aligned, the others right-aligned)."""
+    cells = [header] + rows
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(r):
+        return "  ".join(
+            r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i]) for i in range(len(r))
+        )
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"

@@ -1,0 +1,327 @@
+"""Control-to-chart time in a real browser: from pressing Enter in a sidebar number input to the
+page's plotly chart(s) showing the new data, on every page and on the trivial one-chart page.
+
+Starts ``streamlit run app.py`` and ``streamlit run bench/trivial_app.py`` on free ports (health
+polled), opens each page in headless Debian chromium (1280×800, never ``playwright install``),
+and for each repetition types a value never used before into a sidebar number input and presses
+Enter.  Inside the page (all times on the page's own ``performance.now()`` clock):
+
+* ``t0``      the Enter keydown (a capture-phase listener, before Streamlit sees it);
+* ``first``   the first DOM mutation inside a ``.js-plotly-plot`` after which the charts'
+              SVG markup differs from before the change (may be an empty, re-mounted plot);
+* ``settled`` the LAST mutation that changed that SVG markup, once the script state is back to
+              ``notRunning`` and the charts have been quiet for ``--quiet`` ms.  This is the
+              reported control-to-chart time (conservative: the chart is fully redrawn).
+
+The control per page is one whose change alters that page's chart: "Batch [requests]" where the
+chart depends on the batch, "Exact tokens" (sequence length) where it does not (Interconnects'
+batch sweep and Models' bytes-per-token chart ignore the sidebar batch).  Target: <= 1 s.
+
+    .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    CONTROL_TO_CHART_MS,
+    PAGES,
+    ROOT,
+    TRIVIAL,
+    TRIVIAL_LABEL,
+    loadavg,
+    machine,
+    median,
+    ratio,
+    table,
+    verdict,
+)
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]  # fmt: skip
+VIEWPORT = {"width": 1280, "height": 800}
+BATCH, EXACT = "Batch [requests]", "Exact tokens"
+# page label -> sidebar number input whose change alters the page's chart
+CONTROL = {"Overview": BATCH, "Interconnects": EXACT, "Sequence length": BATCH,
+           "Mitigations": BATCH, "Models": EXACT, TRIVIAL_LABEL: BATCH}  # fmt: skip
+
+# Installed once per page load; window.__bench.arm() before each change.
+JS_INSTALL = r"""
+() => {
+  if (window.__bench) return;
+  const B = {armed: false, t0: null, first: null, last: null, base: null, prev: null,
+             sawRunning: false, runEnd: null, mutations: 0};
+  const hash = (s) => {  // FNV-1a, 32 bit
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193); }
+    return (h >>> 0).toString(16) + ':' + s.length;
+  };
+  const fingerprint = () => {
+    let s = '';
+    document.querySelectorAll('.js-plotly-plot').forEach((el) => {
+      el.querySelectorAll('svg.main-svg').forEach((svg) => { s += svg.innerHTML; });
+      s += '|';
+    });
+    return hash(s);
+  };
+  const scriptState = () => {
+    const el = document.querySelector('[data-test-script-state]');
+    return el ? el.getAttribute('data-test-script-state') : null;
+  };
+  const inPlot = (m) => {
+    const t = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+    if (t && t.closest && t.closest('.js-plotly-plot')) return true;
+    for (const n of m.addedNodes) {
+      if (n.nodeType === 1 && (n.matches('.js-plotly-plot') || n.querySelector('.js-plotly-plot')))
+        return true;
+    }
+    for (const n of m.removedNodes) {
+      if (n.nodeType === 1 && (n.matches('.js-plotly-plot') || n.querySelector('.js-plotly-plot')))
+        return true;
+    }
+    return false;
+  };
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && B.armed && B.t0 === null) B.t0 = performance.now();
+  }, true);
+  new MutationObserver((muts) => {
+    if (B.t0 === null) return;
+    const now = performance.now();
+    const st = scriptState();
+    if (st === 'running') B.sawRunning = true;
+    if (B.sawRunning && st === 'notRunning' && B.runEnd === null) B.runEnd = now;
+    if (!muts.some(inPlot)) return;
+    B.mutations++;
+    const f = fingerprint();
+    if (f !== B.prev) {
+      if (B.first === null && f !== B.base) B.first = now;
+      B.last = now;
+      B.prev = f;
+    }
+  }).observe(document.body, {subtree: true, childList: true, attributes: true,
+                             characterData: true});
+  B.arm = () => {
+    B.armed = true; B.t0 = null; B.first = null; B.last = null; B.sawRunning = false;
+    B.runEnd = null; B.mutations = 0; B.base = fingerprint(); B.prev = B.base;
+  };
+  B.done = (quietMs) => B.t0 !== null && B.first !== null && B.prev !== B.base
+    && scriptState() === 'notRunning' && performance.now() - B.last >= quietMs;
+  B.result = () => ({first: B.first - B.t0, settled: B.last - B.t0,
+                     rerun_end: B.runEnd === null ? null : B.runEnd - B.t0,
+                     mutations: B.mutations});
+  window.__bench = B;
+}
+"""
+
+
+def chromium_path() -> str | None:
+    if os.access("/usr/bin/chromium", os.X_OK):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+            return resp.read().decode().strip() == "ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class Server:
+    """``streamlit run <script>`` on a free port, run from the repo root (its .streamlit/)."""
+
+    def __init__(self, script: Path, logdir: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = logdir / f"{script.stem}-{self.port}.log"
+        self._log = self.log_path.open("w")
+        cmd = [sys.executable, "-m", "streamlit", "run", str(script.relative_to(ROOT)),
+               "--server.headless", "true", "--server.port", str(self.port),
+               "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not healthy(self.url):
+            if self.proc.poll() is not None:
+                raise SystemExit(f"streamlit exited ({self.proc.returncode}); see {self.log_path}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"streamlit not healthy after 60 s; see {self.log_path}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log.close()
+
+
+def wait_ready(page, timeout_ms: int) -> None:
+    page.get_by_test_id("stApp").wait_for(state="attached", timeout=timeout_ms)
+    page.locator('[data-test-script-state="notRunning"]').wait_for(state="attached",
+                                                                   timeout=timeout_ms)  # fmt: skip
+    page.locator(".js-plotly-plot svg.main-svg").first.wait_for(state="attached",
+                                                                timeout=timeout_ms)  # fmt: skip
+    page.wait_for_timeout(500)  # let the first plot settle
+
+
+def measure_page(browser, url: str, label: str, control: str, values: list[int], warmup: int,
+                 quiet_ms: int, timeout_ms: int) -> dict:  # fmt: skip
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    t_load = time.perf_counter()
+    page.goto(url, timeout=timeout_ms)
+    wait_ready(page, timeout_ms)
+    load_ms = (time.perf_counter() - t_load) * 1e3
+    page.evaluate(JS_INSTALL)
+    box = page.get_by_test_id("stSidebar").get_by_label(control, exact=True)
+    samples, firsts, rerun_ends, errors = [], [], [], []
+    try:
+        for i, value in enumerate(values):
+            box.fill(str(value))
+            page.evaluate("window.__bench.arm()")
+            box.press("Enter")
+            try:
+                page.wait_for_function(f"window.__bench.done({quiet_ms})", timeout=timeout_ms,
+                                       polling=25)  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - report, do not abort the whole bench
+                errors.append(f"{control}={value}: no chart change within {timeout_ms} ms "
+                              f"({type(exc).__name__})")  # fmt: skip
+                continue
+            res = page.evaluate("window.__bench.result()")
+            if i >= warmup:
+                samples.append(res["settled"])
+                firsts.append(res["first"])
+                if res["rerun_end"] is not None:
+                    rerun_ends.append(res["rerun_end"])
+    finally:
+        context.close()
+    return {"page": label, "control": control, "values": values[warmup:], "load_ms": round(load_ms),
+            "samples_ms": [round(x, 1) for x in samples], "first_ms": [round(x, 1) for x in firsts],
+            "rerun_end_ms": [round(x, 1) for x in rerun_ends], "errors": errors}  # fmt: skip
+
+
+def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
+            only: list[str] | None = None) -> dict:  # fmt: skip
+    path = chromium_path()
+    if not path:
+        raise SystemExit("control_to_chart: Debian chromium not found (`make chromium`)")
+    from playwright.sync_api import sync_playwright
+
+    logdir = Path(tempfile.mkdtemp(prefix="kv-bench-"))
+    targets = [(TRIVIAL_LABEL, TRIVIAL, "/")] + [(label, ROOT / "app.py", url)
+                                                 for label, _p, url in PAGES]  # fmt: skip
+    if only:
+        targets = [t for t in targets if t[0] == TRIVIAL_LABEL or t[0] in only]
+    servers: dict[Path, Server] = {}
+    results = []
+    try:
+        for _label, script, _url in targets:
+            if script not in servers:
+                servers[script] = Server(script, logdir)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
+            try:
+                for k, (label, script, url) in enumerate(targets):
+                    control = CONTROL[label]
+                    start = (3000 + 97 * k) if control == EXACT else (10 + 40 * k)
+                    step = 13 if control == EXACT else 1
+                    values = [start + step * i for i in range(warmup + repeats)]
+                    results.append(measure_page(browser, servers[script].url + url, label, control,
+                                                values, warmup, quiet_ms, timeout_ms))  # fmt: skip
+            finally:
+                browser.close()
+    finally:
+        for s in servers.values():
+            s.stop()
+    base = results[0]["samples_ms"]
+    base_med = median(base) if base else float("nan")
+    for r in results:
+        xs = r["samples_ms"]
+        r["median_ms"] = round(median(xs), 1) if xs else None
+        r["max_ms"] = round(max(xs), 1) if xs else None
+        r["first_median_ms"] = round(median(r["first_ms"]), 1) if r["first_ms"] else None
+        r["rerun_end_median_ms"] = (round(median(r["rerun_end_ms"]), 1)
+                                    if r["rerun_end_ms"] else None)  # fmt: skip
+        r["ratio_median"] = round(ratio(r["median_ms"], base_med), 2) if xs else None
+        r["pass"] = bool(xs) and not r["errors"] and max(xs) <= CONTROL_TO_CHART_MS
+    return {"results": results, "server_logs": str(logdir)}
+
+
+def report(data: dict) -> str:
+    def f(v):
+        return "—" if v is None else f"{v:.0f}"
+
+    rows = [[r["page"], r["control"], str(len(r["samples_ms"])), f(r["median_ms"]), f(r["max_ms"]),
+             f(r["first_median_ms"]), f(r["rerun_end_median_ms"]),
+             "—" if r["ratio_median"] is None else f"{r['ratio_median']:.1f}×",
+             verdict(r["pass"])] for r in data["results"]]  # fmt: skip
+    head = ["page", "control changed", "n", "median ms", "max ms", "first paint ms",
+            "script done ms", "med ÷ trivial", f"max ≤{CONTROL_TO_CHART_MS:g}"]  # fmt: skip
+    m = data["machine"]
+    lines = [
+        f"Control → updated chart in headless chromium ({data['repeats']} changes per page after "
+        f"{data['warmup']} warm-up; Enter keydown → last chart redraw, quiet {data['quiet_ms']} ms)",
+        f"{m['date']} · {m['cpus']} CPUs (server and browser share them) · Streamlit "
+        f"{m['streamlit']} · load avg before {m['loadavg_1_5_15']} after {data['loadavg_after']}",
+        "",
+        table(rows, head),
+        "",
+        "median/max = settled chart; first paint = first changed chart markup; script done = "
+        "data-test-script-state back to notRunning.",
+    ]
+    for r in data["results"]:
+        lines += [f"  {r['page']}: {e}" for e in r["errors"]]
+    fails = [r["page"] for r in data["results"][1:] if not r["pass"]]
+    if fails:
+        lines.append(f"Control-to-chart target missed on: {', '.join(fails)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=5, help="measured changes per page")
+    ap.add_argument("--warmup", type=int, default=1, help="unmeasured changes first")
+    ap.add_argument("--quiet", type=int, default=500, help="ms without chart change = settled")
+    ap.add_argument("--timeout", type=int, default=20_000, help="ms to wait for one change")
+    ap.add_argument("--pages", nargs="*", help="only these page labels (plus the trivial page)")
+    ap.add_argument("--json", type=Path, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    mach = machine()
+    data = measure(args.repeats, args.warmup, args.quiet, args.timeout, args.pages)
+    data.update(machine=mach, repeats=args.repeats, warmup=args.warmup, quiet_ms=args.quiet,
+                loadavg_after=loadavg(), target_ms=CONTROL_TO_CHART_MS)  # fmt: skip
+    print(report(data))
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=1))
+        print(f"JSON: {args.json}")
+    return 0 if all(r["pass"] for r in data["results"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

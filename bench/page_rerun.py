@@ -1,0 +1,198 @@
+"""Server-side rerun time of every page (AppTest), beside a trivial one-chart page.
+
+For each page of the planner and for ``bench/trivial_app.py`` one AppTest is created and warmed
+up; then, interleaved round-robin over the apps (so machine noise hits them all alike), three
+kinds of rerun are timed (``at.run()`` only, wall clock):
+
+* ``change``  the sidebar's "Batch [requests]" is set to a value never used before in this
+              process (disjoint ranges per page), so no ``st.cache_data`` entry can hide the
+              work an input change causes;
+* ``toggle``  batch alternates 1 / 2 (both values were seen in warm-up: caches may help);
+* ``plain``   a rerun with no change at all (what a cache should make cheap).
+
+Each AppTest run includes the extra ``st.rerun`` from ``ui.state.ensure_router()`` (AppTest
+resets Streamlit's pages-folder flag on every run), so one ``at.run()`` executes app.py twice;
+that is part of the measured cost.  Targets (2-core machine): median <= 100 ms and p95 <= 200 ms
+for every page and mode.  Every figure is also given as a ratio to the trivial page.
+
+    .venv/bin/python bench/page_rerun.py [--runs 30] [--warmup 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    APP,
+    PAGES,
+    RERUN_MEDIAN_MS,
+    RERUN_P95_MS,
+    TRIVIAL,
+    TRIVIAL_LABEL,
+    loadavg,
+    machine,
+    median,
+    p95,
+    ratio,
+    table,
+    verdict,
+)
+
+MODES = ("change", "toggle", "plain")
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record):
+        msg = record.getMessage()
+        return "missing ScriptRunContext" not in msg and "Session state does not function" not in msg
+
+
+def _quiet_logs() -> None:
+    for name in ("streamlit", "streamlit.runtime.scriptrunner_utils.script_run_context",
+                 "streamlit.runtime.state.session_state_proxy"):  # fmt: skip
+        logging.getLogger(name).addFilter(_Quiet())
+
+
+def new_app(path: Path, page: str | None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(path), default_timeout=120)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    check(at, path, page)
+    return at
+
+
+def check(at, path, page, batch: int | None = None) -> None:
+    if at.exception:
+        raise SystemExit(f"{path.name} {page or ''}: exception {[e.value for e in at.exception]}")
+    if not at.get("plotly_chart"):
+        raise SystemExit(f"{path.name} {page or ''}: no plotly chart rendered")
+    if batch is not None and at.number_input(key="batch").value != batch:
+        raise SystemExit(f"{path.name} {page or ''}: batch did not change to {batch}")
+
+
+def timed_run(at, batch: int | None) -> float:
+    if batch is not None:
+        at.number_input(key="batch").set_value(batch)
+    t0 = time.perf_counter()
+    at.run()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
+    import streamlit as st
+
+    _quiet_logs()
+    st.cache_data.clear()
+    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in PAGES]
+    if only:
+        apps = [a for a in apps if a[0] == TRIVIAL_LABEL or a[0] in only]
+    tests = {}
+    for label, path, page in apps:
+        tests[label] = new_app(path, page)
+    # warm-up: imports, first figure templates, caches of the values the toggle mode uses
+    for w in range(warmup):
+        for label, _path, _page in apps:
+            timed_run(tests[label], 1 + (w % 2))
+            timed_run(tests[label], None)
+    samples = {(label, mode): [] for label, *_ in apps for mode in MODES}
+    for mode in MODES:
+        gc.collect()
+        for r in range(runs):
+            for k, (label, path, page) in enumerate(apps):
+                at = tests[label]
+                if mode == "change":
+                    batch = 10 + k * 680 + (r % 680)  # never seen before by any app
+                elif mode == "toggle":
+                    batch = 1 + (r % 2)
+                else:
+                    batch = None
+                samples[(label, mode)].append(timed_run(at, batch))
+                if r == 0 or r == runs - 1:
+                    check(at, path, page, batch)
+    base = {mode: median(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
+    base_p95 = {mode: p95(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
+    results = []
+    for label, *_ in apps:
+        for mode in MODES:
+            xs = samples[(label, mode)]
+            med, q95 = median(xs), p95(xs)
+            results.append({
+                "page": label, "mode": mode, "runs": len(xs),
+                "median_ms": round(med, 2), "p95_ms": round(q95, 2),
+                "min_ms": round(min(xs), 2), "max_ms": round(max(xs), 2),
+                "ratio_median": round(ratio(med, base[mode]), 2),
+                "ratio_p95": round(ratio(q95, base_p95[mode]), 2),
+                "pass": med <= RERUN_MEDIAN_MS and q95 <= RERUN_P95_MS,
+                "samples_ms": [round(x, 2) for x in xs],
+            })  # fmt: skip
+    return {"results": results}
+
+
+def page_verdicts(results: list[dict]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for r in results:
+        out[r["page"]] = out.get(r["page"], True) and r["pass"]
+    return out
+
+
+def report(data: dict) -> str:
+    rows = [
+        [r["page"], r["mode"], f"{r['median_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['max_ms']:.1f}",
+         f"{r['ratio_median']:.1f}×", f"{r['ratio_p95']:.1f}×", verdict(r["pass"])]
+        for r in data["results"]
+    ]  # fmt: skip
+    head = ["page", "mode", "median ms", "p95 ms", "max ms", "med ÷ trivial", "p95 ÷ trivial",
+            f"≤{RERUN_MEDIAN_MS:g}/≤{RERUN_P95_MS:g}"]  # fmt: skip
+    m = data["machine"]
+    lines = [
+        f"Server-side rerun (AppTest, {data['runs']} timed reruns per page and mode, "
+        f"{data['warmup']} warm-up rounds)",
+        f"{m['date']} · {m['cpus']} CPUs · Python {m['python']} · Streamlit {m['streamlit']} · "
+        f"load avg before {m['loadavg_1_5_15']} after {data['loadavg_after']}",
+        "",
+        table(rows, head),
+        "",
+        "change = batch set to a never-seen value; toggle = batch 1↔2; plain = rerun, no change.",
+    ]
+    verdicts = page_verdicts(data["results"])
+    fails = [p for p, ok in verdicts.items() if not ok]
+    lines.append("Pages: " + ", ".join(f"{p} {verdict(ok)}" for p, ok in verdicts.items()))
+    if fails:
+        lines.append(f"Rerun target missed on: {', '.join(fails)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=30, help="timed reruns per page and mode")
+    ap.add_argument("--warmup", type=int, default=3, help="warm-up rounds per page")
+    ap.add_argument("--pages", nargs="*", help="only these page labels (plus the trivial page)")
+    ap.add_argument("--json", type=Path, help="write the results as JSON here")
+    args = ap.parse_args(argv)
+    mach = machine()
+    t0 = time.perf_counter()
+    data = measure(args.runs, args.warmup, args.pages)
+    data.update(machine=mach, runs=args.runs, warmup=args.warmup, loadavg_after=loadavg(),
+                wall_s=round(time.perf_counter() - t0, 1),
+                targets={"median_ms": RERUN_MEDIAN_MS, "p95_ms": RERUN_P95_MS})  # fmt: skip
+    print(report(data))
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=1))
+        print(f"JSON: {args.json}")
+    return 0 if all(page_verdicts(data["results"]).values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

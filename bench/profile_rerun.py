@@ -1,0 +1,257 @@
+"""Where a page's server-side rerun goes: cProfile over AppTest reruns that change an input.
+
+For each chosen page: warm up, then profile ``--runs`` reruns that set the sidebar batch to a
+never-seen value (as ``page_rerun.py``'s ``change`` mode).  Prints, per rerun (ms, cProfile
+overhead included, so read the shares rather than the absolute values):
+
+* a wall-clock split WITHOUT the profiler: each figure builder, kvmodel sweep, sidebar, and
+  ``st.*`` element call wrapped in a timer (inclusive ms per rerun), the script's own execution
+  time (and how often it ran per ``at.run()``: 2 = the ``ensure_router`` st.rerun), and what
+  is left for AppTest itself;
+* under cProfile, the project's own functions (app.py, pages/, ui/, kvmodel/) by cumulative time;
+* the library functions (streamlit, plotly, pandas, ...) by cumulative time, outermost calls
+  that are interesting to a developer (figure building, marshalling, Styler, AppTest parsing).
+
+    .venv/bin/python bench/profile_rerun.py [--pages Overview Mitigations] [--runs 20] [--top 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import APP, PAGES, ROOT, TRIVIAL, TRIVIAL_LABEL, median  # noqa: E402
+from page_rerun import _quiet_logs, new_app, timed_run  # noqa: E402
+
+LIB_MARKERS = ("site-packages/",)
+LIB_INTERESTING = (
+    "plotly/basedatatypes.py", "plotly/graph_objs/", "plotly/io/_json.py", "plotly/io/_utils.py",
+    "streamlit/elements/plotly_chart.py", "streamlit/elements/arrow.py",
+    "streamlit/dataframe_util.py", "streamlit/elements/lib/pandas_styler_utils.py",
+    "pandas/io/formats/style", "streamlit/testing/v1/", "streamlit/runtime/caching/",
+    "streamlit/elements/widgets/", "streamlit/runtime/scriptrunner/", "pyarrow/",
+    "streamlit/navigation/", "streamlit/commands/navigation.py", "streamlit/elements/metric.py",
+    "streamlit/runtime/state/",
+)  # fmt: skip
+
+
+def short(filename: str) -> str:
+    if filename.startswith(str(ROOT) + "/") and "/site-packages/" not in filename:
+        return filename[len(str(ROOT)) + 1:]
+    if "site-packages/" in filename:
+        return filename.split("site-packages/", 1)[1]
+    return filename
+
+
+@contextlib.contextmanager
+def _profiling_script_thread(prof: cProfile.Profile):
+    """Profile the script runner's thread (the script does not run in the calling thread)."""
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    orig = ScriptRunner._run_script
+
+    def wrapped(self, *args, **kwargs):
+        prof.enable()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            prof.disable()
+
+    ScriptRunner._run_script = wrapped
+    try:
+        yield
+    finally:
+        ScriptRunner._run_script = orig
+
+
+TIMED_MODULES = ("ui.state", "ui.figures", "ui.params", "kvmodel.sweeps", "kvmodel.verdicts",
+                 "kvmodel.catalog", "kvmodel.transfer", "kvmodel.size", "kvmodel.timing",
+                 "kvmodel.build", "kvmodel.units")  # fmt: skip
+TIMED_FUNCS = (
+    "ui.state:sidebar_controls", "ui.state:init_from_url", "ui.state:sync_url",
+    "ui.state:scenario_or_stop", "ui.state:cached_evaluate", "ui.state:id_multiselect",
+    "ui.state:page_widget", "ui.state:_roofline_caption", "ui.state:model_spec",
+    "kvmodel.catalog:model_ids", "kvmodel.catalog:get_model", "kvmodel.catalog:get_link",
+    "kvmodel.transfer:evaluate", "kvmodel.transfer:transfer", "kvmodel.transfer:critical_seq_len",
+    "kvmodel.build:build_scenario",
+)  # fmt: skip
+TIMED_ELEMENTS = ("plotly_chart", "dataframe", "metric", "info", "caption", "markdown", "title",
+                  "subheader", "selectbox", "number_input", "select_slider", "slider", "toggle",
+                  "multiselect", "radio", "columns", "expander", "file_uploader", "text_area",
+                  "button", "warning")  # fmt: skip
+
+
+class _Timers:
+    """Wrap functions with wall-clock timers (inclusive; nested calls count in both)."""
+
+    def __init__(self):
+        self.acc: dict[str, list[float]] = {}
+        self._undo: list[tuple[object, str, object]] = []
+
+    def _wrap(self, name: str, fn):
+        acc = self.acc.setdefault(name, [0.0, 0])
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                acc[0] += time.perf_counter() - t0
+                acc[1] += 1
+
+        timed.__wrapped__ = fn
+        return timed
+
+    def patch(self, owner, attr: str, name: str, fn=None):
+        orig = getattr(owner, attr) if fn is None else fn
+        self._undo.append((owner, attr, owner.__dict__.get(attr, _MISSING)
+                           if isinstance(owner, type) else getattr(owner, attr)))  # fmt: skip
+        setattr(owner, attr, self._wrap(name, orig))
+
+    def install(self) -> None:
+        import importlib
+
+        import streamlit as st
+        from streamlit.delta_generator import DeltaGenerator
+        from streamlit.runtime.scriptrunner import script_runner
+
+        mods = [importlib.import_module(m) for m in TIMED_MODULES]
+        targets = [(importlib.import_module(m), f) for m, f in (t.split(":") for t in TIMED_FUNCS)]
+        targets = [(m, f) for m, f in targets if callable(getattr(m, f, None))]  # app may change
+        targets += [(importlib.import_module("ui.figures"), n) for n in dir(mods[1])
+                    if n.startswith(("figure_", "style_"))]  # fmt: skip
+        sweeps = importlib.import_module("kvmodel.sweeps")
+        verdicts = importlib.import_module("kvmodel.verdicts")
+        targets += [(sweeps, n) for n in ("link_batch_table", "batch_sweep", "seq_grid",
+                                          "seq_sweep", "model_seq_sweep", "models_table",
+                                          "mitigation_options", "mitigation_table", "timeline")
+                    if hasattr(sweeps, n)]  # fmt: skip
+        targets += [(verdicts, n) for n in dir(verdicts) if n.endswith("_takeaway")]
+        for mod, attr in targets:
+            orig = getattr(mod, attr)
+            name = f"{mod.__name__.replace('.', '/')}.py:{attr}"
+            wrapped = self._wrap(name, orig)
+            for m in mods:  # every module-level alias of the same function
+                for k, v in list(vars(m).items()):
+                    if v is orig:
+                        self._undo.append((m, k, v))
+                        setattr(m, k, wrapped)
+        for el in TIMED_ELEMENTS:
+            if not hasattr(DeltaGenerator, el):
+                continue
+            self.patch(DeltaGenerator, el, f"st.{el}", getattr(DeltaGenerator, el))
+            if hasattr(st, el):
+                self.patch(st, el, f"st.{el}")
+        self.patch(script_runner, "exec_func_with_error_handling", "(script execution, total)")
+
+    def uninstall(self) -> None:
+        for owner, attr, value in reversed(self._undo):
+            if value is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, value)
+        self._undo.clear()
+
+
+_MISSING = object()
+
+
+def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list[float]]]:
+    """Mean ms per rerun of each timed function, without cProfile's overhead."""
+    timers = _Timers()
+    timers.install()
+    try:
+        total = sum(timed_run(at, base + r) for r in range(runs))
+    finally:
+        timers.uninstall()
+    return total / runs, {k: [v[0] * 1e3 / runs, v[1] / runs] for k, v in timers.acc.items()}
+
+
+def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: int, top: int,
+                 base: int) -> str:  # fmt: skip
+    at = new_app(path, page)
+    for w in range(warmup):
+        timed_run(at, 1 + w % 2)
+    wall = []
+    for r in range(runs):  # un-profiled reference timing
+        wall.append(timed_run(at, base + r))
+    split_total, split = wall_split(at, runs, base + 10_000)
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    with _profiling_script_thread(prof):
+        for r in range(runs):
+            timed_run(at, base + runs + r)
+    prof_ms = (time.perf_counter() - t0) * 1e3 / runs
+    st = pstats.Stats(prof)
+    entries = st.stats  # (file, line, func) -> (cc, nc, tt, ct, callers)
+    per = 1e3 / runs
+
+    own, lib = [], []
+    for (fn, line, func), (_cc, nc, tt, ct, _callers) in entries.items():
+        if fn.startswith(str(ROOT)) and "site-packages" not in fn and "/bench/" not in fn:
+            own.append((ct * per, tt * per, nc / runs, f"{short(fn)}:{func}"))
+        elif any(m in fn for m in LIB_INTERESTING):
+            lib.append((ct * per, tt * per, nc / runs, f"{short(fn)}:{func}"))
+    own.sort(reverse=True)
+    lib.sort(reverse=True)
+    tottime_all = sorted(
+        ((v[2] * per, v[1] / runs, f"{short(k[0])}:{k[2]}") for k, v in entries.items()),
+        reverse=True,
+    )
+
+    def fmt(rows):
+        return "\n".join(f"  {ct:8.1f} {tt:8.1f} {nc:8.1f}  {name}" for ct, tt, nc, name in rows)
+
+    script = split.pop("(script execution, total)", [0.0, 0.0])
+    timed = sorted(((ms, n, name) for name, (ms, n) in split.items() if n), reverse=True)
+    out = [
+        f"=== {label}: wall-clock split without profiler ({runs} change reruns, mean per rerun)",
+        f"  {split_total:8.1f} ms  at.run() total",
+        f"  {script[0]:8.1f} ms  script execution ({script[1]:.0f} executions of the script per "
+        f"at.run(); the rest, {split_total - script[0]:.1f} ms, is AppTest/runner overhead)",
+        "   incl ms    calls  function (inclusive; nested calls are counted in both)",
+        "\n".join(f"  {ms:8.1f} {n:8.1f}  {name}" for ms, n, name in timed[:top]),
+        "",
+        f"=== {label}: {runs} change reruns; un-profiled median {median(wall):.1f} ms, "
+        f"profiled mean {prof_ms:.1f} ms per rerun (cProfile "
+        "inflates Python-heavy code; the scripts' own <module> lines are lost: each run recompiles)",
+        "  cum ms  self ms  calls    project function (per rerun)",
+        fmt(own[:top]),
+        "  cum ms  self ms  calls    library function (per rerun)",
+        fmt(lib[:top]),
+        "  self ms   calls    hottest self time anywhere (per rerun)",
+        "\n".join(f"  {tt:8.1f} {nc:8.1f}  {name}" for tt, nc, name in tottime_all[:top]),
+    ]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", nargs="*", help="page labels (default: all, plus the trivial page)")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--top", type=int, default=15)
+    args = ap.parse_args(argv)
+    import streamlit as st
+
+    _quiet_logs()
+    st.cache_data.clear()
+    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in PAGES]
+    if args.pages:
+        apps = [a for a in apps if a[0] in args.pages]
+    for k, (label, path, page) in enumerate(apps):
+        print(profile_page(label, path, page, args.runs, args.warmup, args.top, 3000 + 500 * k))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
