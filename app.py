@@ -4,7 +4,9 @@ import streamlit as st
 
 from ui import state
 
-st.set_page_config(page_title="KV Transfer Planner", page_icon=":material/swap_horiz:", layout="wide")
+st.set_page_config(
+    page_title="KV Transfer Planner", page_icon=":material/swap_horiz:", layout="wide"
+)
 
 state.ensure_router()  # before any widget, so widget ids never change between runs
 state.init_from_url()
@@ -12,9 +14,21 @@ state.sidebar_controls()
 
 pages = [
     st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-    st.Page("pages/interconnects.py", title="Interconnects", icon=":material/lan:", url_path="interconnects"),
-    st.Page("pages/sequence.py", title="Sequence length", icon=":material/straighten:", url_path="sequence"),
-    st.Page("pages/mitigations.py", title="Mitigations", icon=":material/build:", url_path="mitigations"),
+    st.Page(
+        "pages/interconnects.py",
+        title="Interconnects",
+        icon=":material/lan:",
+        url_path="interconnects",
+    ),
+    st.Page(
+        "pages/sequence.py",
+        title="Sequence length",
+        icon=":material/straighten:",
+        url_path="sequence",
+    ),
+    st.Page(
+        "pages/mitigations.py", title="Mitigations", icon=":material/build:", url_path="mitigations"
+    ),
     st.Page("pages/models.py", title="Models", icon=":material/neurology:", url_path="models"),
 ]
 page = st.navigation(pages, position="top")

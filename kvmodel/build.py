@@ -19,7 +19,9 @@ DEFAULT_GPU = "h100-sxm"
 def custom_link(bandwidth_gbs: float, *, latency_us: float = 0.0, base: LinkSpec | None = None):
     """A link with a per-direction bandwidth override [GB/s], keeping the base link's latency."""
     if not (bandwidth_gbs > 0) or bandwidth_gbs > 1e6:
-        raise ValueError(f"bandwidth must be in (0, 1,000,000] GB/s per direction, got {bandwidth_gbs!r}")
+        raise ValueError(
+            f"bandwidth must be in (0, 1,000,000] GB/s per direction, got {bandwidth_gbs!r}"
+        )
     if base is not None:
         return replace(
             base,

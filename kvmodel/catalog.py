@@ -41,8 +41,7 @@ def _rows(path: Path, columns: tuple[str, ...]):
             missing = [c for c in columns if c not in (reader.fieldnames or [])]
             if missing:
                 raise CatalogError(f"{path.name}: missing column(s) {', '.join(missing)}")
-            for n, row in enumerate(reader, start=2):
-                yield n, row
+            yield from enumerate(reader, start=2)
     except OSError as exc:
         raise CatalogError(f"cannot read catalog {path}: {exc.strerror}") from exc
 
@@ -84,12 +83,31 @@ class _Row:
 
 
 MODEL_COLUMNS = (
-    "id", "name", "attention", "layers", "q_heads", "head_dim_qk", "global_layers",
-    "global_kv_heads", "global_k_head_dim", "global_v_head_dim", "local_layers", "local_kv_heads",
-    "local_k_head_dim", "local_v_head_dim", "local_window_tokens", "local_kind", "state_layers",
-    "state_bytes_per_layer", "max_context_tokens", "params_total_b", "params_active_b",
-    "kv_dtype_native", "aliases", "source",
-)  # fmt: skip
+    "id",
+    "name",
+    "attention",
+    "layers",
+    "q_heads",
+    "head_dim_qk",
+    "global_layers",
+    "global_kv_heads",
+    "global_k_head_dim",
+    "global_v_head_dim",
+    "local_layers",
+    "local_kv_heads",
+    "local_k_head_dim",
+    "local_v_head_dim",
+    "local_window_tokens",
+    "local_kind",
+    "state_layers",
+    "state_bytes_per_layer",
+    "max_context_tokens",
+    "params_total_b",
+    "params_active_b",
+    "kv_dtype_native",
+    "aliases",
+    "source",
+)
 
 
 def _model_from_row(r: _Row) -> ModelSpec:
@@ -135,9 +153,16 @@ def _model_from_row(r: _Row) -> ModelSpec:
 
 LINK_COLUMNS = ("id", "name", "kind", "bandwidth_gbs_per_direction", "latency_us", "source")
 GPU_COLUMNS = (
-    "id", "name", "hbm_gbs", "bf16_dense_tflops", "fp8_dense_tflops", "memory_gb", "nvlink", "nic",
+    "id",
+    "name",
+    "hbm_gbs",
+    "bf16_dense_tflops",
+    "fp8_dense_tflops",
+    "memory_gb",
+    "nvlink",
+    "nic",
     "source",
-)  # fmt: skip
+)
 
 
 def _link_from_row(r: _Row) -> LinkSpec:

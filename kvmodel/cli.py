@@ -61,16 +61,31 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bandwidth-gbs", type=_number, help="per-direction GB/s; overrides the link")
     g.add_argument("--latency-us", type=_number, help="per-transfer latency µs (default: link's)")
     g.add_argument("--efficiency", type=_number, default=1.0, help="achieved/nominal, 0-1 (1)")
-    g.add_argument("--links-parallel", dest="parallel_links", type=_positive_int,
-                   help="parallel links (default: min(TP prefill, TP decode), one NIC per GPU)")
-    g.add_argument("--kv-dtype", choices=sorted(KV_DTYPE_BITS),
-                   help="KV storage dtype (default: the checkpoint's, else fp16)")
+    g.add_argument(
+        "--links-parallel",
+        dest="parallel_links",
+        type=_positive_int,
+        help="parallel links (default: min(TP prefill, TP decode), one NIC per GPU)",
+    )
+    g.add_argument(
+        "--kv-dtype",
+        choices=sorted(KV_DTYPE_BITS),
+        help="KV storage dtype (default: the checkpoint's, else fp16)",
+    )
     g.add_argument("--kv-scale-group", type=int, default=0, help="values per FP16 scale (0: none)")
-    g.add_argument("--compression", choices=list(COMPRESSION_BITS), default="none",
-                   help="transfer-only compression (default none)")
+    g.add_argument(
+        "--compression",
+        choices=list(COMPRESSION_BITS),
+        default="none",
+        help="transfer-only compression (default none)",
+    )
     g.add_argument("--comp-group", type=int, default=128, help="values per scale, int8/int4 (128)")
-    g.add_argument("--codec-gbs", type=_number, default=1000.0,
-                   help="quantize/dequantize throughput, GB/s of uncompressed KV (1000)")
+    g.add_argument(
+        "--codec-gbs",
+        type=_number,
+        default=1000.0,
+        help="quantize/dequantize throughput, GB/s of uncompressed KV (1000)",
+    )
     g.add_argument("--layerwise", action="store_true", help="send layer by layer during prefill")
     g.add_argument("--tp", type=_positive_int, default=1, help="prefill tensor parallelism (1)")
     g.add_argument("--tp-decode", type=_positive_int, help="decode TP (default: --tp)")
@@ -79,8 +94,12 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU for estimates (default {DEFAULT_GPU})")
     g.add_argument("--mfu", type=_number, default=0.5, help="prefill MFU for the estimate (0.5)")
     g.add_argument("--block-tokens", type=_positive_int, default=16, help="KV block tokens (16)")
-    g.add_argument("--descriptor-us", type=_number, default=0.0,
-                   help="cost per transfer descriptor µs (0: off)")
+    g.add_argument(
+        "--descriptor-us",
+        type=_number,
+        default=0.0,
+        help="cost per transfer descriptor µs (0: off)",
+    )
     g.add_argument("--k", type=_number, default=1.0, help="critical: transfer >= k x step (1)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -95,15 +114,30 @@ def _model_from_args(args):
 
 def _scenario(args, **overrides):
     kw = dict(
-        model=_model_from_args(args), link=args.link, gpu=args.gpu,
-        bandwidth_gbs=args.bandwidth_gbs, latency_us=args.latency_us, seq_len=args.seq_len,
-        batch=args.batch, efficiency=args.efficiency, parallel_links=args.parallel_links,
-        kv_dtype=args.kv_dtype, kv_scale_group=args.kv_scale_group, compression=args.compression,
-        comp_group=args.comp_group, codec_gbs=args.codec_gbs, layerwise=args.layerwise,
-        tp=args.tp, tp_decode=args.tp_decode, decode_step_ms=args.decode_step_ms,
-        prefill_ms=args.prefill_ms, mfu=args.mfu, block_tokens=args.block_tokens,
-        descriptor_us=args.descriptor_us, k=args.k,
-    )  # fmt: skip
+        model=_model_from_args(args),
+        link=args.link,
+        gpu=args.gpu,
+        bandwidth_gbs=args.bandwidth_gbs,
+        latency_us=args.latency_us,
+        seq_len=args.seq_len,
+        batch=args.batch,
+        efficiency=args.efficiency,
+        parallel_links=args.parallel_links,
+        kv_dtype=args.kv_dtype,
+        kv_scale_group=args.kv_scale_group,
+        compression=args.compression,
+        comp_group=args.comp_group,
+        codec_gbs=args.codec_gbs,
+        layerwise=args.layerwise,
+        tp=args.tp,
+        tp_decode=args.tp_decode,
+        decode_step_ms=args.decode_step_ms,
+        prefill_ms=args.prefill_ms,
+        mfu=args.mfu,
+        block_tokens=args.block_tokens,
+        descriptor_us=args.descriptor_us,
+        k=args.k,
+    )
     kw.update(overrides)
     return build_scenario(**kw)
 
@@ -129,48 +163,94 @@ def _emit(args, payload, headers, rows, footer=()):
 def cmd_models(args):
     items = [catalog.get_model(i) for i in catalog.model_ids()]
     payload = [
-        dict(id=m.id, name=m.name, attention=m.attention, layers=m.layers,
-             kv_bytes_per_token_fp16=bytes_per_token_full(m), max_context_tokens=m.max_context_tokens,
-             params_total_b=m.params_total / 1e9, params_active_b=m.params_active / 1e9,
-             aliases=list(m.aliases), source=m.source)
+        dict(
+            id=m.id,
+            name=m.name,
+            attention=m.attention,
+            layers=m.layers,
+            kv_bytes_per_token_fp16=bytes_per_token_full(m),
+            max_context_tokens=m.max_context_tokens,
+            params_total_b=m.params_total / 1e9,
+            params_active_b=m.params_active / 1e9,
+            aliases=list(m.aliases),
+            source=m.source,
+        )
         for m in items
-    ]  # fmt: skip
+    ]
     rows = [
-        (p["id"], p["attention"], p["layers"], f"{p['kv_bytes_per_token_fp16']:,.0f}",
-         f"{p['max_context_tokens']:,}", f"{p['params_total_b']:g}/{p['params_active_b']:g}")
+        (
+            p["id"],
+            p["attention"],
+            p["layers"],
+            f"{p['kv_bytes_per_token_fp16']:,.0f}",
+            f"{p['max_context_tokens']:,}",
+            f"{p['params_total_b']:g}/{p['params_active_b']:g}",
+        )
         for p in payload
-    ]  # fmt: skip
-    _emit(args, payload, ("id", "attention", "layers", "KV B/token (fp16)", "max ctx",
-                          "params B (total/active)"), rows)  # fmt: skip
+    ]
+    _emit(
+        args,
+        payload,
+        ("id", "attention", "layers", "KV B/token (fp16)", "max ctx", "params B (total/active)"),
+        rows,
+    )
 
 
 def cmd_links(args):
     items = list(dict.fromkeys(catalog.links().values()))
     payload = [
-        dict(id=lk.id, name=lk.name, kind=lk.kind, bandwidth_gbs=lk.bandwidth_bytes_per_s / 1e9,
-             latency_us=lk.latency_s * 1e6, source=lk.source, note=lk.note)
+        dict(
+            id=lk.id,
+            name=lk.name,
+            kind=lk.kind,
+            bandwidth_gbs=lk.bandwidth_bytes_per_s / 1e9,
+            latency_us=lk.latency_s * 1e6,
+            source=lk.source,
+            note=lk.note,
+        )
         for lk in items
-    ]  # fmt: skip
-    rows = [(p["id"], p["name"], f"{p['bandwidth_gbs']:g}", f"{p['latency_us']:g}") for p in payload]
+    ]
+    rows = [
+        (p["id"], p["name"], f"{p['bandwidth_gbs']:g}", f"{p['latency_us']:g}") for p in payload
+    ]
     _emit(args, payload, ("id", "name", "GB/s per direction", "latency µs"), rows)
 
 
 def cmd_gpus(args):
     items = list(catalog.gpus().values())
     payload = [
-        dict(id=g.id, name=g.name, hbm_gbs=g.hbm_bytes_per_s / 1e9, bf16_tflops=g.bf16_flops / 1e12,
-             fp8_tflops=None if g.fp8_flops is None else g.fp8_flops / 1e12,
-             memory_gb=g.memory_bytes / 1e9, nvlink=g.nvlink, nic=g.nic, source=g.source)
+        dict(
+            id=g.id,
+            name=g.name,
+            hbm_gbs=g.hbm_bytes_per_s / 1e9,
+            bf16_tflops=g.bf16_flops / 1e12,
+            fp8_tflops=None if g.fp8_flops is None else g.fp8_flops / 1e12,
+            memory_gb=g.memory_bytes / 1e9,
+            nvlink=g.nvlink,
+            nic=g.nic,
+            source=g.source,
+        )
         for g in items
-    ]  # fmt: skip
+    ]
     rows = [
-        (p["id"], p["name"], f"{p['hbm_gbs']:g}", f"{p['bf16_tflops']:g}",
-         "–" if p["fp8_tflops"] is None else f"{p['fp8_tflops']:g}", f"{p['memory_gb']:g}",
-         p["nvlink"], p["nic"])
+        (
+            p["id"],
+            p["name"],
+            f"{p['hbm_gbs']:g}",
+            f"{p['bf16_tflops']:g}",
+            "–" if p["fp8_tflops"] is None else f"{p['fp8_tflops']:g}",
+            f"{p['memory_gb']:g}",
+            p["nvlink"],
+            p["nic"],
+        )
         for p in payload
-    ]  # fmt: skip
-    _emit(args, payload, ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB",
-                          "scale-up", "NIC"), rows)  # fmt: skip
+    ]
+    _emit(
+        args,
+        payload,
+        ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB", "scale-up", "NIC"),
+        rows,
+    )
 
 
 def _evaluation_payload(ev):
@@ -221,14 +301,37 @@ def _evaluation_payload(ev):
 def cmd_size(args):
     ev = evaluate(_scenario(args))
     p = _evaluation_payload(ev)
-    keys = ("kv_bytes", "kv_bytes_per_token", "kv_bytes_per_layer", "kv_state_bytes",
-            "kv_bytes_per_gpu_prefill", "kv_bytes_per_gpu_decode", "wire_bytes_uncompressed",
-            "wire_bytes")  # fmt: skip
-    payload = {k: p[k] for k in ("model", "seq_len", "batch", "kv_dtype", "tp_prefill",
-                                 "tp_decode", "compression", *keys)}  # fmt: skip
+    keys = (
+        "kv_bytes",
+        "kv_bytes_per_token",
+        "kv_bytes_per_layer",
+        "kv_state_bytes",
+        "kv_bytes_per_gpu_prefill",
+        "kv_bytes_per_gpu_decode",
+        "wire_bytes_uncompressed",
+        "wire_bytes",
+    )
+    payload = {
+        k: p[k]
+        for k in (
+            "model",
+            "seq_len",
+            "batch",
+            "kv_dtype",
+            "tp_prefill",
+            "tp_decode",
+            "compression",
+            *keys,
+        )
+    }
     rows = [(k, f"{p[k]:,.0f} B", fmt_bytes(p[k])) for k in keys]
-    _emit(args, payload, ("quantity", "bytes", "decimal"), rows,
-          [f"{ev.scenario.model.name}, {ev.scenario.seq_len:,} tokens × batch {ev.scenario.batch}"])
+    _emit(
+        args,
+        payload,
+        ("quantity", "bytes", "decimal"),
+        rows,
+        [f"{ev.scenario.model.name}, {ev.scenario.seq_len:,} tokens × batch {ev.scenario.batch}"],
+    )
 
 
 def cmd_transfer(args):
@@ -237,19 +340,28 @@ def cmd_transfer(args):
     rows = [
         ("KV cache", fmt_bytes(ev.kv_total_bytes)),
         ("on the wire", fmt_bytes(ev.wire_bytes)),
-        ("link", f"{ev.scenario.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
-                 f"effective per direction"),
+        (
+            "link",
+            f"{ev.scenario.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
+            f"effective per direction",
+        ),
         ("transfer", fmt_ms(ev.transfer_s, 2)),
         ("exposed transfer", fmt_ms(ev.exposed_s, 2)),
-        ("decode step", f"{fmt_ms(ev.decode_step_s)} (roofline lower bound "
-                        f"{fmt_ms(ev.decode_step_lower_bound_s)})"),
+        (
+            "decode step",
+            f"{fmt_ms(ev.decode_step_s)} (roofline lower bound "
+            f"{fmt_ms(ev.decode_step_lower_bound_s)})",
+        ),
         ("transfer / decode step", f"{ev.transfer_over_decode:.2f}×"),
         ("prefill", fmt_ms(ev.prefill_s) + (" (estimated)" if ev.prefill_estimated else "")),
         ("TTFT", fmt_ms(ev.ttft_s)),
-        ("transfer share of TTFT", f"{ev.transfer_share_of_ttft:.1%}"
-         + (" — over the 20 % line" if ev.over_share_target else "")),
+        (
+            "transfer share of TTFT",
+            f"{ev.transfer_share_of_ttft:.1%}"
+            + (" — over the 20 % line" if ev.over_share_target else ""),
+        ),
         ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
-    ]  # fmt: skip
+    ]
     _emit(args, p, ("quantity", "value"), rows, [f"note: {n}" for n in ev.notes])
 
 
@@ -257,12 +369,18 @@ def cmd_critical(args):
     ev = evaluate(_scenario(args))
     sc = ev.scenario
     payload = {
-        "model": sc.model.id, "link": sc.link.id, "batch": sc.batch, "k": sc.k,
-        "decode_step_ms": sc.decode_step_s * 1e3, "critical_seq_len": ev.critical_seq_len,
+        "model": sc.model.id,
+        "link": sc.link.id,
+        "batch": sc.batch,
+        "k": sc.k,
+        "decode_step_ms": sc.decode_step_s * 1e3,
+        "critical_seq_len": ev.critical_seq_len,
         "max_context_tokens": sc.model.max_context_tokens,
-    }  # fmt: skip
-    rows = [("critical sequence length", fmt_tokens(ev.critical_seq_len)),
-            ("threshold", f"transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}")]
+    }
+    rows = [
+        ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
+        ("threshold", f"transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}"),
+    ]
     _emit(args, payload, ("quantity", "value"), rows)
 
 
@@ -274,21 +392,40 @@ def cmd_table(args):
         ids = [i.strip() for i in args.links.split(",") if i.strip()]
         scenarios = [_scenario(args, link=i) for i in ids]
     payload = {
-        "model": scenarios[0].model.id, "seq_len": args.seq_len, "batches": batches,
-        "kv_dtype": scenarios[0].kv_dtype, "compression": args.compression, "links": [],
-    }  # fmt: skip
+        "model": scenarios[0].model.id,
+        "seq_len": args.seq_len,
+        "batches": batches,
+        "kv_dtype": scenarios[0].kv_dtype,
+        "compression": args.compression,
+        "links": [],
+    }
     rows = []
     for sc in scenarios:
         t = transfer(sc, batch=batches).exposed_s
         ms = {str(b): float(v) * 1e3 for b, v in zip(batches, t, strict=True)}
-        payload["links"].append({"id": sc.link.id, "name": sc.link.name,
-                                 "bandwidth_gbs": sc.link.bandwidth_bytes_per_s / 1e9,
-                                 "transfer_ms": ms})  # fmt: skip
-        rows.append((sc.link.id, f"{sc.link.bandwidth_bytes_per_s / 1e9:g}",
-                     *(f"{ms[str(b)]:,.1f}" for b in batches)))  # fmt: skip
+        payload["links"].append(
+            {
+                "id": sc.link.id,
+                "name": sc.link.name,
+                "bandwidth_gbs": sc.link.bandwidth_bytes_per_s / 1e9,
+                "transfer_ms": ms,
+            }
+        )
+        rows.append(
+            (
+                sc.link.id,
+                f"{sc.link.bandwidth_bytes_per_s / 1e9:g}",
+                *(f"{ms[str(b)]:,.1f}" for b in batches),
+            )
+        )
     headers = ("link", "GB/s/dir", *(f"batch {b} (ms)" for b in batches))
-    _emit(args, payload, headers, rows,
-          ["Bandwidth is per direction: NVLink 4's '900 GB/s' is 450 GB/s each way."])
+    _emit(
+        args,
+        payload,
+        headers,
+        rows,
+        ["Bandwidth is per direction: NVLink 4's '900 GB/s' is 450 GB/s each way."],
+    )
 
 
 COMMANDS = {
@@ -325,6 +462,8 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}", file=sys.stderr)
+        print(
+            f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}", file=sys.stderr
+        )
         return 2
     return 0

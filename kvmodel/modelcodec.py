@@ -52,8 +52,14 @@ def decode_model(text: str) -> ModelSpec:
         raise ValueError("the encoded model has an unknown format version")
     try:
         groups = tuple(
-            AttentionGroup(layers=g[0], kv_heads=g[1], k_head_dim=g[2], v_head_dim=g[3],
-                           window_tokens=g[4], window_kind=g[5])  # fmt: skip
+            AttentionGroup(
+                layers=g[0],
+                kv_heads=g[1],
+                k_head_dim=g[2],
+                v_head_dim=g[3],
+                window_tokens=g[4],
+                window_kind=g[5],
+            )
             for g in data["g"]
         )
         return ModelSpec(

@@ -159,7 +159,9 @@ def chunk_bytes(
         state_row = np.broadcast_to(model.state_bytes_per_layer * b, shape).astype(float)
         n_attn = len(rows)
         slots = [((k + 0.5) / n_attn, k, rows[k]) for k in range(n_attn)]
-        slots += [((k + 0.5) / model.state_layers, -1, state_row) for k in range(model.state_layers)]
+        slots += [
+            ((k + 0.5) / model.state_layers, -1, state_row) for k in range(model.state_layers)
+        ]
         rows = [r for _, _, r in sorted(slots, key=lambda t: (t[0], t[1]))]
     return np.stack(rows)
 

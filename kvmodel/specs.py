@@ -111,7 +111,9 @@ class ModelSpec:
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
         if self.attention not in ATTENTION_LAYOUTS:
-            raise ValueError(f"attention must be one of {ATTENTION_LAYOUTS}, got {self.attention!r}")
+            raise ValueError(
+                f"attention must be one of {ATTENTION_LAYOUTS}, got {self.attention!r}"
+            )
         for name in ("layers", "q_heads", "head_dim_qk", "max_context_tokens"):
             _check_int(self, name, minimum=1)
         _check_int(self, "state_layers", minimum=0)
@@ -134,9 +136,10 @@ class ModelSpec:
         if self.state_layers and not self.state_bytes_per_layer:
             raise ValueError("state_bytes_per_layer must be > 0 when state_layers > 0")
         if self.layer_order:
-            if sorted(set(self.layer_order)) != list(range(len(self.groups))) or len(
-                self.layer_order
-            ) != attn:
+            if (
+                sorted(set(self.layer_order)) != list(range(len(self.groups)))
+                or len(self.layer_order) != attn
+            ):
                 raise ValueError(
                     "layer_order must list a group index for every attention layer "
                     f"({attn} entries over groups 0..{len(self.groups) - 1})"

@@ -30,7 +30,11 @@ def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame
     for lid in link_ids:
         link = catalog.get_link(lid)
         t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s) * 1e3
-        row = {"link": lid, "name": link.name, "GB/s per direction": link.bandwidth_bytes_per_s / 1e9}
+        row = {
+            "link": lid,
+            "name": link.name,
+            "GB/s per direction": link.bandwidth_bytes_per_s / 1e9,
+        }
         row.update({f"batch {int(n)}": float(v) for n, v in zip(b, t, strict=True)})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -75,11 +79,18 @@ def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
     for mid in model_ids:
         m = catalog.get_model(mid)
         ok = s[s <= m.max_context_tokens]
-        msc = replace(sc, model=m, seq_len=min(sc.seq_len, m.max_context_tokens),
-                      tp_prefill=1, tp_decode=1, kv_dtype=sc.kv_dtype)  # fmt: skip
+        msc = replace(
+            sc,
+            model=m,
+            seq_len=min(sc.seq_len, m.max_context_tokens),
+            tp_prefill=1,
+            tp_decode=1,
+            kv_dtype=sc.kv_dtype,
+        )
         t = transfer(msc, seq_len=ok).exposed_s * 1e3
-        frames.append(pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok,
-                                    "transfer_ms": t}))  # fmt: skip
+        frames.append(
+            pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok, "transfer_ms": t})
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -92,14 +103,21 @@ def models_table(kv_dtype: str = "fp16", seq_len: int = 8192, extra=()) -> pd.Da
     for m in [catalog.get_model(mid) for mid in catalog.model_ids()] + list(extra):
         s = min(seq_len, m.max_context_tokens)
         kvb = kv_bytes(m, s, 1, kv_dtype=kv_dtype)
-        rows.append({
-            "model": m.id, "name": m.name, "attention": m.attention, "layers": m.layers,
-            "kv_heads": m.min_kv_heads, "state_bytes": m.state_layers * m.state_bytes_per_layer,
-            "bytes_per_token_short": bytes_per_token_full(m, kv_dtype=kv_dtype),
-            "seq_len": s, "kv_bytes_at_seq": float(kvb.total),
-            "bytes_per_token_at_seq": float(kvb.per_token),
-            "max_context_tokens": m.max_context_tokens,
-        })  # fmt: skip
+        rows.append(
+            {
+                "model": m.id,
+                "name": m.name,
+                "attention": m.attention,
+                "layers": m.layers,
+                "kv_heads": m.min_kv_heads,
+                "state_bytes": m.state_layers * m.state_bytes_per_layer,
+                "bytes_per_token_short": bytes_per_token_full(m, kv_dtype=kv_dtype),
+                "seq_len": s,
+                "kv_bytes_at_seq": float(kvb.total),
+                "bytes_per_token_at_seq": float(kvb.per_token),
+                "max_context_tokens": m.max_context_tokens,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -130,14 +148,20 @@ def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
     for opt in options:
         ev = evaluate(opt.scenario)
         base_ttft = ev.ttft_s if base_ttft is None else base_ttft
-        rows.append({
-            "option": opt.label, "wire_bytes": ev.wire_bytes,
-            "prefill_ms": ev.prefill_s * 1e3, "exposed_transfer_ms": ev.exposed_s * 1e3,
-            "codec_ms": ev.codec_s * 1e3, "decode_step_ms": ev.decode_step_s * 1e3,
-            "ttft_ms": ev.ttft_s * 1e3, "transfer_share": ev.transfer_share_of_ttft,
-            "ttft_saving_ms": (base_ttft - ev.ttft_s) * 1e3,
-            "critical_seq_len": ev.critical_seq_len,
-        })  # fmt: skip
+        rows.append(
+            {
+                "option": opt.label,
+                "wire_bytes": ev.wire_bytes,
+                "prefill_ms": ev.prefill_s * 1e3,
+                "exposed_transfer_ms": ev.exposed_s * 1e3,
+                "codec_ms": ev.codec_s * 1e3,
+                "decode_step_ms": ev.decode_step_s * 1e3,
+                "ttft_ms": ev.ttft_s * 1e3,
+                "transfer_share": ev.transfer_share_of_ttft,
+                "ttft_saving_ms": (base_ttft - ev.ttft_s) * 1e3,
+                "critical_seq_len": ev.critical_seq_len,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -157,13 +181,31 @@ def timeline(sc: Scenario) -> pd.DataFrame:
         for j in range(n):
             start = max((j + 1) / n * p, end)
             end = start + float(x[j])
-            rows.append({"lane": "KV transfer", "label": f"layer chunk {j + 1}/{n}",
-                         "start_ms": start * 1e3, "end_ms": end * 1e3})  # fmt: skip
+            rows.append(
+                {
+                    "lane": "KV transfer",
+                    "label": f"layer chunk {j + 1}/{n}",
+                    "start_ms": start * 1e3,
+                    "end_ms": end * 1e3,
+                }
+            )
         done = end
     else:
         done = p + ev.transfer_s
-        rows.append({"lane": "KV transfer", "label": "whole cache", "start_ms": p * 1e3,
-                     "end_ms": done * 1e3})  # fmt: skip
-    rows.append({"lane": "Decode", "label": "first decode step", "start_ms": done * 1e3,
-                 "end_ms": (done + ev.decode_step_s) * 1e3})  # fmt: skip
+        rows.append(
+            {
+                "lane": "KV transfer",
+                "label": "whole cache",
+                "start_ms": p * 1e3,
+                "end_ms": done * 1e3,
+            }
+        )
+    rows.append(
+        {
+            "lane": "Decode",
+            "label": "first decode step",
+            "start_ms": done * 1e3,
+            "end_ms": (done + ev.decode_step_s) * 1e3,
+        }
+    )
     return pd.DataFrame(rows)

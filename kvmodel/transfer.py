@@ -119,7 +119,7 @@ class Scenario:
 
 @dataclass(frozen=True)
 class Transfer:
-    """Components of one transfer; arrays broadcast over the seq_len × batch asked for [s, bytes]."""
+    """Components of one transfer [s, bytes]; arrays broadcast over the seq_len × batch asked."""
 
     raw_wire_bytes: np.ndarray  # before compression
     wire_bytes: np.ndarray  # after compression
@@ -162,7 +162,11 @@ def chunk_times_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
     s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
     b = _as_tokens(sc.batch if batch is None else batch, "batch")
     raw = chunk_bytes(
-        sc.model, s, b, kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
+        sc.model,
+        s,
+        b,
+        kv_dtype=sc.kv_dtype,
+        kv_scale_group=sc.kv_scale_group,
         tp_decode=sc.tp_decode,
     )
     ratio = _wire_ratio(sc)
@@ -185,8 +189,13 @@ def transfer(sc: Scenario, seq_len=None, batch=None) -> Transfer:
     s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
     b = _as_tokens(sc.batch if batch is None else batch, "batch")
     kv = kv_bytes(
-        sc.model, s, b, kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
-        tp_prefill=sc.tp_prefill, tp_decode=sc.tp_decode,
+        sc.model,
+        s,
+        b,
+        kv_dtype=sc.kv_dtype,
+        kv_scale_group=sc.kv_scale_group,
+        tp_prefill=sc.tp_prefill,
+        tp_decode=sc.tp_decode,
     )
     ratio = _wire_ratio(sc)
     raw = kv.wire
@@ -194,9 +203,13 @@ def transfer(sc: Scenario, seq_len=None, batch=None) -> Transfer:
     ser = wire / sc.effective_bandwidth_bytes_per_s
     codec = 2 * raw / (sc.codec_bytes_per_s * sc.streams) if ratio < 1 else np.zeros_like(raw)
     if sc.descriptor_s:
-        count = sum(
-            g.layers * c for g, c in zip(sc.model.groups, _descriptor_counts(sc, s, b), strict=True)
-        ) + sc.model.state_layers * b * sc.tp_decode
+        count = (
+            sum(
+                g.layers * c
+                for g, c in zip(sc.model.groups, _descriptor_counts(sc, s, b), strict=True)
+            )
+            + sc.model.state_layers * b * sc.tp_decode
+        )
         desc = np.broadcast_to(count * sc.descriptor_s / sc.streams, raw.shape)
     else:
         desc = np.zeros_like(raw)
@@ -212,8 +225,14 @@ def transfer(sc: Scenario, seq_len=None, batch=None) -> Transfer:
     else:
         exposed = whole
     return Transfer(
-        raw_wire_bytes=raw, wire_bytes=wire, serialization_s=ser, latency_s=sc.link.latency_s,
-        descriptor_s=desc, codec_s=codec, transfer_s=whole, exposed_s=exposed,
+        raw_wire_bytes=raw,
+        wire_bytes=wire,
+        serialization_s=ser,
+        latency_s=sc.link.latency_s,
+        descriptor_s=desc,
+        codec_s=codec,
+        transfer_s=whole,
+        exposed_s=exposed,
         prefill_s=np.asarray(prefill, dtype=float),
     )
 
@@ -309,8 +328,13 @@ class Evaluation:
 def evaluate(sc: Scenario) -> Evaluation:
     """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length."""
     kv = kv_bytes(
-        sc.model, sc.seq_len, sc.batch, kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
-        tp_prefill=sc.tp_prefill, tp_decode=sc.tp_decode,
+        sc.model,
+        sc.seq_len,
+        sc.batch,
+        kv_dtype=sc.kv_dtype,
+        kv_scale_group=sc.kv_scale_group,
+        tp_prefill=sc.tp_prefill,
+        tp_decode=sc.tp_decode,
     )
     t = transfer(sc)
     prefill = float(t.prefill_s)

@@ -29,7 +29,9 @@ def fmt_time(seconds: float) -> str:
 
 
 def fmt_ms(seconds: float, digits: int = 1) -> str:
-    return "–" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:,.{digits}f} ms"
+    return (
+        "–" if seconds is None or not math.isfinite(seconds) else f"{seconds * 1e3:,.{digits}f} ms"
+    )
 
 
 def fmt_bandwidth(bytes_per_s: float) -> str:

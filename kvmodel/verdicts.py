@@ -34,7 +34,9 @@ def overview_takeaway(ev: Evaluation) -> str:
     )
 
 
-def interconnect_takeaway(table, batch: int, band_ms: tuple[float, float], scenario_link: str) -> str:
+def interconnect_takeaway(
+    table, batch: int, band_ms: tuple[float, float], scenario_link: str
+) -> str:
     """Sentence for the link × batch table at one batch size (column ``batch N``)."""
     col = f"batch {batch}"
     lo, hi = band_ms
@@ -56,10 +58,14 @@ def sequence_takeaway(critical, names: dict, threshold_s: float) -> str:
     parts = []
     for lid, s in zip(critical["link"], critical["critical_seq_len"], strict=True):
         name = names.get(lid, lid)
-        parts.append(f"{name} from {fmt_tokens(s)}" if s == s and s is not None
-                     else f"{name} never")  # fmt: skip
-    return (f"Transfer reaches {fmt_ms(threshold_s)} (the threshold) on " + "; ".join(parts)
-            + ". Longer prompts than that are transfer-bound.")  # fmt: skip
+        parts.append(
+            f"{name} from {fmt_tokens(s)}" if s == s and s is not None else f"{name} never"
+        )
+    return (
+        f"Transfer reaches {fmt_ms(threshold_s)} (the threshold) on "
+        + "; ".join(parts)
+        + ". Longer prompts than that are transfer-bound."
+    )
 
 
 def mitigation_takeaway(table) -> str:
@@ -83,10 +89,11 @@ def models_takeaway(table, current: str) -> str:
     lo, hi = t.iloc[0], t.iloc[-1]
     row = t[t["model"] == current].iloc[0]
     rank = list(t["model"]).index(current) + 1
+    spread = hi["bytes_per_token_at_seq"] / lo["bytes_per_token_at_seq"]
     return (
         f"{row['name']} moves {row['bytes_per_token_at_seq'] / 1e3:,.1f} kB per token at "
         f"{int(row['seq_len']):,} tokens ({rank} of {len(t)}, smallest first); across the "
         f"catalog it ranges from {lo['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({lo['model']}, "
         f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['model']}, "
-        f"{hi['attention']}), a {hi['bytes_per_token_at_seq'] / lo['bytes_per_token_at_seq']:,.0f}× spread."
+        f"{hi['attention']}), a {spread:,.0f}× spread."
     )

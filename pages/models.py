@@ -14,34 +14,69 @@ state.show_notices()
 sc = state.scenario_or_stop()
 table = models_table(sc.kv_dtype, sc.seq_len, extra=state.imported_models().values())
 st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
-st.plotly_chart(figures.figure_bytes_per_token(table, highlight=sc.model.id, kv_dtype=sc.kv_dtype),
-                width="stretch")
+st.plotly_chart(
+    figures.figure_bytes_per_token(table, highlight=sc.model.id, kv_dtype=sc.kv_dtype),
+    width="stretch",
+)
 st.dataframe(
-    table[["model", "name", "attention", "layers", "kv_heads", "bytes_per_token_short",
-           "bytes_per_token_at_seq", "state_bytes", "max_context_tokens"]],
-    hide_index=True, width="stretch",
+    table[
+        [
+            "model",
+            "name",
+            "attention",
+            "layers",
+            "kv_heads",
+            "bytes_per_token_short",
+            "bytes_per_token_at_seq",
+            "state_bytes",
+            "max_context_tokens",
+        ]
+    ],
+    hide_index=True,
+    width="stretch",
     column_config={
-        "model": "Id", "name": "Name", "attention": "Attention", "layers": "Layers",
+        "model": "Id",
+        "name": "Name",
+        "attention": "Attention",
+        "layers": "Layers",
         "kv_heads": "KV heads (min)",
-        "bytes_per_token_short": st.column_config.NumberColumn("B/token, short prompt",
-                                                               format="%,d"),
+        "bytes_per_token_short": st.column_config.NumberColumn(
+            "B/token, short prompt", format="%,d"
+        ),
         "bytes_per_token_at_seq": st.column_config.NumberColumn(
-            f"B/token at {sc.seq_len:,} tokens", format="%,d"),
+            f"B/token at {sc.seq_len:,} tokens", format="%,d"
+        ),
         "state_bytes": st.column_config.NumberColumn("State per request [B]", format="%,d"),
         "max_context_tokens": st.column_config.NumberColumn("Max context [tokens]", format="%,d"),
-    })
+    },
+)
 
 st.subheader("Import a Hugging Face config.json")
-st.caption(f"Upload or paste a model's config.json (at most 1 MB). "
-           "GQA/MHA/MQA, MLA, sliding-window, chunked, hybrid Mamba and linear-attention layouts "
-           "are read; fields under text_config are used. The imported model becomes selectable "
-           "in the sidebar and travels in the link.")
+st.caption(
+    "Upload or paste a model's config.json (at most 1 MB). "
+    "GQA/MHA/MQA, MLA, sliding-window, chunked, hybrid Mamba and linear-attention layouts "
+    "are read; fields under text_config are used. The imported model becomes selectable "
+    "in the sidebar and travels in the link."
+)
 left, right = st.columns(2)
 upload = left.file_uploader("config.json", type=["json"], key="cfg_upload", max_upload_size=1)
-quant = left.file_uploader("hf_quant_config.json (optional, for an FP8/INT8 KV cache)",
-                           type=["json"], key="quant_upload", max_upload_size=1)
-pasted = right.text_area("…or paste its text", key="cfg_paste", height=180,
-                         placeholder='{"num_hidden_layers": 80, "num_attention_heads": 64, ...}')
-st.button("Import model", type="primary", key="cfg_import", on_click=state.import_config,
-          args=(MAX_CONFIG_BYTES,))
+quant = left.file_uploader(
+    "hf_quant_config.json (optional, for an FP8/INT8 KV cache)",
+    type=["json"],
+    key="quant_upload",
+    max_upload_size=1,
+)
+pasted = right.text_area(
+    "…or paste its text",
+    key="cfg_paste",
+    height=180,
+    placeholder='{"num_hidden_layers": 80, "num_attention_heads": 64, ...}',
+)
+st.button(
+    "Import model",
+    type="primary",
+    key="cfg_import",
+    on_click=state.import_config,
+    args=(MAX_CONFIG_BYTES,),
+)
 state.show_import_result()

@@ -13,24 +13,38 @@ state.show_notices()
 sc = state.scenario_or_stop()
 threshold_ms = sc.k * sc.decode_step_s * 1e3
 
-links = state.id_multiselect("Interconnects", "links", params.link_ids(),
-                             format_func=figures.link_name)
+links = state.id_multiselect(
+    "Interconnects", "links", params.link_ids(), format_func=figures.link_name
+)
 curves, critical = seq_sweep(sc, links)
 names = {lid: figures.link_name(lid) for lid in links}
 st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:")
 st.plotly_chart(
-    figures.figure_seq_sweep(curves, critical, threshold_ms=threshold_ms,
-                             title=f"{sc.model.name}: exposed transfer vs sequence length "
-                                   f"(batch {sc.batch})"),
-    width="stretch")
+    figures.figure_seq_sweep(
+        curves,
+        critical,
+        threshold_ms=threshold_ms,
+        title=f"{sc.model.name}: exposed transfer vs sequence length (batch {sc.batch})",
+    ),
+    width="stretch",
+)
 
 st.subheader("Attention layouts side by side")
-models = state.id_multiselect("Models", "models", catalog.model_ids(),
-                              format_func=lambda m: f"{m} ({catalog.get_model(m).attention})")
+models = state.id_multiselect(
+    "Models",
+    "models",
+    catalog.model_ids(),
+    format_func=lambda m: f"{m} ({catalog.get_model(m).attention})",
+)
 grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
-st.plotly_chart(figures.figure_models_seq(model_seq_sweep(sc, models, grid),
-                                          threshold_ms=threshold_ms, link=sc.link.name),
-                width="stretch")
-st.caption("MHA caches every head, GQA a few shared heads, MLA one compressed latent; sliding-window "
-           "and chunked layers stop growing at their window; hybrid models add a constant state "
-           f"per request. Same link, batch, dtype and mitigations as the sidebar; TP 1.")
+st.plotly_chart(
+    figures.figure_models_seq(
+        model_seq_sweep(sc, models, grid), threshold_ms=threshold_ms, link=sc.link.name
+    ),
+    width="stretch",
+)
+st.caption(
+    "MHA caches every head, GQA a few shared heads, MLA one compressed latent; sliding-window "
+    "and chunked layers stop growing at their window; hybrid models add a constant state "
+    "per request. Same link, batch, dtype and mitigations as the sidebar; TP 1."
+)

@@ -8,11 +8,16 @@ import pytest
 class _NoBareModeNoise(logging.Filter):
     def filter(self, record):
         msg = record.getMessage()
-        return "missing ScriptRunContext" not in msg and "Session state does not function" not in msg
+        return (
+            "missing ScriptRunContext" not in msg and "Session state does not function" not in msg
+        )
 
 
-for name in ("streamlit", "streamlit.runtime.scriptrunner_utils.script_run_context",
-             "streamlit.runtime.state.session_state_proxy"):  # fmt: skip
+for name in (
+    "streamlit",
+    "streamlit.runtime.scriptrunner_utils.script_run_context",
+    "streamlit.runtime.state.session_state_proxy",
+):
     logging.getLogger(name).addFilter(_NoBareModeNoise())
 
 

@@ -7,8 +7,17 @@ import pytest
 
 from kvmodel import catalog
 
-REQUIRED_LINKS = {"100gbe", "ib-hdr", "ib-ndr", "ib-xdr", "nvlink3", "nvlink4", "nvlink5",
-                  "pcie4", "pcie5"}  # fmt: skip
+REQUIRED_LINKS = {
+    "100gbe",
+    "ib-hdr",
+    "ib-ndr",
+    "ib-xdr",
+    "nvlink3",
+    "nvlink4",
+    "nvlink5",
+    "pcie4",
+    "pcie5",
+}
 
 
 def test_sizes_and_required_ids():
@@ -16,8 +25,17 @@ def test_sizes_and_required_ids():
     assert len(set(catalog.links().values())) >= 14
     assert REQUIRED_LINKS <= set(catalog.links())
     assert catalog.get_model("llama-3-70b") is catalog.get_model("llama-3.1-70b")
-    assert set(catalog.gpus()) >= {"a100-40", "a100-80", "h100-sxm", "h100-pcie", "h200", "b200",
-                                   "gb200", "mi300x", "l40s"}  # fmt: skip
+    assert set(catalog.gpus()) >= {
+        "a100-40",
+        "a100-80",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "b200",
+        "gb200",
+        "mi300x",
+        "l40s",
+    }
 
 
 def test_every_row_cites_a_source():
@@ -84,6 +102,11 @@ def test_nothing_loaded_at_import():
     import sys
 
     code = "import kvmodel, kvmodel.cli; print(kvmodel.catalog.models.cache_info().currsize)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=catalog.DATA_DIR.parent, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=catalog.DATA_DIR.parent,
+        timeout=60,
+    )
     assert out.stdout.strip() == "0", out.stderr

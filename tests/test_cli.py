@@ -18,10 +18,29 @@ def run_json(capsys, *argv):
 
 
 def test_transfer_json_reproduces_the_article(capsys):
-    out = run_json(capsys, "transfer", "--model", "llama-3-70b", "--seq-len", "1024",
-                   "--link", "100gbe", "--latency-us", "0", "--prefill-ms", "200")  # fmt: skip
-    for key in ("kv_bytes", "transfer_ms", "decode_step_ms", "transfer_over_decode",
-                "critical_seq_len", "ttft_ms", "transfer_share_of_ttft"):  # fmt: skip
+    out = run_json(
+        capsys,
+        "transfer",
+        "--model",
+        "llama-3-70b",
+        "--seq-len",
+        "1024",
+        "--link",
+        "100gbe",
+        "--latency-us",
+        "0",
+        "--prefill-ms",
+        "200",
+    )
+    for key in (
+        "kv_bytes",
+        "transfer_ms",
+        "decode_step_ms",
+        "transfer_over_decode",
+        "critical_seq_len",
+        "ttft_ms",
+        "transfer_share_of_ttft",
+    ):
         assert key in out
     assert out["kv_bytes"] == 335_544_320
     assert out["transfer_ms"] == pytest.approx(26.8435456)  # 335,544,320 B / 12.5 GB/s
@@ -37,8 +56,16 @@ def test_critical_json(capsys):
 
 
 def test_table_json_article_grid(capsys):
-    out = run_json(capsys, "table", "--model", "llama-3-70b", "--latency-us", "0",
-                   "--links", "ib-ndr,ib-hdr,100gbe")  # fmt: skip
+    out = run_json(
+        capsys,
+        "table",
+        "--model",
+        "llama-3-70b",
+        "--latency-us",
+        "0",
+        "--links",
+        "ib-ndr,ib-hdr,100gbe",
+    )
     assert out["batches"] == [1, 8, 32]
     ms = {row["id"]: row["transfer_ms"] for row in out["links"]}
     # article: IB NDR 6.7 ms at 1, 214 ms at 32; IB HDR 13 ms at 1; 100GbE 27 ms / 856 ms
@@ -49,8 +76,9 @@ def test_table_json_article_grid(capsys):
 
 
 def test_table_with_article_nvlink_bandwidth(capsys):
-    out = run_json(capsys, "table", "--model", "llama-3-70b", "--latency-us", "0",
-                   "--bandwidth-gbs", "900")  # fmt: skip
+    out = run_json(
+        capsys, "table", "--model", "llama-3-70b", "--latency-us", "0", "--bandwidth-gbs", "900"
+    )
     assert out["links"][0]["transfer_ms"]["32"] == pytest.approx(11.93, abs=0.01)
 
 
@@ -102,10 +130,20 @@ def test_bad_input_exit_2_one_line(capsys, argv, fragment):
 
 
 def test_module_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "kvmodel", "critical", "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvmodel", "critical", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["critical_seq_len"] == 1145
-    bad = subprocess.run([sys.executable, "-m", "kvmodel", "transfer", "--model", "nope"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "kvmodel", "transfer", "--model", "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -49,32 +49,85 @@ CONFIG_ROWS = {
 # Inline configs for catalog rows whose config.json is not in shared/ (fields as published;
 # the attention facts are the ones shared/data/README.md lists).
 INLINE_ROWS = {
-    "llama-2-7b": dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
-                       hidden_size=4096, max_position_embeddings=4096, vocab_size=32000,
-                       intermediate_size=11008),
-    "mistral-7b": dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                       hidden_size=4096, sliding_window=4096, max_position_embeddings=32768,
-                       vocab_size=32000, intermediate_size=14336),
-    "qwen2.5-7b": dict(num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4,
-                       hidden_size=3584, sliding_window=131072, use_sliding_window=False,
-                       max_window_layers=28, max_position_embeddings=131072, vocab_size=152064,
-                       intermediate_size=18944),
-    "qwen2.5-72b": dict(num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
-                        hidden_size=8192, sliding_window=131072, use_sliding_window=False,
-                        max_window_layers=70, max_position_embeddings=131072,
-                        vocab_size=152064, intermediate_size=29568),
-    "falcon-7b": dict(model_type="falcon", num_hidden_layers=32, num_attention_heads=71,
-                      multi_query=True, hidden_size=4544, max_position_embeddings=2048,
-                      vocab_size=65024, tie_word_embeddings=True),
-    "phi-3-mini": dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
-                       hidden_size=3072, max_position_embeddings=4096, vocab_size=32064,
-                       intermediate_size=8192),
-    "gemma-3-27b": dict(model_type="gemma3", text_config=dict(
-        model_type="gemma3_text", num_hidden_layers=62, num_attention_heads=32,
-        num_key_value_heads=16, head_dim=128, hidden_size=5376, sliding_window=1024,
-        max_position_embeddings=131072, vocab_size=262208, intermediate_size=21504,
-        tie_word_embeddings=True)),
-}  # fmt: skip
+    "llama-2-7b": dict(
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        hidden_size=4096,
+        max_position_embeddings=4096,
+        vocab_size=32000,
+        intermediate_size=11008,
+    ),
+    "mistral-7b": dict(
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        hidden_size=4096,
+        sliding_window=4096,
+        max_position_embeddings=32768,
+        vocab_size=32000,
+        intermediate_size=14336,
+    ),
+    "qwen2.5-7b": dict(
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        hidden_size=3584,
+        sliding_window=131072,
+        use_sliding_window=False,
+        max_window_layers=28,
+        max_position_embeddings=131072,
+        vocab_size=152064,
+        intermediate_size=18944,
+    ),
+    "qwen2.5-72b": dict(
+        num_hidden_layers=80,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        hidden_size=8192,
+        sliding_window=131072,
+        use_sliding_window=False,
+        max_window_layers=70,
+        max_position_embeddings=131072,
+        vocab_size=152064,
+        intermediate_size=29568,
+    ),
+    "falcon-7b": dict(
+        model_type="falcon",
+        num_hidden_layers=32,
+        num_attention_heads=71,
+        multi_query=True,
+        hidden_size=4544,
+        max_position_embeddings=2048,
+        vocab_size=65024,
+        tie_word_embeddings=True,
+    ),
+    "phi-3-mini": dict(
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        hidden_size=3072,
+        max_position_embeddings=4096,
+        vocab_size=32064,
+        intermediate_size=8192,
+    ),
+    "gemma-3-27b": dict(
+        model_type="gemma3",
+        text_config=dict(
+            model_type="gemma3_text",
+            num_hidden_layers=62,
+            num_attention_heads=32,
+            num_key_value_heads=16,
+            head_dim=128,
+            hidden_size=5376,
+            sliding_window=1024,
+            max_position_embeddings=131072,
+            vocab_size=262208,
+            intermediate_size=21504,
+            tie_word_embeddings=True,
+        ),
+    ),
+}
 
 
 def _config_files() -> list[Path]:
@@ -110,14 +163,16 @@ def _row_groups(row: dict) -> tuple[AttentionGroup, ...]:
         if not int(row[f"{prefix}_layers"] or 0):
             continue
         window = row["local_window_tokens"] if prefix == "local" else ""
-        groups.append(AttentionGroup(
-            layers=int(row[f"{prefix}_layers"]),
-            kv_heads=int(row[f"{prefix}_kv_heads"]),
-            k_head_dim=int(row[f"{prefix}_k_head_dim"]),
-            v_head_dim=int(row[f"{prefix}_v_head_dim"]),
-            window_tokens=int(window) if window else None,
-            window_kind=(row["local_kind"] or None) if prefix == "local" else None,
-        ))  # fmt: skip
+        groups.append(
+            AttentionGroup(
+                layers=int(row[f"{prefix}_layers"]),
+                kv_heads=int(row[f"{prefix}_kv_heads"]),
+                k_head_dim=int(row[f"{prefix}_k_head_dim"]),
+                v_head_dim=int(row[f"{prefix}_v_head_dim"]),
+                window_tokens=int(window) if window else None,
+                window_kind=(row["local_kind"] or None) if prefix == "local" else None,
+            )
+        )
     return tuple(groups)
 
 
@@ -142,8 +197,16 @@ def test_every_reference_config_imports(path):
     assert re.fullmatch(r"[a-z0-9][a-z0-9.-]*", spec.id)
     # The same config as JSON text and as a dict gives the same spec.
     text = path.read_text(encoding="utf-8")
-    assert load_hf_config(text, model_id=spec.id, name=spec.name, source=spec.source,
-                          quant_config=quant if quant.exists() else None) == spec  # fmt: skip
+    assert (
+        load_hf_config(
+            text,
+            model_id=spec.id,
+            name=spec.name,
+            source=spec.source,
+            quant_config=quant if quant.exists() else None,
+        )
+        == spec
+    )
     assert load_hf_config(json.loads(text), model_id=spec.id).groups == spec.groups
 
 
@@ -160,16 +223,28 @@ LAYOUTS = {
     # MLA: one latent of kv_lora_rank 512 + qk_rope_head_dim 64 = 576, no V: 1 × (576 + 0)
     "deepseek-ai--DeepSeek-V3": ("mla", [(61, 576, None, None)], 0, 0),
     # layer_types 12 full + 12 sliding (sliding_window 128); 8 KV heads × (64 + 64) = 1024
-    "openai--gpt-oss-20b": ("sliding+global", [(12, 1024, None, None), (12, 1024, 128, "sliding")],
-                            0, 0),
+    "openai--gpt-oss-20b": (
+        "sliding+global",
+        [(12, 1024, None, None), (12, 1024, 128, "sliding")],
+        0,
+        0,
+    ),
     # full: num_global_key_value_heads 2 × (global_head_dim 512 + 0, attention_k_eq_v) = 1024;
     # sliding: num_key_value_heads 8 × (head_dim 256 + 256) = 4096, sliding_window 1024
-    "google--gemma-4-26B-A4B": ("sliding+global", [(5, 1024, None, None),
-                                                   (25, 4096, 1024, "sliding")], 0, 0),
+    "google--gemma-4-26B-A4B": (
+        "sliding+global",
+        [(5, 1024, None, None), (25, 4096, 1024, "sliding")],
+        0,
+        0,
+    ),
     # 48 layers, every 4th NoPE/global: 12 full + 36 chunked (attention_chunk_size 8192);
     # 8 KV heads × (128 + 128) = 2048
     "meta-llama--Llama-4-Scout-17B-16E-Instruct": (
-        "chunked", [(12, 2048, None, None), (36, 2048, 8192, "chunked")], 0, 0),
+        "chunked",
+        [(12, 2048, None, None), (36, 2048, 8192, "chunked")],
+        0,
+        0,
+    ),
     # 16 full_attention layers, 4 KV heads × (256 + 256) = 2048.  48 linear_attention layers:
     # ssm 48 value heads × 128 × 128 × 4 B (float32) = 3,145,728
     # conv (4 - 1) × (2 × 16 × 128 + 48 × 128) × 2 B (bf16) = 3 × 10,240 × 2 = 61,440
@@ -178,7 +253,7 @@ LAYOUTS = {
     # ssm 256 mamba heads × 64 × ssm_state 256 × 2 B = 8,388,608
     # conv (4 - 1) × (256 × 64 + 2 × 8 groups × 256) × 2 B = 3 × 20,480 × 2 = 122,880
     "nvidia--Nemotron-H-56B-Base-8K": ("hybrid-mamba", [(10, 2048, None, None)], 54, 8_511_488),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("stem", list(LAYOUTS))
@@ -252,8 +327,15 @@ def test_import_agrees_with_catalog(rid):
 # --------------------------------------------------------------------------- readers
 
 
-BASE = dict(num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, hidden_size=512,
-            max_position_embeddings=8192, vocab_size=1000, intermediate_size=1024)  # fmt: skip
+BASE = dict(
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    hidden_size=512,
+    max_position_embeddings=8192,
+    vocab_size=1000,
+    intermediate_size=1024,
+)
 
 
 def test_text_config_wins_and_defaults():
@@ -298,11 +380,14 @@ def test_layer_order_follows_layer_types():
         ({}, {"quantization": {"kv_cache_quant_algo": "INT8"}}, "int8"),
         ({}, json.dumps({"quantization": {"kv_cache_quant_algo": None}}), None),
         ({"kv_cache_dtype": "fp8_e4m3"}, None, "fp8"),
-        ({"quantization_config": {"kv_cache_scheme": {"num_bits": 8, "type": "float"}}}, None,
-         "fp8"),
+        (
+            {"quantization_config": {"kv_cache_scheme": {"num_bits": 8, "type": "float"}}},
+            None,
+            "fp8",
+        ),
         ({"quantization_config": {"quant_method": "fp8"}}, None, None),  # weights only
     ],
-)  # fmt: skip
+)
 def test_kv_dtype_native(extra, quant, expected):
     assert load_hf_config(dict(BASE, **extra), quant_config=quant).kv_dtype_native == expected
 
@@ -340,15 +425,27 @@ def test_ids_names_and_param_overrides(tmp_path):
         (dict(BASE, layer_types=["sliding_attention"] * 4), "sliding_window"),
         (dict(BASE, hybrid_override_pattern="M*M"), "hybrid_override_pattern"),
         (dict(BASE, attention_chunk_size=64, no_rope_layers=[1, 0]), "no_rope_layers"),
-        (dict(BASE, layer_types=["linear_attention", "full_attention"] * 2),
-         "linear_num_key_heads"),
+        (
+            dict(BASE, layer_types=["linear_attention", "full_attention"] * 2),
+            "linear_num_key_heads",
+        ),
         (dict(BASE, max_position_embeddings=None), "max_position_embeddings"),
-        (dict(BASE, hybrid_override_pattern="M*M*", mamba_num_heads=8, mamba_head_dim=64,
-              ssm_state_size=16, conv_kernel=4, n_groups=1, mamba_ssm_dtype="float13"),
-         "mamba_ssm_dtype"),
+        (
+            dict(
+                BASE,
+                hybrid_override_pattern="M*M*",
+                mamba_num_heads=8,
+                mamba_head_dim=64,
+                ssm_state_size=16,
+                conv_kernel=4,
+                n_groups=1,
+                mamba_ssm_dtype="float13",
+            ),
+            "mamba_ssm_dtype",
+        ),
         (dict(BASE, hybrid_override_pattern="M*M*"), "mamba_num_heads"),
     ],
-)  # fmt: skip
+)
 def test_bad_fields_name_the_field(cfg, field):
     with pytest.raises(ValueError, match=field) as err:
         load_hf_config(cfg)

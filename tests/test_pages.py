@@ -12,8 +12,13 @@ from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGES = ["pages/overview.py", "pages/interconnects.py", "pages/sequence.py",
-         "pages/mitigations.py", "pages/models.py"]  # fmt: skip
+PAGES = [
+    "pages/overview.py",
+    "pages/interconnects.py",
+    "pages/sequence.py",
+    "pages/mitigations.py",
+    "pages/models.py",
+]
 SHARED = ROOT.parent / "shared" / "data" / "model-configs"
 
 
@@ -53,8 +58,9 @@ def test_changing_inputs_changes_numbers_as_kvmodel_predicts():
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
     assert at.query_params["batch"] == ["32"] or at.query_params["batch"] == "32"
     at.selectbox(key="comp").set_value("int8").run()
-    ev8 = evaluate(build_scenario(model="llama-3.1-70b", link="ib-ndr", batch=32,
-                                  compression="int8"))  # fmt: skip
+    ev8 = evaluate(
+        build_scenario(model="llama-3.1-70b", link="ib-ndr", batch=32, compression="int8")
+    )
     assert metric(at, "On the wire") == fmt_bytes(ev8.wire_bytes)
     assert metric(at, "Exposed transfer") == fmt_ms(ev8.exposed_s, 2)
 
@@ -67,8 +73,17 @@ def test_exact_sequence_length_input():
     assert metric(at, "Whole cache") == fmt_bytes(ev.kv_total_bytes)
 
 
-LINK = {"model": "llama-3.1-8b", "seq": "4096", "batch": "8", "link": "ib-ndr", "comp": "int8",
-        "step": "25", "tp": "2", "lw": "1", "prefill": "120"}  # fmt: skip
+LINK = {
+    "model": "llama-3.1-8b",
+    "seq": "4096",
+    "batch": "8",
+    "link": "ib-ndr",
+    "comp": "int8",
+    "step": "25",
+    "tp": "2",
+    "lw": "1",
+    "prefill": "120",
+}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -91,24 +106,52 @@ def test_link_restores_scenario_on_every_page(page):
 
 def test_link_numbers_on_overview():
     at = app(LINK)
-    ev = evaluate(build_scenario(model="llama-3.1-8b", seq_len=4096, batch=8, link="ib-ndr",
-                                 compression="int8", decode_step_ms=25, tp=2, layerwise=True,
-                                 prefill_ms=120))  # fmt: skip
+    ev = evaluate(
+        build_scenario(
+            model="llama-3.1-8b",
+            seq_len=4096,
+            batch=8,
+            link="ib-ndr",
+            compression="int8",
+            decode_step_ms=25,
+            tp=2,
+            layerwise=True,
+            prefill_ms=120,
+        )
+    )
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
     assert metric(at, "TTFT") == fmt_time(ev.ttft_s)
     assert metric(at, "Critical sequence length") == fmt_tokens(ev.critical_seq_len)
 
 
-TAMPERED = {"model": "gpt-5", "seq": "abc", "batch": "-4", "link": "warp-drive", "tp": "3",
-            "comp": "zip", "eff": "900", "band": "x", "links": "nvlink4,bogus",
-            "cfg": "not-base64!"}  # fmt: skip
+TAMPERED = {
+    "model": "gpt-5",
+    "seq": "abc",
+    "batch": "-4",
+    "link": "warp-drive",
+    "tp": "3",
+    "comp": "zip",
+    "eff": "900",
+    "band": "x",
+    "links": "nvlink4,bogus",
+    "cfg": "not-base64!",
+}
 
 
 def test_tampered_link_warns_and_recovers():
     at = app(TAMPERED)
     text = at.warning[0].value
-    for fragment in ("model='gpt-5'", "seq='abc'", "batch=-4", "link='warp-drive'", "tp", "comp",
-                     "eff=900", "bogus", "cfg"):  # fmt: skip
+    for fragment in (
+        "model='gpt-5'",
+        "seq='abc'",
+        "batch=-4",
+        "link='warp-drive'",
+        "tp",
+        "comp",
+        "eff=900",
+        "bogus",
+        "cfg",
+    ):
         assert fragment in text, fragment
     assert at.selectbox(key="model").value == "llama-3.1-70b"
     assert at.number_input(key="batch").value == 1
@@ -186,9 +229,12 @@ def test_models_page_imports_a_config_and_carries_it_in_the_link():
 
 @pytest.mark.parametrize(
     "text, fragment",
-    [("", "Nothing to import"), ('{"num_hidden_layers": 2', "malformed JSON"),
-     ('{"num_attention_heads": 8, "hidden_size": 64}', "num_hidden_layers")],
-)  # fmt: skip
+    [
+        ("", "Nothing to import"),
+        ('{"num_hidden_layers": 2', "malformed JSON"),
+        ('{"num_attention_heads": 8, "hidden_size": 64}', "num_hidden_layers"),
+    ],
+)
 def test_models_page_bad_config_shows_error(text, fragment):
     at = app(page="pages/models.py")
     at.text_area(key="cfg_paste").set_value(text)

@@ -87,9 +87,17 @@ def test_hybrid_mamba_nemotron_state():
 
 @pytest.mark.parametrize(
     "dtype, scale_group, per_value",
-    [("fp32", 0, 4), ("bf16", 0, 2), ("fp16", 0, 2), ("fp8", 0, 1), ("int8", 0, 1),
-     ("int4", 0, 0.5), ("int4", 64, 0.5 + 2 / 64), ("int8", 128, 1 + 2 / 128)],
-)  # fmt: skip
+    [
+        ("fp32", 0, 4),
+        ("bf16", 0, 2),
+        ("fp16", 0, 2),
+        ("fp8", 0, 1),
+        ("int8", 0, 1),
+        ("int4", 0, 0.5),
+        ("int4", 64, 0.5 + 2 / 64),
+        ("int8", 128, 1 + 2 / 128),
+    ],
+)
 def test_dtype_bytes(dtype, scale_group, per_value):
     assert kv_dtype_bytes(dtype, scale_group=scale_group) == per_value
     total = kv("llama-3.1-70b", 1024, kv_dtype=dtype, kv_scale_group=scale_group).total

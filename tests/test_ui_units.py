@@ -42,8 +42,19 @@ def test_defaults_round_trip():
 
 
 def test_valid_link_parsed_exactly():
-    q = {"model": "qwen3-32b", "seq": "8192", "batch": "16", "link": "ib-xdr", "comp": "int4",
-         "step": "42.5", "lw": "1", "tp": "4", "tpd": "8", "prefill": "350", "eff": "85"}  # fmt: skip
+    q = {
+        "model": "qwen3-32b",
+        "seq": "8192",
+        "batch": "16",
+        "link": "ib-xdr",
+        "comp": "int4",
+        "step": "42.5",
+        "lw": "1",
+        "tp": "4",
+        "tpd": "8",
+        "prefill": "350",
+        "eff": "85",
+    }
     v, warnings, _ = P.parse_query(q)
     assert warnings == []
     assert v["model"] == "qwen3-32b" and v["seq"] == 8192 and v["batch"] == 16
@@ -102,8 +113,18 @@ def test_imported_model_in_link():
 # ---- model codec ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mid", ["llama-3.1-70b", "deepseek-v3", "gemma-4-26b-a4b", "qwen3.5-27b",
-                                 "nemotron-h-56b", "mistral-7b", "llama-3.1-70b-fp8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "mid",
+    [
+        "llama-3.1-70b",
+        "deepseek-v3",
+        "gemma-4-26b-a4b",
+        "qwen3.5-27b",
+        "nemotron-h-56b",
+        "mistral-7b",
+        "llama-3.1-70b-fp8",
+    ],
+)
 def test_codec_round_trip_keeps_every_number(mid):
     spec = catalog.get_model(mid)
     back = decode_model(encode_model(spec))
@@ -116,8 +137,9 @@ def test_codec_round_trip_keeps_every_number(mid):
     assert back.kv_dtype_native == spec.kv_dtype_native
 
 
-@pytest.mark.parametrize("text", ["", "abc", "e30", "x" * 5000, encode_model(
-    catalog.get_model("llama-3.1-8b"))[:-12]])  # fmt: skip
+@pytest.mark.parametrize(
+    "text", ["", "abc", "e30", "x" * 5000, encode_model(catalog.get_model("llama-3.1-8b"))[:-12]]
+)
 def test_codec_rejects_garbage(text):
     with pytest.raises(ValueError):
         decode_model(text)
@@ -157,8 +179,10 @@ def test_models_table_bytes_per_token():
     assert t.loc["deepseek-v3", "bytes_per_token_short"] == 70_272
     # gemma-3-27b at 8,192 tokens: (10 × 8,192 × 8,192 + 52 × 8,192 × 1,024) / 8,192 B/token
     t8 = models_table("fp16", 8192).set_index("model")
-    assert_allclose(t8.loc["gemma-3-27b", "bytes_per_token_at_seq"],
-                    (10 * 8192 * 8192 + 52 * 8192 * 1024) / 8192)  # fmt: skip
+    assert_allclose(
+        t8.loc["gemma-3-27b", "bytes_per_token_at_seq"],
+        (10 * 8192 * 8192 + 52 * 8192 * 1024) / 8192,
+    )
 
 
 def test_mitigation_table_savings_and_order():
@@ -186,8 +210,10 @@ def test_timeline_ends_where_ttft_ends():
 # ---- takeaways ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ratio, word", [(0.1, "comfortable"), (0.9, "borderline"),
-                                         (1.5, "borderline"), (3, "transfer-bound")])  # fmt: skip
+@pytest.mark.parametrize(
+    "ratio, word",
+    [(0.1, "comfortable"), (0.9, "borderline"), (1.5, "borderline"), (3, "transfer-bound")],
+)
 def test_step_verdict(ratio, word):
     assert step_verdict(ratio) == word
 
@@ -211,7 +237,9 @@ def test_units():
     assert fmt_bytes(335_544_320) == "335.5 MB" and fmt_bytes(10.7e9) == "10.7 GB"
     assert fmt_bytes(512) == "512 B"
     assert fmt_ms(0.0268435) == "26.8 ms"
-    assert fmt_time(2.5e-6) == "2.5 µs" and fmt_time(0.5) == "500 ms" and fmt_time(83.5) == "83.50 s"
+    assert (
+        fmt_time(2.5e-6) == "2.5 µs" and fmt_time(0.5) == "500 ms" and fmt_time(83.5) == "83.50 s"
+    )
     assert fmt_tokens(None) == "none up to max context" and fmt_tokens(1145) == "1,145 tokens"
 
 
@@ -231,8 +259,9 @@ def test_figures_have_titles_units_and_hover():
         figures.figure_ttft(mitigation_table(sc, mitigation_options(sc))),
         figures.figure_timeline(timeline(sc), title="tl"),
         figures.figure_bytes_per_token(models_table()),
-        figures.figure_models_seq(model_seq_sweep(sc, ["llama-2-7b"], [128, 1024]),
-                                  threshold_ms=30, link="x"),  # fmt: skip
+        figures.figure_models_seq(
+            model_seq_sweep(sc, ["llama-2-7b"], [128, 1024]), threshold_ms=30, link="x"
+        ),
         figures.figure_transfer_vs_step(26.8, 30),
     ]
     for fig in figs:
@@ -268,7 +297,8 @@ def test_critical_markers_only_for_links_that_reach_it():
 
 def test_band_table_styles_cells():
     sc = build_scenario(model="llama-3-70b", latency_us=0)
-    html = figures.style_band_table(link_batch_table(sc, ["nvlink4", "100gbe"], (1, 32)),
-                                    (20, 50)).to_html()  # fmt: skip
+    html = figures.style_band_table(
+        link_batch_table(sc, ["nvlink4", "100gbe"], (1, 32)), (20, 50)
+    ).to_html()
     assert figures.BAND_CELL["below"] in html and figures.BAND_CELL["above"] in html
     assert "batch 32 [ms]" in html

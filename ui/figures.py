@@ -12,21 +12,43 @@ import plotly.graph_objects as go
 from kvmodel import catalog
 
 _LINK_PALETTE = {
-    "nvlink3": "#16a34a", "nvlink4": "#15803d", "nvlink5": "#166534",
-    "pcie4": "#a16207", "pcie5": "#ca8a04", "pcie6": "#eab308",
-    "ib-hdr": "#7c3aed", "ib-ndr": "#2563eb", "ib-xdr": "#0891b2",
-    "25gbe": "#9f1239", "100gbe": "#dc2626", "200gbe": "#ea580c", "400gbe": "#f97316",
-    "800gbe": "#fb923c", "aws-efa-p4d": "#db2777", "aws-efa-p5": "#c026d3",
-    "infinity-fabric": "#0d9488", "custom": "#475569",
-}  # fmt: skip
+    "nvlink3": "#16a34a",
+    "nvlink4": "#15803d",
+    "nvlink5": "#166534",
+    "pcie4": "#a16207",
+    "pcie5": "#ca8a04",
+    "pcie6": "#eab308",
+    "ib-hdr": "#7c3aed",
+    "ib-ndr": "#2563eb",
+    "ib-xdr": "#0891b2",
+    "25gbe": "#9f1239",
+    "100gbe": "#dc2626",
+    "200gbe": "#ea580c",
+    "400gbe": "#f97316",
+    "800gbe": "#fb923c",
+    "aws-efa-p4d": "#db2777",
+    "aws-efa-p5": "#c026d3",
+    "infinity-fabric": "#0d9488",
+    "custom": "#475569",
+}
 _FALLBACK = ("#64748b", "#0f766e", "#b45309", "#6d28d9", "#be123c")
 LAYOUT_COLORS = {
-    "mha": "#dc2626", "gqa": "#2563eb", "mqa": "#0891b2", "mla": "#16a34a",
-    "sliding": "#ca8a04", "chunked": "#ea580c", "sliding+global": "#a16207",
-    "hybrid-linear": "#7c3aed", "hybrid-mamba": "#db2777",
-}  # fmt: skip
-SEGMENT_COLORS = {"Prefill": "#94a3b8", "KV transfer": "#dc2626", "Quantize/dequantize": "#f59e0b",
-                  "First decode step": "#2563eb"}  # fmt: skip
+    "mha": "#dc2626",
+    "gqa": "#2563eb",
+    "mqa": "#0891b2",
+    "mla": "#16a34a",
+    "sliding": "#ca8a04",
+    "chunked": "#ea580c",
+    "sliding+global": "#a16207",
+    "hybrid-linear": "#7c3aed",
+    "hybrid-mamba": "#db2777",
+}
+SEGMENT_COLORS = {
+    "Prefill": "#94a3b8",
+    "KV transfer": "#dc2626",
+    "Quantize/dequantize": "#f59e0b",
+    "First decode step": "#2563eb",
+}
 BAND_COLOR = "rgba(37, 99, 235, 0.12)"
 
 
@@ -48,14 +70,26 @@ def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
     """A horizontal band as a filled trace (data coordinates: safe on log axes)."""
     lo, hi = band_ms
     x0, x1 = x_range
-    fig.add_scatter(x=[x0, x1, x1, x0, x0], y=[lo, lo, hi, hi, lo], fill="toself", mode="none",
-                    fillcolor=BAND_COLOR, name=label, hoverinfo="skip")  # fmt: skip
+    fig.add_scatter(
+        x=[x0, x1, x1, x0, x0],
+        y=[lo, lo, hi, hi, lo],
+        fill="toself",
+        mode="none",
+        fillcolor=BAND_COLOR,
+        name=label,
+        hoverinfo="skip",
+    )
 
 
 def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
-    fig.add_scatter(x=list(x_range), y=[y_ms, y_ms], mode="lines", name=label,
-                    line={"color": "#475569", "dash": "dash", "width": 1.5},
-                    hovertemplate=f"{label}<extra></extra>")  # fmt: skip
+    fig.add_scatter(
+        x=list(x_range),
+        y=[y_ms, y_ms],
+        mode="lines",
+        name=label,
+        line={"color": "#475569", "dash": "dash", "width": 1.5},
+        hovertemplate=f"{label}<extra></extra>",
+    )
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
@@ -77,42 +111,74 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
     ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms.
     """
     fig = go.Figure()
-    parts = (("Prefill", "prefill_ms"), ("KV transfer", "exposed_transfer_ms"),
-             ("First decode step", "decode_step_ms"))  # fmt: skip
+    parts = (
+        ("Prefill", "prefill_ms"),
+        ("KV transfer", "exposed_transfer_ms"),
+        ("First decode step", "decode_step_ms"),
+    )
     for name, col in parts:
         fig.add_bar(
-            y=table["option"], x=table[col], name=name, orientation="h",
+            y=table["option"],
+            x=table[col],
+            name=name,
+            orientation="h",
             marker_color=SEGMENT_COLORS[name],
             customdata=table["ttft_ms"],
-            hovertemplate=f"{name}: %{{x:,.1f}} ms<br>TTFT: %{{customdata:,.1f}} ms<extra>%{{y}}</extra>",
-        )  # fmt: skip
+            hovertemplate=f"{name}: %{{x:,.1f}} ms<br>TTFT: %{{customdata:,.1f}} ms"
+            "<extra>%{y}</extra>",
+        )
     fig.update_layout(barmode="stack")
     fig.update_yaxes(autorange="reversed", title=None)
-    fig = _layout(fig, title, "time since the request arrived [ms]", "",
-                  height=max(240, 100 + 40 * len(table)))
-    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0,
-                              "xanchor": "left"}, margin={"t": 90})  # fmt: skip
+    fig = _layout(
+        fig,
+        title,
+        "time since the request arrived [ms]",
+        "",
+        height=max(240, 100 + 40 * len(table)),
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        margin={"t": 90},
+    )
     return fig
 
 
 def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Exposed transfer (+ quantize/dequantize) per option against one decode step [ms]."""
     fig = go.Figure()
-    fig.add_bar(y=table["option"], x=table["exposed_transfer_ms"], orientation="h",
-                marker_color=SEGMENT_COLORS["KV transfer"], name="exposed transfer",
-                text=[f"{v:,.2f} ms" for v in table["exposed_transfer_ms"]],
-                textposition="outside", cliponaxis=False,
-                hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>")  # fmt: skip
+    fig.add_bar(
+        y=table["option"],
+        x=table["exposed_transfer_ms"],
+        orientation="h",
+        marker_color=SEGMENT_COLORS["KV transfer"],
+        name="exposed transfer",
+        text=[f"{v:,.2f} ms" for v in table["exposed_transfer_ms"]],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>",
+    )
     fig.add_vline(x=step_ms, line_dash="dash", line_color="#475569")
-    fig.add_annotation(x=step_ms, y=1, yref="paper", yanchor="bottom", xanchor="right",
-                       showarrow=False, text=f"one decode step ({step_ms:,.1f} ms)",
-                       font={"size": 11})  # fmt: skip
+    fig.add_annotation(
+        x=step_ms,
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        xanchor="right",
+        showarrow=False,
+        text=f"one decode step ({step_ms:,.1f} ms)",
+        font={"size": 11},
+    )
     top = max(float(table["exposed_transfer_ms"].max()), step_ms)
     fig.update_xaxes(range=[0, top * 1.3])
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
-    return _layout(fig, "What the decode node waits for, per option", "exposed transfer [ms]", "",
-                   height=max(260, 80 + 40 * len(table)))  # fmt: skip
+    return _layout(
+        fig,
+        "What the decode node waits for, per option",
+        "exposed transfer [ms]",
+        "",
+        height=max(260, 80 + 40 * len(table)),
+    )
 
 
 def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
@@ -121,35 +187,58 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
     names = ["Prefill", "KV transfer", "First decode step", "TTFT"]
     widths = [prefill_ms, transfer_ms, decode_ms, total]
     bases = [0.0, prefill_ms, prefill_ms + transfer_ms, 0.0]
-    colors = [SEGMENT_COLORS["Prefill"], SEGMENT_COLORS["KV transfer"],
-              SEGMENT_COLORS["First decode step"], "#475569"]  # fmt: skip
-    fig = go.Figure(go.Bar(
-        y=names, x=widths, base=bases, orientation="h", marker_color=colors,
-        text=[f"{w:,.1f} ms" for w in widths], textposition="outside", cliponaxis=False,
-        customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
-        hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
-                      "%{customdata[1]:,.1f} ms<extra></extra>",
-    ))  # fmt: skip
+    colors = [
+        SEGMENT_COLORS["Prefill"],
+        SEGMENT_COLORS["KV transfer"],
+        SEGMENT_COLORS["First decode step"],
+        "#475569",
+    ]
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=widths,
+            base=bases,
+            orientation="h",
+            marker_color=colors,
+            text=[f"{w:,.1f} ms" for w in widths],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
+            hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
+            "%{customdata[1]:,.1f} ms<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_xaxes(range=[0, total * 1.3])
     fig.update_layout(showlegend=False)
-    return _layout(fig, "TTFT waterfall",
-                   "time since the request arrived [ms]", "", height=300)  # fmt: skip
+    return _layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
 
 
-def figure_transfer_vs_step(transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *,
-                            link: str = "", k: float = 1.0) -> go.Figure:  # fmt: skip
+def figure_transfer_vs_step(
+    transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *, link: str = "", k: float = 1.0
+) -> go.Figure:
     """One bar for the exposed transfer against the decode step and the usual band [ms]."""
     fig = go.Figure()
     fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0, layer="below")
-    fig.add_annotation(x=(band_ms[0] + band_ms[1]) / 2, y=1, yref="paper", yanchor="bottom",
-                       text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
-                       showarrow=False, font={"size": 11})  # fmt: skip
-    fig.add_bar(y=["KV transfer", "Decode step"], x=[transfer_ms, step_ms], orientation="h",
-                text=[f"{transfer_ms:,.2f} ms", f"{step_ms:,.1f} ms"], textposition="outside",
-                cliponaxis=False,
-                marker_color=[SEGMENT_COLORS["KV transfer"], SEGMENT_COLORS["First decode step"]],
-                hovertemplate="%{y}: %{x:,.2f} ms<extra></extra>")  # fmt: skip
+    fig.add_annotation(
+        x=(band_ms[0] + band_ms[1]) / 2,
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+        showarrow=False,
+        font={"size": 11},
+    )
+    fig.add_bar(
+        y=["KV transfer", "Decode step"],
+        x=[transfer_ms, step_ms],
+        orientation="h",
+        text=[f"{transfer_ms:,.2f} ms", f"{step_ms:,.1f} ms"],
+        textposition="outside",
+        cliponaxis=False,
+        marker_color=[SEGMENT_COLORS["KV transfer"], SEGMENT_COLORS["First decode step"]],
+        hovertemplate="%{y}: %{x:,.2f} ms<extra></extra>",
+    )
     if k != 1:
         fig.add_vline(x=k * step_ms, line_dash="dash", annotation_text=f"{k:g} × step")
     fig.update_yaxes(autorange="reversed", title=None)
@@ -162,46 +251,74 @@ def figure_transfer_vs_step(transfer_ms: float, step_ms: float, band_ms=(20.0, 5
 def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band."""
     fig = go.Figure()
-    _band_trace(fig, (df["batch"].min(), df["batch"].max()), band_ms,
-                f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms")  # fmt: skip
+    _band_trace(
+        fig,
+        (df["batch"].min(), df["batch"].max()),
+        band_ms,
+        f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+    )
     for lid, part in df.groupby("link", sort=False):
         name = part["name"].iloc[0]
-        fig.add_scatter(x=part["batch"], y=part["transfer_ms"], name=name, mode="lines+markers",
-                        line_color=link_color(lid),
-                        hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms"
-                                      "<extra></extra>")  # fmt: skip
+        fig.add_scatter(
+            x=part["batch"],
+            y=part["transfer_ms"],
+            name=name,
+            mode="lines+markers",
+            line_color=link_color(lid),
+            hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms<extra></extra>",
+        )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _layout(fig, f"KV transfer time vs batch at {seq_len:,} tokens",
-                   "batch [requests, log scale]", "transfer time [ms, log scale]")  # fmt: skip
+    return _layout(
+        fig,
+        f"KV transfer time vs batch at {seq_len:,} tokens",
+        "batch [requests, log scale]",
+        "transfer time [ms, log scale]",
+    )
 
 
-def figure_seq_sweep(curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float,
-                     title: str) -> go.Figure:  # fmt: skip
+def figure_seq_sweep(
+    curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str
+) -> go.Figure:
     """Transfer vs sequence length per link, the threshold line, critical S marked."""
     fig = go.Figure()
     for lid, part in curves.groupby("link", sort=False):
         name = link_name(lid)
-        fig.add_scatter(x=part["seq_len"], y=part["transfer_ms"], name=name, mode="lines",
-                        line_color=link_color(lid),
-                        hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms"
-                                      "<extra></extra>")  # fmt: skip
-    _threshold_trace(fig, (curves["seq_len"].min(), curves["seq_len"].max()), threshold_ms,
-                     f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
+        fig.add_scatter(
+            x=part["seq_len"],
+            y=part["transfer_ms"],
+            name=name,
+            mode="lines",
+            line_color=link_color(lid),
+            hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
+        )
+    _threshold_trace(
+        fig,
+        (curves["seq_len"].min(), curves["seq_len"].max()),
+        threshold_ms,
+        f"threshold {threshold_ms:,.1f} ms",
+    )
     hits = critical.dropna(subset=["critical_seq_len"])
     if len(hits):
         fig.add_scatter(
-            x=hits["critical_seq_len"], y=[threshold_ms] * len(hits), mode="markers",
-            name="critical length", marker={"size": 11, "symbol": "diamond",
-                                            "color": [link_color(i) for i in hits["link"]],
-                                            "line": {"width": 1, "color": "#111827"}},
+            x=hits["critical_seq_len"],
+            y=[threshold_ms] * len(hits),
+            mode="markers",
+            name="critical length",
+            marker={
+                "size": 11,
+                "symbol": "diamond",
+                "color": [link_color(i) for i in hits["link"]],
+                "line": {"width": 1, "color": "#111827"},
+            },
             customdata=[link_name(i) for i in hits["link"]],
             hovertemplate="%{customdata}: critical at %{x:,} tokens<extra></extra>",
-        )  # fmt: skip
+        )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _layout(fig, title, "sequence length [tokens, log scale]",
-                   "exposed transfer time [ms, log scale]")  # fmt: skip
+    return _layout(
+        fig, title, "sequence length [tokens, log scale]", "exposed transfer time [ms, log scale]"
+    )
 
 
 def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
@@ -210,64 +327,100 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     fig = go.Figure()
     for n, (mid, part) in enumerate(df.groupby("model", sort=False)):
         layout = part["attention"].iloc[0]
-        fig.add_scatter(x=part["seq_len"], y=part["transfer_ms"], name=f"{mid} ({layout})",
-                        mode="lines", line={"color": LAYOUT_COLORS.get(layout, "#475569"),
-                                            "dash": dashes[n % len(dashes)]},
-                        hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
-                                      "transfer %{y:,.2f} ms<extra></extra>")  # fmt: skip
-    _threshold_trace(fig, (df["seq_len"].min(), df["seq_len"].max()), threshold_ms,
-                     f"threshold {threshold_ms:,.1f} ms")  # fmt: skip
+        fig.add_scatter(
+            x=part["seq_len"],
+            y=part["transfer_ms"],
+            name=f"{mid} ({layout})",
+            mode="lines",
+            line={"color": LAYOUT_COLORS.get(layout, "#475569"), "dash": dashes[n % len(dashes)]},
+            hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
+            "transfer %{y:,.2f} ms<extra></extra>",
+        )
+    _threshold_trace(
+        fig,
+        (df["seq_len"].min(), df["seq_len"].max()),
+        threshold_ms,
+        f"threshold {threshold_ms:,.1f} ms",
+    )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _layout(fig, f"Attention layouts compared on {link}",
-                   "sequence length [tokens, log scale]", "transfer time [ms, log scale]")  # fmt: skip
+    return _layout(
+        fig,
+        f"Attention layouts compared on {link}",
+        "sequence length [tokens, log scale]",
+        "transfer time [ms, log scale]",
+    )
 
 
 def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
     """Gantt of prefill compute, KV transfer chunks and the first decode step [ms]."""
-    colors = {"Prefill compute": SEGMENT_COLORS["Prefill"], "KV transfer": SEGMENT_COLORS["KV transfer"],
-              "Decode": SEGMENT_COLORS["First decode step"]}  # fmt: skip
+    colors = {
+        "Prefill compute": SEGMENT_COLORS["Prefill"],
+        "KV transfer": SEGMENT_COLORS["KV transfer"],
+        "Decode": SEGMENT_COLORS["First decode step"],
+    }
     fig = go.Figure()
     for lane, part in tl.groupby("lane", sort=False):
         fig.add_bar(
-            y=[lane] * len(part), x=part["end_ms"] - part["start_ms"], base=part["start_ms"],
-            orientation="h", name=lane, marker_color=colors.get(lane, "#64748b"),
+            y=[lane] * len(part),
+            x=part["end_ms"] - part["start_ms"],
+            base=part["start_ms"],
+            orientation="h",
+            name=lane,
+            marker_color=colors.get(lane, "#64748b"),
             marker_line={"width": 0.5, "color": "white"},
             customdata=list(zip(part["label"], part["start_ms"], part["end_ms"], strict=True)),
             hovertemplate="%{customdata[0]}<br>%{customdata[1]:,.2f} → %{customdata[2]:,.2f} ms"
-                          "<extra></extra>",
-        )  # fmt: skip
+            "<extra></extra>",
+        )
     fig.update_layout(barmode="overlay", showlegend=False)
-    fig.update_yaxes(autorange="reversed", title=None,
-                     categoryorder="array", categoryarray=["Prefill compute", "KV transfer", "Decode"])  # fmt: skip
+    fig.update_yaxes(
+        autorange="reversed",
+        title=None,
+        categoryorder="array",
+        categoryarray=["Prefill compute", "KV transfer", "Decode"],
+    )
     return _layout(fig, title, "time since the request arrived [ms]", "", height=260)
 
 
-def figure_bytes_per_token(df: pd.DataFrame, *, highlight: str | None = None,
-                           kv_dtype: str = "fp16") -> go.Figure:  # fmt: skip
+def figure_bytes_per_token(
+    df: pd.DataFrame, *, highlight: str | None = None, kv_dtype: str = "fp16"
+) -> go.Figure:
     """KV bytes per token across models (log bars), coloured by attention layout."""
     d = df.sort_values("bytes_per_token_at_seq", ascending=False)
     fig = go.Figure()
     for layout, part in d.groupby("attention", sort=False):
         fig.add_bar(
-            x=part["model"], y=part["bytes_per_token_at_seq"], name=layout,
+            x=part["model"],
+            y=part["bytes_per_token_at_seq"],
+            name=layout,
             marker_color=LAYOUT_COLORS.get(layout, "#64748b"),
-            marker_line={"width": [3 if m == highlight else 0 for m in part["model"]],
-                         "color": "#111827"},
+            marker_line={
+                "width": [3 if m == highlight else 0 for m in part["model"]],
+                "color": "#111827",
+            },
             customdata=list(zip(part["seq_len"], part["bytes_per_token_short"], strict=True)),
             hovertemplate="%{x}<br>%{y:,.0f} B/token at %{customdata[0]:,} tokens"
-                          "<br>%{customdata[1]:,.0f} B/token while every layer holds all tokens"
-                          "<extra>" + layout + "</extra>",
-        )  # fmt: skip
+            "<br>%{customdata[1]:,.0f} B/token while every layer holds all tokens"
+            "<extra>" + layout + "</extra>",
+        )
     fig.update_yaxes(type="log")
     fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
     seq = int(d["seq_len"].max())
-    return _layout(fig, f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
-                   "", "bytes per token [B, log scale]", height=480)  # fmt: skip
+    return _layout(
+        fig,
+        f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
+        "",
+        "bytes per token [B, log scale]",
+        height=480,
+    )
 
 
-BAND_CELL = {"below": "rgba(22, 163, 74, 0.25)", "within": "rgba(234, 179, 8, 0.30)",
-             "above": "rgba(220, 38, 38, 0.28)"}  # fmt: skip
+BAND_CELL = {
+    "below": "rgba(22, 163, 74, 0.25)",
+    "within": "rgba(234, 179, 8, 0.30)",
+    "above": "rgba(220, 38, 38, 0.28)",
+}
 
 
 def style_band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)):
@@ -281,7 +434,9 @@ def style_band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)):
     ms_cols = [f"{c} [ms]" for c in cols]
     return (
         shown.style.format({c: "{:,.1f}" for c in ms_cols} | {"GB/s per direction": "{:,.4g}"})
-        .map(lambda v: f"background-color: {BAND_CELL[decode_band_verdict(v, band_ms)]}",
-             subset=ms_cols)  # fmt: skip
+        .map(
+            lambda v: f"background-color: {BAND_CELL[decode_band_verdict(v, band_ms)]}",
+            subset=ms_cols,
+        )
         .hide(axis="index")
     )

@@ -53,7 +53,11 @@ PARAMS = (
     Param("batches", "batches compared", "1,8,32"),
     Param("band", "decode-step band [ms]", "20-50"),
     Param("tl", "timeline option (row number on Mitigations)", 4),
-    Param("models", "models compared", "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b"),
+    Param(
+        "models",
+        "models compared",
+        "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
+    ),
 )
 LIST_PARAMS = ("links", "models")
 DEFAULTS = {p.name: p.default for p in PARAMS}
@@ -83,7 +87,9 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
         value = float(round(value))
     clamped = min(max(value, lo), hi)
     if clamped != value:
-        warnings.append(f"{name}={raw} is outside {lo:g}–{hi:g} ({LABELS[name]}); using {clamped:g}.")
+        warnings.append(
+            f"{name}={raw} is outside {lo:g}–{hi:g} ({LABELS[name]}); using {clamped:g}."
+        )
     return int(clamped) if integer else clamped
 
 
@@ -161,8 +167,9 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:
-            v[name] = _number(q[name], name, lo, hi, integer=integer, warnings=warnings,
-                              default=v[name])  # fmt: skip
+            v[name] = _number(
+                q[name], name, lo, hi, integer=integer, warnings=warnings, default=v[name]
+            )
     for name in ("tp", "tpd") if "tpd" in q else ("tp",):
         try:
             for g in spec.groups:
@@ -179,11 +186,14 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         else:
             try:
                 float(raw)
-                v["prefill"] = _number(raw, "prefill", 0, 3_600_000, integer=False,
-                                       warnings=warnings, default=0.0)  # fmt: skip
+                v["prefill"] = _number(
+                    raw, "prefill", 0, 3_600_000, integer=False, warnings=warnings, default=0.0
+                )
             except ValueError:
-                warnings.append(f"prefill={q['prefill']!r} is neither milliseconds nor 'est'; "
-                                "estimating it from the GPU.")  # fmt: skip
+                warnings.append(
+                    f"prefill={q['prefill']!r} is neither milliseconds nor 'est'; "
+                    "estimating it from the GPU."
+                )
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
@@ -245,7 +255,9 @@ def to_query(values: dict) -> dict[str, str]:
     out = {}
     for p in PARAMS:
         val = values.get(p.name, p.default)
-        if p.name == "cfg" and not (val and str(values.get("model", "")).startswith(IMPORTED_PREFIX)):
+        if p.name == "cfg" and not (
+            val and str(values.get("model", "")).startswith(IMPORTED_PREFIX)
+        ):
             continue
         if p.name in ("bw", "lat") and values.get("link") != CUSTOM_LINK:
             continue

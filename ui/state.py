@@ -111,8 +111,10 @@ def _on_model_change() -> None:
     ss = st.session_state
     spec = model_spec()
     if ss["seq"] > spec.max_context_tokens:
-        add_notice(f"Sequence length lowered to {spec.name}'s max context of "
-                   f"{spec.max_context_tokens:,} tokens.")  # fmt: skip
+        add_notice(
+            f"Sequence length lowered to {spec.name}'s max context of "
+            f"{spec.max_context_tokens:,} tokens."
+        )
         ss["seq"] = spec.max_context_tokens
     tps = valid_tp(spec, P.MAX_TP)
     for key in ("tp", "tpd"):
@@ -144,13 +146,23 @@ def sidebar_controls() -> None:
     sb.selectbox("Model", ids, key="model", on_change=_on_model_change, format_func=labels.get)
     spec = model_spec()
     ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
-    sb.select_slider("Sequence length [tokens]", _seq_options(spec.max_context_tokens, ss["seq"]),
-                     key="seq", format_func=lambda v: f"{v:,}",
-                     help="Prompt tokens per request (log-spaced steps; type an exact value below).")  # fmt: skip
+    sb.select_slider(
+        "Sequence length [tokens]",
+        _seq_options(spec.max_context_tokens, ss["seq"]),
+        key="seq",
+        format_func=lambda v: f"{v:,}",
+        help="Prompt tokens per request (log-spaced steps; type an exact value below).",
+    )
     ss["seq_exact"] = ss["seq"]
     c1, c2 = sb.columns(2)
-    c1.number_input("Exact tokens", 1, spec.max_context_tokens, key="seq_exact", step=1,
-                    on_change=_set_seq_from_exact)  # fmt: skip
+    c1.number_input(
+        "Exact tokens",
+        1,
+        spec.max_context_tokens,
+        key="seq_exact",
+        step=1,
+        on_change=_set_seq_from_exact,
+    )
     c2.number_input("Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
     links = P.link_ids() + [P.CUSTOM_LINK]
     sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
@@ -158,22 +170,39 @@ def sidebar_controls() -> None:
         c1, c2 = sb.columns(2)
         c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
         c2.number_input("Latency [µs]", 0.0, 1_000_000.0, key="lat")
-    sb.slider("Link efficiency [%]", 1.0, 100.0, key="eff", step=1.0,
-              help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.")  # fmt: skip
+    sb.slider(
+        "Link efficiency [%]",
+        1.0,
+        100.0,
+        key="eff",
+        step=1.0,
+        help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.",
+    )
     with sb.expander("Mitigations", expanded=True):
-        st.selectbox("Transfer compression", list(COMPRESSION_BITS), key="comp",
-                     help="Quantize the KV only for the trip (scales included, quantize + "
-                          "dequantize time counted).")  # fmt: skip
-        st.toggle("Send layer by layer", key="lw",
-                  help="Each layer's KV leaves as soon as prefill has computed it.")
+        st.selectbox(
+            "Transfer compression",
+            list(COMPRESSION_BITS),
+            key="comp",
+            help="Quantize the KV only for the trip (scales included, quantize + "
+            "dequantize time counted).",
+        )
+        st.toggle(
+            "Send layer by layer",
+            key="lw",
+            help="Each layer's KV leaves as soon as prefill has computed it.",
+        )
     with sb.expander("Parallelism and hardware"):
         tps = valid_tp(spec, P.MAX_TP)
         c1, c2 = st.columns(2)
         c1.selectbox("Prefill TP", tps, key="tp")
         c2.selectbox("Decode TP", tps, key="tpd")
         st.number_input("Parallel links (0 = one per TP rank)", 0, 1024, key="par", step=1)
-        st.selectbox("GPU (for estimates)", list(catalog.gpus()), key="gpu",
-                     format_func=lambda g: catalog.get_gpu(g).name)  # fmt: skip
+        st.selectbox(
+            "GPU (for estimates)",
+            list(catalog.gpus()),
+            key="gpu",
+            format_func=lambda g: catalog.get_gpu(g).name,
+        )
         st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
     with sb.expander("Times and thresholds"):
         st.number_input("Decode step [ms]", 0.1, 10_000.0, key="step", step=1.0)
@@ -213,9 +242,16 @@ def id_multiselect(label: str, name: str, options: list[str], format_func=str, *
     def _from(v):
         return ",".join(v) if v else st.session_state[name]
 
-    chosen = page_widget(st.multiselect, label, name, options=options, format_func=format_func,
-                         to_widget=lambda v: [i for i in str(v).split(",") if i in options],
-                         from_widget=_from, **kwargs)  # fmt: skip
+    chosen = page_widget(
+        st.multiselect,
+        label,
+        name,
+        options=options,
+        format_func=format_func,
+        to_widget=lambda v: [i for i in str(v).split(",") if i in options],
+        from_widget=_from,
+        **kwargs,
+    )
     return [i for i in chosen.split(",") if i]
 
 
@@ -223,8 +259,10 @@ def share_box() -> None:
     """Sidebar: the link to this exact scenario, with a copy button."""
     with st.sidebar.expander("Share this scenario", icon=":material/link:"):
         st.code(share_url(), language=None, wrap_lines=True)
-        st.caption("Copy the link with the button at the top right of the box; it opens this "
-                   "page with every input above.")  # fmt: skip
+        st.caption(
+            "Copy the link with the button at the top right of the box; it opens this "
+            "page with every input above."
+        )
 
 
 def _link_label(link_id: str) -> str:
@@ -237,12 +275,20 @@ def _link_label(link_id: str) -> str:
 def _roofline_caption(spec: ModelSpec) -> str:
     ss = st.session_state
     try:
-        lb = decode_step_lower_bound_s(spec, ss["seq"], ss["batch"], gpu=catalog.get_gpu(ss["gpu"]),
-                                       tp=ss["tpd"], kv_dtype=ss["kvd"])  # fmt: skip
+        lb = decode_step_lower_bound_s(
+            spec,
+            ss["seq"],
+            ss["batch"],
+            gpu=catalog.get_gpu(ss["gpu"]),
+            tp=ss["tpd"],
+            kv_dtype=ss["kvd"],
+        )
     except ValueError:
         return ""
-    return (f"Roofline lower bound on {ss['tpd']}× {catalog.get_gpu(ss['gpu']).name}: "
-            f"{fmt_ms(float(lb))} (weights + KV read once from HBM; real steps are 2–4× longer).")  # fmt: skip
+    return (
+        f"Roofline lower bound on {ss['tpd']}× {catalog.get_gpu(ss['gpu']).name}: "
+        f"{fmt_ms(float(lb))} (weights + KV read once from HBM; real steps are 2–4× longer)."
+    )
 
 
 def scenario() -> Scenario:
@@ -284,7 +330,10 @@ def show_notices() -> None:
     """Show (once) what the link or a model change altered."""
     notes = st.session_state.get(NOTICES) or []
     if notes:
-        st.warning("Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes), icon=":material/warning:")
+        st.warning(
+            "Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes),
+            icon=":material/warning:",
+        )
         st.session_state[NOTICES] = []
 
 
@@ -302,17 +351,25 @@ def import_config(max_bytes: int) -> None:
     source = upload.getvalue() if upload is not None else pasted
     name = upload.name if upload is not None else "the pasted config.json"
     if not source:
-        ss["_import_result"] = ("error", "Nothing to import: upload a config.json or paste its "
-                                         "text first.")  # fmt: skip
+        ss["_import_result"] = (
+            "error",
+            "Nothing to import: upload a config.json or paste its text first.",
+        )
         return
     if len(source) > max_bytes:
-        ss["_import_result"] = ("error", f"{name} is {len(source):,} bytes; a config.json is "
-                                         f"expected to be under {max_bytes:,} bytes.")  # fmt: skip
+        ss["_import_result"] = (
+            "error",
+            f"{name} is {len(source):,} bytes; a config.json is "
+            f"expected to be under {max_bytes:,} bytes.",
+        )
         return
     stem = upload.name.removesuffix(".json").lower() if upload is not None else None
     try:
-        spec = load_hf_config(source, model_id=stem and stem.replace("--", "-"),
-                              quant_config=quant.getvalue() if quant is not None else None)  # fmt: skip
+        spec = load_hf_config(
+            source,
+            model_id=stem and stem.replace("--", "-"),
+            quant_config=quant.getvalue() if quant is not None else None,
+        )
     except ValueError as exc:
         ss["_import_result"] = ("error", f"Could not import {name}: {exc}")
         return
@@ -320,8 +377,11 @@ def import_config(max_bytes: int) -> None:
     imported_models()[mid] = replace(spec, id=mid)
     ss["model"] = mid
     _on_model_change()
-    ss["_import_result"] = ("success", f"Imported {spec.name} as “{mid}” and selected it in the "
-                                       "sidebar; the link now carries its fields.")  # fmt: skip
+    ss["_import_result"] = (
+        "success",
+        f"Imported {spec.name} as “{mid}” and selected it in the "
+        "sidebar; the link now carries its fields.",
+    )
 
 
 def show_import_result() -> None:
