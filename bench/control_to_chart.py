@@ -65,7 +65,7 @@ JS_INSTALL = r"""
 () => {
   if (window.__bench) return;
   const B = {armed: false, t0: null, first: null, last: null, base: null, prev: null,
-             sawRunning: false, runEnd: null, mutations: 0};
+             sawRunning: false, runEnd: null, mutations: 0, changes: []};
   const hash = (s) => {  // FNV-1a, 32 bit
     let h = 0x811c9dc5;
     for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193); }
@@ -79,6 +79,10 @@ JS_INSTALL = r"""
     });
     return hash(s);
   };
+  // per chart (document order): the figure Streamlit handed to plotly (data + layout)
+  const dataFingerprints = () => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
+    (el) => { try { return hash(JSON.stringify([el.data || null, el.layout || null])); }
+              catch (e) { return 'unserialisable'; } });
   const scriptState = () => {
     const el = document.querySelector('[data-test-script-state]');
     return el ? el.getAttribute('data-test-script-state') : null;
@@ -107,23 +111,34 @@ JS_INSTALL = r"""
     if (B.sawRunning && st === 'notRunning' && B.runEnd === null) B.runEnd = now;
     if (!muts.some(inPlot)) return;
     B.mutations++;
+    const d = dataFingerprints();
+    d.forEach((fp, i) => {
+      if (fp !== B.baseData[i] && B.firstNew[i] === undefined) B.firstNew[i] = now;
+    });
+    B.lastData = d;
     const f = fingerprint();
     if (f !== B.prev) {
       if (B.first === null && f !== B.base) B.first = now;
       B.last = now;
       B.prev = f;
+      B.changes.push(Math.round(now - B.t0));
     }
   }).observe(document.body, {subtree: true, childList: true, attributes: true,
                              characterData: true});
   B.arm = () => {
     B.armed = true; B.t0 = null; B.first = null; B.last = null; B.sawRunning = false;
-    B.runEnd = null; B.mutations = 0; B.base = fingerprint(); B.prev = B.base;
+    B.runEnd = null; B.mutations = 0; B.changes = []; B.base = fingerprint(); B.prev = B.base;
+    B.baseData = dataFingerprints(); B.lastData = B.baseData; B.firstNew = [];
   };
-  B.done = (quietMs) => B.t0 !== null && B.first !== null && B.prev !== B.base
+  const changed = () => B.lastData.map((fp, i) => i).filter(
+    (i) => B.lastData[i] !== B.baseData[i] && B.firstNew[i] !== undefined);
+  B.done = (quietMs) => B.t0 !== null && changed().length > 0
     && scriptState() === 'notRunning' && performance.now() - B.last >= quietMs;
-  B.result = () => ({first: B.first - B.t0, settled: B.last - B.t0,
+  B.result = () => ({data: Math.max(...changed().map((i) => B.firstNew[i])) - B.t0,
+                     charts_changed: changed().length, charts: B.lastData.length,
+                     first: B.first - B.t0, settled: B.last - B.t0,
                      rerun_end: B.runEnd === null ? null : B.runEnd - B.t0,
-                     mutations: B.mutations});
+                     mutations: B.mutations, changes: B.changes});
   window.__bench = B;
 }
 """
@@ -200,7 +215,9 @@ def measure_page(browser, url: str, label: str, control: str, values: list[int],
     load_ms = (time.perf_counter() - t_load) * 1e3
     page.evaluate(JS_INSTALL)
     box = page.get_by_test_id("stSidebar").get_by_label(control, exact=True)
-    samples, firsts, rerun_ends, errors = [], [], [], []
+    keys = ("data", "settled", "first", "rerun_end", "charts_changed", "charts", "changes")
+    got: dict[str, list] = {k: [] for k in keys}
+    errors: list[str] = []
     try:
         for i, value in enumerate(values):
             box.fill(str(value))
@@ -210,20 +227,26 @@ def measure_page(browser, url: str, label: str, control: str, values: list[int],
                 page.wait_for_function(f"window.__bench.done({quiet_ms})", timeout=timeout_ms,
                                        polling=25)  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - report, do not abort the whole bench
-                errors.append(f"{control}={value}: no chart change within {timeout_ms} ms "
+                errors.append(f"{control}={value}: no chart got new data within {timeout_ms} ms "
                               f"({type(exc).__name__})")  # fmt: skip
                 continue
             res = page.evaluate("window.__bench.result()")
             if i >= warmup:
-                samples.append(res["settled"])
-                firsts.append(res["first"])
-                if res["rerun_end"] is not None:
-                    rerun_ends.append(res["rerun_end"])
+                for k in keys:
+                    got[k].append(res[k])
     finally:
         context.close()
+    rnd = lambda xs: [None if x is None else round(x, 1) for x in xs]  # noqa: E731
     return {"page": label, "control": control, "values": values[warmup:], "load_ms": round(load_ms),
-            "samples_ms": [round(x, 1) for x in samples], "first_ms": [round(x, 1) for x in firsts],
-            "rerun_end_ms": [round(x, 1) for x in rerun_ends], "errors": errors}  # fmt: skip
+            "samples_ms": rnd(got["data"]), "settled_ms": rnd(got["settled"]),
+            "first_paint_ms": rnd(got["first"]), "script_done_ms": rnd(got["rerun_end"]),
+            "charts_changed": got["charts_changed"], "charts": got["charts"],
+            "chart_change_times_ms": got["changes"], "errors": errors}  # fmt: skip
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return round(median(xs), 1) if xs else None
 
 
 def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
@@ -259,17 +282,17 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
     finally:
         for s in servers.values():
             s.stop()
-    base = results[0]["samples_ms"]
-    base_med = median(base) if base else float("nan")
+    base_med = _median(results[0]["samples_ms"])
     for r in results:
-        xs = r["samples_ms"]
-        r["median_ms"] = round(median(xs), 1) if xs else None
+        xs = [x for x in r["samples_ms"] if x is not None]
+        r["median_ms"] = _median(xs)
         r["max_ms"] = round(max(xs), 1) if xs else None
-        r["first_median_ms"] = round(median(r["first_ms"]), 1) if r["first_ms"] else None
-        r["rerun_end_median_ms"] = (round(median(r["rerun_end_ms"]), 1)
-                                    if r["rerun_end_ms"] else None)  # fmt: skip
-        r["ratio_median"] = round(ratio(r["median_ms"], base_med), 2) if xs else None
-        r["pass"] = bool(xs) and not r["errors"] and max(xs) <= CONTROL_TO_CHART_MS
+        r["over_target"] = sum(x > CONTROL_TO_CHART_MS for x in xs)
+        r["settled_median_ms"] = _median(r["settled_ms"])
+        r["first_paint_median_ms"] = _median(r["first_paint_ms"])
+        r["script_done_median_ms"] = _median(r["script_done_ms"])
+        r["ratio_median"] = round(ratio(r["median_ms"], base_med), 2) if xs and base_med else None
+        r["pass"] = bool(xs) and not r["errors"] and r["median_ms"] <= CONTROL_TO_CHART_MS
     return {"results": results, "server_logs": str(logdir)}
 
 
@@ -278,22 +301,25 @@ def report(data: dict) -> str:
         return "—" if v is None else f"{v:.0f}"
 
     rows = [[r["page"], r["control"], str(len(r["samples_ms"])), f(r["median_ms"]), f(r["max_ms"]),
-             f(r["first_median_ms"]), f(r["rerun_end_median_ms"]),
+             f"{r['over_target']}/{len(r['samples_ms'])}", f(r["script_done_median_ms"]),
+             f(r["settled_median_ms"]),
              "—" if r["ratio_median"] is None else f"{r['ratio_median']:.1f}×",
              verdict(r["pass"])] for r in data["results"]]  # fmt: skip
-    head = ["page", "control changed", "n", "median ms", "max ms", "first paint ms",
-            "script done ms", "med ÷ trivial", f"max ≤{CONTROL_TO_CHART_MS:g}"]  # fmt: skip
+    head = ["page", "control changed", "n", "median ms", "max ms", f">{CONTROL_TO_CHART_MS:g}",
+            "script done ms", "settled ms", "med ÷ trivial",
+            f"median ≤{CONTROL_TO_CHART_MS:g}"]  # fmt: skip
     m = data["machine"]
     lines = [
-        f"Control → updated chart in headless chromium ({data['repeats']} changes per page after "
-        f"{data['warmup']} warm-up; Enter keydown → last chart redraw, quiet {data['quiet_ms']} ms)",
+        f"Control → chart with new data, headless chromium ({data['repeats']} changes per page "
+        f"after {data['warmup']} warm-up)",
         f"{m['date']} · {m['cpus']} CPUs (server and browser share them) · Streamlit "
         f"{m['streamlit']} · load avg before {m['loadavg_1_5_15']} after {data['loadavg_after']}",
         "",
         table(rows, head),
         "",
-        "median/max = settled chart; first paint = first changed chart markup; script done = "
-        "data-test-script-state back to notRunning.",
+        "median/max: Enter keydown → every changed chart drawn with its new figure (page clock).",
+        "script done: data-test-script-state back to notRunning; settled: last redraw of any "
+        f"chart ({data['quiet_ms']} ms quiet).",
     ]
     for r in data["results"]:
         lines += [f"  {r['page']}: {e}" for e in r["errors"]]
@@ -307,7 +333,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5, help="measured changes per page")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured changes first")
-    ap.add_argument("--quiet", type=int, default=500, help="ms without chart change = settled")
+    ap.add_argument(
+        "--quiet",
+        type=int,
+        default=500,
+        help="ms without any chart redraw before a change counts as finished",
+    )
     ap.add_argument("--timeout", type=int, default=20_000, help="ms to wait for one change")
     ap.add_argument("--pages", nargs="*", help="only these page labels (plus the trivial page)")
     ap.add_argument("--json", type=Path, help="write the results as JSON here")

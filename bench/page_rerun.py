@@ -53,7 +53,8 @@ MODES = ("change", "toggle", "plain")
 class _Quiet(logging.Filter):
     def filter(self, record):
         msg = record.getMessage()
-        return "missing ScriptRunContext" not in msg and "Session state does not function" not in msg
+        noise = ("missing ScriptRunContext", "Session state does not function")
+        return not any(n in msg for n in noise)
 
 
 def _quiet_logs() -> None:

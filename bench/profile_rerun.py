@@ -45,7 +45,7 @@ LIB_INTERESTING = (
 
 def short(filename: str) -> str:
     if filename.startswith(str(ROOT) + "/") and "/site-packages/" not in filename:
-        return filename[len(str(ROOT)) + 1:]
+        return filename[len(str(ROOT)) + 1 :]
     if "site-packages/" in filename:
         return filename.split("site-packages/", 1)[1]
     return filename
@@ -195,7 +195,7 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
     per = 1e3 / runs
 
     own, lib = [], []
-    for (fn, line, func), (_cc, nc, tt, ct, _callers) in entries.items():
+    for (fn, _line, func), (_cc, nc, tt, ct, _callers) in entries.items():
         if fn.startswith(str(ROOT)) and "site-packages" not in fn and "/bench/" not in fn:
             own.append((ct * per, tt * per, nc / runs, f"{short(fn)}:{func}"))
         elif any(m in fn for m in LIB_INTERESTING):
@@ -221,8 +221,8 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
         "\n".join(f"  {ms:8.1f} {n:8.1f}  {name}" for ms, n, name in timed[:top]),
         "",
         f"=== {label}: {runs} change reruns; un-profiled median {median(wall):.1f} ms, "
-        f"profiled mean {prof_ms:.1f} ms per rerun (cProfile "
-        "inflates Python-heavy code; the scripts' own <module> lines are lost: each run recompiles)",
+        f"profiled mean {prof_ms:.1f} ms per rerun (cProfile inflates Python-heavy code; the "
+        "scripts' own <module> lines are lost: each run recompiles them)",
         "  cum ms  self ms  calls    project function (per rerun)",
         fmt(own[:top]),
         "  cum ms  self ms  calls    library function (per rerun)",

@@ -12,6 +12,7 @@ st.set_page_config(page_title="Trivial baseline", layout="wide")
 st.title("Trivial baseline")
 batch = st.sidebar.number_input("Batch [requests]", 1, 4096, value=1, key="batch", step=1)
 st.metric("Batch", f"{batch:,}")
-fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=[1, batch, batch * 2, batch * 3], mode="lines+markers"))
+y = [1, batch, batch * 2, batch * 3]
+fig = go.Figure(go.Scatter(x=[1, 2, 3, 4], y=y, mode="lines+markers"))
 fig.update_layout(title=f"Trivial chart (batch {batch})", height=300)
 st.plotly_chart(fig, width="stretch")

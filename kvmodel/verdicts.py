@@ -55,17 +55,23 @@ def interconnect_takeaway(
 
 def sequence_takeaway(critical, names: dict, threshold_s: float) -> str:
     """Sentence from a (link, critical_seq_len) table."""
-    parts = []
+    reached, never = [], []
     for lid, s in zip(critical["link"], critical["critical_seq_len"], strict=True):
         name = names.get(lid, lid)
-        parts.append(
-            f"{name} from {fmt_tokens(s)}" if s == s and s is not None else f"{name} never"
+        if s is None or s != s:  # None or NaN: never reached
+            never.append(name)
+        else:
+            reached.append(f"{name} from {fmt_tokens(s)}")
+    limit = fmt_ms(threshold_s)
+    if not reached:
+        return (
+            f"No interconnect here reaches the {limit} threshold up to the model's max context: "
+            "the transfer never outlasts it."
         )
-    return (
-        f"Transfer reaches {fmt_ms(threshold_s)} (the threshold) on "
-        + "; ".join(parts)
-        + ". Longer prompts than that are transfer-bound."
-    )
+    text = f"Transfer exceeds the {limit} threshold on " + "; ".join(reached) + "."
+    if never:
+        text += f" It never does on {', '.join(never)}."
+    return text + " Prompts past those lengths are transfer-bound."
 
 
 def mitigation_takeaway(table) -> str:

@@ -12,19 +12,15 @@ st.title("Interconnects")
 state.show_notices()
 sc = state.scenario_or_stop()
 
-c1, c2, c3 = st.columns([3, 2, 2])
+links = state.id_multiselect(
+    "Interconnects", "links", params.link_ids(), format_func=figures.link_name
+)
+c1, c2 = st.columns([3, 2])
 with c1:
-    links = state.id_multiselect(
-        "Interconnects", "links", params.link_ids(), format_func=figures.link_name
-    )
+    choices = sorted({2**i for i in range(13)} | set(map(int, state.id_list("batches"))))
+    batch_ids = state.id_multiselect("Batches [requests]", "batches", [str(b) for b in choices])
+    batches = [int(b) for b in batch_ids]
 with c2:
-    batches = [
-        int(b)
-        for b in state.id_multiselect(
-            "Batches [requests]", "batches", [str(2**i) for i in range(13)]
-        )
-    ]
-with c3:
     band = state.page_widget(
         st.slider,
         "Decode-step band [ms]",
@@ -32,6 +28,7 @@ with c3:
         min_value=1.0,
         max_value=200.0,
         step=1.0,
+        format="%.0f ms",
         to_widget=params.band_ms,
         from_widget=lambda t: f"{t[0]:g}-{t[1]:g}",
         help="A decode step of Llama-3-70B on 8×A100 takes roughly 20–50 ms.",

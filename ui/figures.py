@@ -49,7 +49,7 @@ SEGMENT_COLORS = {
     "Quantize/dequantize": "#f59e0b",
     "First decode step": "#2563eb",
 }
-BAND_COLOR = "rgba(37, 99, 235, 0.12)"
+BAND_COLOR = "rgba(37, 99, 235, 0.18)"
 
 
 def link_color(link_id: str) -> str:

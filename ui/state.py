@@ -191,6 +191,15 @@ def sidebar_controls() -> None:
             key="lw",
             help="Each layer's KV leaves as soon as prefill has computed it.",
         )
+        if ss["comp"] != "none":
+            st.number_input(
+                "Quantize/dequantize throughput [GB/s]",
+                1.0,
+                100_000.0,
+                key="codec",
+                step=100.0,
+                help="Uncompressed KV bytes one GPU quantizes (or dequantizes) per second.",
+            )
     with sb.expander("Parallelism and hardware"):
         tps = valid_tp(spec, P.MAX_TP)
         c1, c2 = st.columns(2)
@@ -307,6 +316,7 @@ def scenario() -> Scenario:
         parallel_links=int(v["par"]) or None,
         kv_dtype=v["kvd"],
         compression=v["comp"],
+        codec_gbs=float(v["codec"]),
         layerwise=bool(v["lw"]),
         tp=int(v["tp"]),
         tp_decode=int(v["tpd"]),

@@ -1,0 +1,137 @@
+"""``make bench``: server-side rerun times (AppTest) and control-to-chart times (browser), one
+summary per page with ratios to the trivial one-chart page and PASS/FAIL against the targets.
+
+Each part runs in its own process (``page_rerun.py``, ``control_to_chart.py``), writing JSON to
+``bench/out/`` (git-ignored); the browser part is skipped with a message when Debian chromium or
+playwright is missing.  ``--profile`` then runs ``profile_rerun.py`` on the pages that missed the
+rerun target.  Exit status 1 when any target is missed.
+
+    .venv/bin/python bench/run_all.py [--runs 30] [--repeats 5] [--no-browser] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    CONTROL_TO_CHART_MS,
+    PAGES,
+    RERUN_MEDIAN_MS,
+    RERUN_P95_MS,
+    ROOT,
+    TRIVIAL_LABEL,
+    table,
+    verdict,
+)
+
+BENCH = ROOT / "bench"
+OUT = BENCH / "out"
+
+
+def run(script: str, *args: str) -> int:
+    cmd = [sys.executable, str(BENCH / script), *args]
+    print(f"$ {' '.join(cmd[1:])}", flush=True)
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+def browser_available() -> str | None:
+    from control_to_chart import chromium_path
+
+    if not chromium_path():
+        return "Debian chromium not found (`make chromium` installs it)"
+    if importlib.util.find_spec("playwright") is None:
+        return "the playwright package is not installed"
+    return None
+
+
+def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
+    by = {(r["page"], r["mode"]): r for r in rerun["results"]}
+    browser = {r["page"]: r for r in c2c["results"]} if c2c else {}
+    rows, missed = [], []
+    for label in [TRIVIAL_LABEL] + [p[0] for p in PAGES]:
+        ch, pl = by.get((label, "change")), by.get((label, "plain"))
+        if ch is None:
+            continue
+        modes = [r for (page, _m), r in by.items() if page == label]
+        rerun_ok = all(r["pass"] for r in modes)
+        b = browser.get(label)
+        row = [label,
+               f"{ch['median_ms']:.0f} / {ch['p95_ms']:.0f}", f"{ch['ratio_median']:.1f}×",
+               f"{pl['median_ms']:.0f} / {pl['p95_ms']:.0f}", f"{pl['ratio_median']:.1f}×",
+               verdict(rerun_ok)]  # fmt: skip
+        if c2c:
+            if b and b["median_ms"] is not None:
+                row += [f"{b['median_ms']:.0f} / {b['max_ms']:.0f}",
+                        f"{b['ratio_median']:.1f}×", verdict(b["pass"])]  # fmt: skip
+            else:
+                row += ["—", "—", "FAIL"]
+        rows.append(row)
+        if label != TRIVIAL_LABEL:
+            if not rerun_ok:
+                missed.append(f"{label}: rerun")
+            if c2c and not (b and b["pass"]):
+                missed.append(f"{label}: control-to-chart")
+    head = ["page", "rerun change med/p95 ms", "÷ triv", "rerun plain med/p95 ms", "÷ triv",
+            f"≤{RERUN_MEDIAN_MS:g}/≤{RERUN_P95_MS:g}"]  # fmt: skip
+    if c2c:
+        head += ["control→chart med/max ms", "÷ triv", f"≤{CONTROL_TO_CHART_MS:g}"]
+    return table(rows, head), missed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=30, help="AppTest reruns per page and mode")
+    ap.add_argument("--repeats", type=int, default=5, help="browser control changes per page")
+    ap.add_argument("--no-browser", action="store_true", help="skip control_to_chart.py")
+    ap.add_argument("--profile", action="store_true",
+                    help="profile the pages that miss the rerun target")  # fmt: skip
+    args = ap.parse_args(argv)
+    OUT.mkdir(exist_ok=True)
+    rerun_json, c2c_json = OUT / "page_rerun.json", OUT / "control_to_chart.json"
+    for stale in (rerun_json, c2c_json):
+        stale.unlink(missing_ok=True)
+
+    run("page_rerun.py", "--runs", str(args.runs), "--json", str(rerun_json))
+    print()
+    c2c = None
+    why_not = "--no-browser" if args.no_browser else browser_available()
+    if why_not:
+        print(f"control-to-chart skipped: {why_not}")
+    else:
+        run("control_to_chart.py", "--repeats", str(args.repeats), "--json", str(c2c_json))
+        if c2c_json.exists():
+            c2c = json.loads(c2c_json.read_text())
+    if not rerun_json.exists():
+        print("page_rerun.py wrote no results")
+        return 1
+    rerun = json.loads(rerun_json.read_text())
+    text, missed = summary(rerun, c2c)
+    m = rerun["machine"]
+    print()
+    print(f"=== Summary · {m['date']} · {m['cpus']} CPUs · load avg {m['loadavg_1_5_15']} · "
+          f"Streamlit {m['streamlit']}")  # fmt: skip
+    print(text)
+    print(f"rerun: AppTest at.run() with the batch changed to a never-seen value / no change; "
+          f"target median ≤ {RERUN_MEDIAN_MS:g} ms, p95 ≤ {RERUN_P95_MS:g} ms on every page and "
+          f"mode (toggle mode in {rerun_json.relative_to(ROOT)}).")  # fmt: skip
+    if c2c:
+        print(f"control→chart: Enter in a sidebar number input → every changed chart drawn with "
+              f"its new figure; target median ≤ {CONTROL_TO_CHART_MS:g} ms.")  # fmt: skip
+    print("Targets missed: " + (", ".join(missed) if missed else "none"))
+    if args.profile:
+        slow = sorted({s.split(":")[0] for s in missed if s.endswith("rerun")})
+        if slow:
+            print()
+            run("profile_rerun.py", "--pages", *slow)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
