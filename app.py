@@ -1,11 +1,15 @@
 """KV Transfer Planner: router and the shared scenario controls (rendered on every page)."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import state
 
 st.set_page_config(
-    page_title="KV Transfer Planner", page_icon=":material/swap_horiz:", layout="wide"
+    page_title="KV Transfer Planner",
+    page_icon=str(Path(__file__).parent / "data" / "icon.png"),
+    layout="wide",
 )
 
 state.ensure_router()  # before any widget, so widget ids never change between runs

@@ -59,7 +59,24 @@ def machine() -> dict:
         "python": sys.version.split()[0],
         "streamlit": streamlit.__version__,
         "loadavg_1_5_15": [round(v, 2) for v in load],
+        "git": git_state(),
     }
+
+
+def git_state() -> str:
+    """HEAD and whether app code differs from it (numbers belong to the code as measured)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "app.py", "pages", "ui",
+                                "kvmodel", "data"], cwd=ROOT, text=True,
+                               capture_output=True, check=True).stdout.split("\n")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    n = len([line for line in dirty if line.strip()])
+    return f"{head}" + (f" + {n} uncommitted app file(s)" if n else "")
 
 
 def loadavg() -> list[float]:

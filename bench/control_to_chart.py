@@ -2,20 +2,24 @@
 page's plotly chart(s) showing the new data, on every page and on the trivial one-chart page.
 
 Starts ``streamlit run app.py`` and ``streamlit run bench/trivial_app.py`` on free ports (health
-polled), opens each page in headless Debian chromium (1280×800, never ``playwright install``),
-and for each repetition types a value never used before into a sidebar number input and presses
-Enter.  Inside the page (all times on the page's own ``performance.now()`` clock):
+polled), opens each page in its own context of headless Debian chromium (1280×800, never
+``playwright install``), and then, round-robin over the pages (so load drift hits them alike),
+types a value never used before into a sidebar number input and presses Enter.  Measured inside
+the page, on its own ``performance.now()`` clock, by a capture-phase keydown listener and a
+MutationObserver:
 
-* ``t0``      the Enter keydown (a capture-phase listener, before Streamlit sees it);
-* ``first``   the first DOM mutation inside a ``.js-plotly-plot`` after which the charts'
-              SVG markup differs from before the change (may be an empty, re-mounted plot);
-* ``settled`` the LAST mutation that changed that SVG markup, once the script state is back to
-              ``notRunning`` and the charts have been quiet for ``--quiet`` ms.  This is the
-              reported control-to-chart time (conservative: the chart is fully redrawn).
+* ``t0``           the Enter keydown, before Streamlit's own handler sees it;
+* control→chart    (the reported figure) the first DOM mutation after which EVERY chart whose
+                   figure changed holds its new figure (``gd.data`` + ``gd.layout`` of each
+                   ``.js-plotly-plot`` differ from before the change) — plotly draws
+                   synchronously, so this is when the new data is on screen;
+* ``script done``  ``data-test-script-state`` back to ``notRunning``;
+* ``settled``      the last mutation that changed any chart's SVG, once the charts have been
+                   quiet for ``--quiet`` ms (later re-draws, e.g. a re-mount or resize).
 
 The control per page is one whose change alters that page's chart: "Batch [requests]" where the
 chart depends on the batch, "Exact tokens" (sequence length) where it does not (Interconnects'
-batch sweep and Models' bytes-per-token chart ignore the sidebar batch).  Target: <= 1 s.
+batch sweep and Models' bytes-per-token chart ignore the sidebar batch).  Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
 """
@@ -205,43 +209,53 @@ def wait_ready(page, timeout_ms: int) -> None:
     page.wait_for_timeout(500)  # let the first plot settle
 
 
-def measure_page(browser, url: str, label: str, control: str, values: list[int], warmup: int,
-                 quiet_ms: int, timeout_ms: int) -> dict:  # fmt: skip
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    t_load = time.perf_counter()
-    page.goto(url, timeout=timeout_ms)
-    wait_ready(page, timeout_ms)
-    load_ms = (time.perf_counter() - t_load) * 1e3
-    page.evaluate(JS_INSTALL)
-    box = page.get_by_test_id("stSidebar").get_by_label(control, exact=True)
-    keys = ("data", "settled", "first", "rerun_end", "charts_changed", "charts", "changes")
-    got: dict[str, list] = {k: [] for k in keys}
-    errors: list[str] = []
-    try:
-        for i, value in enumerate(values):
-            box.fill(str(value))
-            page.evaluate("window.__bench.arm()")
-            box.press("Enter")
-            try:
-                page.wait_for_function(f"window.__bench.done({quiet_ms})", timeout=timeout_ms,
-                                       polling=25)  # fmt: skip
-            except Exception as exc:  # noqa: BLE001 - report, do not abort the whole bench
-                errors.append(f"{control}={value}: no chart got new data within {timeout_ms} ms "
-                              f"({type(exc).__name__})")  # fmt: skip
-                continue
-            res = page.evaluate("window.__bench.result()")
-            if i >= warmup:
-                for k in keys:
-                    got[k].append(res[k])
-    finally:
-        context.close()
-    rnd = lambda xs: [None if x is None else round(x, 1) for x in xs]  # noqa: E731
-    return {"page": label, "control": control, "values": values[warmup:], "load_ms": round(load_ms),
-            "samples_ms": rnd(got["data"]), "settled_ms": rnd(got["settled"]),
-            "first_paint_ms": rnd(got["first"]), "script_done_ms": rnd(got["rerun_end"]),
-            "charts_changed": got["charts_changed"], "charts": got["charts"],
-            "chart_change_times_ms": got["changes"], "errors": errors}  # fmt: skip
+class PageUnderTest:
+    """One page in its own browser context (its own Streamlit session), changed on demand."""
+
+    KEYS = ("data", "settled", "first", "rerun_end", "charts_changed", "charts", "changes")
+
+    def __init__(self, browser, url: str, label: str, control: str, timeout_ms: int):
+        self.label, self.control, self.timeout_ms = label, control, timeout_ms
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.page = self.context.new_page()
+        t0 = time.perf_counter()
+        self.page.goto(url, timeout=timeout_ms)
+        wait_ready(self.page, timeout_ms)
+        self.load_ms = (time.perf_counter() - t0) * 1e3
+        self.page.evaluate(JS_INSTALL)
+        self.box = self.page.get_by_test_id("stSidebar").get_by_label(control, exact=True)
+        self.got: dict[str, list] = {k: [] for k in self.KEYS}
+        self.values: list[int] = []
+        self.errors: list[str] = []
+
+    def change(self, value: int, quiet_ms: int, record: bool) -> None:
+        self.page.bring_to_front()
+        self.box.fill(str(value))
+        self.page.evaluate("window.__bench.arm()")
+        self.box.press("Enter")
+        try:
+            self.page.wait_for_function(f"window.__bench.done({quiet_ms})",
+                                        timeout=self.timeout_ms, polling=25)  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - report, do not abort the whole bench
+            self.errors.append(f"{self.control}={value}: no chart got new data within "
+                               f"{self.timeout_ms} ms ({type(exc).__name__})")  # fmt: skip
+            return
+        res = self.page.evaluate("window.__bench.result()")
+        if record:
+            self.values.append(value)
+            for k in self.KEYS:
+                self.got[k].append(res[k])
+
+    def close(self) -> dict:
+        self.context.close()
+        got = self.got
+        rnd = lambda xs: [None if x is None else round(x, 1) for x in xs]  # noqa: E731
+        return {"page": self.label, "control": self.control, "values": self.values,
+                "load_ms": round(self.load_ms), "samples_ms": rnd(got["data"]),
+                "settled_ms": rnd(got["settled"]), "first_paint_ms": rnd(got["first"]),
+                "script_done_ms": rnd(got["rerun_end"]), "charts_changed": got["charts_changed"],
+                "charts": got["charts"], "chart_change_times_ms": got["changes"],
+                "errors": self.errors}  # fmt: skip
 
 
 def _median(xs):
@@ -270,13 +284,15 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
             try:
-                for k, (label, script, url) in enumerate(targets):
-                    control = CONTROL[label]
-                    start = (3000 + 97 * k) if control == EXACT else (10 + 40 * k)
-                    step = 13 if control == EXACT else 1
-                    values = [start + step * i for i in range(warmup + repeats)]
-                    results.append(measure_page(browser, servers[script].url + url, label, control,
-                                                values, warmup, quiet_ms, timeout_ms))  # fmt: skip
+                pages = [PageUnderTest(browser, servers[script].url + url, label, CONTROL[label],
+                                       timeout_ms) for label, script, url in targets]  # fmt: skip
+                # round-robin: one change per page in turn, so load drift hits every page alike
+                for i in range(warmup + repeats):
+                    for k, put in enumerate(pages):
+                        exact = put.control == EXACT
+                        value = (3000 + 97 * k + 13 * i) if exact else (10 + 40 * k + i)
+                        put.change(value, quiet_ms, record=i >= warmup)
+                results = [put.close() for put in pages]
             finally:
                 browser.close()
     finally:

@@ -97,15 +97,17 @@ class _Timers:
         self._undo: list[tuple[object, str, object]] = []
 
     def _wrap(self, name: str, fn):
-        acc = self.acc.setdefault(name, [0.0, 0])
+        acc = self.acc.setdefault(name, [0.0, 0, []])
 
         def timed(*args, **kwargs):
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                acc[0] += time.perf_counter() - t0
+                dt = time.perf_counter() - t0
+                acc[0] += dt
                 acc[1] += 1
+                acc[2].append(dt)
 
         timed.__wrapped__ = fn
         return timed
@@ -164,15 +166,19 @@ class _Timers:
 _MISSING = object()
 
 
-def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list[float]]]:
-    """Mean ms per rerun of each timed function, without cProfile's overhead."""
+def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list]]:
+    """Mean ms per rerun of each timed function, without cProfile's overhead.
+
+    Values: [ms per rerun, calls per rerun, ms of each call]."""
     timers = _Timers()
     timers.install()
     try:
         total = sum(timed_run(at, base + r) for r in range(runs))
     finally:
         timers.uninstall()
-    return total / runs, {k: [v[0] * 1e3 / runs, v[1] / runs] for k, v in timers.acc.items()}
+    return total / runs, {
+        k: [v[0] * 1e3 / runs, v[1] / runs, [d * 1e3 for d in v[2]]] for k, v in timers.acc.items()
+    }
 
 
 def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: int, top: int,
@@ -210,13 +216,19 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
     def fmt(rows):
         return "\n".join(f"  {ct:8.1f} {tt:8.1f} {nc:8.1f}  {name}" for ct, tt, nc, name in rows)
 
-    script = split.pop("(script execution, total)", [0.0, 0.0])
-    timed = sorted(((ms, n, name) for name, (ms, n) in split.items() if n), reverse=True)
+    script = split.pop("(script execution, total)", [0.0, 0.0, []])
+    timed = sorted(((ms, n, name) for name, (ms, n, _d) in split.items() if n), reverse=True)
+    per_exec = ""
+    if round(script[1]) == 2 and script[2]:
+        first, second = median(script[2][0::2]), median(script[2][1::2])
+        per_exec = (f"; median {first:.1f} ms for the run ensure_router stops, "
+                    f"{second:.1f} ms for the full run")  # fmt: skip
     out = [
         f"=== {label}: wall-clock split without profiler ({runs} change reruns, mean per rerun)",
         f"  {split_total:8.1f} ms  at.run() total",
         f"  {script[0]:8.1f} ms  script execution ({script[1]:.0f} executions of the script per "
-        f"at.run(); the rest, {split_total - script[0]:.1f} ms, is AppTest/runner overhead)",
+        f"at.run(){per_exec})",
+        f"  {split_total - script[0]:8.1f} ms  the rest: AppTest and script-runner overhead",
         "   incl ms    calls  function (inclusive; nested calls are counted in both)",
         "\n".join(f"  {ms:8.1f} {n:8.1f}  {name}" for ms, n, name in timed[:top]),
         "",

@@ -22,10 +22,8 @@ st.dataframe(
     table[
         [
             "model",
-            "name",
             "attention",
             "layers",
-            "kv_heads",
             "bytes_per_token_short",
             "bytes_per_token_at_seq",
             "state_bytes",
@@ -34,20 +32,21 @@ st.dataframe(
     ],
     hide_index=True,
     width="stretch",
+    height=36 * (len(table) + 1) + 4,
     column_config={
-        "model": "Id",
-        "name": "Name",
+        "model": "Model",
         "attention": "Attention",
         "layers": "Layers",
-        "kv_heads": "KV heads (min)",
         "bytes_per_token_short": st.column_config.NumberColumn(
-            "B/token, short prompt", format="%,d"
+            "B/token (short)", format="%,d", help="While every layer still holds all tokens"
         ),
         "bytes_per_token_at_seq": st.column_config.NumberColumn(
-            f"B/token at {sc.seq_len:,} tokens", format="%,d"
+            f"B/token at {sc.seq_len:,}", format="%,d"
         ),
-        "state_bytes": st.column_config.NumberColumn("State per request [B]", format="%,d"),
-        "max_context_tokens": st.column_config.NumberColumn("Max context [tokens]", format="%,d"),
+        "state_bytes": st.column_config.NumberColumn(
+            "State [B]", format="%,d", help="Constant Mamba/linear-attention state per request"
+        ),
+        "max_context_tokens": st.column_config.NumberColumn("Max context", format="%,d"),
     },
 )
 

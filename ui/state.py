@@ -166,6 +166,12 @@ def sidebar_controls() -> None:
     c2.number_input("Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
     links = P.link_ids() + [P.CUSTOM_LINK]
     sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
+    if ss["link"] != P.CUSTOM_LINK:
+        lk = catalog.get_link(ss["link"])
+        sb.caption(
+            f"{lk.bandwidth_bytes_per_s / 1e9:,.4g} GB/s per direction, "
+            f"{lk.latency_s * 1e6:,.3g} µs latency"
+        )
     if ss["link"] == P.CUSTOM_LINK:
         c1, c2 = sb.columns(2)
         c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
@@ -277,8 +283,7 @@ def share_box() -> None:
 def _link_label(link_id: str) -> str:
     if link_id == P.CUSTOM_LINK:
         return "Custom bandwidth…"
-    lk = catalog.get_link(link_id)
-    return f"{lk.name} · {lk.bandwidth_bytes_per_s / 1e9:g} GB/s/dir"
+    return catalog.get_link(link_id).name
 
 
 def _roofline_caption(spec: ModelSpec) -> str:

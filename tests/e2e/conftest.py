@@ -146,11 +146,36 @@ def wait_ready(page) -> None:
     expect(page.locator('[data-test-script-state="notRunning"]')).to_be_attached()
 
 
+_CONTENT_HEIGHT_JS = """() => {
+    // Streamlit scrolls inside its own containers, so full_page alone stops at the viewport.
+    let h = document.documentElement.scrollHeight;
+    for (const el of document.querySelectorAll("*")) {
+        const oy = getComputedStyle(el).overflowY;
+        if ((oy === "auto" || oy === "scroll") && el.scrollHeight > el.clientHeight) {
+            h = Math.max(h, el.getBoundingClientRect().top + el.scrollHeight);
+        }
+    }
+    return Math.ceil(h);
+}"""
+MAX_SCREENSHOT_HEIGHT = 10_000
+
+
 def screenshot(page, name: str) -> Path:
-    """Full-page PNG into ``test-artifacts/screenshots/<name>.png`` (repo root)."""
+    """Full-page PNG into ``test-artifacts/screenshots/<name>.png`` (repo root).
+
+    The viewport is stretched to the content's height for the shot (Streamlit's main area
+    scrolls internally) and put back to 1280×800 afterwards.
+    """
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    size = page.viewport_size or VIEWPORT
+    height = min(max(page.evaluate(_CONTENT_HEIGHT_JS), size["height"]), MAX_SCREENSHOT_HEIGHT)
+    try:
+        page.set_viewport_size({"width": size["width"], "height": height})
+        page.wait_for_timeout(300)  # let charts re-lay out at the new size
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
     return path
 
 
