@@ -33,6 +33,7 @@ pages = [
     st.Page(
         "pages/mitigations.py", title="Mitigations", icon=":material/build:", url_path="mitigations"
     ),
+    st.Page("pages/traffic.py", title="Traffic", icon=":material/bar_chart:", url_path="traffic"),
     st.Page("pages/models.py", title="Models", icon=":material/neurology:", url_path="models"),
 ]
 page = st.navigation(pages, position="top")

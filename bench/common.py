@@ -15,13 +15,41 @@ APP = ROOT / "app.py"
 TRIVIAL = ROOT / "bench" / "trivial_app.py"
 
 # (label, page file for AppTest.switch_page, URL path in the browser); None = app.py's default.
-PAGES = [
+KNOWN_PAGES = [
     ("Overview", None, "/"),
     ("Interconnects", "pages/interconnects.py", "/interconnects"),
     ("Sequence length", "pages/sequence.py", "/sequence"),
     ("Mitigations", "pages/mitigations.py", "/mitigations"),
     ("Models", "pages/models.py", "/models"),
 ]
+
+
+def discover_pages() -> list[tuple[str, str | None, str]]:
+    """The pages app.py registers (``st.Page(path, title=..., url_path=..., default=...)``), in
+    order, so a new page is benchmarked without editing the bench; KNOWN_PAGES if unreadable."""
+    import ast
+
+    try:
+        tree = ast.parse(APP.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return KNOWN_PAGES
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page"):
+            continue
+        if not (node.args and isinstance(node.args[0], ast.Constant)):
+            continue
+        path = str(node.args[0].value)
+        kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        title = str(kw.get("title") or Path(path).stem)
+        if kw.get("default") is True:
+            found.append((title, None, "/"))
+        else:
+            found.append((title, path, "/" + str(kw.get("url_path") or Path(path).stem)))
+    return found or KNOWN_PAGES
+
+
+PAGES = discover_pages()
 TRIVIAL_LABEL = "trivial (1 chart)"
 
 # Targets from the issue, for a 2-core machine.

@@ -19,7 +19,8 @@ MutationObserver:
 
 The control per page is one whose change alters that page's chart: "Batch [requests]" where the
 chart depends on the batch, "Exact tokens" (sequence length) where it does not (Interconnects'
-batch sweep and Models' bytes-per-token chart ignore the sidebar batch).  Target: median <= 1 s.
+batch sweep and Models' bytes-per-token chart ignore the sidebar batch), "Decode step [ms]"
+(in the sidebar's "Times and thresholds" expander) on Traffic, whose chart ignores both.  Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
 """
@@ -59,10 +60,14 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]  # fmt: skip
 VIEWPORT = {"width": 1280, "height": 800}
-BATCH, EXACT = "Batch [requests]", "Exact tokens"
-# page label -> sidebar number input whose change alters the page's chart
+# a sidebar number input: (label, expander to open first or None, first value, step per change)
+BATCH = ("Batch [requests]", None, 10, 1)
+EXACT = ("Exact tokens", None, 3000, 13)
+STEP = ("Decode step [ms]", "Times and thresholds", 11, 1)
+# page label -> sidebar number input whose change alters the page's chart (default: batch)
 CONTROL = {"Overview": BATCH, "Interconnects": EXACT, "Sequence length": BATCH,
-           "Mitigations": BATCH, "Models": EXACT, TRIVIAL_LABEL: BATCH}  # fmt: skip
+           "Mitigations": BATCH, "Models": EXACT, "Traffic": STEP,
+           TRIVIAL_LABEL: BATCH}  # fmt: skip
 
 # Installed once per page load; window.__bench.arm() before each change.
 JS_INSTALL = r"""
@@ -214,8 +219,9 @@ class PageUnderTest:
 
     KEYS = ("data", "settled", "first", "rerun_end", "charts_changed", "charts", "changes")
 
-    def __init__(self, browser, url: str, label: str, control: str, timeout_ms: int):
+    def __init__(self, browser, url: str, label: str, control: tuple, timeout_ms: int):
         self.label, self.control, self.timeout_ms = label, control, timeout_ms
+        self.control_label, expander = control[0], control[1]
         self.context = browser.new_context(viewport=VIEWPORT)
         self.page = self.context.new_page()
         t0 = time.perf_counter()
@@ -223,7 +229,12 @@ class PageUnderTest:
         wait_ready(self.page, timeout_ms)
         self.load_ms = (time.perf_counter() - t0) * 1e3
         self.page.evaluate(JS_INSTALL)
-        self.box = self.page.get_by_test_id("stSidebar").get_by_label(control, exact=True)
+        sidebar = self.page.get_by_test_id("stSidebar")
+        if expander:
+            exp = sidebar.get_by_test_id("stExpander").filter(has_text=expander)
+            exp.locator("summary").click()
+        self.box = sidebar.get_by_label(self.control_label, exact=True)
+        self.box.wait_for(state="visible", timeout=timeout_ms)
         self.got: dict[str, list] = {k: [] for k in self.KEYS}
         self.values: list[int] = []
         self.errors: list[str] = []
@@ -237,7 +248,7 @@ class PageUnderTest:
             self.page.wait_for_function(f"window.__bench.done({quiet_ms})",
                                         timeout=self.timeout_ms, polling=25)  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - report, do not abort the whole bench
-            self.errors.append(f"{self.control}={value}: no chart got new data within "
+            self.errors.append(f"{self.control_label}={value}: no chart got new data within "
                                f"{self.timeout_ms} ms ({type(exc).__name__})")  # fmt: skip
             return
         res = self.page.evaluate("window.__bench.result()")
@@ -250,7 +261,7 @@ class PageUnderTest:
         self.context.close()
         got = self.got
         rnd = lambda xs: [None if x is None else round(x, 1) for x in xs]  # noqa: E731
-        return {"page": self.label, "control": self.control, "values": self.values,
+        return {"page": self.label, "control": self.control_label, "values": self.values,
                 "load_ms": round(self.load_ms), "samples_ms": rnd(got["data"]),
                 "settled_ms": rnd(got["settled"]), "first_paint_ms": rnd(got["first"]),
                 "script_done_ms": rnd(got["rerun_end"]), "charts_changed": got["charts_changed"],
@@ -276,7 +287,7 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
     if only:
         targets = [t for t in targets if t[0] == TRIVIAL_LABEL or t[0] in only]
     servers: dict[Path, Server] = {}
-    results = []
+    results, broken = [], []
     try:
         for _label, script, _url in targets:
             if script not in servers:
@@ -284,21 +295,32 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
             try:
-                pages = [PageUnderTest(browser, servers[script].url + url, label, CONTROL[label],
-                                       timeout_ms) for label, script, url in targets]  # fmt: skip
+                pages = []
+                for label, script, url in targets:
+                    control = CONTROL.get(label, BATCH)
+                    try:
+                        pages.append(PageUnderTest(browser, servers[script].url + url, label,
+                                                   control, timeout_ms))  # fmt: skip
+                    except Exception as exc:  # noqa: BLE001 - report the page, measure the others
+                        broken.append({"page": label, "control": control[0],
+                                       "samples_ms": [], "settled_ms": [], "first_paint_ms": [],
+                                       "script_done_ms": [], "values": [],
+                                       "errors": [f"page did not load: {type(exc).__name__}: "
+                                                  f"{str(exc).splitlines()[0]}"]})  # fmt: skip
                 # round-robin: one change per page in turn, so load drift hits every page alike
                 for i in range(warmup + repeats):
                     for k, put in enumerate(pages):
-                        exact = put.control == EXACT
-                        value = (3000 + 97 * k + 13 * i) if exact else (10 + 40 * k + i)
+                        _label, _exp, first, step = put.control
+                        value = first + 40 * step * k + step * i  # never seen by this session
                         put.change(value, quiet_ms, record=i >= warmup)
-                results = [put.close() for put in pages]
+                results = [put.close() for put in pages] + broken
             finally:
                 browser.close()
     finally:
         for s in servers.values():
             s.stop()
-    base_med = _median(results[0]["samples_ms"])
+    trivial = [r for r in results if r["page"] == TRIVIAL_LABEL]
+    base_med = _median(trivial[0]["samples_ms"]) if trivial else None
     for r in results:
         xs = [x for x in r["samples_ms"] if x is not None]
         r["median_ms"] = _median(xs)
@@ -339,7 +361,7 @@ def report(data: dict) -> str:
     ]
     for r in data["results"]:
         lines += [f"  {r['page']}: {e}" for e in r["errors"]]
-    fails = [r["page"] for r in data["results"][1:] if not r["pass"]]
+    fails = [r["page"] for r in data["results"] if r["page"] != TRIVIAL_LABEL and not r["pass"]]
     if fails:
         lines.append(f"Control-to-chart target missed on: {', '.join(fails)}")
     return "\n".join(lines)

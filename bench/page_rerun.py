@@ -10,6 +10,9 @@ them all alike), three kinds of rerun are timed (``at.run()`` only, wall clock):
 * ``toggle``  batch set to 1 or 2 (both seen in warm-up: a cache keyed on the inputs may help);
 * ``plain``   a rerun with no change at all (what a cache should make cheap).
 
+The pages are the ``st.Page`` entries of app.py (read with ``ast``), so new pages are included.
+A page that raises or draws no chart is reported as an error; the others are still measured.
+
 (Within a round the order is change, toggle, plain, so "toggle" always follows a change.)
 
 Each AppTest run includes the extra ``st.rerun`` from ``ui.state.ensure_router()`` (AppTest
@@ -77,13 +80,18 @@ def new_app(path: Path, page: str | None):
     return at
 
 
+class BenchError(RuntimeError):
+    """A page cannot be benchmarked (exception, no chart, input not applied)."""
+
+
 def check(at, path, page, batch: int | None = None) -> None:
+    where = f"{path.name} {page or ''}".strip()
     if at.exception:
-        raise SystemExit(f"{path.name} {page or ''}: exception {[e.value for e in at.exception]}")
+        raise BenchError(f"{where}: exception {[e.value for e in at.exception]}")
     if not at.get("plotly_chart"):
-        raise SystemExit(f"{path.name} {page or ''}: no plotly chart rendered")
+        raise BenchError(f"{where}: no plotly chart rendered")
     if batch is not None and at.number_input(key="batch").value != batch:
-        raise SystemExit(f"{path.name} {page or ''}: batch did not change to {batch}")
+        raise BenchError(f"{where}: batch did not change to {batch}")
 
 
 def timed_run(at, batch: int | None) -> float:
@@ -102,9 +110,15 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in PAGES]
     if only:
         apps = [a for a in apps if a[0] == TRIVIAL_LABEL or a[0] in only]
-    tests = {}
+    tests, errors = {}, {}
     for label, path, page in apps:
-        tests[label] = new_app(path, page)
+        try:
+            tests[label] = new_app(path, page)
+        except Exception as exc:  # noqa: BLE001 - report the page, measure the others
+            errors[label] = f"{type(exc).__name__}: {exc}"
+    if TRIVIAL_LABEL in errors:
+        raise SystemExit(f"the trivial page failed: {errors[TRIVIAL_LABEL]}")
+    apps = [a for a in apps if a[0] not in errors]
     # warm-up: imports, first figure templates, caches of the values the toggle mode uses
     for w in range(warmup):
         for label, _path, _page in apps:
@@ -122,13 +136,20 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
                     batch = 1 + (r % 2)
                 else:
                     batch = None
+                if label in errors:
+                    continue
                 samples[(label, mode)].append(timed_run(at, batch))
                 if r == 0 or r == runs - 1:
-                    check(at, path, page, batch)
+                    try:
+                        check(at, path, page, batch)
+                    except BenchError as exc:
+                        errors[label] = str(exc)
     base = {mode: median(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
     base_p95 = {mode: p95(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
     results = []
     for label, *_ in apps:
+        if label in errors:
+            continue
         for mode in MODES:
             xs = samples[(label, mode)]
             med, q95 = median(xs), p95(xs)
@@ -141,7 +162,7 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
                 "pass": med <= RERUN_MEDIAN_MS and q95 <= RERUN_P95_MS,
                 "samples_ms": [round(x, 2) for x in xs],
             })  # fmt: skip
-    return {"results": results}
+    return {"results": results, "errors": errors}
 
 
 def page_verdicts(results: list[dict]) -> dict[str, bool]:
@@ -173,6 +194,9 @@ def report(data: dict) -> str:
     verdicts = page_verdicts(data["results"])
     fails = [p for p, ok in verdicts.items() if not ok]
     verdicts.pop(TRIVIAL_LABEL, None)
+    for label, err in data.get("errors", {}).items():
+        verdicts[label] = False
+        lines.append(f"ERROR {label}: {err}")
     lines.append("Pages: " + ", ".join(f"{p} {verdict(ok)}" for p, ok in verdicts.items()))
     if fails:
         lines.append(f"Rerun target missed on: {', '.join(fails)}")
@@ -198,7 +222,7 @@ def main(argv=None) -> int:
         print(f"JSON: {args.json}")
     verdicts = page_verdicts(data["results"])
     verdicts.pop(TRIVIAL_LABEL, None)
-    return 0 if all(verdicts.values()) else 1
+    return 0 if all(verdicts.values()) and not data["errors"] else 1
 
 
 if __name__ == "__main__":

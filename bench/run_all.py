@@ -58,6 +58,9 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
     for label in [TRIVIAL_LABEL] + [p[0] for p in PAGES]:
         ch, pl = by.get((label, "change")), by.get((label, "plain"))
         if ch is None:
+            err = rerun.get("errors", {}).get(label, "not measured")
+            rows.append([label, "ERROR", "", "", "", "FAIL"] + (["", "", ""] if c2c else []))
+            missed.append(f"{label}: rerun ({err})")
             continue
         modes = [r for (page, _m), r in by.items() if page == label]
         rerun_ok = all(r["pass"] for r in modes)

@@ -428,6 +428,64 @@ def cmd_table(args):
     )
 
 
+def cmd_traffic(args):
+    from . import traffic as tr
+    from .traffic_io import load_traffic
+
+    req = load_traffic(args.file, prompt_column=args.prompt_column,
+                       time_column=args.time_column)  # fmt: skip
+    if args.hit_ratio is not None and not 0 <= args.hit_ratio < 1:
+        raise ValueError(f"--hit-ratio must be in [0, 1), got {args.hit_ratio!r}")
+    mix = tr.mix_from_requests(req, hit_ratio=args.hit_ratio)
+    sc = _scenario(args, share_target=args.share_target)
+    reg = tr.regions(sc, mix, min_seq_len=args.min_seq_len, criterion=args.criterion)
+    ld = tr.load(sc, mix, rps=args.rps)
+    win = tr.recommended_window(sc, mix, min_seq_len=args.min_seq_len, criterion=args.criterion)
+
+    def ms(x):
+        return None if ld is None or x != x or x == float("inf") else x * 1e3
+
+    payload = {
+        "file": str(args.file), "format": req.fmt, "model": sc.model.id, "link": sc.link.id,
+        "criterion": args.criterion, "n_requests": reg.n_requests,
+        "skipped_rows": req.skipped_rows,
+        "fraction_requests_gain": reg.fraction_gain,
+        "fraction_tokens_gain": reg.fraction_tokens_gain,
+        "fraction_too_short": reg.fraction_too_short,
+        "fraction_transfer_bound": reg.fraction_transfer_bound,
+        "critical_seq_len": reg.critical_seq_len, "min_seq_len": reg.min_seq_len,
+        "rps": None if ld is None else ld.rps,
+        "link_utilization": None if ld is None else ld.utilization,
+        "demanded_gbs": None if ld is None else ld.bytes_per_s / 1e9,
+        "mean_queue_ms": ms(ld.mean_wait_s) if ld else None,
+        "p50_transfer_ms": ms(ld.p50_s) if ld else None,
+        "p90_transfer_ms": ms(ld.p90_s) if ld else None,
+        "p99_transfer_ms": ms(ld.p99_s) if ld else None,
+        "p99_share_of_ttft": None if ld is None else ld.p99_share_of_ttft,
+        "bandwidth_for_share_target_gbs": None if ld is None or
+        ld.bandwidth_for_target_bytes_per_s is None else ld.bandwidth_for_target_bytes_per_s / 1e9,
+        "decode_idle_s_per_s": None if ld is None or not ld.stable else ld.decode_idle_s_per_s,
+        "window": {"l_min": win.l_min, "l_max": win.l_max, "exists": win.exists},
+    }  # fmt: skip
+
+    def pct(x):
+        return "–" if x is None else f"{x:.1%}"
+
+    rows = [
+        ("requests", f"{reg.n_requests:,.0f} ({req.fmt}; {req.skipped_rows:,} rows skipped)"),
+        ("gain", f"{pct(reg.fraction_gain)} of requests, {pct(reg.fraction_tokens_gain)} of "
+                 "tokens"),
+        ("too short", f"{pct(reg.fraction_too_short)} (under {reg.min_seq_len:,} tokens)"),
+        ("transfer-bound", f"{pct(reg.fraction_transfer_bound)} (from "
+                           f"{fmt_tokens(reg.critical_seq_len)})"),
+        ("link utilisation", "no rate (no timestamps; use --rps)" if ld is None
+         else pct(ld.utilization)),
+        ("p99 transfer incl. queue", "–" if payload["p99_transfer_ms"] is None
+         else f"{payload['p99_transfer_ms']:,.2f} ms"),
+    ]  # fmt: skip
+    _emit(args, payload, ("quantity", "value"), rows)
+
+
 COMMANDS = {
     "models": (cmd_models, "list catalog models", False),
     "links": (cmd_links, "list interconnects", False),
@@ -436,6 +494,7 @@ COMMANDS = {
     "transfer": (cmd_transfer, "transfer time, TTFT, share, critical length", True),
     "critical": (cmd_critical, "critical sequence length", True),
     "table": (cmd_table, "transfer ms per link × batch", True),
+    "traffic": (cmd_traffic, "which share of a traffic file gains from disaggregation", True),
 }
 
 
@@ -448,6 +507,20 @@ def make_parser() -> argparse.ArgumentParser:
             _scenario_options(p)
         else:
             p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "traffic":
+            p.add_argument("file", help="trace: CSV/TSV(.gz), Parquet, JSONL, histogram, .prom")
+            p.add_argument("--min-seq-len", type=int, default=128, help="too short below (128)")
+            p.add_argument(
+                "--criterion",
+                choices=("step", "share"),
+                default="step",
+                help="transfer-bound: transfer ≥ k × step, or TTFT share > target",
+            )
+            p.add_argument("--share-target", type=_number, default=0.2, help="0-1 (0.2)")
+            p.add_argument("--hit-ratio", type=_number, help="prefix-cache hit ratio 0-1")
+            p.add_argument("--rps", type=_number, help="arrival rate (default: timestamps)")
+            p.add_argument("--prompt-column", help="prompt-length column, when not detected")
+            p.add_argument("--time-column", help="timestamp column, when not detected")
         if name == "table":
             p.add_argument("--links", default=TABLE_LINKS_DEFAULT, help="comma-separated link ids")
             p.add_argument("--batches", default="1,8,32", help="comma-separated batch sizes")

@@ -103,3 +103,34 @@ def models_takeaway(table, current: str) -> str:
         f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['model']}, "
         f"{hi['attention']}), a {spread:,.0f}× spread."
     )
+
+
+def traffic_takeaway(reg, link_name: str, source: str) -> str:
+    """Sentence from traffic.Regions."""
+    crit = (
+        f"at or past {fmt_tokens(reg.critical_seq_len)}"
+        if reg.critical_seq_len is not None
+        else "never (no length reaches the threshold)"
+    )
+    return (
+        f"On {link_name}, {reg.fraction_gain:.0%} of the {reg.n_requests:,.0f} requests in "
+        f"{source} gain from disaggregation ({reg.fraction_tokens_gain:.0%} of their tokens); "
+        f"{reg.fraction_too_short:.0%} are too short (under {reg.min_seq_len:,} tokens) and "
+        f"{reg.fraction_transfer_bound:.0%} are transfer-bound ({crit})."
+    )
+
+
+def window_sentence(win) -> str:
+    """Sentence from traffic.Window."""
+    if not win.exists:
+        return (
+            f"No window: on this link requests are transfer-bound from "
+            f"{fmt_tokens(win.l_max)}, before they are long enough ({win.l_min:,} tokens) to "
+            "gain. Prefill locally, or change the link or mitigations."
+        )
+    upper = f"warn at {fmt_tokens(win.l_max)} and above" if win.l_max else "no upper limit"
+    return (
+        f"Prefill locally below {win.l_min:,} tokens ({win.fraction_local:.0%} of requests), "
+        f"disaggregate from {win.l_min:,} tokens ({win.fraction_disaggregated:.0%}), {upper} "
+        f"({win.fraction_warn:.0%})."
+    )

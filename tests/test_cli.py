@@ -147,3 +147,27 @@ def test_module_entry_point():
         timeout=60,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_traffic_json(capsys):
+    out = run_json(capsys, "traffic", str(ROOT / "data/traces/azure2023/AzureLLMInferenceTrace_conv.csv"),
+                   "--model", "llama-3-70b", "--link", "100gbe")  # fmt: skip
+    for key in ("n_requests", "fraction_requests_gain", "fraction_tokens_gain",
+                "fraction_too_short", "fraction_transfer_bound", "critical_seq_len",
+                "min_seq_len", "link_utilization", "p99_transfer_ms"):  # fmt: skip
+        assert key in out
+    assert out["n_requests"] == 19_366 and out["critical_seq_len"] == 1145
+    assert out["min_seq_len"] == 128
+    total = (
+        out["fraction_requests_gain"] + out["fraction_too_short"] + out["fraction_transfer_bound"]
+    )
+    assert total == pytest.approx(1.0)
+    assert 0 < out["link_utilization"] < 1 and out["p99_transfer_ms"] > 26.8
+
+
+def test_traffic_bad_file_exit_2(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\x00\x01\x02garbage\xff\xfe")
+    assert main(["traffic", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "bad.csv" in err

@@ -247,3 +247,55 @@ def test_models_page_bad_config_shows_error(text, fragment):
 def metric_free_ok(at) -> bool:
     """The page still renders its takeaway after an error."""
     return bool(at.info) and "kB per token" in at.info[0].value
+
+
+# ---- Traffic --------------------------------------------------------------------------------
+
+
+def test_traffic_page_sample_matches_kvmodel():
+    from kvmodel import traffic as tr
+    from kvmodel.traffic_io import load_traffic
+
+    at = app(page="pages/traffic.py")
+    req = load_traffic(tr.sample_path("azure-conv"))
+    reg = tr.regions(tr.per_request_scenario(build_scenario()), tr.mix_from_requests(req))
+    assert metric(at, "Requests") == f"{reg.n_requests:,.0f}" == "19,366"
+    assert metric(at, "Gain") == f"{reg.fraction_gain:.1%}"
+    assert metric(at, "Transfer-bound") == f"{reg.fraction_transfer_bound:.1%}"
+    assert "gain from disaggregation" in at.info[0].value
+    assert "Prefill locally below 128 tokens" in at.success[0].value
+
+
+def test_traffic_thresholds_change_numbers_and_link():
+    at = app({"trace": "azure-code", "minlen": "512", "crit": "share", "hit": "50"},
+             "pages/traffic.py")  # fmt: skip
+    from kvmodel import traffic as tr
+    from kvmodel.traffic_io import load_traffic
+
+    req = load_traffic(tr.sample_path("azure-code"))
+    reg = tr.regions(tr.per_request_scenario(build_scenario()),
+                     tr.mix_from_requests(req, hit_ratio=0.5), min_seq_len=512,
+                     criterion="share")  # fmt: skip
+    assert metric(at, "Too short") == f"{reg.fraction_too_short:.1%}"
+    assert metric(at, "Gain") == f"{reg.fraction_gain:.1%}"
+    at.number_input(key="w_minlen").set_value(64).run()
+    assert at.query_params["minlen"] in ("64", ["64"])
+    assert metric(at, "Too short") != f"{reg.fraction_too_short:.1%}"
+
+
+def test_traffic_upload_and_bad_upload():
+    at = app(page="pages/traffic.py")
+    at.radio(key="traffic_source").set_value("Upload").run()
+    assert "Upload a file" in at.info[0].value
+    csv = b"prompt_tokens,completion_tokens\n100,5\n2000,10\n500,7\n-3,1\n"
+    at.file_uploader(key="traffic_upload").set_value(("t.csv", csv, "text/csv")).run()
+    assert not at.exception
+    assert metric(at, "Requests") == "3"
+    assert "Skipped 1" in at.warning[0].value and "row 5" in at.warning[0].value
+    assert "no timestamps" in at.info[-1].value
+    at.file_uploader(key="traffic_upload").set_value(("x.csv", b"a,b\n1,2\n", "text/csv")).run()
+    assert not at.exception
+    assert "no prompt-length column" in at.error[0].value
+    # the manual column picker appears and fixes it
+    at.selectbox(key="pick_prompt").set_value("b").run()
+    assert metric(at, "Requests") == "1"

@@ -267,8 +267,8 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) 
             line_color=link_color(lid),
             hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
     return _layout(
         fig,
         f"KV transfer time vs batch at {seq_len:,} tokens",
@@ -314,8 +314,8 @@ def figure_seq_sweep(
             customdata=[link_name(i) for i in hits["link"]],
             hovertemplate="%{customdata}: critical at %{x:,} tokens<extra></extra>",
         )
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
     return _layout(
         fig, title, "sequence length [tokens, log scale]", "exposed transfer time [ms, log scale]"
     )
@@ -342,8 +342,8 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
         threshold_ms,
         f"threshold {threshold_ms:,.1f} ms",
     )
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
     return _layout(
         fig,
         f"Attention layouts compared on {link}",
@@ -404,7 +404,7 @@ def figure_bytes_per_token(
             "<br>%{customdata[1]:,.0f} B/token while every layer holds all tokens"
             "<extra>" + layout + "</extra>",
         )
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", dtick=1)
     fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
     seq = int(d["seq_len"].max())
     return _layout(
@@ -440,3 +440,68 @@ def style_band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)):
         )
         .hide(axis="index")
     )
+
+
+REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
+REGION_NAMES = ("too short", "gains", "transfer-bound")
+
+
+def figure_traffic_histogram(
+    tokens, weights, region, *, min_seq_len: int, critical: int | None, bins: int = 60
+) -> go.Figure:
+    """Requests per log-spaced length bin, stacked by region, with the two boundaries marked.
+
+    ``tokens``/``weights`` are the distinct moved-token counts and their request counts;
+    ``region`` is 0/1/2 (too short / gains / transfer-bound) per distinct length.
+    """
+    import numpy as np
+
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
+    fig = go.Figure()
+    for r, name in enumerate(REGION_NAMES):
+        sel = region == r
+        counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
+        mids = np.sqrt(edges[:-1] * edges[1:])
+        fig.add_bar(
+            x=mids, y=counts, width=np.diff(edges), name=name, marker_color=REGION_COLORS[name],
+            customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+            hovertemplate=f"{name}<br>%{{customdata[0]:,.0f}}–%{{customdata[1]:,.0f}} tokens"
+            "<br>%{y:,.0f} requests<extra></extra>",
+        )  # fmt: skip
+    fig.update_layout(barmode="stack", bargap=0)
+    fig.update_xaxes(type="log", dtick=1)
+    marks = [(min_seq_len, f"min {min_seq_len:,} tokens")]
+    if critical:
+        marks.append((critical, f"critical {critical:,} tokens"))
+    for x, label in marks:
+        if x and x > 0:
+            fig.add_vline(x=float(np.log10(x)), line_dash="dash", line_color="#475569")
+            fig.add_annotation(
+                x=float(np.log10(x)),
+                y=1,
+                yref="paper",
+                yanchor="bottom",
+                text=label,
+                showarrow=False,
+                font={"size": 11},
+            )
+    return _layout(fig, "Request lengths by region (tokens that must move)",
+                   "tokens per request [log scale]", "requests")  # fmt: skip
+
+
+def traffic_comparison_frame(rows) -> pd.DataFrame:
+    """traffic.comparison rows → a readable table, best first."""
+    df = pd.DataFrame(rows)
+    df = df.sort_values("fraction_requests_gain", ascending=False)
+    return pd.DataFrame({
+        "Option": [f"{n} + {c.upper() if c != 'none' else 'no compression'}"
+                   + (" + layer-wise" if lw else "")
+                   for n, c, lw in zip(df["link_name"], df["compression"], df["layerwise"],
+                                       strict=True)],
+        "Requests that gain": df["fraction_requests_gain"].map("{:.1%}".format),
+        "Tokens that gain": df["fraction_tokens_gain"].map("{:.1%}".format),
+        "Transfer-bound": df["fraction_transfer_bound"].map("{:.1%}".format),
+        "Critical length": [("never" if c is None or c != c else f"{int(c):,} tokens")
+                            for c in df["critical_seq_len"]],
+    })  # fmt: skip

@@ -14,6 +14,7 @@ from kvmodel import catalog
 from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.modelcodec import decode_model
 from kvmodel.size import shard_heads
+from kvmodel.traffic import CRITERIA, SAMPLES
 
 MAX_BATCH = 4096
 MAX_TP = 64
@@ -54,6 +55,11 @@ PARAMS = (
     Param("batches", "batches compared", "1,8,32"),
     Param("band", "decode-step band [ms]", "20-50"),
     Param("tl", "timeline option (row number on Mitigations)", 4),
+    Param("trace", "traffic sample id (Traffic page)", "azure-conv"),
+    Param("minlen", "too short below [tokens] (Traffic page)", 128),
+    Param("crit", "transfer-bound criterion: step or share", "step"),
+    Param("hit", "prefix-cache hit ratio [%] (0 = the trace's own cached tokens, if any)", 0.0),
+    Param("rps", "arrival rate [requests/s] (0 = from timestamps)", 0.0),
     Param(
         "models",
         "models compared",
@@ -139,7 +145,12 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={q['gpu']!r} is not a known GPU; showing {DEFAULTS['gpu']}.")
-    choices = {"kvd": sorted(KV_DTYPE_BITS), "comp": list(COMPRESSION_BITS)}
+    choices = {
+        "kvd": sorted(KV_DTYPE_BITS),
+        "comp": list(COMPRESSION_BITS),
+        "crit": list(CRITERIA),
+        "trace": list(SAMPLES),
+    }
     if "kvd" not in q and spec.kv_dtype_native:
         v["kvd"] = spec.kv_dtype_native
     for name, allowed in choices.items():
@@ -166,6 +177,9 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         "k": (0.05, 1000, False),
         "share": (1, 99, False),
         "tl": (0, 7, True),
+        "minlen": (0, 10_000_000, True),
+        "hit": (0, 95, False),
+        "rps": (0, 1_000_000, False),
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:

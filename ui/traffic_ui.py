@@ -1,0 +1,60 @@
+"""Cached traffic loading for the Traffic page: a parse happens once per file, never per rerun.
+
+Parsed traces are kept with ``st.cache_resource`` (no copy per rerun: a 10-million-request
+trace stays one set of arrays) and bounded in number; the moved-token histogram is cached per
+prefix-cache setting.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kvmodel.traffic import mix_from_requests, sample_path
+from kvmodel.traffic_io import load_traffic
+
+
+@st.cache_resource(max_entries=6, show_spinner=False)
+def sample_requests(sample_id: str):
+    return load_traffic(sample_path(sample_id))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def upload_requests(file_id: str, name: str, columns: tuple, _data: bytes, _progress=None):
+    prompt, output, time = columns
+    return load_traffic(
+        _data,
+        name=name,
+        prompt_column=prompt or None,
+        output_column=output or None,
+        time_column=time or None,
+        progress=_progress,
+    )
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def mix(source_key: tuple, hit_ratio: float | None, _req):
+    return mix_from_requests(_req, hit_ratio=hit_ratio)
+
+
+@st.cache_data(max_entries=64, show_spinner="Analysing the traffic…")
+def analyse(sc, source_key: tuple, hit, minlen: int, crit: str, links: tuple, _mix):
+    """Regions, the window and the link × compression comparison, computed once per input."""
+    from kvmodel import traffic as tr
+
+    return {
+        "regions": tr.regions(sc, _mix, min_seq_len=minlen, criterion=crit),
+        "region": tr.classify(sc, _mix.tokens, min_seq_len=minlen, criterion=crit),
+        "window": tr.recommended_window(sc, _mix, min_seq_len=minlen, criterion=crit),
+        "comparison": tr.comparison(
+            sc, _mix, link_ids=list(links), compressions=("none", "int8", "int4"),
+            min_seq_len=minlen, criterion=crit,
+        ),
+    }  # fmt: skip
+
+
+@st.cache_data(max_entries=64, show_spinner="Simulating the link queue…")
+def load(sc, source_key: tuple, hit, rps, _mix):
+    """Link load and queueing; independent of the region thresholds."""
+    from kvmodel import traffic as tr
+
+    return tr.load(sc, _mix, rps=rps)
