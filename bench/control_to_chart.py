@@ -20,7 +20,8 @@ MutationObserver:
 The control per page is one whose change alters that page's chart: "Batch [requests]" where the
 chart depends on the batch, "Exact tokens" (sequence length) where it does not (Interconnects'
 batch sweep and Models' bytes-per-token chart ignore the sidebar batch), "Decode step [ms]"
-(in the sidebar's "Times and thresholds" expander) on Traffic, whose chart ignores both.  Target: median <= 1 s.
+(in the sidebar's "Times and thresholds" expander) on Traffic, whose chart ignores both.
+Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
 """

@@ -108,6 +108,7 @@ with c[2]:
         min_value=0.0,
         max_value=95.0,
         step=5.0,
+        format="%.0f %%",
         help="Share of every prompt already on the decode side. 0 % uses the "
         "trace's own cached tokens where it has them (Mooncake).",
     )
@@ -140,7 +141,8 @@ st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
 st.subheader("What moves the share that gains")
 state.id_multiselect("Interconnects", "links", params.link_ids(), format_func=figures.link_name)
-st.dataframe(figures.traffic_comparison_frame(res["comparison"]), hide_index=True, width="stretch")
+table = figures.traffic_comparison_frame(res["comparison"])
+st.dataframe(table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 4)
 
 st.subheader("Load on the link")
 state.page_widget(

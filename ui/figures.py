@@ -476,7 +476,7 @@ def figure_traffic_histogram(
         marks.append((critical, f"critical {critical:,} tokens"))
     for x, label in marks:
         if x and x > 0:
-            fig.add_vline(x=float(np.log10(x)), line_dash="dash", line_color="#475569")
+            fig.add_vline(x=float(x), line_dash="dash", line_color="#475569")  # data units
             fig.add_annotation(
                 x=float(np.log10(x)),
                 y=1,

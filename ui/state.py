@@ -182,6 +182,7 @@ def sidebar_controls() -> None:
         100.0,
         key="eff",
         step=1.0,
+        format="%.0f %%",
         help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.",
     )
     with sb.expander("Mitigations", expanded=True):
