@@ -558,7 +558,9 @@ def _numbers(arr: pa.ChunkedArray, column: str, what: str) -> np.ndarray:
     if pa.types.is_null(t):
         return np.full(len(arr), np.nan)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return arr.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
+        if t != pa.float64():
+            arr = arr.cast(pa.float64())
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
     if pa.types.is_boolean(t):
         return np.full(len(arr), np.nan)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -645,16 +647,22 @@ def _times(arr: pa.ChunkedArray, column: str, unit: str | None) -> tuple[_Checke
             stamps = pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns, UTC]")
         secs = (stamps - stamps.min()).dt.total_seconds().to_numpy(np.float64)
         return _Checked(secs, np.isnan(secs), arr, column, expected), "date-time"
-    finite = x[np.isfinite(x)]
+    finite_mask = np.isfinite(x)
     if unit is None:
         if re.search(r"(^|[^a-z])ms$|millis", column.lower().replace(" ", "_")):
             unit = "ms"
-        else:
-            mag = float(np.median(np.abs(finite))) if finite.size else 0.0
+        else:  # the magnitude of a (strided) sample tells the unit
+            sample = x[:: max(1, len(x) // 100_000)]
+            sample = np.abs(sample[np.isfinite(sample)])
+            mag = float(np.median(sample)) if sample.size else 0.0
             unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
-    base = finite.min() if finite.size else 0.0
-    secs = (x - base) * _UNIT_SCALE[unit]
-    return _Checked(secs, ~np.isfinite(secs), arr, column, expected), unit
+    base = float(np.min(x, where=finite_mask, initial=np.inf)) if finite_mask.any() else 0.0
+    if not x.flags.writeable:  # a zero-copy view of Arrow memory
+        x = x.copy()
+    x -= base  # x is now this function's own array: update in place
+    if unit != "s":
+        x *= _UNIT_SCALE[unit]
+    return _Checked(x, ~finite_mask, arr, column, expected), unit
 
 
 def _prefix_hits(lists: pa.ChunkedArray, prompt: np.ndarray) -> np.ndarray:
@@ -772,23 +780,26 @@ def _from_table(tab: _Table, det: dict, name: str, where: str) -> Requests:
             f"{name}: none of the {n} data {tab.unit}s is usable; first problems: {shown}; "
             "if a column was guessed wrong, pick the columns by hand"
         )
-    keep = ~bad
+    keep = ~bad if n_bad else slice(None)  # no copies when every row is good
     info = {"container": tab.container, **{f: c for f, c in col.items() if c}}
     skipped_rows = len(tab.skipped) + n_bad
     if histogram:
-        return _histogram(prompt, weights, keep, det, info, skipped, skipped_rows, tab, name)
+        return _histogram(prompt, weights, ~bad, det, info, skipped, skipped_rows, tab, name)
     prompt_tokens = prompt.values[keep]
     output_tokens = output.values[keep] if output else None
     arrival_s = None
     if arrival:
         arrival_s = arrival.values[keep]
-        arrival_s = arrival_s - arrival_s.min()
+        if n_bad:
+            arrival_s = arrival_s - arrival_s.min()
         info["time_unit"] = unit
     cached = None
     if det["fmt"] == "mooncake" and det["cached_tokens"]:
         hashes = table[det["cached_tokens"]]
         if pa.types.is_list(hashes.type) or pa.types.is_large_list(hashes.type):
-            cached = _prefix_hits(hashes.filter(pa.array(keep)), prompt_tokens)
+            if n_bad:
+                hashes = hashes.filter(pa.array(~bad))
+            cached = _prefix_hits(hashes, prompt_tokens)
             info["cached_tokens"] = det["cached_tokens"]
             info["block_tokens"] = MOONCAKE_BLOCK_TOKENS
     if det["fmt"] == "burstgpt" and output_tokens is not None:
