@@ -33,6 +33,7 @@ PAGES = [
     ("/interconnects", "Interconnects", r"interconnect"),
     ("/sequence", "Sequence length", r"sequence"),
     ("/mitigations", "Mitigations", r"mitigation"),
+    ("/traffic", "Traffic", r"traffic"),
     ("/models", "Models", r"model"),
 ]
 URL_TIMEOUT_S = 20
@@ -200,3 +201,32 @@ def test_no_outbound_requests(page, app_url, wait_ready, outside_requests):
     assert "127.0.0.1" in hosts, f"no request to the app was recorded: {page.requested[:5]}"
     outside = outside_requests(page.requested)
     assert not outside, f"the app made outbound requests: {sorted(set(outside))}"
+
+
+def test_traffic_upload_in_the_browser(page, app_url, wait_ready, screenshot, tmp_path):
+    """Upload a trace on the Traffic page: the numbers are kvmodel's; bad rows are reported."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kvmodel import traffic as tr
+    from kvmodel.build import build_scenario
+
+    lengths = [50, 300, 900, 1100, 1200, 4000, 9000]
+    csv = tmp_path / "my_trace.csv"
+    csv.write_text("timestamp,prompt_tokens,completion_tokens\n"
+                   + "".join(f"{i * 0.5},{n},20\n" for i, n in enumerate(lengths))
+                   + "9,-5,1\n")  # fmt: skip
+    page.goto(f"{app_url}/traffic")
+    wait_ready(page)
+    page.get_by_text("Upload", exact=True).click()
+    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(csv))
+    expect(metric_value(page, "Requests")).to_have_text("7")
+    req = SimpleNamespace(prompt_tokens=np.array(lengths), weights=None, cached_tokens=None,
+                          arrival_s=None)  # fmt: skip
+    reg = tr.regions(tr.per_request_scenario(build_scenario()), tr.mix_from_requests(req))
+    expect(metric_value(page, "Gain")).to_have_text(f"{reg.fraction_gain:.1%}")
+    expect(page.get_by_text(re.compile(r"Skipped 1 rows?"))).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    wait_charts(page)
+    screenshot(page, "traffic-upload")
