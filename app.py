@@ -33,10 +33,14 @@ pages = [
     st.Page(
         "pages/mitigations.py", title="Mitigations", icon=":material/build:", url_path="mitigations"
     ),
+    st.Page(
+        "pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
+    ),
     st.Page("pages/traffic.py", title="Traffic", icon=":material/bar_chart:", url_path="traffic"),
     st.Page("pages/models.py", title="Models", icon=":material/neurology:", url_path="models"),
 ]
 page = st.navigation(pages, position="top")
 state.sync_url()
 state.share_box()
+state.presentation_mode()
 page.run()

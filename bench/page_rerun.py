@@ -53,6 +53,7 @@ from common import (  # noqa: E402
 )
 
 MODES = ("change", "toggle", "plain")
+MAX_BATCH = 4096  # the sidebar's (and trivial_app's) maximum batch
 
 
 class _Quiet(logging.Filter):
@@ -125,13 +126,14 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
             timed_run(tests[label], 1 + (w % 2))
             timed_run(tests[label], None)
     samples = {(label, mode): [] for label, *_ in apps for mode in MODES}
+    stride = (MAX_BATCH - 10) // len(apps)  # a disjoint range of batch values per app
     gc.collect()
     for r in range(runs):  # interleaved: round r runs every app in every mode
         for k, (label, path, page) in enumerate(apps):
             at = tests[label]
             for mode in MODES:
                 if mode == "change":
-                    batch = 10 + k * 680 + (r % 680)  # never seen before by any app
+                    batch = 10 + k * stride + (r % stride)  # never seen before by any app
                 elif mode == "toggle":
                     batch = 1 + (r % 2)
                 else:

@@ -209,3 +209,40 @@ def timeline(sc: Scenario) -> pd.DataFrame:
         }
     )
     return pd.DataFrame(rows)
+
+
+def compare_table(labelled) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Key numbers of several scenarios side by side.
+
+    ``labelled`` is a list of (label, Evaluation).  Returns (shown, differs): formatted cells
+    (rows = quantities with units, columns = labels) and a same-shaped boolean frame that is
+    True where a cell differs from the first scenario's.
+    """
+    from .units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+    from .verdicts import step_verdict
+
+    def cells(ev):
+        sc = ev.scenario
+        return {
+            "Model": sc.model.name,
+            "Interconnect": sc.link.name,
+            "Prompt × batch": f"{sc.seq_len:,} tokens × {sc.batch}",
+            "KV dtype / compression": f"{sc.kv_dtype} / {sc.compression}",
+            "Layer-wise": "on" if sc.layerwise else "off",
+            "TP prefill → decode": f"{sc.tp_prefill} → {sc.tp_decode}",
+            "KV cache": fmt_bytes(ev.kv_total_bytes),
+            "On the wire": fmt_bytes(ev.wire_bytes),
+            "Exposed transfer": fmt_ms(ev.exposed_s, 2),
+            "Transfer ÷ decode step": f"{ev.transfer_over_decode:.2f}× "
+            f"({step_verdict(ev.transfer_over_decode)})",
+            "TTFT": fmt_time(ev.ttft_s),
+            "Transfer share of TTFT": f"{ev.transfer_share_of_ttft:.1%} "
+            f"({'over' if ev.over_share_target else 'under'} {sc.share_target:.0%})",
+            "Critical sequence length": fmt_tokens(ev.critical_seq_len),
+        }
+
+    cols = {label: cells(ev) for label, ev in labelled}
+    shown = pd.DataFrame(cols)
+    first = shown.iloc[:, 0]
+    differs = shown.apply(lambda col: col != first)
+    return shown, differs

@@ -71,9 +71,8 @@ else:
 
 if req.skipped_rows:
     st.warning(
-        f"Skipped {req.skipped_rows:,} rows that are not valid lengths, e.g. "
-        + "; ".join(req.skipped_examples)
-        + ".",
+        f"Skipped {req.skipped_rows:,} {'row' if req.skipped_rows == 1 else 'rows'} that "
+        "are not valid lengths, e.g. " + "; ".join(req.skipped_examples) + ".",
         icon=":material/rule:",
     )
 

@@ -505,3 +505,13 @@ def traffic_comparison_frame(rows) -> pd.DataFrame:
         "Critical length": [("never" if c is None or c != c else f"{int(c):,} tokens")
                             for c in df["critical_seq_len"]],
     })  # fmt: skip
+
+
+def style_differences(shown: pd.DataFrame, differs: pd.DataFrame):
+    """Styler that marks cells differing from the first scenario."""
+    return shown.style.apply(
+        lambda _: differs.map(
+            lambda d: "background-color: rgba(234, 179, 8, 0.28); font-weight: 600" if d else ""
+        ),
+        axis=None,
+    )

@@ -61,6 +61,12 @@ PARAMS = (
     Param("hit", "prefix-cache hit ratio [%] (0 = the trace's own cached tokens, if any)", 0.0),
     Param("rps", "arrival rate [requests/s] (0 = from timestamps)", 0.0),
     Param(
+        "cmp",
+        "compared scenarios: overrides key:value~key:value, scenarios split by ;",
+        "comp:int8;link:ib-ndr;link:nvlink4",
+    ),
+    Param("present", "presentation mode (0/1)", 0),
+    Param(
         "models",
         "models compared",
         "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
@@ -177,6 +183,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         "k": (0.05, 1000, False),
         "share": (1, 99, False),
         "tl": (0, 7, True),
+        "present": (0, 1, True),
         "minlen": (0, 10_000_000, True),
         "hit": (0, 95, False),
         "rps": (0, 1_000_000, False),
@@ -217,6 +224,8 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         v["batches"] = _int_list(q["batches"], "batches", 1, MAX_BATCH, warnings, v["batches"])
     if "band" in q:
         v["band"] = _band(q["band"], warnings)
+    if "cmp" in q:
+        v["cmp"] = _compare(q["cmp"], v, warnings)
     return v, warnings, imported
 
 
@@ -266,6 +275,57 @@ def _band(raw, warnings) -> str:
     return f"{lo:g}-{hi:g}"
 
 
+SCENARIO_KEYS = ("model", "seq", "batch", "link", "bw", "lat", "eff", "par", "kvd", "comp", "lw",
+                 "codec", "tp", "tpd", "step", "prefill", "gpu")  # fmt: skip
+MAX_COMPARED = 3  # variants besides the sidebar's scenario
+
+
+def parse_overrides(text: str) -> dict[str, str]:
+    """``link:ib-ndr~comp:int8`` → {"link": "ib-ndr", "comp": "int8"} (unknown keys kept)."""
+    out = {}
+    for part in str(text).split("~"):
+        if ":" in part:
+            k, val = part.split(":", 1)
+            out[k.strip().lower()] = val.strip()
+    return out
+
+
+def format_overrides(overrides: dict) -> str:
+    return "~".join(f"{k}:{v}" for k, v in overrides.items())
+
+
+def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
+    """A compared scenario: the base values with ``overrides`` applied, validated."""
+    query = {**to_query(base), **{k: str(v) for k, v in overrides.items()}}
+    query.pop("cmp", None)
+    values, warnings, _ = parse_query(query)
+    return values, warnings
+
+
+def _compare(raw, base: dict, warnings: list[str]) -> str:
+    kept = []
+    for n, text in enumerate(s for s in str(raw).split(";") if s.strip()):
+        label = chr(ord("B") + n)
+        if n >= MAX_COMPARED:
+            warnings.append(f"cmp: at most {MAX_COMPARED} compared scenarios; dropped {label}.")
+            continue
+        over = parse_overrides(text)
+        bad = [k for k in over if k not in SCENARIO_KEYS]
+        if bad or not over:
+            warnings.append(
+                f"cmp: scenario {label} {text!r} has parts that are not key:value pairs with "
+                f"keys among {', '.join(SCENARIO_KEYS)}; ignored them."
+            )
+            over = {k: val for k, val in over.items() if k in SCENARIO_KEYS}
+            if not over:
+                continue
+        values, extra = variant_values(base, over)
+        warnings.extend(f"cmp scenario {label}: {w}" for w in extra)
+        clean = to_query(values)
+        kept.append(format_overrides({k: clean.get(k, values[k]) for k in over}))
+    return ";".join(kept)
+
+
 def to_query(values: dict) -> dict[str, str]:
     """Values → query parameters (strings), in PARAMS order; ``cfg`` only when used."""
     out = {}
@@ -279,3 +339,33 @@ def to_query(values: dict) -> dict[str, str]:
             continue
         out[p.name] = f"{val:g}" if isinstance(val, float) else str(val)
     return out
+
+
+def scenario_from_values(values: dict, imported: dict | None = None):
+    """A kvmodel Scenario from clean parameter values (``parse_query`` output)."""
+    from kvmodel.build import build_scenario
+
+    v = values
+    custom = v["link"] == CUSTOM_LINK
+    spec = (imported or {}).get(v["model"]) or catalog.get_model(v["model"])
+    return build_scenario(
+        model=spec,
+        link=None if custom else v["link"],
+        bandwidth_gbs=float(v["bw"]) if custom else None,
+        latency_us=float(v["lat"]) if custom else None,
+        gpu=v["gpu"],
+        seq_len=int(v["seq"]),
+        batch=int(v["batch"]),
+        efficiency=float(v["eff"]) / 100,
+        parallel_links=int(v["par"]) or None,
+        kv_dtype=v["kvd"],
+        compression=v["comp"],
+        codec_gbs=float(v["codec"]),
+        layerwise=bool(int(v["lw"])),
+        tp=int(v["tp"]),
+        tp_decode=int(v["tpd"]),
+        decode_step_ms=float(v["step"]),
+        prefill_ms=None if v["prefill"] == "est" else float(v["prefill"]),
+        k=float(v["k"]),
+        share_target=float(v["share"]) / 100,
+    )

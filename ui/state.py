@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from kvmodel import catalog
-from kvmodel.build import build_scenario
 from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.modelcodec import encode_model
 from kvmodel.size import valid_tp
@@ -69,6 +68,7 @@ def init_from_url() -> None:
     for name, value in values.items():
         st.session_state[name] = value
     st.session_state["lw"] = bool(values["lw"])
+    st.session_state["present"] = bool(values["present"])
     st.session_state["prefill_mode"] = "Estimate" if values["prefill"] == "est" else "Given"
     st.session_state["prefill_ms"] = 200.0 if values["prefill"] == "est" else values["prefill"]
     st.session_state[NOTICES] = warnings
@@ -83,6 +83,7 @@ def current_values() -> dict:
     ss = st.session_state
     values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
     values["lw"] = int(bool(ss.get("lw")))
+    values["present"] = int(bool(ss.get("present")))
     values["prefill"] = "est" if ss.get("prefill_mode") != "Given" else float(ss["prefill_ms"])
     mid = values["model"]
     values["cfg"] = encode_model(imported_models()[mid]) if mid in imported_models() else ""
@@ -271,8 +272,36 @@ def id_multiselect(label: str, name: str, options: list[str], format_func=str, *
     return [i for i in chosen.split(",") if i]
 
 
+PRESENTATION_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+html { font-size: 19px; }
+.stMainBlockContainer { max-width: 96%; padding-top: 2.5rem; }
+[data-testid="stMetricValue"] { font-size: 2.6rem; }
+</style>
+"""
+
+
+def presentation_mode() -> None:
+    """Large type and no sidebar when ``present`` is on (also from the link: ``present=1``)."""
+    if not st.session_state.get("present"):
+        return
+    st.html(PRESENTATION_CSS)
+    st.button(
+        "Exit presentation mode",
+        icon=":material/close_fullscreen:",
+        key="present_exit",
+        on_click=lambda: st.session_state.update(present=False),
+    )
+
+
 def share_box() -> None:
     """Sidebar: the link to this exact scenario, with a copy button."""
+    st.sidebar.toggle(
+        "Presentation mode",
+        key="present",
+        help="Large type, no sidebar; a link with present=1 opens this way.",
+    )
     with st.sidebar.expander("Share this scenario", icon=":material/link:"):
         st.code(share_url(), language=None, wrap_lines=True)
         st.caption(
@@ -308,29 +337,7 @@ def _roofline_caption(spec: ModelSpec) -> str:
 
 def scenario() -> Scenario:
     """The scenario as the sidebar holds it.  Raises ValueError on an impossible combination."""
-    v = current_values()
-    custom = v["link"] == P.CUSTOM_LINK
-    return build_scenario(
-        model=model_spec(),
-        link=None if custom else v["link"],
-        bandwidth_gbs=float(v["bw"]) if custom else None,
-        latency_us=float(v["lat"]) if custom else None,
-        gpu=v["gpu"],
-        seq_len=int(v["seq"]),
-        batch=int(v["batch"]),
-        efficiency=float(v["eff"]) / 100,
-        parallel_links=int(v["par"]) or None,
-        kv_dtype=v["kvd"],
-        compression=v["comp"],
-        codec_gbs=float(v["codec"]),
-        layerwise=bool(v["lw"]),
-        tp=int(v["tp"]),
-        tp_decode=int(v["tpd"]),
-        decode_step_ms=float(v["step"]),
-        prefill_ms=None if v["prefill"] == "est" else float(v["prefill"]),
-        k=float(v["k"]),
-        share_target=float(v["share"]) / 100,
-    )
+    return P.scenario_from_values(current_values(), imported_models())
 
 
 def scenario_or_stop() -> Scenario:

@@ -226,7 +226,7 @@ def test_traffic_upload_in_the_browser(page, app_url, wait_ready, screenshot, tm
                           arrival_s=None)  # fmt: skip
     reg = tr.regions(tr.per_request_scenario(build_scenario()), tr.mix_from_requests(req))
     expect(metric_value(page, "Gain")).to_have_text(f"{reg.fraction_gain:.1%}")
-    expect(page.get_by_text(re.compile(r"Skipped 1 rows?"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Skipped 1 row"))).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
     wait_charts(page)
     screenshot(page, "traffic-upload")
