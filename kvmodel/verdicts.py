@@ -22,7 +22,8 @@ def overview_takeaway(ev: Evaluation) -> str:
     share = ev.transfer_share_of_ttft
     crit = ev.critical_seq_len
     where = (
-        f"requests past {fmt_tokens(crit)} wait longer than {sc.k:g} decode step(s)"
+        f"prompts of {fmt_tokens(crit)} or more wait at least {sc.k:g} decode "
+        f"step{'' if sc.k == 1 else 's'}"
         if crit is not None
         else "no request up to the model's max context waits a full threshold"
     )

@@ -78,7 +78,7 @@ best = table.loc[table["ttft_ms"].idxmin()]
 st.info(
     f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
     f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
-    f"{best['transfer_share']:.0%} of TTFT.",
+    f"{best['transfer_share']:.1%} of TTFT.",
     icon=":material/lightbulb:",
 )
 shown, differs = compare_table(evs)

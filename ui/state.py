@@ -276,7 +276,7 @@ PRESENTATION_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
 html { font-size: 19px; }
-.stMainBlockContainer { max-width: 96%; padding-top: 2.5rem; }
+.stMainBlockContainer { max-width: 96%; padding-top: 5rem; }
 [data-testid="stMetricValue"] { font-size: 2.6rem; }
 </style>
 """

@@ -1,0 +1,189 @@
+"""Which input moves TTFT most: a one-at-a-time (tornado) sensitivity table.
+
+Numeric inputs are moved to value × (1 − rel) and value × (1 + rel), one at a time, everything
+else kept; whole counts are rounded (half up) and clamped to their valid range (S to the model's
+max context, efficiency and MFU to ≤ 100 %).  Categorical inputs (interconnect, compression,
+layer-wise) take every value; their row shows the best (``low``) and worst (``high``) outcome.
+TTFT = prefill + exposed transfer + first decode step, as in ``transfer.evaluate``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pandas as pd
+
+from . import catalog
+from .transfer import Scenario, transfer
+from .units import fmt_bandwidth, fmt_time
+
+COLUMNS = (
+    "input",
+    "low_label",
+    "high_label",
+    "ttft_low_s",
+    "ttft_high_s",
+    "share_low",
+    "share_high",
+    "delta_ttft_s",
+)
+COMPRESSIONS = ("none", "fp8", "int8", "int4")
+
+
+def outcome(sc: Scenario) -> tuple[float, float]:
+    """(TTFT [s], exposed-transfer share of TTFT) of ``sc``."""
+    t = transfer(sc)
+    exposed = float(t.exposed_s)
+    ttft = float(t.prefill_s) + exposed + sc.decode_step_s
+    return ttft, exposed / ttft
+
+
+def _half_up(x: float) -> int:
+    return int(math.floor(x + 0.5))
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n:,} {unit}{'' if n == 1 else 's'}"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:,.3g} %"
+
+
+def _numeric_rows(sc: Scenario, rel: float):
+    """(input, (low scenario, label), (high scenario, label)) for each numeric input."""
+    lo_f, hi_f = 1 - rel, 1 + rel
+    link = sc.link
+    rows = []
+    s_lo = max(1, _half_up(sc.seq_len * lo_f))
+    s_hi = min(sc.model.max_context_tokens, _half_up(sc.seq_len * hi_f))
+    rows.append(
+        (
+            "sequence length",
+            (replace(sc, seq_len=s_lo), _count(s_lo, "token")),
+            (replace(sc, seq_len=s_hi), _count(s_hi, "token")),
+        )
+    )
+    b_lo, b_hi = max(1, _half_up(sc.batch * lo_f)), _half_up(sc.batch * hi_f)
+    rows.append(
+        (
+            "batch",
+            (replace(sc, batch=b_lo), _count(b_lo, "request")),
+            (replace(sc, batch=b_hi), _count(b_hi, "request")),
+        )
+    )
+    bw = link.bandwidth_bytes_per_s
+    rows.append(
+        (
+            "link bandwidth (per direction)",
+            *(
+                (
+                    replace(sc, link=replace(link, bandwidth_bytes_per_s=bw * f)),
+                    fmt_bandwidth(bw * f),
+                )
+                for f in (lo_f, hi_f)
+            ),
+        )
+    )
+    lat = link.latency_s
+    rows.append(
+        (
+            "link latency",
+            *(
+                (replace(sc, link=replace(link, latency_s=lat * f)), fmt_time(lat * f))
+                for f in (lo_f, hi_f)
+            ),
+        )
+    )
+    e_lo, e_hi = sc.efficiency * lo_f, min(1.0, sc.efficiency * hi_f)
+    rows.append(
+        (
+            "link efficiency",
+            (replace(sc, efficiency=e_lo), _pct(e_lo)),
+            (replace(sc, efficiency=e_hi), _pct(e_hi)),
+        )
+    )
+    step = sc.decode_step_s
+    rows.append(
+        (
+            "decode step",
+            *((replace(sc, decode_step_s=step * f), fmt_time(step * f)) for f in (lo_f, hi_f)),
+        )
+    )
+    if sc.prefill_s is not None:
+        p = sc.prefill_s
+        rows.append(
+            (
+                "prefill time",
+                *((replace(sc, prefill_s=p * f), fmt_time(p * f)) for f in (lo_f, hi_f)),
+            )
+        )
+    else:
+        m_lo, m_hi = sc.mfu * lo_f, min(1.0, sc.mfu * hi_f)
+        rows.append(
+            (
+                "prefill MFU (estimated prefill)",
+                (replace(sc, mfu=m_lo), f"MFU {_pct(m_lo)}"),
+                (replace(sc, mfu=m_hi), f"MFU {_pct(m_hi)}"),
+            )
+        )
+    if sc.compression != "none":
+        c = sc.codec_bytes_per_s
+        rows.append(
+            (
+                "quantize/dequantize throughput",
+                *(
+                    (replace(sc, codec_bytes_per_s=c * f), fmt_bandwidth(c * f))
+                    for f in (lo_f, hi_f)
+                ),
+            )
+        )
+    return rows
+
+
+def _categorical_rows(sc: Scenario):
+    """(input, [(scenario, label), ...]) for each categorical input."""
+    links = list(dict.fromkeys(catalog.links().values()))
+    return [
+        ("interconnect", [(sc.with_link(lk), lk.name) for lk in links]),
+        (
+            "transfer compression",
+            [
+                (replace(sc, compression=c), "no compression" if c == "none" else c.upper())
+                for c in COMPRESSIONS
+            ],
+        ),
+        (
+            "layer-wise sending",
+            [
+                (replace(sc, layerwise=False), "layer-wise off"),
+                (replace(sc, layerwise=True), "layer-wise on"),
+            ],
+        ),  # fmt: skip
+    ]
+
+
+def tornado(sc: Scenario, *, rel: float = 0.5) -> pd.DataFrame:
+    """One row per input: its low/high setting, TTFT [s] and transfer share at each, and the
+    absolute TTFT spread ``delta_ttft_s`` = |TTFT(high) − TTFT(low)|, largest spread first.
+
+    ``df.attrs`` holds the base ``ttft_s`` and ``share`` and ``rel``.  ``rel`` in (0, 1).
+    """
+    if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not 0 < rel < 1:
+        raise ValueError(f"rel must be a number in (0, 1), got {rel!r}")
+    base_ttft, base_share = outcome(sc)
+    records = []
+    for name, (lo_sc, lo_label), (hi_sc, hi_label) in _numeric_rows(sc, rel):
+        (t_lo, s_lo), (t_hi, s_hi) = outcome(lo_sc), outcome(hi_sc)
+        records.append((name, lo_label, hi_label, t_lo, t_hi, s_lo, s_hi))
+    for name, options in _categorical_rows(sc):
+        results = [(*outcome(o_sc), label) for o_sc, label in options]
+        best = min(results, key=lambda r: r[0])
+        worst = max(results, key=lambda r: r[0])
+        records.append((name, best[2], worst[2], best[0], worst[0], best[1], worst[1]))
+    df = pd.DataFrame(records, columns=list(COLUMNS[:-1]))
+    df["delta_ttft_s"] = (df["ttft_high_s"] - df["ttft_low_s"]).abs()
+    df = df.sort_values("delta_ttft_s", ascending=False, kind="stable").reset_index(drop=True)
+    df.attrs.update(ttft_s=base_ttft, share=base_share, rel=float(rel))
+    return df

@@ -1,0 +1,317 @@
+"""The reverse question: what does it take to meet the target?
+
+A scenario *meets the target* when it is not transfer-bound in the sense the rest of kvmodel
+uses (``critical_seq_len``, ``traffic.classify``):
+
+- criterion ``"step"``:  exposed transfer < k × decode step
+- criterion ``"share"``: exposed transfer ÷ TTFT ≤ share target
+
+(the boundary itself has measure zero: the bandwidth solver returns the upper end of a 0.1 %
+bracket, where both readings hold).
+
+- ``min_bandwidth``: the smallest per-direction link bandwidth [bytes/s] that meets the target,
+  everything else (efficiency, latency, parallel links, compression, layer-wise, descriptor
+  cost, prefill, decode step) kept.  Exposed transfer falls monotonically with bandwidth, so a
+  bisection on a log scale finds it to 0.1 %.  ``unreachable_reason`` says why there is none.
+- ``max_seq_len`` / ``max_batch``: the end of the first run of passing values from 1 (with an
+  estimated prefill and layer-wise sending, prefill can grow fast enough to hide the transfer
+  again at longer prompts; those later values are not counted as "sustained").
+- ``cheapest_mitigation``: the first option meeting the target in ``mitigation_ladder`` order.
+
+Cost order of ``mitigation_ladder`` (cheapest first).  Keeping the link comes first, because
+software changes cost less than hardware:
+
+1. as is
+2. FP8 transfer compression
+3. INT8 transfer compression (scales add a little over FP8)
+4. layer-wise sending (no compression)
+5. FP8 + layer-wise
+6. INT8 + layer-wise
+7. INT4 transfer compression (the largest accuracy risk)
+8. INT4 + layer-wise
+
+then every link faster than the current one (catalog links, or ``link_ids``), in ascending
+per-direction bandwidth, each with the same ladder (rung 1 there means the scenario's own
+compression and layer-wise setting on that link, with the link's own catalog latency).  Rungs
+that repeat an earlier scenario exactly are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import catalog
+from .sweeps import Option
+from .transfer import Evaluation, Scenario, critical_seq_len, evaluate, transfer
+from .units import fmt_time
+
+CRITERIA = ("step", "share")
+REL_PRECISION = 1e-3  # bandwidth bisection: hi / lo ≤ 1 + this
+INFINITE_BANDWIDTH = 1e30  # bytes/s: serialization of any cache is then ~1e-17 s
+MIN_BANDWIDTH = 1.0  # bytes/s: the solver never answers below this
+DEFAULT_BATCH_LIMIT = 65536
+GRID_POINTS = 4096  # first-crossing search grid for max_seq_len / max_batch
+
+LADDER = (  # (label, compression, layer-wise); None = keep the scenario's own setting
+    ("as is", None, None),
+    ("FP8 transfer", "fp8", False),
+    ("INT8 transfer", "int8", False),
+    ("layer-wise", "none", True),
+    ("FP8 + layer-wise", "fp8", True),
+    ("INT8 + layer-wise", "int8", True),
+    ("INT4 transfer", "int4", False),
+    ("INT4 + layer-wise", "int4", True),
+)
+
+
+def _check_criterion(criterion: str) -> None:
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}, got {criterion!r}")
+
+
+def _passes(sc: Scenario, criterion: str, *, seq_len=None, batch=None) -> np.ndarray:
+    """Boolean (array) for whether ``sc`` meets the target, optionally over S or batch arrays."""
+    t = transfer(sc, seq_len=seq_len, batch=batch)
+    exposed = np.asarray(t.exposed_s, dtype=float)
+    if criterion == "step":
+        return exposed < sc.k * sc.decode_step_s
+    share = exposed / (np.asarray(t.prefill_s, dtype=float) + exposed + sc.decode_step_s)
+    return share <= sc.share_target
+
+
+def meets_target(sc: Scenario, *, criterion: str = "step") -> bool:
+    """True when ``sc`` is not transfer-bound under ``criterion`` ("step" or "share")."""
+    _check_criterion(criterion)
+    return bool(_passes(sc, criterion))
+
+
+def with_bandwidth(sc: Scenario, bandwidth_bytes_per_s: float) -> Scenario:
+    """``sc`` with its link's per-direction bandwidth replaced (latency and the rest kept)."""
+    return replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s)))
+
+
+def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
+    """Why no bandwidth meets the target (None when one does).
+
+    Evaluated with an infinitely fast link (``INFINITE_BANDWIDTH``): what is left is the
+    per-transfer latency (once per layer chunk when sent layer-wise), quantize/dequantize time
+    and descriptor cost.
+    """
+    _check_criterion(criterion)
+    inf = with_bandwidth(sc, INFINITE_BANDWIDTH)
+    if _passes(inf, criterion):
+        return None
+    t = transfer(inf)
+    exposed = float(t.exposed_s)
+    n_lat = 1
+    if sc.layerwise:
+        n_lat = sc.model.attention_layers + sc.model.state_layers
+    parts = [
+        (sc.link.latency_s * n_lat, "link latency"
+         + (f" ({fmt_time(sc.link.latency_s)} × {n_lat} layer chunks)" if n_lat > 1 else "")),
+        (float(t.codec_s), f"{sc.compression.upper()} quantize/dequantize"),
+        (float(t.descriptor_s), "transfer descriptors"),
+    ]  # fmt: skip
+    parts = sorted((p for p in parts if p[0] > 0), key=lambda p: -p[0])
+    what = ", ".join(f"{label} {fmt_time(s)}" for s, label in parts) or "none"
+    if criterion == "step":
+        target = f"the target of {fmt_time(sc.k * sc.decode_step_s)} ({sc.k:g} × decode step)"
+        got = fmt_time(exposed)
+    else:
+        share = exposed / (float(t.prefill_s) + exposed + sc.decode_step_s)
+        target = f"the {sc.share_target:.0%} share-of-TTFT target"
+        got = f"{fmt_time(exposed)} ({share:.1%} of TTFT)"
+    overlap = " (sent layer-wise, part of them overlaps prefill)" if sc.layerwise else ""
+    return (
+        f"unreachable at any bandwidth: with an infinitely fast link the decode node still "
+        f"waits {got}, over {target}; the costs no bandwidth removes: {what}{overlap}"
+    )
+
+
+def min_bandwidth(sc: Scenario, *, criterion: str = "step") -> float | None:
+    """Smallest per-direction link bandwidth [bytes/s] meeting the target at the scenario's S
+    and batch, to 0.1 % (the upper end of the final bracket, so it always meets it).
+
+    Efficiency, parallel links, latency, compression, layer-wise and the rest stay as they are,
+    so the effective bandwidth is the answer × efficiency × streams.  None when even an
+    infinitely fast link misses the target (see ``unreachable_reason``).
+    """
+    _check_criterion(criterion)
+
+    def ok(bw: float) -> bool:
+        return bool(_passes(with_bandwidth(sc, bw), criterion))
+
+    if unreachable_reason(sc, criterion=criterion) is not None:
+        return None
+    lo = hi = sc.link.bandwidth_bytes_per_s
+    if ok(hi):
+        while ok(lo):
+            if lo <= MIN_BANDWIDTH:
+                return MIN_BANDWIDTH
+            hi, lo = lo, max(lo / 10.0, MIN_BANDWIDTH)
+    else:
+        while not ok(hi):  # terminates: INFINITE_BANDWIDTH passes
+            lo, hi = hi, min(hi * 10.0, INFINITE_BANDWIDTH)
+    while hi / lo > 1 + REL_PRECISION:  # invariant: lo misses, hi meets
+        mid = math.sqrt(lo * hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _first_run_end(ok_at, n_max: int) -> int | None:
+    """Largest n with ok(1..n) on a log grid refined by integer bisection; None if ok(1) fails."""
+    grid = np.unique(
+        np.concatenate(([1], np.geomspace(1, n_max, GRID_POINTS).astype(np.int64), [n_max]))
+    )
+    good = np.atleast_1d(ok_at(grid))
+    if good.all():
+        return int(n_max)
+    i = int(np.argmax(~good))
+    if i == 0:
+        return None
+    lo, hi = int(grid[i - 1]), int(grid[i])
+    while hi - lo > 1:  # invariant: ok(lo), not ok(hi)
+        mid = (lo + hi) // 2
+        if bool(np.atleast_1d(ok_at(np.asarray([mid])))[0]):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def max_seq_len(sc: Scenario, *, criterion: str = "step") -> int | None:
+    """Largest prompt length [tokens] (≤ the model's max context) meeting the target at the
+    scenario's batch, for every length from 1 up to it.
+
+    With criterion "step" this is ``critical_seq_len − 1`` (max context when there is no
+    critical length).  None when even a 1-token prompt misses the target.
+    """
+    _check_criterion(criterion)
+    max_s = sc.model.max_context_tokens
+    if criterion == "step":
+        crit = critical_seq_len(sc)
+        if crit is None:
+            return max_s
+        return crit - 1 if crit > 1 else None
+    return _first_run_end(lambda s: _passes(sc, criterion, seq_len=s), max_s)
+
+
+def max_batch(
+    sc: Scenario, *, criterion: str = "step", limit: int = DEFAULT_BATCH_LIMIT
+) -> int | None:
+    """Largest batch [requests] (≤ ``limit``) meeting the target at the scenario's S, for every
+    batch from 1 up to it.  ``limit`` when never missed; None when batch 1 misses."""
+    _check_criterion(criterion)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise ValueError(f"limit must be a whole number >= 1, got {limit!r}")
+    return _first_run_end(lambda b: _passes(sc, criterion, batch=b), int(limit))
+
+
+def _describe(link_name: str, compression: str, layerwise: bool) -> str:
+    parts = [link_name]
+    if compression != "none":
+        parts.append(f"{compression.upper()} transfer")
+    if layerwise:
+        parts.append("layer-wise")
+    return " + ".join(parts)
+
+
+def faster_links(sc: Scenario, link_ids=None) -> list:
+    """Links (catalog, or ``link_ids``) faster per direction than ``sc``'s, slowest first."""
+    if link_ids is None:
+        links = list(dict.fromkeys(catalog.links().values()))
+    else:
+        if isinstance(link_ids, str):
+            raise ValueError("link_ids must be a list of interconnect ids, not one string")
+        links = list(dict.fromkeys(catalog.get_link(i) for i in link_ids))
+    faster = [lk for lk in links if lk.bandwidth_bytes_per_s > sc.link.bandwidth_bytes_per_s]
+    return sorted(faster, key=lambda lk: lk.bandwidth_bytes_per_s)  # stable: catalog order ties
+
+
+def mitigation_ladder(sc: Scenario, *, link_ids=None) -> list[Option]:
+    """Every option in cost order (see the module docstring), duplicates left out."""
+    out: list[Option] = []
+    seen: list[Scenario] = []
+    for link in [sc.link, *faster_links(sc, link_ids)]:
+        on_link = sc if link is sc.link else sc.with_link(link)
+        for rung, comp, lw in LADDER:
+            cand = on_link if comp is None else replace(on_link, compression=comp, layerwise=lw)
+            if cand in seen:
+                continue
+            seen.append(cand)
+            label = _describe(link.name, cand.compression, cand.layerwise)
+            if link is sc.link and rung == "as is":
+                label = f"as is: {label}"
+            out.append(Option(label, cand))
+    return out
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One option tried by ``cheapest_mitigation``."""
+
+    label: str
+    scenario: Scenario
+    passed: bool
+    exposed_s: float
+    transfer_share: float
+
+
+@dataclass(frozen=True)
+class Mitigation:
+    """The cheapest option meeting the target, and every option tried up to it."""
+
+    label: str
+    scenario: Scenario
+    evaluation: Evaluation
+    criterion: str
+    tried: tuple[Attempt, ...]
+
+
+def try_mitigations(
+    sc: Scenario, *, criterion: str = "step", link_ids=None, stop_at_first: bool = True
+) -> list[Attempt]:
+    """Evaluate ``mitigation_ladder`` options in order with pass/fail (up to the first pass
+    when ``stop_at_first``, else all of them)."""
+    _check_criterion(criterion)
+    tried = []
+    for opt in mitigation_ladder(sc, link_ids=link_ids):
+        t = transfer(opt.scenario)
+        exposed = float(t.exposed_s)
+        share = exposed / (float(t.prefill_s) + exposed + opt.scenario.decode_step_s)
+        if criterion == "step":
+            passed = exposed < opt.scenario.k * opt.scenario.decode_step_s
+        else:
+            passed = share <= opt.scenario.share_target
+        tried.append(Attempt(opt.label, opt.scenario, bool(passed), exposed, share))
+        if passed and stop_at_first:
+            break
+    return tried
+
+
+def cheapest_mitigation(
+    sc: Scenario, *, criterion: str = "step", link_ids=None
+) -> Mitigation | None:
+    """First option of ``mitigation_ladder`` that meets the target (None when none does).
+
+    ``tried`` lists every option evaluated, in order, with pass/fail; the search stops at the
+    first pass.  ``link_ids`` restricts the links considered (only faster ones are used).  When
+    nothing passes, ``try_mitigations`` gives the whole failed ladder.
+    """
+    tried = try_mitigations(sc, criterion=criterion, link_ids=link_ids)
+    if not tried or not tried[-1].passed:
+        return None
+    win = tried[-1]
+    return Mitigation(
+        label=win.label,
+        scenario=win.scenario,
+        evaluation=evaluate(win.scenario),
+        criterion=criterion,
+        tried=tuple(tried),
+    )
