@@ -299,3 +299,37 @@ def test_traffic_upload_and_bad_upload():
     # the manual column picker appears and fixes it
     at.selectbox(key="pick_prompt").set_value("b").run()
     assert metric(at, "Requests") == "1"
+
+
+# ---- Compare and presentation ---------------------------------------------------------------
+
+
+def test_compare_page_from_link_and_edits():
+    at = app({"cmp": "comp:int8;link:ib-ndr~lw:1", "batch": "8"}, "pages/compare.py")
+    df = at.dataframe[0].value
+    assert list(df.columns) == ["A (sidebar)", "B", "C"]
+    evb = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe", batch=8,
+                                  compression="int8"))  # fmt: skip
+    assert df.loc["Exposed transfer", "B"] == fmt_ms(evb.exposed_s, 2)
+    assert df.loc["Prompt × batch", "C"] == "1,024 tokens × 8"  # follows A's batch
+    assert df.loc["Layer-wise", "C"] == "on"
+    at.selectbox(key="cmp0_link").set_value("nvlink4").run()
+    assert at.query_params["cmp"] in (["comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1"],
+                                      "comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1")  # fmt: skip
+    at.button(key="cmp1_rm").click().run()
+    assert list(at.dataframe[0].value.columns) == ["A (sidebar)", "B"]
+
+
+def test_compare_bad_link_part_warns():
+    at = app({"cmp": "link:warp;oops"}, "pages/compare.py")
+    assert not at.exception
+    again = app({"cmp": "link:warp;oops"})
+    text = again.warning[0].value
+    assert "cmp scenario B: link='warp'" in text and "scenario C 'oops'" in text
+
+
+def test_presentation_mode_from_link():
+    at = app({"present": "1"})
+    assert at.toggle(key="present").value is True
+    at.button(key="present_exit").click().run()
+    assert at.query_params["present"] in ("0", ["0"])
