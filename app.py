@@ -16,28 +16,19 @@ state.ensure_router()  # before any widget, so widget ids never change between r
 state.init_from_url()
 state.sidebar_controls()
 
+PAGES = (  # file, title, icon, url path
+    ("overview", "Overview", "dashboard", None),
+    ("interconnects", "Interconnects", "lan", "interconnects"),
+    ("sequence", "Sequence length", "straighten", "sequence"),
+    ("mitigations", "Mitigations", "build", "mitigations"),
+    ("plan", "Plan", "target", "plan"),
+    ("compare", "Compare", "compare_arrows", "compare"),
+    ("traffic", "Traffic", "bar_chart", "traffic"),
+    ("models", "Models", "neurology", "models"),
+)
 pages = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-    st.Page(
-        "pages/interconnects.py",
-        title="Interconnects",
-        icon=":material/lan:",
-        url_path="interconnects",
-    ),
-    st.Page(
-        "pages/sequence.py",
-        title="Sequence length",
-        icon=":material/straighten:",
-        url_path="sequence",
-    ),
-    st.Page(
-        "pages/mitigations.py", title="Mitigations", icon=":material/build:", url_path="mitigations"
-    ),
-    st.Page(
-        "pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
-    ),
-    st.Page("pages/traffic.py", title="Traffic", icon=":material/bar_chart:", url_path="traffic"),
-    st.Page("pages/models.py", title="Models", icon=":material/neurology:", url_path="models"),
+    st.Page(f"pages/{f}.py", title=t, icon=f":material/{i}:", url_path=u, default=u is None)
+    for f, t, i, u in PAGES
 ]
 page = st.navigation(pages, position="top")
 state.sync_url()

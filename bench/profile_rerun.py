@@ -81,12 +81,17 @@ TIMED_FUNCS = (
     "ui.state:page_widget", "ui.state:_roofline_caption", "ui.state:model_spec",
     "kvmodel.catalog:model_ids", "kvmodel.catalog:get_model", "kvmodel.catalog:get_link",
     "kvmodel.transfer:evaluate", "kvmodel.transfer:transfer", "kvmodel.transfer:critical_seq_len",
-    "kvmodel.build:build_scenario",
+    "kvmodel.build:build_scenario", "ui.figures:_layout",
 )  # fmt: skip
 TIMED_ELEMENTS = ("plotly_chart", "dataframe", "metric", "info", "caption", "markdown", "title",
                   "subheader", "selectbox", "number_input", "select_slider", "slider", "toggle",
                   "multiselect", "radio", "columns", "expander", "file_uploader", "text_area",
                   "button", "warning")  # fmt: skip
+
+
+PLOTLY_METHODS = ("update_layout", "add_bar", "add_scatter", "add_vrect", "add_hrect", "add_vline",
+                  "add_hline", "update_xaxes", "update_yaxes", "update_traces", "add_annotation",
+                  "add_shape")  # fmt: skip
 
 
 class _Timers:
@@ -146,6 +151,12 @@ class _Timers:
                     if v is orig:
                         self._undo.append((m, k, v))
                         setattr(m, k, wrapped)
+        import plotly.graph_objects as go
+
+        for meth in PLOTLY_METHODS:
+            if hasattr(go.Figure, meth):
+                self.patch(go.Figure, meth, f"plotly Figure.{meth}", getattr(go.Figure, meth))
+        self.patch(go.Figure, "__init__", "plotly Figure.__init__", go.Figure.__init__)
         for el in TIMED_ELEMENTS:
             if not hasattr(DeltaGenerator, el):
                 continue

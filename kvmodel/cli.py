@@ -432,8 +432,7 @@ def cmd_traffic(args):
     from . import traffic as tr
     from .traffic_io import load_traffic
 
-    req = load_traffic(args.file, prompt_column=args.prompt_column,
-                       time_column=args.time_column)  # fmt: skip
+    req = load_traffic(args.file, prompt_column=args.prompt_column, time_column=args.time_column)
     if args.hit_ratio is not None and not 0 <= args.hit_ratio < 1:
         raise ValueError(f"--hit-ratio must be in [0, 1), got {args.hit_ratio!r}")
     mix = tr.mix_from_requests(req, hit_ratio=args.hit_ratio)
@@ -446,14 +445,19 @@ def cmd_traffic(args):
         return None if ld is None or x != x or x == float("inf") else x * 1e3
 
     payload = {
-        "file": str(args.file), "format": req.fmt, "model": sc.model.id, "link": sc.link.id,
-        "criterion": args.criterion, "n_requests": reg.n_requests,
+        "file": str(args.file),
+        "format": req.fmt,
+        "model": sc.model.id,
+        "link": sc.link.id,
+        "criterion": args.criterion,
+        "n_requests": reg.n_requests,
         "skipped_rows": req.skipped_rows,
         "fraction_requests_gain": reg.fraction_gain,
         "fraction_tokens_gain": reg.fraction_tokens_gain,
         "fraction_too_short": reg.fraction_too_short,
         "fraction_transfer_bound": reg.fraction_transfer_bound,
-        "critical_seq_len": reg.critical_seq_len, "min_seq_len": reg.min_seq_len,
+        "critical_seq_len": reg.critical_seq_len,
+        "min_seq_len": reg.min_seq_len,
         "rps": None if ld is None else ld.rps,
         "link_utilization": None if ld is None else ld.utilization,
         "demanded_gbs": None if ld is None else ld.bytes_per_s / 1e9,
@@ -462,28 +466,207 @@ def cmd_traffic(args):
         "p90_transfer_ms": ms(ld.p90_s) if ld else None,
         "p99_transfer_ms": ms(ld.p99_s) if ld else None,
         "p99_share_of_ttft": None if ld is None else ld.p99_share_of_ttft,
-        "bandwidth_for_share_target_gbs": None if ld is None or
-        ld.bandwidth_for_target_bytes_per_s is None else ld.bandwidth_for_target_bytes_per_s / 1e9,
+        "bandwidth_for_share_target_gbs": None
+        if ld is None or ld.bandwidth_for_target_bytes_per_s is None
+        else ld.bandwidth_for_target_bytes_per_s / 1e9,
         "decode_idle_s_per_s": None if ld is None or not ld.stable else ld.decode_idle_s_per_s,
         "window": {"l_min": win.l_min, "l_max": win.l_max, "exists": win.exists},
-    }  # fmt: skip
+    }
 
     def pct(x):
         return "–" if x is None else f"{x:.1%}"
 
     rows = [
         ("requests", f"{reg.n_requests:,.0f} ({req.fmt}; {req.skipped_rows:,} rows skipped)"),
-        ("gain", f"{pct(reg.fraction_gain)} of requests, {pct(reg.fraction_tokens_gain)} of "
-                 "tokens"),
+        (
+            "gain",
+            f"{pct(reg.fraction_gain)} of requests, {pct(reg.fraction_tokens_gain)} of tokens",
+        ),
         ("too short", f"{pct(reg.fraction_too_short)} (under {reg.min_seq_len:,} tokens)"),
-        ("transfer-bound", f"{pct(reg.fraction_transfer_bound)} (from "
-                           f"{fmt_tokens(reg.critical_seq_len)})"),
-        ("link utilisation", "no rate (no timestamps; use --rps)" if ld is None
-         else pct(ld.utilization)),
-        ("p99 transfer incl. queue", "–" if payload["p99_transfer_ms"] is None
-         else f"{payload['p99_transfer_ms']:,.2f} ms"),
-    ]  # fmt: skip
+        (
+            "transfer-bound",
+            f"{pct(reg.fraction_transfer_bound)} (from {fmt_tokens(reg.critical_seq_len)})",
+        ),
+        (
+            "link utilisation",
+            "no rate (no timestamps; use --rps)" if ld is None else pct(ld.utilization),
+        ),
+        (
+            "p99 transfer incl. queue",
+            "–" if payload["p99_transfer_ms"] is None else f"{payload['p99_transfer_ms']:,.2f} ms",
+        ),
+    ]
     _emit(args, payload, ("quantity", "value"), rows)
+
+
+def _fit_measurement(m):
+    from .calibrate import fit_from_bandwidth_points, fit_latency_bandwidth
+    from .measure_io import MeasureError
+
+    if m.kind in ("perftest", "perftest-json"):
+        return fit_from_bandwidth_points(m.data)
+    if m.kind == "pairs":
+        sizes, seconds = zip(*m.data, strict=True)
+        return fit_latency_bandwidth(sizes, seconds)
+    raise MeasureError(
+        f"{m.name}: {m.kind} output has no (size, time) pairs to fit; calibrate reads perftest "
+        "ib_*_bw output (text or --out_json) or a bytes,seconds CSV"
+        + (
+            "; for a /metrics scrape use: python -m kvmodel metrics FILE"
+            if m.kind == "prometheus"
+            else ""
+        )
+    )
+
+
+def cmd_calibrate(args):
+    from pathlib import Path
+
+    from .calibrate import link_efficiency
+    from .measure_io import load_measurement
+
+    link = catalog.get_link(args.link) if args.link else None
+    m = load_measurement(Path(args.file))
+    fit = _fit_measurement(m)
+    eff = None if link is None else link_efficiency(link, fit)
+    payload = {
+        "file": str(args.file),
+        "kind": m.kind,
+        "n_points": fit.n,
+        "bandwidth_gbs": fit.bandwidth_bytes_per_s / 1e9,
+        "latency_us": fit.latency_s * 1e6,
+        "latency_clamped": fit.latency_clamped,
+        "rms_relative_error": fit.rms_relative_error,
+        "link": None if link is None else link.id,
+        "nominal_bandwidth_gbs": None if link is None else link.bandwidth_bytes_per_s / 1e9,
+        "efficiency": eff,
+        "fit_source": fit.source,
+        "efficiency_curve": [{"bytes": b, "efficiency": e} for b, e in fit.efficiency_curve],
+    }
+    rows = [
+        ("measurement", f"{m.name} ({m.kind}, {fit.n} points)"),
+        ("bandwidth", f"{fit.bandwidth_bytes_per_s / 1e9:,.4g} GB/s per direction"),
+        (
+            "latency" if fit.source == "time" else "per-message cost",
+            f"{fit.latency_s * 1e6:,.3g} µs" + (" (clamped at 0)" if fit.latency_clamped else ""),
+        ),
+        ("rms relative error", f"{fit.rms_relative_error:.2%}"),
+        (
+            "efficiency",
+            "– (give --link)"
+            if link is None
+            else f"{eff:.1%} of {link.name}'s {link.bandwidth_bytes_per_s / 1e9:g} GB/s",
+        ),
+    ]
+    footer = []
+    if fit.source == "bandwidth":
+        footer.append(
+            "perftest keeps many messages in flight: the intercept is the per-message cost of a "
+            "pipelined stream, not the one-way latency (measure that with ib_write_lat)."
+        )
+    _emit(args, payload, ("quantity", "value"), rows, footer)
+
+
+def cmd_metrics(args):
+    from pathlib import Path
+
+    from .measure_io import MeasureError, load_measurement
+
+    m = load_measurement(Path(args.file))
+    if m.kind != "prometheus":
+        raise MeasureError(
+            f"{m.name}: this is {m.kind} output, not Prometheus text; metrics reads a /metrics "
+            "scrape (for perftest or bytes,seconds files use: python -m kvmodel calibrate FILE)"
+        )
+    d = m.data
+
+    def ms(x):
+        return None if x is None else x * 1e3
+
+    payload = {
+        "file": str(args.file),
+        "gap_mean_ms": ms(d.gap_mean_s),
+        "gap_p50_ms": ms(d.gap_p50_s),
+        "gap_p90_ms": ms(d.gap_p90_s),
+        "gap_p99_ms": ms(d.gap_p99_s),
+        "gap_source": d.gap_source,
+        "ttft_mean_ms": ms(d.ttft_mean_s),
+        "ttft_p50_ms": ms(d.ttft_p50_s),
+        "ttft_p90_ms": ms(d.ttft_p90_s),
+        "ttft_p99_ms": ms(d.ttft_p99_s),
+        "ttft_source": d.ttft_source,
+        "prefill_mean_ms": ms(d.prefill_mean_s),
+        "nixl_xfer_mean_ms": ms(d.nixl_xfer_mean_s),
+        "nixl_bytes_mean": d.nixl_bytes_mean,
+        "effective_bandwidth_gbs": None
+        if d.effective_bandwidth_bytes_per_s is None
+        else d.effective_bandwidth_bytes_per_s / 1e9,
+        "bandwidth_source": d.bandwidth_source,
+        "transfer_share_of_ttft": d.transfer_share_of_ttft,
+        "share_target": d.share_target,
+        "verdict": d.verdict,
+        "metrics_found": list(d.metrics_found),
+        "notes": list(d.notes),
+    }
+
+    def fmt(x, digits=2):
+        return "–" if x is None else f"{x:,.{digits}f} ms"
+
+    def pcts(prefix):
+        return " / ".join(fmt(payload[f"{prefix}_{p}_ms"]) for p in ("p50", "p90", "p99"))
+
+    share = d.transfer_share_of_ttft
+    rows = [
+        (
+            "transfer gap mean",
+            fmt(payload["gap_mean_ms"]) + (f" ({d.gap_source})" if d.gap_source else ""),
+        ),
+        ("transfer gap p50 / p90 / p99", pcts("gap")),
+        ("TTFT mean", fmt(payload["ttft_mean_ms"], 1)),
+        ("TTFT p50 / p90 / p99", pcts("ttft")),
+        ("prefill mean", fmt(payload["prefill_mean_ms"], 1)),
+        ("NIXL transfer mean", fmt(payload["nixl_xfer_mean_ms"])),
+        (
+            "NIXL bytes per transfer",
+            "–" if d.nixl_bytes_mean is None else fmt_bytes(d.nixl_bytes_mean),
+        ),
+        (
+            "effective bandwidth",
+            "–"
+            if d.effective_bandwidth_bytes_per_s is None
+            else f"{d.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s",
+        ),
+        (
+            "transfer share of TTFT",
+            "–" if share is None else f"{share:.1%} — {d.verdict} the {d.share_target:.0%} line",
+        ),
+    ]
+    footer = [f"metrics found: {', '.join(d.metrics_found)}", *(f"note: {n}" for n in d.notes)]
+    _emit(args, payload, ("quantity", "value"), rows, footer)
+
+
+def cmd_report(args):
+    from pathlib import Path
+
+    from ui.report import DEFAULT_BASE_URL, report_html, share_link, share_query
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--out must end in .html or .htm, got {args.out!r}")
+    sc = _scenario(args, share_target=args.share_target)
+    url = share_link(sc, args.base_url or DEFAULT_BASE_URL)
+    label = f"{sc.model.name} on {sc.link.name}"
+    html = report_html([(label, sc)], share_url=url, title=args.title)
+    out.write_text(html, encoding="utf-8")
+    size = out.stat().st_size
+    gaps = [] if url else share_query(sc)[1]
+    payload = {"path": str(out), "bytes": size, "share_url": url, "share_link_gaps": gaps}
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return
+    print(f"wrote {out} ({fmt_bytes(size)}, {size:,} bytes)")
+    if url is None:
+        print(f"no share link: the app's link cannot carry {'; '.join(gaps)}")
 
 
 COMMANDS = {
@@ -495,6 +678,9 @@ COMMANDS = {
     "critical": (cmd_critical, "critical sequence length", True),
     "table": (cmd_table, "transfer ms per link × batch", True),
     "traffic": (cmd_traffic, "which share of a traffic file gains from disaggregation", True),
+    "calibrate": (cmd_calibrate, "fit latency and bandwidth to perftest or timing data", False),
+    "metrics": (cmd_metrics, "transfer gap, TTFT and their share from a /metrics scrape", False),
+    "report": (cmd_report, "write a standalone HTML report of the scenario", True),
 }
 
 
@@ -521,6 +707,19 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("--rps", type=_number, help="arrival rate (default: timestamps)")
             p.add_argument("--prompt-column", help="prompt-length column, when not detected")
             p.add_argument("--time-column", help="timestamp column, when not detected")
+        if name == "calibrate":
+            p.add_argument("file", help="perftest ib_*_bw output or --out_json, bytes,seconds CSV")
+            p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")
+        if name == "metrics":
+            p.add_argument("file", help="Prometheus text: vLLM/NIXL/SGLang /metrics scrape")
+        if name == "report":
+            p.add_argument("--out", required=True, metavar="FILE.html", help="report file")
+            p.add_argument("--share-target", type=_number, default=0.2, help="0-1 (0.2)")
+            p.add_argument(
+                "--base-url",
+                help="app address for the share link (default http://localhost:8501/)",
+            )
+            p.add_argument("--title", default="KV transfer report", help="report title")
         if name == "table":
             p.add_argument("--links", default=TABLE_LINKS_DEFAULT, help="comma-separated link ids")
             p.add_argument("--batches", default="1,8,32", help="comma-separated batch sizes")

@@ -160,7 +160,7 @@ def _categorical_rows(sc: Scenario):
                 (replace(sc, layerwise=False), "layer-wise off"),
                 (replace(sc, layerwise=True), "layer-wise on"),
             ],
-        ),  # fmt: skip
+        ),
     ]
 
 

@@ -110,11 +110,14 @@ def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
     if sc.layerwise:
         n_lat = sc.model.attention_layers + sc.model.state_layers
     parts = [
-        (sc.link.latency_s * n_lat, "link latency"
-         + (f" ({fmt_time(sc.link.latency_s)} × {n_lat} layer chunks)" if n_lat > 1 else "")),
+        (
+            sc.link.latency_s * n_lat,
+            "link latency"
+            + (f" ({fmt_time(sc.link.latency_s)} × {n_lat} layer chunks)" if n_lat > 1 else ""),
+        ),
         (float(t.codec_s), f"{sc.compression.upper()} quantize/dequantize"),
         (float(t.descriptor_s), "transfer descriptors"),
-    ]  # fmt: skip
+    ]
     parts = sorted((p for p in parts if p[0] > 0), key=lambda p: -p[0])
     what = ", ".join(f"{label} {fmt_time(s)}" for s, label in parts) or "none"
     if criterion == "step":

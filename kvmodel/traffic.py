@@ -196,13 +196,18 @@ def comparison(
             for lw in layerwise:
                 s = replace(sc, link=link, compression=comp, layerwise=lw)
                 r = regions(s, mix, min_seq_len=min_seq_len, criterion=criterion)
-                rows.append({
-                    "link": lid, "link_name": link.name, "compression": comp, "layerwise": lw,
-                    "fraction_requests_gain": r.fraction_gain,
-                    "fraction_tokens_gain": r.fraction_tokens_gain,
-                    "fraction_transfer_bound": r.fraction_transfer_bound,
-                    "critical_seq_len": r.critical_seq_len,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "link": lid,
+                        "link_name": link.name,
+                        "compression": comp,
+                        "layerwise": lw,
+                        "fraction_requests_gain": r.fraction_gain,
+                        "fraction_tokens_gain": r.fraction_tokens_gain,
+                        "fraction_transfer_bound": r.fraction_transfer_bound,
+                        "critical_seq_len": r.critical_seq_len,
+                    }
+                )
     return rows
 
 
@@ -307,8 +312,9 @@ def _bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray):
     idx = idx[:20_000]
 
     def at(bw):
-        return _p99_share(replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw)), mix, rate,
-                          idx)  # fmt: skip
+        return _p99_share(
+            replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw)), mix, rate, idx
+        )
 
     lo, hi = 1e6, 1e15
     if at(hi) > sc.share_target:

@@ -46,8 +46,10 @@ st.caption(
 )
 labelled, problems = [("A (sidebar)", base_sc)], []
 cols = st.columns(P.MAX_COMPARED + 1)
-cols[0].markdown(f"**A** · {base_sc.link.name}, {base_sc.compression}, "
-                 f"layer-wise {'on' if base_sc.layerwise else 'off'}")  # fmt: skip
+cols[0].markdown(
+    f"**A** · {base_sc.link.name}, {base_sc.compression}, "
+    f"layer-wise {'on' if base_sc.layerwise else 'off'}"
+)
 for i, over in enumerate(variants):
     label = chr(ord("B") + i)
     with cols[i + 1]:
@@ -56,10 +58,17 @@ for i, over in enumerate(variants):
         ss[f"cmp{i}_link"] = link if link in LINKS else LINKS[0]
         ss[f"cmp{i}_comp"] = over.get("comp", base_values["comp"])
         ss[f"cmp{i}_lw"] = str(over.get("lw", base_values["lw"])) == "1"
-        st.selectbox("Interconnect", LINKS, key=f"cmp{i}_link", on_change=_edited, args=(i,),
-                     format_func=figures.link_name)  # fmt: skip
-        st.selectbox("Compression", list(COMPRESSION_BITS), key=f"cmp{i}_comp",
-                     on_change=_edited, args=(i,))  # fmt: skip
+        st.selectbox(
+            "Interconnect",
+            LINKS,
+            key=f"cmp{i}_link",
+            on_change=_edited,
+            args=(i,),
+            format_func=figures.link_name,
+        )
+        st.selectbox(
+            "Compression", list(COMPRESSION_BITS), key=f"cmp{i}_comp", on_change=_edited, args=(i,)
+        )
         st.toggle("Layer-wise", key=f"cmp{i}_lw", on_change=_edited, args=(i,))
         st.button("Remove", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
     values, _ = P.variant_values(base_values, over)
@@ -82,11 +91,16 @@ st.info(
     icon=":material/lightbulb:",
 )
 shown, differs = compare_table(evs)
-st.dataframe(figures.style_differences(shown, differs), width="stretch",
-             height=36 * (len(shown) + 1) + 4)  # fmt: skip
+st.dataframe(
+    figures.style_differences(shown, differs), width="stretch", height=36 * (len(shown) + 1) + 4
+)
 st.caption("Highlighted: differs from A.")
-st.plotly_chart(figures.figure_ttft(table, title="TTFT per scenario: prefill + exposed "
-                                    "transfer + first decode step"), width="stretch")  # fmt: skip
+st.plotly_chart(
+    figures.figure_ttft(
+        table, title="TTFT per scenario: prefill + exposed transfer + first decode step"
+    ),
+    width="stretch",
+)
 
 trace = ss.get("trace")
 if trace in tr.SAMPLES:
@@ -95,12 +109,14 @@ if trace in tr.SAMPLES:
     gains = {
         label: tr.regions(
             tr.per_request_scenario(sc), mix, min_seq_len=int(ss["minlen"]), criterion=ss["crit"]
-        ).fraction_gain  # fmt: skip
+        ).fraction_gain
         for label, sc in labelled
     }
     st.subheader("Traffic that gains")
-    st.caption(f"{tr.SAMPLES[trace][1]} (the Traffic page's sample), too short below "
-               f"{int(ss['minlen']):,} tokens, criterion {ss['crit']}.")  # fmt: skip
+    st.caption(
+        f"{tr.SAMPLES[trace][1]} (the Traffic page's sample), too short below "
+        f"{int(ss['minlen']):,} tokens, criterion {ss['crit']}."
+    )
     c = st.columns(len(gains))
     for col, (label, frac) in zip(c, gains.items(), strict=True):
         col.metric(label, f"{frac:.1%}", help="Share of requests that gain from disaggregation")

@@ -114,9 +114,7 @@ with c[2]:
 hit_ratio = hit / 100 if hit else None
 mix = traffic_ui.mix(key, hit_ratio, req)
 tsc = tr.per_request_scenario(sc)
-res = traffic_ui.analyse(
-    tsc, key, hit_ratio, int(minlen), crit, tuple(state.id_list("links")), mix
-)  # fmt: skip
+res = traffic_ui.analyse(tsc, key, hit_ratio, int(minlen), crit, tuple(state.id_list("links")), mix)
 reg = res["regions"]
 st.info(traffic_takeaway(reg, sc.link.name, label), icon=":material/lightbulb:")
 
@@ -131,11 +129,14 @@ m[3].metric(
 )
 st.plotly_chart(
     figures.figure_traffic_histogram(
-        mix.tokens, mix.weights, res["region"], min_seq_len=int(minlen),
+        mix.tokens,
+        mix.weights,
+        res["region"],
+        min_seq_len=int(minlen),
         critical=reg.critical_seq_len,
     ),
     width="stretch",
-)  # fmt: skip
+)
 st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
 st.subheader("What moves the share that gains")

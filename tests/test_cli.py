@@ -150,11 +150,26 @@ def test_module_entry_point():
 
 
 def test_traffic_json(capsys):
-    out = run_json(capsys, "traffic", str(ROOT / "data/traces/azure2023/AzureLLMInferenceTrace_conv.csv"),
-                   "--model", "llama-3-70b", "--link", "100gbe")  # fmt: skip
-    for key in ("n_requests", "fraction_requests_gain", "fraction_tokens_gain",
-                "fraction_too_short", "fraction_transfer_bound", "critical_seq_len",
-                "min_seq_len", "link_utilization", "p99_transfer_ms"):  # fmt: skip
+    out = run_json(
+        capsys,
+        "traffic",
+        str(ROOT / "data/traces/azure2023/AzureLLMInferenceTrace_conv.csv"),
+        "--model",
+        "llama-3-70b",
+        "--link",
+        "100gbe",
+    )
+    for key in (
+        "n_requests",
+        "fraction_requests_gain",
+        "fraction_tokens_gain",
+        "fraction_too_short",
+        "fraction_transfer_bound",
+        "critical_seq_len",
+        "min_seq_len",
+        "link_utilization",
+        "p99_transfer_ms",
+    ):
         assert key in out
     assert out["n_requests"] == 19_366 and out["critical_seq_len"] == 1145
     assert out["min_seq_len"] == 128

@@ -267,15 +267,19 @@ def test_traffic_page_sample_matches_kvmodel():
 
 
 def test_traffic_thresholds_change_numbers_and_link():
-    at = app({"trace": "azure-code", "minlen": "512", "crit": "share", "hit": "50"},
-             "pages/traffic.py")  # fmt: skip
+    at = app(
+        {"trace": "azure-code", "minlen": "512", "crit": "share", "hit": "50"}, "pages/traffic.py"
+    )
     from kvmodel import traffic as tr
     from kvmodel.traffic_io import load_traffic
 
     req = load_traffic(tr.sample_path("azure-code"))
-    reg = tr.regions(tr.per_request_scenario(build_scenario()),
-                     tr.mix_from_requests(req, hit_ratio=0.5), min_seq_len=512,
-                     criterion="share")  # fmt: skip
+    reg = tr.regions(
+        tr.per_request_scenario(build_scenario()),
+        tr.mix_from_requests(req, hit_ratio=0.5),
+        min_seq_len=512,
+        criterion="share",
+    )
     assert metric(at, "Too short") == f"{reg.fraction_too_short:.1%}"
     assert metric(at, "Gain") == f"{reg.fraction_gain:.1%}"
     at.number_input(key="w_minlen").set_value(64).run()
@@ -308,14 +312,17 @@ def test_compare_page_from_link_and_edits():
     at = app({"cmp": "comp:int8;link:ib-ndr~lw:1", "batch": "8"}, "pages/compare.py")
     df = at.dataframe[0].value
     assert list(df.columns) == ["A (sidebar)", "B", "C"]
-    evb = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe", batch=8,
-                                  compression="int8"))  # fmt: skip
+    evb = evaluate(
+        build_scenario(model="llama-3.1-70b", link="100gbe", batch=8, compression="int8")
+    )
     assert df.loc["Exposed transfer", "B"] == fmt_ms(evb.exposed_s, 2)
     assert df.loc["Prompt × batch", "C"] == "1,024 tokens × 8"  # follows A's batch
     assert df.loc["Layer-wise", "C"] == "on"
     at.selectbox(key="cmp0_link").set_value("nvlink4").run()
-    assert at.query_params["cmp"] in (["comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1"],
-                                      "comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1")  # fmt: skip
+    assert at.query_params["cmp"] in (
+        ["comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1"],
+        "comp:int8~link:nvlink4~lw:0;link:ib-ndr~lw:1",
+    )
     at.button(key="cmp1_rm").click().run()
     assert list(at.dataframe[0].value.columns) == ["A (sidebar)", "B"]
 

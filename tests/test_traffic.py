@@ -21,8 +21,9 @@ from kvmodel.transfer import transfer
 
 
 def requests(prompt, weights=None, cached=None, arrival=None):
-    return SimpleNamespace(prompt_tokens=np.asarray(prompt), weights=weights, cached_tokens=cached,
-                           arrival_s=arrival)  # fmt: skip
+    return SimpleNamespace(
+        prompt_tokens=np.asarray(prompt), weights=weights, cached_tokens=cached, arrival_s=arrival
+    )
 
 
 SC = build_scenario(model="llama-3-70b", link="100gbe")  # critical length 1,145 (article)
@@ -34,10 +35,12 @@ def test_regions_by_requests_and_tokens():
     mix = mix_from_requests(requests([64, 100, 500, 1000, 1144, 1145, 5000]))
     r = regions(SC, mix)
     assert r.n_requests == 7 and r.critical_seq_len == 1145
-    assert_allclose([r.fraction_too_short, r.fraction_gain, r.fraction_transfer_bound],
-                    [2 / 7, 3 / 7, 2 / 7])  # fmt: skip
-    assert_allclose(r.fraction_tokens_gain, (500 + 1000 + 1144) / (64 + 100 + 500 + 1000 + 1144
-                                                                    + 1145 + 5000))  # fmt: skip
+    assert_allclose(
+        [r.fraction_too_short, r.fraction_gain, r.fraction_transfer_bound], [2 / 7, 3 / 7, 2 / 7]
+    )
+    assert_allclose(
+        r.fraction_tokens_gain, (500 + 1000 + 1144) / (64 + 100 + 500 + 1000 + 1144 + 1145 + 5000)
+    )
 
 
 def test_histogram_weights_equal_repeated_requests():
@@ -77,8 +80,9 @@ def test_prefix_cache_hit_ratio_and_per_request_cached_tokens():
 
 def test_comparison_rows_and_compression_moves_the_boundary():
     mix = mix_from_requests(requests([200, 1500, 3000]))
-    rows = comparison(SC, mix, link_ids=["100gbe", "ib-ndr"], compressions=("none", "int8"),
-                      layerwise=(False,))  # fmt: skip
+    rows = comparison(
+        SC, mix, link_ids=["100gbe", "ib-ndr"], compressions=("none", "int8"), layerwise=(False,)
+    )
     assert len(rows) == 4
     by = {(r["link"], r["compression"]): r for r in rows}
     assert by[("100gbe", "none")]["fraction_requests_gain"] == pytest.approx(1 / 3)
@@ -117,8 +121,9 @@ def test_window():
     mix = mix_from_requests(requests([50, 500, 1000, 2000]))
     w = recommended_window(SC, mix)
     assert (w.l_min, w.l_max, w.exists) == (128, 1145, True)
-    assert_allclose([w.fraction_local, w.fraction_disaggregated, w.fraction_warn],
-                    [0.25, 0.5, 0.25])  # fmt: skip
+    assert_allclose(
+        [w.fraction_local, w.fraction_disaggregated, w.fraction_warn], [0.25, 0.5, 0.25]
+    )
     slow = build_scenario(model="llama-3-70b", link="25gbe")  # critical 287 tokens
     assert recommended_window(slow, mix, min_seq_len=300).exists is False
 

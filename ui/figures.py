@@ -464,11 +464,15 @@ def figure_traffic_histogram(
         counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
         mids = np.sqrt(edges[:-1] * edges[1:])
         fig.add_bar(
-            x=mids, y=counts, width=np.diff(edges), name=name, marker_color=REGION_COLORS[name],
+            x=mids,
+            y=counts,
+            width=np.diff(edges),
+            name=name,
+            marker_color=REGION_COLORS[name],
             customdata=np.stack([edges[:-1], edges[1:]], axis=1),
             hovertemplate=f"{name}<br>%{{customdata[0]:,.0f}}–%{{customdata[1]:,.0f}} tokens"
             "<br>%{y:,.0f} requests<extra></extra>",
-        )  # fmt: skip
+        )
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_xaxes(type="log", dtick=1)
     marks = [(min_seq_len, f"min {min_seq_len:,} tokens")]
@@ -486,25 +490,36 @@ def figure_traffic_histogram(
                 showarrow=False,
                 font={"size": 11},
             )
-    return _layout(fig, "Request lengths by region (tokens that must move)",
-                   "tokens per request [log scale]", "requests")  # fmt: skip
+    return _layout(
+        fig,
+        "Request lengths by region (tokens that must move)",
+        "tokens per request [log scale]",
+        "requests",
+    )
 
 
 def traffic_comparison_frame(rows) -> pd.DataFrame:
     """traffic.comparison rows → a readable table, best first."""
     df = pd.DataFrame(rows)
     df = df.sort_values("fraction_requests_gain", ascending=False)
-    return pd.DataFrame({
-        "Option": [f"{n} + {c.upper() if c != 'none' else 'no compression'}"
-                   + (" + layer-wise" if lw else "")
-                   for n, c, lw in zip(df["link_name"], df["compression"], df["layerwise"],
-                                       strict=True)],
-        "Requests that gain": df["fraction_requests_gain"].map("{:.1%}".format),
-        "Tokens that gain": df["fraction_tokens_gain"].map("{:.1%}".format),
-        "Transfer-bound": df["fraction_transfer_bound"].map("{:.1%}".format),
-        "Critical length": [("never" if c is None or c != c else f"{int(c):,} tokens")
-                            for c in df["critical_seq_len"]],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "Option": [
+                f"{n} + {c.upper() if c != 'none' else 'no compression'}"
+                + (" + layer-wise" if lw else "")
+                for n, c, lw in zip(
+                    df["link_name"], df["compression"], df["layerwise"], strict=True
+                )
+            ],
+            "Requests that gain": df["fraction_requests_gain"].map("{:.1%}".format),
+            "Tokens that gain": df["fraction_tokens_gain"].map("{:.1%}".format),
+            "Transfer-bound": df["fraction_transfer_bound"].map("{:.1%}".format),
+            "Critical length": [
+                ("never" if c is None or c != c else f"{int(c):,} tokens")
+                for c in df["critical_seq_len"]
+            ],
+        }
+    )
 
 
 def style_differences(shown: pd.DataFrame, differs: pd.DataFrame):
@@ -515,3 +530,82 @@ def style_differences(shown: pd.DataFrame, differs: pd.DataFrame):
         ),
         axis=None,
     )
+
+
+TORNADO_COLORS = {"low": "#60a5fa", "high": "#dc2626"}
+
+
+def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None = None):
+    """Tornado chart of ``kvmodel.sensitivity.tornado``: per input, bars from the base value to
+    the outcome at its low and at its high setting, largest spread on top.
+
+    ``metric`` "ttft" draws TTFT [ms], "share" the transfer share of TTFT [%].  ``base`` is the
+    base value in the table's units (TTFT [s] or share 0-1); default ``df.attrs``.
+    """
+    if metric not in ("ttft", "share"):
+        raise ValueError(f"metric must be 'ttft' or 'share', got {metric!r}")
+    key = "ttft_s" if metric == "ttft" else "share"
+    if base is None:
+        base = df.attrs.get(key)
+    if base is None:
+        raise ValueError(f"base is required when df.attrs has no {key!r}")
+    scale, unit, fmt = (1e3, "ms", ",.1f") if metric == "ttft" else (100.0, "%", ",.2f")
+    lo_col, hi_col = (
+        ("ttft_low_s", "ttft_high_s") if metric == "ttft" else ("share_low", "share_high")
+    )
+    d = df.assign(_spread=(df[hi_col] - df[lo_col]).abs())
+    d = d.sort_values("_spread", ascending=False, kind="stable")
+    b = float(base) * scale
+    what = "TTFT" if metric == "ttft" else "transfer share of TTFT"
+    values = [b, *(d[lo_col] * scale), *(d[hi_col] * scale)]
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.35 or max(abs(b) * 0.1, 1e-9)
+    fig = go.Figure()
+    for side, col, label_col, width, name in (
+        ("low", lo_col, "low_label", 0.7, "low setting (categories: best option)"),
+        ("high", hi_col, "high_label", 0.4, "high setting (categories: worst option)"),
+    ):
+        v = d[col].to_numpy(dtype=float) * scale
+        # label a bar only when it is long enough to tell which label belongs to it
+        long = abs(v - b) >= 0.01 * (hi - lo)
+        text = [lab if ok else "" for lab, ok in zip(d[label_col], long, strict=True)]
+        fig.add_bar(
+            y=d["input"],
+            x=v - b,
+            base=[b] * len(d),
+            orientation="h",
+            width=width,
+            name=name,
+            marker_color=TORNADO_COLORS[side],
+            text=text,
+            textposition="outside",
+            cliponaxis=False,
+            customdata=list(zip(d[label_col], v, v - b, strict=True)),
+            hovertemplate=f"%{{y}}<br>%{{customdata[0]}}: {what} %{{customdata[1]:{fmt}}} "
+            f"{unit}<br>%{{customdata[2]:+{fmt}}} {unit} vs base<extra></extra>",
+        )
+    fig.add_vline(x=b, line_dash="dash", line_color="#475569")
+    fig.add_scatter(  # legend entry for the base line
+        x=[None],
+        y=[None],
+        mode="lines",
+        line={"color": "#475569", "dash": "dash"},
+        name=f"base {b:{fmt}} {unit}",
+    )
+    fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_layout(barmode="overlay")
+    rel = df.attrs.get("rel")
+    span = f": each input ±{rel:.0%}, categories over all options" if rel else ""
+    fig = _layout(
+        fig,
+        f"What moves the {what}{span}",
+        f"{what} [{unit}]",
+        "",
+        height=max(300, 110 + 36 * len(d)),
+    )
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        margin={"t": 100},
+    )
+    return fig

@@ -275,8 +275,25 @@ def _band(raw, warnings) -> str:
     return f"{lo:g}-{hi:g}"
 
 
-SCENARIO_KEYS = ("model", "seq", "batch", "link", "bw", "lat", "eff", "par", "kvd", "comp", "lw",
-                 "codec", "tp", "tpd", "step", "prefill", "gpu")  # fmt: skip
+SCENARIO_KEYS = (
+    "model",
+    "seq",
+    "batch",
+    "link",
+    "bw",
+    "lat",
+    "eff",
+    "par",
+    "kvd",
+    "comp",
+    "lw",
+    "codec",
+    "tp",
+    "tpd",
+    "step",
+    "prefill",
+    "gpu",
+)
 MAX_COMPARED = 3  # variants besides the sidebar's scenario
 
 

@@ -50,6 +50,16 @@ def cached_evaluate(sc: Scenario) -> Evaluation:
     return evaluate(sc)
 
 
+@st.cache_data(max_entries=128, show_spinner=False)
+def _cached_call(name: str, _fn, sc: Scenario, **kwargs):
+    return _fn(sc, **kwargs)
+
+
+def cached_call(fn, sc: Scenario, **kwargs):
+    """A kvmodel function of a scenario, computed once per (function, scenario, options)."""
+    return _cached_call(f"{fn.__module__}.{fn.__qualname__}", fn, sc, **kwargs)
+
+
 def imported_models() -> dict[str, ModelSpec]:
     return st.session_state.setdefault("_imported", {})
 

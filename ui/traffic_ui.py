@@ -46,10 +46,14 @@ def analyse(sc, source_key: tuple, hit, minlen: int, crit: str, links: tuple, _m
         "region": tr.classify(sc, _mix.tokens, min_seq_len=minlen, criterion=crit),
         "window": tr.recommended_window(sc, _mix, min_seq_len=minlen, criterion=crit),
         "comparison": tr.comparison(
-            sc, _mix, link_ids=list(links), compressions=("none", "int8", "int4"),
-            min_seq_len=minlen, criterion=crit,
+            sc,
+            _mix,
+            link_ids=list(links),
+            compressions=("none", "int8", "int4"),
+            min_seq_len=minlen,
+            criterion=crit,
         ),
-    }  # fmt: skip
+    }
 
 
 @st.cache_data(max_entries=64, show_spinner="Simulating the link queue…")

@@ -1,0 +1,252 @@
+"""Fit the link model to measurements and set the model beside what a cluster measured.
+
+The model of one transfer is ``t = latency + bytes ÷ bandwidth``.  :func:`fit_latency_bandwidth`
+finds the latency and bandwidth that best explain measured (bytes, seconds) pairs, minimising the
+*relative* error so that 2-byte and 8-MB messages count alike; :func:`fit_from_bandwidth_points`
+does the same for perftest's (message size, bandwidth) points.  :func:`calibrated_link` and
+:func:`apply_fit` put a fit into a :class:`~kvmodel.specs.LinkSpec` / :class:`Scenario`;
+:func:`compare_to_model` and :func:`compare_nsys_to_model` put the model's numbers next to a
+scrape's or a profile's.
+
+What a perftest fit's latency means: ``ib_*_bw`` keeps up to ``tx_depth`` (128) messages in
+flight, so ``size ÷ bandwidth`` at small sizes is the per-message cost of a pipelined stream (the
+inverse of the message rate, ~0.1-0.3 µs), not the one-way latency (~1-2 µs, ``ib_*_lat``).
+The fit's ``source`` says which kind it is; :func:`apply_fit` keeps the link's own latency for a
+bandwidth fit unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .measure_io import MeasureError, Metrics, NsysResult
+from .specs import LinkSpec
+from .transfer import Scenario, chunk_times_s, evaluate
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``t = latency_s + bytes ÷ bandwidth_bytes_per_s`` fitted to ``n`` measurements."""
+
+    latency_s: float  # ≥ 0
+    bandwidth_bytes_per_s: float  # asymptotic, per direction, one stream
+    rms_relative_error: float  # sqrt(mean(((model − measured) ÷ measured)²))
+    n: int
+    source: str = "time"  # "time": measured (bytes, seconds); "bandwidth": perftest points
+    latency_clamped: bool = False  # the free fit gave latency < 0; refitted through the origin
+    # (message bytes, measured bandwidth ÷ fitted bandwidth), perftest fits only, file order
+    efficiency_curve: tuple[tuple[float, float], ...] = ()
+
+    def time_s(self, nbytes):
+        """The fitted transfer time of ``nbytes`` (scalar or array)."""
+        return self.latency_s + np.asarray(nbytes, dtype=float) / self.bandwidth_bytes_per_s
+
+    def bandwidth_at(self, nbytes):
+        """The fitted achieved bandwidth ``bytes ÷ time`` at ``nbytes`` (for efficiency curves)."""
+        x = np.asarray(nbytes, dtype=float)
+        return x / self.time_s(x)
+
+
+def _as_arrays(sizes, seconds) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(sizes, dtype=float).ravel()
+    t = np.asarray(seconds, dtype=float).ravel()
+    if x.shape != t.shape:
+        raise MeasureError(f"{x.size} sizes but {t.size} times; expected one time per size")
+    if x.size == 0:
+        raise MeasureError("no measurements; the fit needs (bytes, seconds) pairs")
+    bad = ~np.isfinite(x) | ~np.isfinite(t) | (x < 0) | (t <= 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise MeasureError(
+            f"measurement {i + 1} is {x[i]:g} bytes in {t[i]:g} s; expected bytes ≥ 0, seconds > 0"
+        )
+    return x, t
+
+
+def fit_latency_bandwidth(sizes, seconds, *, source: str = "time") -> Fit:
+    """Least-squares fit of ``t = latency + bytes ÷ bandwidth`` minimising relative error.
+
+    Rows are weighted by ``1 ÷ t``: the fit minimises ``Σ ((latency + b·x − t) ÷ t)²`` with
+    ``b = 1 ÷ bandwidth``.  A negative latency is clamped to 0 and the slope refitted through the
+    origin (``latency_clamped``).  Needs at least two distinct sizes; a slope ≤ 0 (times that do
+    not grow with size) is an error.
+    """
+    x, t = _as_arrays(sizes, seconds)
+    if np.unique(x).size < 2:
+        raise MeasureError(
+            f"the fit needs at least 2 distinct message sizes; got {x.size} measurement(s) of "
+            f"{', '.join(f'{v:g}' for v in np.unique(x)[:3])} bytes"
+        )
+    w = 1.0 / t
+    a_cols = np.column_stack([w, x * w])
+    norms = np.linalg.norm(a_cols, axis=0)
+    norms[norms == 0] = 1.0
+    coef, *_ = np.linalg.lstsq(a_cols / norms, np.ones_like(t), rcond=None)
+    latency, slope = coef / norms
+    clamped = False
+    if latency < 0:
+        xw = x * w
+        latency, slope, clamped = 0.0, float(xw.sum() / (xw * xw).sum()), True
+    if not slope > 0:
+        raise MeasureError(
+            "the times do not grow with the message size (fitted slope ≤ 0), so no bandwidth can "
+            "be fitted; expected larger messages to take longer"
+        )
+    rel = (latency + slope * x - t) / t
+    return Fit(
+        latency_s=float(latency),
+        bandwidth_bytes_per_s=float(1.0 / slope),
+        rms_relative_error=float(np.sqrt(np.mean(rel * rel))),
+        n=int(x.size),
+        source=source,
+        latency_clamped=clamped,
+    )
+
+
+def fit_from_bandwidth_points(points) -> Fit:
+    """Fit perftest's ``[(message bytes, bandwidth bytes/s), ...]``: ``t = size ÷ bandwidth``.
+
+    The returned :class:`Fit` has ``source="bandwidth"`` and ``efficiency_curve``: per point,
+    measured bandwidth ÷ the fitted asymptotic bandwidth (→ 1 for large messages).
+    """
+    pts = [(float(s), float(b)) for s, b in points]
+    if not pts:
+        raise MeasureError("no bandwidth points; expected (message bytes, bytes/s) pairs")
+    for i, (s, b) in enumerate(pts, start=1):
+        if not (s > 0 and b > 0 and math.isfinite(s) and math.isfinite(b)):
+            raise MeasureError(
+                f"point {i} is {s:g} bytes at {b:g} B/s; expected both finite and > 0"
+            )
+    sizes = np.array([s for s, _ in pts])
+    bws = np.array([b for _, b in pts])
+    fit = fit_latency_bandwidth(sizes, sizes / bws, source="bandwidth")
+    curve = tuple(
+        (float(s), float(b / fit.bandwidth_bytes_per_s)) for s, b in zip(sizes, bws, strict=True)
+    )
+    return replace(fit, efficiency_curve=curve)
+
+
+def link_efficiency(link: LinkSpec, fit: Fit) -> float:
+    """Fitted bandwidth ÷ the link's nominal per-direction bandwidth (may exceed 1)."""
+    return fit.bandwidth_bytes_per_s / link.bandwidth_bytes_per_s
+
+
+def calibrated_link(link: LinkSpec, fit: Fit, *, use_latency: bool = True) -> LinkSpec:
+    """``link`` with the fitted bandwidth (and the fitted latency unless ``use_latency`` is
+    False): ``id`` gets ``-measured``, ``source`` says what was fitted."""
+    return replace(
+        link,
+        id=f"{link.id}-measured",
+        name=f"{link.name} (measured)",
+        bandwidth_bytes_per_s=fit.bandwidth_bytes_per_s,
+        latency_s=fit.latency_s if use_latency else link.latency_s,
+        source=(
+            f"fit of {fit.n} measured points ({fit.source}), rms relative error "
+            f"{fit.rms_relative_error:.1%}; nominal {link.bandwidth_bytes_per_s / 1e9:g} GB/s"
+        ),
+    )
+
+
+def apply_fit(
+    scenario: Scenario, fit: Fit, *, mode: str = "link", use_latency: bool | None = None
+) -> Scenario:
+    """One action that puts a fit into a scenario.
+
+    ``mode="link"``: the link's bandwidth and latency become the fitted ones and ``efficiency``
+    becomes 1 (the measurement already holds the losses).  ``mode="efficiency"``: the nominal
+    link stays; ``efficiency`` becomes fitted ÷ nominal bandwidth (an error above 1: the link id
+    or the per-direction reading is probably wrong).  ``use_latency`` defaults to True for a
+    (bytes, seconds) fit and False for a perftest bandwidth fit (see the module notes).
+    """
+    if use_latency is None:
+        use_latency = fit.source != "bandwidth"
+    link = scenario.link
+    if mode == "link":
+        return replace(
+            scenario, link=calibrated_link(link, fit, use_latency=use_latency), efficiency=1.0
+        )
+    if mode == "efficiency":
+        eff = link_efficiency(link, fit)
+        if not 0 < eff <= 1:
+            raise MeasureError(
+                f"measured {fit.bandwidth_bytes_per_s / 1e9:.4g} GB/s is {eff:.3g}× the "
+                f"nominal {link.bandwidth_bytes_per_s / 1e9:g} GB/s per direction of {link.id}; "
+                "an efficiency must be in (0, 1]: check the link, or a bidirectional (-b) test"
+            )
+        new_link = replace(link, latency_s=fit.latency_s) if use_latency else link
+        return replace(scenario, link=new_link, efficiency=eff)
+    raise ValueError(f"mode must be 'link' or 'efficiency', got {mode!r}")
+
+
+def _row(model: float | None, measured: float | None) -> dict:
+    ratio = (
+        measured / model
+        if model is not None and measured is not None and model > 0 and math.isfinite(model)
+        else None
+    )
+    return {"model": model, "measured": measured, "ratio": ratio}
+
+
+def compare_to_model(scenario: Scenario, metrics: Metrics) -> dict:
+    """The model's numbers for ``scenario`` next to a scrape's, ``ratio = measured ÷ model``.
+
+    Keys (each ``{"model", "measured", "ratio"}``, seconds / bytes per second, None where a side
+    is missing): ``exposed_transfer_s`` (model exposed transfer vs measured gap),
+    ``transfer_s`` (model whole transfer vs NIXL's mean transfer time), ``prefill_s``,
+    ``ttft_s``, ``transfer_share_of_ttft``, ``bandwidth_per_stream_bytes_per_s`` (link ×
+    efficiency vs NIXL bytes ÷ time or SGLang's speed, which are per transfer, i.e. per NIC
+    path).  ``verdict``: ``{"model", "measured", "agree"}`` against the scenario's share target;
+    ``notes``: what differs in what is measured.
+    """
+    ev = evaluate(scenario)
+    target = scenario.share_target
+    share = metrics.transfer_share_of_ttft
+    measured_verdict = None if share is None else ("over" if share > target else "under")
+    model_verdict = "over" if ev.over_share_target else "under"
+    notes = [
+        "model TTFT = prefill + exposed transfer + one decode step; measured TTFT also holds "
+        "queueing and scheduling",
+        "measured bandwidth is per transfer (one NIC path); the model's per-stream bandwidth is "
+        "link × efficiency",
+    ]
+    if metrics.gap_source and metrics.gap_source != "llm_kv_transfer_gap_seconds":
+        notes.append(f"measured gap taken from {metrics.gap_source}")
+    return {
+        "exposed_transfer_s": _row(ev.exposed_s, metrics.gap_mean_s),
+        "transfer_s": _row(ev.transfer_s, metrics.nixl_xfer_mean_s),
+        "prefill_s": _row(ev.prefill_s, metrics.prefill_mean_s),
+        "ttft_s": _row(ev.ttft_s, metrics.ttft_mean_s),
+        "transfer_share_of_ttft": _row(ev.transfer_share_of_ttft, share),
+        "bandwidth_per_stream_bytes_per_s": _row(
+            scenario.link.bandwidth_bytes_per_s * scenario.efficiency,
+            metrics.effective_bandwidth_bytes_per_s,
+        ),
+        "verdict": {
+            "model": model_verdict,
+            "measured": measured_verdict,
+            "agree": None if measured_verdict is None else measured_verdict == model_verdict,
+            "share_target": target,
+        },
+        "notes": notes,
+    }
+
+
+def compare_nsys_to_model(scenario: Scenario, nsys: NsysResult) -> dict:
+    """The model's per-layer transfer time (layer-wise sending, one chunk per cache-carrying
+    layer) next to the profiled per-transfer durations; ``ratio = measured ÷ model``."""
+    chunks = np.asarray(chunk_times_s(scenario), dtype=float).ravel()
+    model_mean = float(chunks.mean())
+    return {
+        "per_layer_s": _row(model_mean, nsys.mean_s),
+        "per_layer_median_s": _row(float(np.median(chunks)), nsys.median_s),
+        "model_min_s": float(chunks.min()),
+        "model_max_s": float(chunks.max()),
+        "model_layers": int(chunks.size),
+        "measured_count": nsys.count,
+        "measured_min_s": nsys.min_s,
+        "measured_max_s": nsys.max_s,
+        "measured_names": list(nsys.names),
+    }

@@ -1,0 +1,126 @@
+"""Tornado sensitivity table and its figure."""
+
+import pytest
+
+from kvmodel import catalog
+from kvmodel.build import build_scenario
+from kvmodel.sensitivity import COLUMNS, outcome, tornado
+from kvmodel.transfer import evaluate
+from ui.figures import figure_tornado
+
+
+def base(**kw):
+    return build_scenario(model="llama-3-70b", **kw)
+
+
+def row(df, name):
+    hit = df[df["input"] == name]
+    assert len(hit) == 1, f"no single row {name!r} in {list(df['input'])}"
+    return hit.iloc[0]
+
+
+def test_columns_rows_order_and_attrs():
+    sc = base()
+    df = tornado(sc)
+    assert tuple(df.columns) == COLUMNS
+    assert set(df["input"]) == {
+        "sequence length",
+        "batch",
+        "link bandwidth (per direction)",
+        "link latency",
+        "link efficiency",
+        "decode step",
+        "prefill MFU (estimated prefill)",
+        "interconnect",
+        "transfer compression",
+        "layer-wise sending",
+    }
+    assert list(df["delta_ttft_s"]) == sorted(df["delta_ttft_s"], reverse=True)
+    assert (df["delta_ttft_s"] == (df["ttft_high_s"] - df["ttft_low_s"]).abs()).all()
+    ev = evaluate(sc)
+    assert df.attrs["ttft_s"] == pytest.approx(ev.ttft_s)
+    assert df.attrs["share"] == pytest.approx(ev.transfer_share_of_ttft)
+    assert df.attrs["rel"] == 0.5
+
+
+def test_numeric_rows_hand_computed():
+    sc = base(prefill_ms=200.0, latency_us=0.0)
+    df = tornado(sc)
+    s = row(df, "sequence length")
+    assert (s["low_label"], s["high_label"]) == ("512 tokens", "1,536 tokens")
+    # prefill is given (200 ms): TTFT = 200 + bytes / 12.5 GB/s + 30 ms
+    assert s["ttft_low_s"] == pytest.approx(0.200 + 327_680 * 512 / 12.5e9 + 0.030)
+    assert s["ttft_high_s"] == pytest.approx(0.200 + 327_680 * 1536 / 12.5e9 + 0.030)
+    b = row(df, "batch")
+    assert (b["low_label"], b["high_label"]) == ("1 request", "2 requests")
+    p = row(df, "prefill time")
+    assert (p["low_label"], p["high_label"]) == ("100 ms", "300 ms")
+    assert p["delta_ttft_s"] == pytest.approx(0.200)
+    d = row(df, "decode step")
+    assert d["delta_ttft_s"] == pytest.approx(0.030)
+    bw = row(df, "link bandwidth (per direction)")
+    assert (bw["low_label"], bw["high_label"]) == ("6.25 GB/s", "18.75 GB/s")
+    assert bw["ttft_low_s"] > bw["ttft_high_s"]  # more bandwidth, shorter TTFT
+    assert "prefill MFU (estimated prefill)" not in set(df["input"])
+    assert "quantize/dequantize throughput" not in set(df["input"])
+
+
+def test_efficiency_and_mfu_are_clamped():
+    df = tornado(base(efficiency=0.8, mfu=0.9))
+    e = row(df, "link efficiency")
+    assert (e["low_label"], e["high_label"]) == ("40 %", "100 %")
+    m = row(df, "prefill MFU (estimated prefill)")
+    assert m["high_label"] == "MFU 100 %"
+    s = row(tornado(base(seq_len=100_000)), "sequence length")
+    assert s["high_label"] == "131,072 tokens"  # the model's max context
+
+
+def test_categorical_rows_cover_every_option():
+    sc = base(compression="int8")
+    df = tornado(sc)
+    assert "quantize/dequantize throughput" in set(df["input"])
+    links = list(dict.fromkeys(catalog.links().values()))
+    ttfts = {lk.name: outcome(sc.with_link(lk))[0] for lk in links}
+    ic = row(df, "interconnect")
+    assert ic["ttft_low_s"] == pytest.approx(min(ttfts.values()))
+    assert ic["ttft_high_s"] == pytest.approx(max(ttfts.values()))
+    assert ic["low_label"] == min(ttfts, key=ttfts.get)
+    assert ic["high_label"] == "25 GbE (TCP)"
+    comp = row(df, "transfer compression")
+    assert comp["high_label"] == "no compression" and comp["low_label"] == "INT4"
+    lw = row(df, "layer-wise sending")
+    assert {lw["low_label"], lw["high_label"]} == {"layer-wise on", "layer-wise off"}
+
+
+@pytest.mark.parametrize("rel", [0, 1, -0.1, 1.5, "0.5", True])
+def test_bad_rel(rel):
+    with pytest.raises(ValueError, match="rel"):
+        tornado(base(), rel=rel)
+
+
+@pytest.mark.parametrize("metric, unit", [("ttft", "ms"), ("share", "%")])
+def test_figure_tornado(metric, unit):
+    df = tornado(base())
+    fig = figure_tornado(df, metric=metric)
+    assert fig.layout.title.text
+    assert f"[{unit}]" in fig.layout.xaxis.title.text
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 2
+    for t in bars:
+        assert unit in t.hovertemplate
+        assert len(t.y) == len(df)
+    scale = 1e3 if metric == "ttft" else 100
+    key = "ttft_s" if metric == "ttft" else "share"
+    assert bars[0].base[0] == pytest.approx(df.attrs[key] * scale)
+    assert any(f"base {df.attrs[key] * scale:,.1f}" in (t.name or "") for t in fig.data)
+
+
+def test_figure_tornado_bad_input():
+    df = tornado(base())
+    with pytest.raises(ValueError, match="metric"):
+        figure_tornado(df, metric="bytes")
+    bare = df.copy()
+    bare.attrs = {}
+    with pytest.raises(ValueError, match="base"):
+        figure_tornado(bare)
+    assert figure_tornado(bare, base=0.3).data[0].base[0] == pytest.approx(300)
