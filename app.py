@@ -19,7 +19,7 @@ state.sidebar_controls()
 PAGES = (  # file, title, icon, url path
     ("overview", "Overview", "dashboard", None),
     ("interconnects", "Interconnects", "lan", "interconnects"),
-    ("sequence", "Sequence length", "straighten", "sequence"),
+    ("sequence", "Sequence", "straighten", "sequence"),
     ("mitigations", "Mitigations", "build", "mitigations"),
     ("plan", "Plan", "target", "plan"),
     ("compare", "Compare", "compare_arrows", "compare"),

@@ -1082,7 +1082,7 @@ def detect_measurement(text: str, name: str | None = None) -> str:
     if re.search(r"^\s*#\s*(TYPE|HELP)\s", head, re.M):
         return "prometheus"
     if ext in (".csv", ".tsv", ".txt") or re.search(
-        r"^\s*[\d.eE+-]+\s*[,;\t ]\s*[\d.eE+-]+", head, re.M
+        r"^\s*[+-]?\.?\d[\d.eE+-]*\s*[,;\t ]\s*[+-]?\.?\d", head, re.M
     ):
         return "pairs"
     raise MeasureError(

@@ -5,7 +5,7 @@ import streamlit as st
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, compare_table, mitigation_table
-from ui import figures, state, traffic_ui
+from ui import exports_ui, figures, state, traffic_ui
 from ui import params as P
 
 state.ensure_router()
@@ -94,12 +94,13 @@ shown, differs = compare_table(evs)
 st.dataframe(
     figures.style_differences(shown, differs), width="stretch", height=36 * (len(shown) + 1) + 4
 )
+exports_ui.table_download(shown, "comparison")
 st.caption("Highlighted: differs from A.")
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_ttft(
         table, title="TTFT per scenario: prefill + exposed transfer + first decode step"
     ),
-    width="stretch",
+    "ttft-per-scenario",
 )
 
 trace = ss.get("trace")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvmodel.verdicts import interconnect_takeaway
-from ui import figures, params, state
+from ui import exports_ui, figures, params, state
 
 state.ensure_router()
 st.title("Interconnects")
@@ -49,8 +49,9 @@ st.caption(
     "counts both directions (450 GB/s each way), so its times are twice the article's."
 )
 st.dataframe(figures.style_band_table(table, lo_hi), width="stretch", hide_index=True)
+exports_ui.table_download(table, "link-by-batch")
 
 sweep = batch_sweep(
     sc, links, np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int))
 )
-st.plotly_chart(figures.figure_batch_sweep(sweep, lo_hi, seq_len=sc.seq_len), width="stretch")
+exports_ui.chart(figures.figure_batch_sweep(sweep, lo_hi, seq_len=sc.seq_len), "transfer-vs-batch")

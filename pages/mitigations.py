@@ -5,7 +5,7 @@ import streamlit as st
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
 from kvmodel.units import fmt_bytes, fmt_tokens
 from kvmodel.verdicts import mitigation_takeaway
-from ui import figures, state
+from ui import exports_ui, figures, state
 
 state.ensure_router()
 st.title("Mitigations")
@@ -16,10 +16,12 @@ table = mitigation_table(sc, options)
 st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
 left, right = st.columns(2)
-left.plotly_chart(
-    figures.figure_option_transfer(table, step_ms=sc.decode_step_s * 1e3), width="stretch"
+exports_ui.chart(
+    figures.figure_option_transfer(table, step_ms=sc.decode_step_s * 1e3),
+    "exposed-per-option",
+    left,
 )
-right.plotly_chart(figures.figure_ttft(table, title="TTFT per option"), width="stretch")
+exports_ui.chart(figures.figure_ttft(table, title="TTFT per option"), "ttft-per-option", right)
 shown = table.assign(
     wire=table["wire_bytes"].map(fmt_bytes),
     share=table["transfer_share"].map("{:.1%}".format),
@@ -57,6 +59,7 @@ st.dataframe(
         "critical": st.column_config.TextColumn("Critical length", help="Critical sequence length"),
     },
 )
+exports_ui.table_download(table, "mitigations")
 
 st.subheader("Timeline")
 labels = [o.label for o in options]
@@ -64,12 +67,12 @@ pick = state.page_widget(
     st.selectbox, "Option shown", "tl", options=range(len(labels)), format_func=lambda i: labels[i]
 )
 chosen = options[pick].scenario
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_timeline(
         timeline(chosen),
         title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
     ),
-    width="stretch",
+    "timeline",
 )
 st.caption(
     "Layer-wise: each layer's KV leaves when prefill has computed that layer (prefill "

@@ -4,7 +4,7 @@ import streamlit as st
 
 from kvmodel.sweeps import models_table
 from kvmodel.verdicts import models_takeaway
-from ui import figures, state
+from ui import exports_ui, figures, state
 
 MAX_CONFIG_BYTES = 1_000_000
 
@@ -14,9 +14,9 @@ state.show_notices()
 sc = state.scenario_or_stop()
 table = models_table(sc.kv_dtype, sc.seq_len, extra=state.imported_models().values())
 st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_bytes_per_token(table, highlight=sc.model.id, kv_dtype=sc.kv_dtype),
-    width="stretch",
+    "bytes-per-token",
 )
 st.dataframe(
     table[
@@ -49,6 +49,7 @@ st.dataframe(
         "max_context_tokens": st.column_config.NumberColumn("Max context", format="%,d"),
     },
 )
+exports_ui.table_download(table, "models")
 
 st.subheader("Import a Hugging Face config.json")
 st.caption(

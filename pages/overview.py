@@ -4,7 +4,7 @@ import streamlit as st
 
 from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 from kvmodel.verdicts import overview_takeaway
-from ui import figures, state
+from ui import exports_ui, figures, state
 
 state.ensure_router()
 st.title("Overview")
@@ -79,15 +79,17 @@ c[2].metric(
 )
 
 left, right = st.columns(2)
-left.plotly_chart(
+exports_ui.chart(
     figures.figure_transfer_vs_step(
         ev.exposed_s * 1e3, ev.decode_step_s * 1e3, link=sc.link.name, k=sc.k
     ),
-    width="stretch",
+    "transfer-vs-step",
+    left,
 )
-right.plotly_chart(
+exports_ui.chart(
     figures.figure_ttft_waterfall(ev.prefill_s * 1e3, ev.exposed_s * 1e3, ev.decode_step_s * 1e3),
-    width="stretch",
+    "ttft-waterfall",
+    right,
 )
 for note in ev.notes:
     st.caption(f"Note: {note}.")

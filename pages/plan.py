@@ -103,13 +103,8 @@ st.caption(
     "others kept; bars run from the low to the high setting."
 )
 table = state.cached_call(tornado, sc)
-left, right = st.columns(2)
-with left:
-    fig = figures.figure_tornado(table, metric="ttft")
+for metric, name in (("ttft", "tornado-ttft"), ("share", "tornado-share")):
+    fig = figures.figure_tornado(table, metric=metric)
     st.plotly_chart(fig, width="stretch")
-    exports_ui.figure_downloads(fig, "tornado-ttft")
-with right:
-    fig = figures.figure_tornado(table, metric="share")
-    st.plotly_chart(fig, width="stretch")
-    exports_ui.figure_downloads(fig, "tornado-share")
+    exports_ui.figure_downloads(fig, name)
 exports_ui.table_download(table, "sensitivity")

@@ -5,7 +5,7 @@ import streamlit as st
 from kvmodel import catalog
 from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
 from kvmodel.verdicts import sequence_takeaway
-from ui import figures, params, state
+from ui import exports_ui, figures, params, state
 
 state.ensure_router()
 st.title("Sequence length")
@@ -19,14 +19,14 @@ links = state.id_multiselect(
 curves, critical = seq_sweep(sc, links)
 names = {lid: figures.link_name(lid) for lid in links}
 st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:")
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_seq_sweep(
         curves,
         critical,
         threshold_ms=threshold_ms,
         title=f"{sc.model.name}: exposed transfer vs sequence length (batch {sc.batch})",
     ),
-    width="stretch",
+    "transfer-vs-sequence",
 )
 
 st.subheader("Attention layouts side by side")
@@ -37,11 +37,11 @@ models = state.id_multiselect(
     format_func=lambda m: f"{m} ({catalog.get_model(m).attention})",
 )
 grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_models_seq(
         model_seq_sweep(sc, models, grid), threshold_ms=threshold_ms, link=sc.link.name
     ),
-    width="stretch",
+    "layouts-vs-sequence",
 )
 st.caption(
     "MHA caches every head, GQA a few shared heads, MLA one compressed latent; sliding-window "

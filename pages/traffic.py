@@ -6,7 +6,7 @@ from kvmodel import traffic as tr
 from kvmodel.traffic_io import TrafficError, table_columns
 from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_time, fmt_tokens
 from kvmodel.verdicts import traffic_takeaway, window_sentence
-from ui import figures, params, state, traffic_ui
+from ui import exports_ui, figures, params, state, traffic_ui
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
@@ -127,7 +127,7 @@ m[3].metric(
     f"{reg.fraction_transfer_bound:.1%}",
     help=f"From {fmt_tokens(reg.critical_seq_len)}",
 )
-st.plotly_chart(
+exports_ui.chart(
     figures.figure_traffic_histogram(
         mix.tokens,
         mix.weights,
@@ -135,7 +135,7 @@ st.plotly_chart(
         min_seq_len=int(minlen),
         critical=reg.critical_seq_len,
     ),
-    width="stretch",
+    "traffic-regions",
 )
 st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
@@ -143,6 +143,7 @@ st.subheader("What moves the share that gains")
 state.id_multiselect("Interconnects", "links", params.link_ids(), format_func=figures.link_name)
 table = figures.traffic_comparison_frame(res["comparison"])
 st.dataframe(table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 4)
+exports_ui.table_download(table, "traffic-options")
 
 st.subheader("Load on the link")
 state.page_widget(

@@ -1,21 +1,26 @@
-"""Download buttons for tables (CSV) and charts (PNG, SVG, interactive HTML)."""
+"""Download buttons for tables (CSV) and charts (HTML, PNG, SVG).
+
+Chart files are made only when the button is pressed (deferred ``data``), so a rerun never
+renders images or inlines plotly.js for nothing.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import streamlit as st
 
 from . import export
 
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
-@st.cache_data(max_entries=32, show_spinner="Rendering the image…")
-def _static(fig_json: str, fmt: str):
-    import plotly.io as pio
 
-    fig = pio.from_json(fig_json)
-    try:
-        return (export.figure_png(fig) if fmt == "png" else export.figure_svg(fig)), None
-    except export.ExportUnavailable as exc:
-        return None, str(exc)
+def static_export_problem() -> str | None:
+    """Why PNG/SVG cannot be made here (None when a browser is available)."""
+    if os.environ.get("BROWSER_PATH") or any(shutil.which(b) for b in BROWSERS):
+        return None
+    return export.UNAVAILABLE + "."
 
 
 def table_download(df, name: str) -> None:
@@ -26,31 +31,43 @@ def table_download(df, name: str) -> None:
         mime="text/csv",
         icon=":material/table:",
         key=f"dl_{name}_csv",
+        on_click="ignore",
     )
 
 
 def figure_downloads(fig, name: str) -> None:
-    """HTML always; PNG/SVG rendered on request (they need a browser on the server)."""
-    c = st.columns(3)
-    c[0].download_button(
-        "Chart as HTML",
-        export.figure_html(fig),
-        file_name=f"{name}.html",
-        mime="text/html",
-        icon=":material/code:",
-        key=f"dl_{name}_html",
-    )
-    for col, fmt in zip(c[1:], ("png", "svg"), strict=True):
-        label, key = f"Make {fmt.upper()}", f"img_{name}_{fmt}"
-        if col.button(label, key=key, icon=":material/image:"):
-            data, problem = _static(fig.to_json(), fmt)
-            if problem:
-                st.warning(problem)
-            else:
-                col.download_button(
-                    f"Save {fmt.upper()}",
-                    data,
-                    file_name=f"{name}.{fmt}",
-                    mime="image/png" if fmt == "png" else "image/svg+xml",
-                    key=f"dl_{name}_{fmt}",
-                )
+    """An Export menu under a chart: interactive HTML always, PNG and SVG with a browser."""
+    problem = static_export_problem()
+    with st.popover("Export chart", icon=":material/download:"):
+        st.download_button(
+            "Interactive HTML (opens offline)",
+            lambda: export.figure_html(fig),
+            file_name=f"{name}.html",
+            mime="text/html",
+            key=f"dl_{name}_html",
+            on_click="ignore",
+        )
+        for fmt, make, mime in (
+            ("PNG", export.figure_png, "image/png"),
+            ("SVG", export.figure_svg, "image/svg+xml"),
+        ):
+            st.download_button(
+                fmt,
+                lambda make=make: make(fig),
+                file_name=f"{name}.{fmt.lower()}",
+                mime=mime,
+                key=f"dl_{name}_{fmt.lower()}",
+                on_click="ignore",
+                disabled=problem is not None,
+                help=problem,
+            )
+        if problem:
+            st.caption(problem)
+
+
+def chart(fig, name: str, container=None) -> None:
+    """A chart with its Export menu (in ``container``, e.g. a column; default the page)."""
+    target = container if container is not None else st.container()
+    target.plotly_chart(fig, width="stretch")
+    with target:
+        figure_downloads(fig, name)

@@ -31,7 +31,7 @@ SHARED = {
 PAGES = [
     ("/", "Overview", r"overview"),
     ("/interconnects", "Interconnects", r"interconnect"),
-    ("/sequence", "Sequence length", r"sequence"),
+    ("/sequence", "Sequence", r"sequence"),
     ("/mitigations", "Mitigations", r"mitigation"),
     ("/traffic", "Traffic", r"traffic"),
     ("/models", "Models", r"model"),

@@ -1,0 +1,201 @@
+"""The forwardable HTML report: numbers, no network addresses, comparison, CLI."""
+
+import json
+import re
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from urllib.parse import parse_qsl, urlsplit
+
+import plotly.offline
+import pytest
+
+from kvmodel.build import build_scenario
+from kvmodel.cli import main
+from ui import params as P
+from ui.report import report_html, share_link, share_query
+
+SHARE = "http://localhost:8501/?model=llama-3.1-70b&link=100gbe"
+
+
+class Refs(HTMLParser):
+    """Every src/href attribute of real tags (script bodies are not parsed as tags)."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs, self.tags, self.scripts = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.scripts += tag == "script"
+        self.refs += [(tag, k, v) for k, v in attrs if k in ("src", "href")]
+
+
+def parse(html):
+    p = Refs()
+    p.feed(html)
+    return p
+
+
+@pytest.fixture(scope="module")
+def default_report():
+    sc = build_scenario(model="llama-3-70b")
+    html = report_html(
+        [("Llama-3-70B on 100GbE", sc)],
+        share_url=SHARE,
+        generated_at=datetime(2026, 5, 4, 12, 30, tzinfo=UTC),
+    )
+    return sc, html
+
+
+@pytest.fixture(scope="module")
+def compare_report():
+    a = build_scenario(model="llama-3-70b")
+    b = build_scenario(model="llama-3-70b", compression="int8")
+    c = build_scenario(model="llama-3-70b", link="ib-ndr")
+    return report_html(
+        [("100GbE", a), ("100GbE + INT8", b), ("<b>NDR</b> & co", c)],
+        traffic_summary={"requests": 12345, "gain": 0.61, "window": {"l_min": 128}},
+    )
+
+
+def test_numbers_verdicts_and_sections(default_report):
+    sc, html = default_report
+    for text in (
+        "335.5 MB",  # 327,680 B/token × 1,024 tokens
+        "1,145 tokens",  # critical sequence length on 100GbE
+        "26.85 ms",  # exposed transfer
+        "12.5 GB/s per direction",
+        "under the 20% line",
+        "0.89× (borderline)",
+        "Generated 2026-05-04 12:30 UTC",
+        "Decimal units",
+        "Prefill time is estimated",
+        "The decode step (30.0 ms) is an input",
+        "HF config.json meta-llama/Llama-3.1-70B",  # the model's source
+        "What it would take",
+        "11.19 GB/s per direction",  # minimum bandwidth for one decode step
+    ):
+        assert text in html, text
+    assert "On 100 GbE (RoCE) the KV transfer takes 0.89 decode steps" in html
+    assert 'id="comparison"' not in html  # one scenario: no comparison
+
+
+def test_only_inline_or_share_refs(default_report):
+    _, html = default_report
+    p = parse(html)
+    assert ("a", "href", SHARE) in p.refs
+    for tag, attr, value in p.refs:
+        ok = value == SHARE or value.startswith("#") or value.startswith("data:")
+        assert ok, (tag, attr, value)
+    assert not any(attr == "src" for _, attr, _ in p.refs)
+    assert "link" not in p.tags and "iframe" not in p.tags and "img" not in p.tags
+
+
+def test_plotlyjs_inlined_once_and_charts_embedded(default_report):
+    _, html = default_report
+    js_head = plotly.offline.get_plotlyjs()[:2000]
+    assert html.count(js_head) == 1
+    assert "https://cdn" not in html
+    n_charts = len(re.findall(r'class="plotly-graph-div"', html))
+    assert n_charts == 4  # TTFT per scenario, transfer vs S, options, tornado
+    assert html.count("Plotly.newPlot(") == n_charts
+    for div in ("chart-ttft", "chart-seq", "chart-1-options", "chart-1-tornado"):
+        assert f'id="{div}"' in html
+
+
+def test_comparison_marks_differences(compare_report):
+    html = compare_report
+    assert 'id="comparison"' in html
+    assert '<td class="diff"><strong>170.4 MB (50.8% of 335.5 MB)</strong></td>' in html
+    assert '<td class="diff"><strong>InfiniBand NDR 400G (ib-ndr)</strong></td>' in html
+    # the first scenario's own cells and equal cells are never marked
+    assert '<td class="diff"><strong>335.5 MB</strong></td>' not in html
+    assert "&lt;b&gt;NDR&lt;/b&gt; &amp; co" in html and "<b>NDR</b>" not in html
+    assert "12,345" in html and "l_min: 128" in html  # traffic summary
+    p = parse(html)
+    assert all(v.startswith("#") for _, _, v in p.refs)
+    assert len(re.findall(r'class="plotly-graph-div"', html)) == 2 + 2 * 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"scenarios": []}, "scenarios"),
+        ({"scenarios": [("", None)]}, "scenarios"),
+        ({"share_url": "javascript:alert(1)"}, "share_url"),
+        ({"share_url": "https://"}, "share_url"),
+        ({"traffic_summary": [1]}, "traffic_summary"),
+        ({"duplicate": True}, "distinct"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    sc = build_scenario(model="llama-3-70b")
+    scenarios = kwargs.pop("scenarios", [("A", sc)])
+    if kwargs.pop("duplicate", False):
+        scenarios = [("A", sc), ("A", sc)]
+    with pytest.raises(ValueError, match=match):
+        report_html(scenarios, **kwargs)
+
+
+def test_share_link_round_trips():
+    sc = build_scenario(
+        model="llama-3-70b", link="ib-hdr", seq_len=4096, batch=4, compression="int8",
+        layerwise=True, tp=2, prefill_ms=120.0, efficiency=0.8, share_target=0.25,
+    )  # fmt: skip
+    url = share_link(sc, "https://planner.example/app")
+    assert url.startswith("https://planner.example/app?")
+    values, warnings, imported = P.parse_query(dict(parse_qsl(urlsplit(url).query)))
+    assert warnings == []
+    assert P.scenario_from_values(values, imported) == sc
+    custom = build_scenario(model="llama-3-70b", bandwidth_gbs=40.0, latency_us=3.0)
+    q, _ = share_query(custom)
+    assert (q["link"], q["bw"], q["lat"]) == ("custom", "40", "3")
+    # inputs the app's link cannot carry: no link rather than a wrong one
+    q, gaps = share_query(build_scenario(model="llama-3-70b", mfu=0.4))
+    assert q is None and gaps == ["MFU 0.4"]
+    assert share_link(build_scenario(model="llama-3-70b", batch=10_000)) is None  # clamped
+    with pytest.raises(ValueError, match="base_url"):
+        share_link(sc, "file:///tmp/x")
+
+
+def test_cli_writes_the_report(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", "--model", "llama-3-70b", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert str(out) in printed and "bytes" in printed
+    html = out.read_text(encoding="utf-8")
+    assert "335.5 MB" in html and "1,145 tokens" in html
+    links = [v for _, k, v in parse(html).refs if not v.startswith("#")]
+    assert len(links) == 1 and links[0].startswith("http://localhost:8501/?")
+    query = dict(parse_qsl(urlsplit(links[0]).query))
+    assert query["model"] == "llama-3.1-70b" and query["link"] == "100gbe"
+    assert query["seq"] == "1024" and query["prefill"] == "est"
+
+
+def test_cli_base_url_and_json(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    argv = ["report", "--out", str(out), "--base-url", "https://kv.example/", "--json"]
+    assert main([*argv, "--seq-len", "2048", "--compression", "fp8"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["path"] == str(out) and payload["bytes"] == out.stat().st_size
+    assert payload["share_url"].startswith("https://kv.example/?")
+    assert "seq=2048" in payload["share_url"] and "comp=fp8" in payload["share_url"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report"],  # --out missing
+        ["report", "--out", "x.html", "--seq-len", "0"],
+        ["report", "--out", "x.html", "--link", "nope"],
+        ["report", "--out", "x.pdf"],
+        ["report", "--out", "x.html", "--base-url", "ftp://host/"],
+        ["report", "--out", "/nonexistent-dir/x.html"],
+    ],
+)
+def test_cli_bad_options_exit_2(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert not (tmp_path / "x.html").exists()
