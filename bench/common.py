@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 import platform
@@ -24,15 +26,60 @@ KNOWN_PAGES = [
 ]
 
 
-def discover_pages() -> list[tuple[str, str | None, str]]:
-    """The pages app.py registers (``st.Page(path, title=..., url_path=..., default=...)``), in
-    order, so a new page is benchmarked without editing the bench; KNOWN_PAGES if unreadable."""
+class _Quiet(logging.Filter):
+    NOISE = ("missing ScriptRunContext", "Session state does not function", "No runtime found")
+
+    def filter(self, record):
+        msg = record.getMessage()
+        return not any(n in msg for n in self.NOISE)
+
+
+def quiet_logs() -> None:
+    """Silence Streamlit's bare-mode warnings (AppTest outside a server)."""
+    for name in ("streamlit", "streamlit.runtime.scriptrunner_utils.script_run_context",
+                 "streamlit.runtime.state.session_state_proxy",
+                 "streamlit.runtime.caching.cache_data_api"):  # fmt: skip
+        logging.getLogger(name).addFilter(_Quiet())
+
+
+def _pages_from_navigation() -> list[tuple[str, str | None, str]]:
+    """Run app.py once in AppTest and record what it hands to ``st.navigation``."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    found: list[tuple[str, str | None, str]] = []
+    orig = st.navigation
+
+    def spy(pages, *args, **kwargs):
+        flat = [p for group in pages.values() for p in group] if isinstance(pages, dict) else pages
+        found.clear()
+        for p in flat:
+            path = getattr(p, "_page", None)
+            if not isinstance(path, Path):
+                continue
+            rel = path.resolve().relative_to(ROOT).as_posix() if path.is_absolute() else str(path)
+            if getattr(p, "_default", False):
+                found.append((p.title, None, "/"))
+            else:
+                found.append((p.title, rel, "/" + p.url_path))
+        return orig(pages, *args, **kwargs)
+
+    st.navigation = spy
+    try:
+        AppTest.from_file(str(APP), default_timeout=60).run()
+    finally:
+        st.navigation = orig
+    return found
+
+
+def _pages_from_source() -> list[tuple[str, str | None, str]]:
+    """``st.Page("literal path", title=..., url_path=..., default=...)`` calls in app.py."""
     import ast
 
     try:
         tree = ast.parse(APP.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
-        return KNOWN_PAGES
+        return []
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page"):
@@ -46,10 +93,22 @@ def discover_pages() -> list[tuple[str, str | None, str]]:
             found.append((title, None, "/"))
         else:
             found.append((title, path, "/" + str(kw.get("url_path") or Path(path).stem)))
-    return found or KNOWN_PAGES
+    return found
 
 
-PAGES = discover_pages()
+@functools.lru_cache(maxsize=1)
+def pages() -> list[tuple[str, str | None, str]]:
+    """The pages app.py registers, in order, so a new page is benchmarked without editing the
+    bench: recorded from ``st.navigation`` in one AppTest run, else read from app.py's source,
+    else KNOWN_PAGES."""
+    quiet_logs()
+    try:
+        found = _pages_from_navigation()
+    except Exception:  # noqa: BLE001 - fall back to reading the source
+        found = []
+    return found or _pages_from_source() or KNOWN_PAGES
+
+
 TRIVIAL_LABEL = "trivial (1 chart)"
 
 # Targets from the issue, for a 2-core machine.

@@ -17,10 +17,10 @@ MutationObserver:
 * ``settled``      the last mutation that changed any chart's SVG, once the charts have been
                    quiet for ``--quiet`` ms (later re-draws, e.g. a re-mount or resize).
 
-The control per page is one whose change alters that page's chart: "Batch [requests]" where the
-chart depends on the batch, "Exact tokens" (sequence length) where it does not (Interconnects'
-batch sweep and Models' bytes-per-token chart ignore the sidebar batch), "Decode step [ms]"
-(in the sidebar's "Times and thresholds" expander) on Traffic, whose chart ignores both.
+The control per page is the first of "Batch [requests]", "Exact tokens" (sequence length) and
+"Decode step [ms]" (in the sidebar's "Times and thresholds" expander) whose change alters one of
+that page's charts, found with a quick AppTest probe (e.g. Interconnects' batch sweep and Models'
+bytes-per-token chart ignore the batch; Traffic's chart ignores batch and sequence length).
 Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
@@ -45,13 +45,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     CONTROL_TO_CHART_MS,
-    PAGES,
     ROOT,
     TRIVIAL,
     TRIVIAL_LABEL,
     loadavg,
     machine,
     median,
+    pages,
+    quiet_logs,
     ratio,
     table,
     verdict,
@@ -61,14 +62,32 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]  # fmt: skip
 VIEWPORT = {"width": 1280, "height": 800}
-# a sidebar number input: (label, expander to open first or None, first value, step per change)
-BATCH = ("Batch [requests]", None, 10, 1)
-EXACT = ("Exact tokens", None, 3000, 13)
-STEP = ("Decode step [ms]", "Times and thresholds", 11, 1)
-# page label -> sidebar number input whose change alters the page's chart (default: batch)
-CONTROL = {"Overview": BATCH, "Interconnects": EXACT, "Sequence length": BATCH,
-           "Mitigations": BATCH, "Models": EXACT, "Traffic": STEP,
-           TRIVIAL_LABEL: BATCH}  # fmt: skip
+# sidebar number inputs: (label, expander to open first or None, first value, step, widget key)
+BATCH = ("Batch [requests]", None, 10, 1, "batch")
+EXACT = ("Exact tokens", None, 3000, 13, "seq_exact")
+STEP = ("Decode step [ms]", "Times and thresholds", 11, 1, "step")
+CANDIDATES = (BATCH, EXACT, STEP)  # preference order
+
+
+def choose_control(page: str | None) -> tuple:
+    """The first candidate input whose change alters one of the page's charts (AppTest probe)."""
+    from streamlit.testing.v1 import AppTest
+
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        if page:
+            at.switch_page(page).run()
+        for control in CANDIDATES:
+            before = [c.proto.spec for c in at.get("plotly_chart")]
+            at.number_input(key=control[4]).set_value(control[2] + 7 * control[3]).run()
+            after = [c.proto.spec for c in at.get("plotly_chart")]
+            if not at.exception and before != after:
+                return control
+    except Exception:  # noqa: BLE001 - the browser run will report the page
+        pass
+    return BATCH
+
 
 # Installed once per page load; window.__bench.arm() before each change.
 JS_INSTALL = r"""
@@ -282,9 +301,11 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
         raise SystemExit("control_to_chart: Debian chromium not found (`make chromium`)")
     from playwright.sync_api import sync_playwright
 
+    quiet_logs()
     logdir = Path(tempfile.mkdtemp(prefix="kv-bench-"))
     targets = [(TRIVIAL_LABEL, TRIVIAL, "/")] + [(label, ROOT / "app.py", url)
-                                                 for label, _p, url in PAGES]  # fmt: skip
+                                                 for label, _p, url in pages()]  # fmt: skip
+    page_of = {label: page for label, page, _url in pages()}
     if only:
         targets = [t for t in targets if t[0] == TRIVIAL_LABEL or t[0] in only]
     servers: dict[Path, Server] = {}
@@ -296,11 +317,11 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
             try:
-                pages = []
+                open_pages = []
                 for label, script, url in targets:
-                    control = CONTROL.get(label, BATCH)
+                    control = BATCH if script == TRIVIAL else choose_control(page_of[label])
                     try:
-                        pages.append(PageUnderTest(browser, servers[script].url + url, label,
+                        open_pages.append(PageUnderTest(browser, servers[script].url + url, label,
                                                    control, timeout_ms))  # fmt: skip
                     except Exception as exc:  # noqa: BLE001 - report the page, measure the others
                         broken.append({"page": label, "control": control[0],
@@ -310,11 +331,11 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
                                                   f"{str(exc).splitlines()[0]}"]})  # fmt: skip
                 # round-robin: one change per page in turn, so load drift hits every page alike
                 for i in range(warmup + repeats):
-                    for k, put in enumerate(pages):
+                    for k, put in enumerate(open_pages):
                         _label, _exp, first, step = put.control
                         value = first + 40 * step * k + step * i  # never seen by this session
                         put.change(value, quiet_ms, record=i >= warmup)
-                results = [put.close() for put in pages] + broken
+                results = [put.close() for put in open_pages] + broken
             finally:
                 browser.close()
     finally:

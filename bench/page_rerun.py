@@ -10,7 +10,8 @@ them all alike), three kinds of rerun are timed (``at.run()`` only, wall clock):
 * ``toggle``  batch set to 1 or 2 (both seen in warm-up: a cache keyed on the inputs may help);
 * ``plain``   a rerun with no change at all (what a cache should make cheap).
 
-The pages are the ``st.Page`` entries of app.py (read with ``ast``), so new pages are included.
+The pages are those app.py hands to ``st.navigation`` (recorded in one AppTest run), so new
+pages are included without editing the bench.
 A page that raises or draws no chart is reported as an error; the others are still measured.
 
 (Within a round the order is change, toggle, plain, so "toggle" always follows a change.)
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -38,7 +38,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     APP,
-    PAGES,
     RERUN_MEDIAN_MS,
     RERUN_P95_MS,
     TRIVIAL,
@@ -47,6 +46,8 @@ from common import (  # noqa: E402
     machine,
     median,
     p95,
+    pages,
+    quiet_logs,
     ratio,
     table,
     verdict,
@@ -56,18 +57,7 @@ MODES = ("change", "toggle", "plain")
 MAX_BATCH = 4096  # the sidebar's (and trivial_app's) maximum batch
 
 
-class _Quiet(logging.Filter):
-    def filter(self, record):
-        msg = record.getMessage()
-        noise = ("missing ScriptRunContext", "Session state does not function", "No runtime found")
-        return not any(n in msg for n in noise)
-
-
-def _quiet_logs() -> None:
-    for name in ("streamlit", "streamlit.runtime.scriptrunner_utils.script_run_context",
-                 "streamlit.runtime.state.session_state_proxy",
-                 "streamlit.runtime.caching.cache_data_api"):  # fmt: skip
-        logging.getLogger(name).addFilter(_Quiet())
+_quiet_logs = quiet_logs  # profile_rerun.py imports it from here
 
 
 def new_app(path: Path, page: str | None):
@@ -107,8 +97,9 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     import streamlit as st
 
     _quiet_logs()
+    found = pages()
     st.cache_data.clear()
-    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in PAGES]
+    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if only:
         apps = [a for a in apps if a[0] == TRIVIAL_LABEL or a[0] in only]
     tests, errors = {}, {}

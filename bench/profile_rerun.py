@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import APP, PAGES, ROOT, TRIVIAL, TRIVIAL_LABEL, median  # noqa: E402
+from common import APP, ROOT, TRIVIAL, TRIVIAL_LABEL, median, pages  # noqa: E402
 from page_rerun import _quiet_logs, new_app, timed_run  # noqa: E402
 
 LIB_MARKERS = ("site-packages/",)
@@ -266,8 +266,9 @@ def main(argv=None) -> int:
     import streamlit as st
 
     _quiet_logs()
+    found = pages()
     st.cache_data.clear()
-    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in PAGES]
+    apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if args.pages:
         apps = [a for a in apps if a[0] in args.pages]
     for k, (label, path, page) in enumerate(apps):

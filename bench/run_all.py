@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     CONTROL_TO_CHART_MS,
-    PAGES,
     RERUN_MEDIAN_MS,
     RERUN_P95_MS,
     ROOT,
@@ -55,7 +54,9 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
     by = {(r["page"], r["mode"]): r for r in rerun["results"]}
     browser = {r["page"]: r for r in c2c["results"]} if c2c else {}
     rows, missed = [], []
-    for label in [TRIVIAL_LABEL] + [p[0] for p in PAGES]:
+    labels = [TRIVIAL_LABEL] + [r["page"] for r in rerun["results"] if r["page"] != TRIVIAL_LABEL]
+    labels += list(rerun.get("errors", {})) + [p for p in browser if p not in labels]
+    for label in dict.fromkeys(labels):
         ch, pl = by.get((label, "change")), by.get((label, "plain"))
         if ch is None:
             err = rerun.get("errors", {}).get(label, "not measured")

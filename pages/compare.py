@@ -96,6 +96,9 @@ st.dataframe(
 )
 exports_ui.table_download(shown, "comparison")
 st.caption("Highlighted: differs from A.")
+state.report_download(
+    labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
+)
 exports_ui.chart(
     figures.figure_ttft(
         table, title="TTFT per scenario: prefill + exposed transfer + first decode step"

@@ -318,6 +318,32 @@ def share_box() -> None:
             "Copy the link with the button at the top right of the box; it opens this "
             "page with every input above."
         )
+        report_download([("This scenario", scenario)], "kv-transfer-report", key="dl_report")
+
+
+def report_download(labelled, file_stem: str, *, key: str, title: str = "KV transfer report"):
+    """A button that builds the standalone HTML report when pressed (offline, self-contained).
+
+    ``labelled`` holds (label, Scenario or a zero-argument function returning one).
+    """
+    from .report import report_html
+
+    link = share_url()
+
+    def build() -> str:
+        items = [(label, sc() if callable(sc) else sc) for label, sc in labelled]
+        return report_html(items, share_url=link if link.startswith("http") else None, title=title)
+
+    st.download_button(
+        "Download report (HTML)",
+        build,
+        file_name=f"{file_stem}.html",
+        mime="text/html",
+        icon=":material/description:",
+        key=key,
+        on_click="ignore",
+        help="One self-contained page: inputs, verdicts, charts, assumptions and a link back.",
+    )
 
 
 def _link_label(link_id: str) -> str:

@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -69,18 +70,20 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def app_url(chromium_path, tmp_path_factory) -> str:
-    """Start ``streamlit run app.py`` on a free port; yield its base URL; stop it afterwards."""
+@contextmanager
+def serve(log_dir: Path, *extra: str, path: str = ""):
+    """Run ``streamlit run app.py`` on a free port (plus ``extra`` options); yield its URL."""
     port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")
+    root_url = f"http://127.0.0.1:{port}"
+    url = f"{root_url}{path}"
+    log = (log_dir / "server.log").open("w")
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
         "--server.fileWatcherType", "none",
+        *extra,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -100,6 +103,24 @@ def app_url(chromium_path, tmp_path_factory) -> str:
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url(chromium_path, tmp_path_factory) -> str:
+    """Start ``streamlit run app.py`` on a free port; yield its base URL; stop it afterwards."""
+    with serve(tmp_path_factory.mktemp("streamlit")) as url:
+        yield url
+
+
+BASE_PATH = "kvplanner"
+
+
+@pytest.fixture(scope="session")
+def base_path_url(chromium_path, tmp_path_factory) -> str:
+    """The app served under a path prefix, as behind a reverse proxy (--server.baseUrlPath)."""
+    with serve(tmp_path_factory.mktemp("streamlit-base"), "--server.baseUrlPath", BASE_PATH,
+               path=f"/{BASE_PATH}") as url:  # fmt: skip
+        yield url
 
 
 @pytest.fixture(scope="session")

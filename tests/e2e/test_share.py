@@ -1,0 +1,57 @@
+"""Sharing and presenting in the browser: report and PNG downloads, a base-path deployment."""
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import BASE_PATH
+
+
+def _open_share_box(page):
+    page.get_by_test_id("stSidebar").get_by_text("Share this scenario").click()
+
+
+def test_report_download_is_standalone(page, app_url, wait_ready, tmp_path):
+    page.goto(f"{app_url}/?model=llama-3-70b&link=100gbe&seq=1024")
+    wait_ready(page)
+    _open_share_box(page)
+    with page.expect_download(timeout=60_000) as dl:
+        page.get_by_role("button", name="Download report (HTML)").click()
+    path = tmp_path / "report.html"
+    dl.value.save_as(path)
+    html = path.read_text()
+    assert "335.5 MB" in html and "1,145 tokens" in html  # the article's scenario
+    assert "https://cdn" not in html
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", html, flags=re.S)  # plotly.js source aside
+    assert "<script src=" not in html
+    for attr in re.findall(r'(?:src|href)="([^"]*)"', markup):
+        assert not attr.startswith(("http://", "https://", "//")) or attr.startswith(app_url), attr
+
+
+def test_chart_png_download(page, app_url, wait_ready, tmp_path):
+    page.goto(f"{app_url}/")
+    wait_ready(page)
+    page.get_by_role("button", name="Export chart").first.click()
+    with page.expect_download(timeout=90_000) as dl:
+        page.get_by_role("button", name="PNG", exact=True).click()
+    path = tmp_path / "chart.png"
+    dl.value.save_as(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_served_under_a_path_prefix(page, base_path_url, wait_ready, screenshot):
+    """Behind a reverse proxy: pages, the URL sync and the copied link keep the prefix."""
+    page.goto(f"{base_path_url}/interconnects?seq=2048&link=ib-ndr")
+    wait_ready(page)
+    expect(page.get_by_role("heading", level=1, name="Interconnects")).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    page.wait_for_function("() => location.search.includes('batches=')")
+    url = urlparse(page.url)
+    assert url.path == f"/{BASE_PATH}/interconnects"
+    assert parse_qs(url.query)["seq"] == ["2048"] and parse_qs(url.query)["link"] == ["ib-ndr"]
+    _open_share_box(page)
+    code = page.get_by_test_id("stSidebar").locator("code").first
+    expect(code).to_contain_text(f"{base_path_url}/interconnects?")
+    expect(code).to_contain_text("seq=2048")
+    screenshot(page, "base-path-interconnects")
