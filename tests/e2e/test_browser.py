@@ -108,10 +108,15 @@ def open_nav(page, text: str) -> None:
     """Click a top-navigation link; fall back to the overflow popover if it is collapsed."""
     nav = page.get_by_test_id("stTopNav")
     link = nav.get_by_role("link", name=text, exact=True)
-    if not link.is_visible():
-        page.get_by_test_id("stTopNavPopover").first.click()
-        link = page.get_by_test_id("stTopNavPopoverBody").get_by_role("link", name=text, exact=True)
-    link.click()
+    if not link.is_visible():  # collapsed into the "N more" menu at this width
+        nav.get_by_text(re.compile(r"^\d+ more$")).click()
+        body = page.get_by_test_id("stTopNavPopoverBody")
+        link = body.get_by_test_id("stTopNavDropdownLink").filter(
+            has_text=re.compile(rf"^\W*{re.escape(text)}$")
+        )
+        if not link.count():
+            link = body.get_by_text(text, exact=True)
+    link.first.click()
 
 
 @pytest.mark.parametrize(("path", "nav", "heading"), PAGES, ids=[p[1] for p in PAGES])
