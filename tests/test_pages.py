@@ -340,3 +340,18 @@ def test_presentation_mode_from_link():
     assert at.toggle(key="present").value is True
     at.button(key="present_exit").click().run()
     assert at.query_params["present"] in ("0", ["0"])
+
+
+def test_plan_page_numbers_follow_the_solver():
+    from kvmodel import solve
+
+    at = app({"batch": "8"}, "pages/plan.py")
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe", batch=8)
+    need = solve.min_bandwidth(sc, criterion="step")
+    assert metric(at, "Minimum bandwidth") == f"{need / 1e9:,.4g} GB/s"
+    assert "falls short" in at.info[0].value
+    assert "layer-wise" in at.success[0].value
+    at.radio(key="w_crit").set_value("share").run()
+    assert at.query_params["crit"] in ("share", ["share"])
+    need_share = solve.min_bandwidth(sc, criterion="share")
+    assert metric(at, "Minimum bandwidth") == f"{need_share / 1e9:,.4g} GB/s"
