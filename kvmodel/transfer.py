@@ -252,7 +252,7 @@ def critical_seq_len(sc: Scenario) -> int | None:
     Closed form when the transfer is linear in S (full attention, no descriptor cost, sent
     whole); otherwise an integer bisection on the monotone transfer function; with layer-wise
     sending and an estimated prefill (which grows faster than the transfer and can hide it
-    again) the first crossing on a 4,096-point log grid, refined by bisection.
+    again) the first crossing on a 1,024-point log grid, refined by bisection.
     """
     target = sc.k * sc.decode_step_s
     max_s = sc.model.max_context_tokens
@@ -273,7 +273,7 @@ def critical_seq_len(sc: Scenario) -> int | None:
         return guess if guess <= max_s else None
     lo, hi = 0, max_s
     if sc.layerwise and sc.prefill_s is None:
-        grid = np.unique(np.geomspace(1, max_s, 4096).astype(np.int64))
+        grid = np.unique(np.geomspace(1, max_s, 1024).astype(np.int64))
         vals = exposed_transfer_s(sc, grid)
         hit = np.nonzero(vals >= target)[0]
         if hit.size == 0:

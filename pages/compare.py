@@ -82,7 +82,7 @@ for text in problems:
     st.error(f"Scenario {text}")
 
 evs = [(label, state.cached_evaluate(sc)) for label, sc in labelled]
-table = mitigation_table(base_sc, [Option(label, sc) for label, sc in labelled])
+table = state.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
 best = table.loc[table["ttft_ms"].idxmin()]
 st.info(
     f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
@@ -90,7 +90,7 @@ st.info(
     f"{best['transfer_share']:.1%} of TTFT.",
     icon=":material/lightbulb:",
 )
-shown, differs = compare_table(evs)
+shown, differs = state.cached(compare_table, evs)
 st.dataframe(
     figures.style_differences(shown, differs), width="stretch", height=36 * (len(shown) + 1) + 4
 )
@@ -100,8 +100,10 @@ state.report_download(
     labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
 )
 exports_ui.chart(
-    figures.figure_ttft(
-        table, title="TTFT per scenario: prefill + exposed transfer + first decode step"
+    state.cached(
+        figures.figure_ttft,
+        table,
+        title="TTFT per scenario: prefill + exposed transfer + first decode step",
     ),
     "ttft-per-scenario",
 )

@@ -35,7 +35,7 @@ with c2:
     )
 lo_hi = params.band_ms(band)
 
-table = link_batch_table(sc, links, batches)
+table = state.cached(link_batch_table, sc, links, batches)
 st.info(
     interconnect_takeaway(
         table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
@@ -51,7 +51,9 @@ st.caption(
 st.dataframe(figures.style_band_table(table, lo_hi), width="stretch", hide_index=True)
 exports_ui.table_download(table, "link-by-batch")
 
-sweep = batch_sweep(
-    sc, links, np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int))
+sweep = state.cached(
+    batch_sweep, sc, links, np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int))
 )
-exports_ui.chart(figures.figure_batch_sweep(sweep, lo_hi, seq_len=sc.seq_len), "transfer-vs-batch")
+exports_ui.chart(
+    state.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len), "transfer-vs-batch"
+)

@@ -12,16 +12,18 @@ st.title("Mitigations")
 state.show_notices()
 sc = state.scenario_or_stop()
 options = mitigation_options(sc)
-table = mitigation_table(sc, options)
+table = state.cached(mitigation_table, sc, options)
 st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
 left, right = st.columns(2)
 exports_ui.chart(
-    figures.figure_option_transfer(table, step_ms=sc.decode_step_s * 1e3),
+    state.cached(figures.figure_option_transfer, table, step_ms=sc.decode_step_s * 1e3),
     "exposed-per-option",
     left,
 )
-exports_ui.chart(figures.figure_ttft(table, title="TTFT per option"), "ttft-per-option", right)
+exports_ui.chart(
+    state.cached(figures.figure_ttft, table, title="TTFT per option"), "ttft-per-option", right
+)
 shown = table.assign(
     wire=table["wire_bytes"].map(fmt_bytes),
     share=table["transfer_share"].map("{:.1%}".format),
@@ -68,8 +70,9 @@ pick = state.page_widget(
 )
 chosen = options[pick].scenario
 exports_ui.chart(
-    figures.figure_timeline(
-        timeline(chosen),
+    state.cached(
+        figures.figure_timeline,
+        state.cached(timeline, chosen),
         title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
     ),
     "timeline",

@@ -12,10 +12,14 @@ state.ensure_router()
 st.title("Models")
 state.show_notices()
 sc = state.scenario_or_stop()
-table = models_table(sc.kv_dtype, sc.seq_len, extra=state.imported_models().values())
+table = state.cached(
+    models_table, sc.kv_dtype, sc.seq_len, extra=tuple(state.imported_models().values())
+)
 st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
 exports_ui.chart(
-    figures.figure_bytes_per_token(table, highlight=sc.model.id, kv_dtype=sc.kv_dtype),
+    state.cached(
+        figures.figure_bytes_per_token, table, highlight=sc.model.id, kv_dtype=sc.kv_dtype
+    ),
     "bytes-per-token",
 )
 st.dataframe(

@@ -80,14 +80,23 @@ c[2].metric(
 
 left, right = st.columns(2)
 exports_ui.chart(
-    figures.figure_transfer_vs_step(
-        ev.exposed_s * 1e3, ev.decode_step_s * 1e3, link=sc.link.name, k=sc.k
+    state.cached(
+        figures.figure_transfer_vs_step,
+        ev.exposed_s * 1e3,
+        ev.decode_step_s * 1e3,
+        link=sc.link.name,
+        k=sc.k,
     ),
     "transfer-vs-step",
     left,
 )
 exports_ui.chart(
-    figures.figure_ttft_waterfall(ev.prefill_s * 1e3, ev.exposed_s * 1e3, ev.decode_step_s * 1e3),
+    state.cached(
+        figures.figure_ttft_waterfall,
+        ev.prefill_s * 1e3,
+        ev.exposed_s * 1e3,
+        ev.decode_step_s * 1e3,
+    ),
     "ttft-waterfall",
     right,
 )

@@ -104,7 +104,7 @@ st.caption(
 )
 table = state.cached_call(tornado, sc)
 for metric, name in (("ttft", "tornado-ttft"), ("share", "tornado-share")):
-    fig = figures.figure_tornado(table, metric=metric)
+    fig = state.cached(figures.figure_tornado, table, metric=metric)
     st.plotly_chart(fig, width="stretch")
     exports_ui.figure_downloads(fig, name)
 exports_ui.table_download(table, "sensitivity")

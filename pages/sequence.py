@@ -16,11 +16,12 @@ threshold_ms = sc.k * sc.decode_step_s * 1e3
 links = state.id_multiselect(
     "Interconnects", "links", params.link_ids(), format_func=figures.link_name
 )
-curves, critical = seq_sweep(sc, links)
+curves, critical = state.cached(seq_sweep, sc, links)
 names = {lid: figures.link_name(lid) for lid in links}
 st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:")
 exports_ui.chart(
-    figures.figure_seq_sweep(
+    state.cached(
+        figures.figure_seq_sweep,
         curves,
         critical,
         threshold_ms=threshold_ms,
@@ -38,8 +39,11 @@ models = state.id_multiselect(
 )
 grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
 exports_ui.chart(
-    figures.figure_models_seq(
-        model_seq_sweep(sc, models, grid), threshold_ms=threshold_ms, link=sc.link.name
+    state.cached(
+        figures.figure_models_seq,
+        state.cached(model_seq_sweep, sc, models, grid),
+        threshold_ms=threshold_ms,
+        link=sc.link.name,
     ),
     "layouts-vs-sequence",
 )

@@ -128,7 +128,8 @@ m[3].metric(
     help=f"From {fmt_tokens(reg.critical_seq_len)}",
 )
 exports_ui.chart(
-    figures.figure_traffic_histogram(
+    state.cached(
+        figures.figure_traffic_histogram,
         mix.tokens,
         mix.weights,
         res["region"],

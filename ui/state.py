@@ -55,6 +55,21 @@ def _cached_call(name: str, _fn, sc: Scenario, **kwargs):
     return _fn(sc, **kwargs)
 
 
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _cached_result(name: str, _fn, args: tuple, kwargs: tuple):
+    return _fn(*args, **dict(kwargs))
+
+
+def cached(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` computed once per distinct inputs and shared, not copied.
+
+    For pure sweeps and figure builders: a rerun whose inputs did not change (or changed only
+    in what this piece does not use) costs a hash instead of a rebuild.  Results are read-only.
+    """
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    return _cached_result(name, fn, args, tuple(sorted(kwargs.items())))
+
+
 def cached_call(fn, sc: Scenario, **kwargs):
     """A kvmodel function of a scenario, computed once per (function, scenario, options)."""
     return _cached_call(f"{fn.__module__}.{fn.__qualname__}", fn, sc, **kwargs)
