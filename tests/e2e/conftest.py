@@ -127,7 +127,7 @@ def base_path_url(chromium_path, tmp_path_factory) -> str:
 def browser(chromium_path):
     from playwright.sync_api import expect, sync_playwright
 
-    expect.set_options(timeout=20_000)
+    expect.set_options(timeout=45_000)  # a loaded 2-core CI machine can take a while
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path, headless=True, args=CHROMIUM_ARGS)
         yield b
