@@ -69,8 +69,9 @@ STEP = ("Decode step [ms]", "Times and thresholds", 11, 1, "step")
 CANDIDATES = (BATCH, EXACT, STEP)  # preference order
 
 
-def choose_control(page: str | None) -> tuple:
-    """The first candidate input whose change alters one of the page's charts (AppTest probe)."""
+def choose_control(page: str | None) -> tuple | None:
+    """The first candidate input whose change alters one of the page's charts (AppTest probe);
+    None when the page draws no plotly chart."""
     from streamlit.testing.v1 import AppTest
 
     try:
@@ -78,6 +79,8 @@ def choose_control(page: str | None) -> tuple:
         at.run()
         if page:
             at.switch_page(page).run()
+        if not at.exception and not at.get("plotly_chart"):
+            return None
         for control in CANDIDATES:
             before = [c.proto.spec for c in at.get("plotly_chart")]
             at.number_input(key=control[4]).set_value(control[2] + 7 * control[3]).run()
@@ -309,7 +312,7 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
     if only:
         targets = [t for t in targets if t[0] == TRIVIAL_LABEL or t[0] in only]
     servers: dict[Path, Server] = {}
-    results, broken = [], []
+    results, broken, no_chart = [], [], []
     try:
         for _label, script, _url in targets:
             if script not in servers:
@@ -320,6 +323,9 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
                 open_pages = []
                 for label, script, url in targets:
                     control = BATCH if script == TRIVIAL else choose_control(page_of[label])
+                    if control is None:
+                        no_chart.append(label)
+                        continue
                     try:
                         open_pages.append(PageUnderTest(browser, servers[script].url + url, label,
                                                    control, timeout_ms))  # fmt: skip
@@ -332,7 +338,7 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
                 # round-robin: one change per page in turn, so load drift hits every page alike
                 for i in range(warmup + repeats):
                     for k, put in enumerate(open_pages):
-                        _label, _exp, first, step = put.control
+                        _label, _exp, first, step, _key = put.control
                         value = first + 40 * step * k + step * i  # never seen by this session
                         put.change(value, quiet_ms, record=i >= warmup)
                 results = [put.close() for put in open_pages] + broken
@@ -353,7 +359,7 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
         r["script_done_median_ms"] = _median(r["script_done_ms"])
         r["ratio_median"] = round(ratio(r["median_ms"], base_med), 2) if xs and base_med else None
         r["pass"] = bool(xs) and not r["errors"] and r["median_ms"] <= CONTROL_TO_CHART_MS
-    return {"results": results, "server_logs": str(logdir)}
+    return {"results": results, "no_chart": no_chart, "server_logs": str(logdir)}
 
 
 def report(data: dict) -> str:
@@ -383,6 +389,8 @@ def report(data: dict) -> str:
     ]
     for r in data["results"]:
         lines += [f"  {r['page']}: {e}" for e in r["errors"]]
+    if data.get("no_chart"):
+        lines.append(f"Not applicable (no plotly chart): {', '.join(data['no_chart'])}")
     fails = [r["page"] for r in data["results"] if r["page"] != TRIVIAL_LABEL and not r["pass"]]
     if fails:
         lines.append(f"Control-to-chart target missed on: {', '.join(fails)}")

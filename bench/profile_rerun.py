@@ -4,10 +4,10 @@ For each chosen page: warm up, then profile ``--runs`` reruns that set the sideb
 never-seen value (as ``page_rerun.py``'s ``change`` mode).  Prints, per rerun (ms, cProfile
 overhead included, so read the shares rather than the absolute values):
 
-* a wall-clock split WITHOUT the profiler: each figure builder, kvmodel sweep, sidebar, and
-  ``st.*`` element call wrapped in a timer (inclusive ms per rerun), the script's own execution
-  time (and how often it ran per ``at.run()``: 2 = the ``ensure_router`` st.rerun), and what
-  is left for AppTest itself;
+* a wall-clock split WITHOUT the profiler: every public function of ``kvmodel.*`` and
+  ``ui.*``, the plotly ``Figure`` methods and the ``st.*`` element calls are wrapped in a timer
+  (inclusive ms per rerun); plus the script's own execution time (and how often it ran per
+  ``at.run()``: 2 = the ``ensure_router`` st.rerun), and what is left for AppTest itself;
 * under cProfile, the project's own functions (app.py, pages/, ui/, kvmodel/) by cumulative time;
 * the library functions (streamlit, plotly, pandas, ...) by cumulative time, outermost calls
   that are interesting to a developer (figure building, marshalling, Styler, AppTest parsing).
@@ -23,6 +23,7 @@ import cProfile
 import pstats
 import sys
 import time
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -72,17 +73,8 @@ def _profiling_script_thread(prof: cProfile.Profile):
         ScriptRunner._run_script = orig
 
 
-TIMED_MODULES = ("ui.state", "ui.figures", "ui.params", "kvmodel.sweeps", "kvmodel.verdicts",
-                 "kvmodel.catalog", "kvmodel.transfer", "kvmodel.size", "kvmodel.timing",
-                 "kvmodel.build", "kvmodel.units")  # fmt: skip
-TIMED_FUNCS = (
-    "ui.state:sidebar_controls", "ui.state:init_from_url", "ui.state:sync_url",
-    "ui.state:scenario_or_stop", "ui.state:cached_evaluate", "ui.state:id_multiselect",
-    "ui.state:page_widget", "ui.state:_roofline_caption", "ui.state:model_spec",
-    "kvmodel.catalog:model_ids", "kvmodel.catalog:get_model", "kvmodel.catalog:get_link",
-    "kvmodel.transfer:evaluate", "kvmodel.transfer:transfer", "kvmodel.transfer:critical_seq_len",
-    "kvmodel.build:build_scenario", "ui.figures:_layout",
-)  # fmt: skip
+TIMED_PACKAGES = ("kvmodel", "ui")  # every public function of every module in them
+TIMED_PRIVATE = ("ui.state:_roofline_caption", "ui.figures:_layout")  # plus these
 TIMED_ELEMENTS = ("plotly_chart", "dataframe", "metric", "info", "caption", "markdown", "title",
                   "subheader", "selectbox", "number_input", "select_slider", "slider", "toggle",
                   "multiselect", "radio", "columns", "expander", "file_uploader", "text_area",
@@ -124,24 +116,15 @@ class _Timers:
         setattr(owner, attr, self._wrap(name, orig))
 
     def install(self) -> None:
-        import importlib
 
         import streamlit as st
         from streamlit.delta_generator import DeltaGenerator
         from streamlit.runtime.scriptrunner import script_runner
 
-        mods = [importlib.import_module(m) for m in TIMED_MODULES]
-        targets = [(importlib.import_module(m), f) for m, f in (t.split(":") for t in TIMED_FUNCS)]
-        targets = [(m, f) for m, f in targets if callable(getattr(m, f, None))]  # app may change
-        targets += [(importlib.import_module("ui.figures"), n) for n in dir(mods[1])
-                    if n.startswith(("figure_", "style_"))]  # fmt: skip
-        sweeps = importlib.import_module("kvmodel.sweeps")
-        verdicts = importlib.import_module("kvmodel.verdicts")
-        targets += [(sweeps, n) for n in ("link_batch_table", "batch_sweep", "seq_grid",
-                                          "seq_sweep", "model_seq_sweep", "models_table",
-                                          "mitigation_options", "mitigation_table", "timeline")
-                    if hasattr(sweeps, n)]  # fmt: skip
-        targets += [(verdicts, n) for n in dir(verdicts) if n.endswith("_takeaway")]
+        mods = _project_modules()
+        targets = [(m, n) for m in mods for n, f in vars(m).items()
+                   if isinstance(f, types.FunctionType) and f.__module__ == m.__name__
+                   and (not n.startswith("_") or f"{m.__name__}:{n}" in TIMED_PRIVATE)]  # fmt: skip
         for mod, attr in targets:
             orig = getattr(mod, attr)
             name = f"{mod.__name__.replace('.', '/')}.py:{attr}"
@@ -175,6 +158,24 @@ class _Timers:
 
 
 _MISSING = object()
+
+
+def _project_modules() -> list:
+    import importlib
+    import pkgutil
+
+    mods = []
+    for pkg_name in TIMED_PACKAGES:
+        pkg = importlib.import_module(pkg_name)
+        mods.append(pkg)
+        for info in pkgutil.iter_modules(pkg.__path__, f"{pkg_name}."):
+            if info.name.endswith("__main__"):
+                continue
+            try:
+                mods.append(importlib.import_module(info.name))
+            except Exception:  # noqa: BLE001 - a module that fails to import is not timed
+                continue
+    return mods
 
 
 def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list]]:

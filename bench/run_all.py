@@ -74,13 +74,15 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
             if b and b["median_ms"] is not None:
                 row += [f"{b['median_ms']:.0f} / {b['max_ms']:.0f}",
                         f"{b['ratio_median']:.1f}×", verdict(b["pass"])]  # fmt: skip
+            elif label in c2c.get("no_chart", []):
+                row += ["no chart", "", "n/a"]
             else:
                 row += ["—", "—", "FAIL"]
         rows.append(row)
         if label != TRIVIAL_LABEL:
             if not rerun_ok:
                 missed.append(f"{label}: rerun")
-            if c2c and not (b and b["pass"]):
+            if c2c and not (b and b["pass"]) and label not in c2c.get("no_chart", []):
                 missed.append(f"{label}: control-to-chart")
     head = ["page", "rerun change med/p95 ms", "÷ triv", "rerun plain med/p95 ms", "÷ triv",
             f"≤{RERUN_MEDIAN_MS:g}/≤{RERUN_P95_MS:g}"]  # fmt: skip

@@ -47,7 +47,11 @@ SHARE_TARGET = 0.20  # the article: a gap above 20 % of TTFT gives back much of 
 
 # Prometheus metric → scale to SI (seconds, bytes, bytes/s).
 GAP_METRIC = "llm_kv_transfer_gap_seconds"
-TTFT_METRICS = ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds")
+TTFT_METRICS = (
+    "vllm:time_to_first_token_seconds",
+    "sglang:time_to_first_token_seconds",
+    "llm_time_to_first_token_seconds",  # the Recipes page's own histogram
+)
 PREFILL_METRIC = "vllm:request_prefill_time_seconds"
 NIXL_XFER_METRIC = "vllm:nixl_xfer_time_seconds"
 NIXL_BYTES_METRIC = "vllm:nixl_bytes_transferred"
@@ -57,6 +61,7 @@ METRIC_SCALES = {
     GAP_METRIC: 1.0,
     TTFT_METRICS[0]: 1.0,
     TTFT_METRICS[1]: 1.0,
+    TTFT_METRICS[2]: 1.0,
     PREFILL_METRIC: 1.0,
     NIXL_XFER_METRIC: 1.0,
     NIXL_BYTES_METRIC: 1.0,

@@ -235,3 +235,26 @@ def test_traffic_upload_in_the_browser(page, app_url, wait_ready, screenshot, tm
     expect(page.get_by_test_id("stException")).to_have_count(0)
     wait_charts(page)
     screenshot(page, "traffic-upload")
+
+
+def test_measure_upload_in_the_browser(page, app_url, wait_ready, screenshot):
+    """Upload perftest output on the Measured page: the fitted bandwidth is kvmodel's."""
+    from pathlib import Path
+
+    from kvmodel.calibrate import fit_from_bandwidth_points
+    from kvmodel.measure_io import load_measurement
+    from kvmodel.units import fmt_bandwidth
+
+    sample = Path(__file__).resolve().parents[2] / "data" / "measurements" / "ib_write_bw.txt"
+    fit = fit_from_bandwidth_points(load_measurement(sample).data)
+    page.goto(f"{app_url}/measure?link=ib-ndr")
+    wait_ready(page)
+    expect(title(page, r"measured")).to_be_visible()
+    page.get_by_text("Upload", exact=True).click()
+    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(sample))
+    expect(metric_value(page, "Fitted bandwidth")).to_have_text(
+        fmt_bandwidth(fit.bandwidth_bytes_per_s))  # fmt: skip
+    expect(page.get_by_text(re.compile(r"Read ib_write_bw\.txt as perftest"))).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    wait_charts(page)
+    screenshot(page, "measure-upload")
