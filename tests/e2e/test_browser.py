@@ -33,7 +33,11 @@ PAGES = [
     ("/interconnects", "Interconnects", r"interconnect"),
     ("/sequence", "Sequence", r"sequence"),
     ("/mitigations", "Mitigations", r"mitigation"),
+    ("/plan", "Plan", r"plan"),
+    ("/compare", "Compare", r"compare"),
     ("/traffic", "Traffic", r"traffic"),
+    ("/measure", "Measured", r"measured"),
+    ("/recipes", "Recipes", r"recipes"),
     ("/models", "Models", r"model"),
 ]
 URL_TIMEOUT_S = 20
