@@ -29,7 +29,7 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 mode, path = sys.argv[1], sys.argv[2]
-import numpy as np, pyarrow as pa, pyarrow.csv as pcsv
+import numpy as np, pandas, pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet, pyarrow.json
 from kvmodel.build import build_scenario
 from kvmodel import traffic as tr
 from kvmodel.traffic_io import load_traffic

@@ -588,7 +588,10 @@ def _whole(arr: pa.ChunkedArray, column: str) -> _Checked:
     t = arr.type
     if pa.types.is_integer(t):
         nulls = _nulls(arr)
-        values = _filled(arr).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        filled = _filled(arr)
+        if filled.type != pa.int64():  # a cast is not free even when it changes nothing
+            filled = filled.cast(pa.int64())
+        values = filled.to_numpy(zero_copy_only=False)
         return _Checked(values, nulls | (values < 0), arr, column, expected)
     x = _numbers(arr, column, expected)
     with np.errstate(invalid="ignore"):
