@@ -92,6 +92,14 @@ def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
     )
 
 
+def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
+    """A one-row legend between the title and the plot (for charts as wide as the page)."""
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        margin={"t": top},
+    )
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
@@ -136,10 +144,7 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
         "",
         height=max(240, 100 + 40 * len(table)),
     )
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 90},
-    )
+    _legend_on_top(fig, top=90)
     return fig
 
 
@@ -604,10 +609,7 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
         "",
         height=max(300, 110 + 36 * len(d)),
     )
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 100},
-    )
+    _legend_on_top(fig, top=100)
     return fig
 
 
@@ -650,10 +652,7 @@ def figure_model_vs_measured(
     else:
         fig.update_yaxes(rangemode="tozero")
     fig = _layout(fig, title, "", f"time [{unit}{', log scale' if log else ''}]", height=400)
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 90},
-    )
+    _legend_on_top(fig, top=90)
     return fig
 
 
@@ -759,10 +758,7 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
         "message size [bytes, log scale]",
         "bandwidth [GB/s per direction]",
     )
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 90},
-    )
+    _legend_on_top(fig, top=90)
     return fig
 
 
@@ -801,10 +797,7 @@ def figure_time_fit(sizes, seconds, fit) -> go.Figure:
         "transfer size [bytes, log scale]",
         "time [µs, log scale]",
     )
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 90},
-    )
+    _legend_on_top(fig, top=90)
     return fig
 
 
@@ -847,10 +840,7 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
         "message size [bytes, log scale]",
         "efficiency [% of nominal]",
     )
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": 90},
-    )
+    _legend_on_top(fig, top=90)
     return fig
 
 
