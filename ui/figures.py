@@ -6,6 +6,8 @@ keeps one colour everywhere (``link_color``).
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -50,6 +52,98 @@ SEGMENT_COLORS = {
     "First decode step": "#2563eb",
 }
 BAND_COLOR = "rgba(37, 99, 235, 0.18)"
+
+
+_COMPOUND = {"marker", "line", "xaxis", "yaxis", "legend", "title", "hoverlabel", "font",
+             "textfont", "error"}  # fmt: skip
+
+
+def _expand(kwargs: dict) -> dict:
+    """Plotly's magic underscores (``marker_color``) as nested dicts (``marker.color``)."""
+    out: dict = {}
+    for key, value in kwargs.items():
+        parts = key.split("_")
+        if len(parts) > 1 and parts[0] in _COMPOUND:
+            node = out
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        else:
+            _merge(out, {key: value})
+    return out
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+class _Fig:
+    """Collects traces and layout as plain dicts; ``build`` makes one ``go.Figure`` at the end.
+
+    The incremental ``go.Figure`` API validates and re-parses on every call (20-30 ms for a
+    small chart); one constructor call over plain dicts costs a few ms.  It offers just the
+    calls the builders here use.
+    """
+
+    def __init__(self):
+        self.data: list[dict] = []
+        self.layout: dict = {}
+
+    def _trace(self, kind: str, kwargs: dict) -> None:
+        self.data.append({"type": kind, **_expand(kwargs)})
+
+    def add_bar(self, **kw):
+        self._trace("bar", kw)
+
+    def add_scatter(self, **kw):
+        self._trace("scatter", kw)
+
+    def add_histogram(self, **kw):
+        self._trace("histogram", kw)
+
+    def update_layout(self, **kw):
+        _merge(self.layout, _expand(kw))
+
+    def update_xaxes(self, **kw):
+        _merge(self.layout.setdefault("xaxis", {}), _expand(kw))
+
+    def update_yaxes(self, **kw):
+        _merge(self.layout.setdefault("yaxis", {}), _expand(kw))
+
+    def add_annotation(self, **kw):
+        self.layout.setdefault("annotations", []).append(_expand(kw))
+
+    def add_vline(self, x, annotation_text=None, annotation_position=None, **kw):
+        shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
+                 "y1": 1}  # fmt: skip
+        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
+        if annotation_text:
+            self.add_annotation(x=x, y=1, yref="paper", yanchor="bottom", showarrow=False,
+                                text=annotation_text)  # fmt: skip
+
+    def add_vrect(self, x0, x1, **kw):
+        shape = {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0,
+                 "y1": 1}  # fmt: skip
+        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
+
+    def build(self) -> go.Figure:
+        return go.Figure({"data": self.data, "layout": self.layout})
+
+
+def _finished(builder):
+    """Decorator: a builder that fills a ``_Fig`` returns the built ``go.Figure``."""
+
+    @functools.wraps(builder)
+    def wrapper(*args, **kwargs):
+        out = builder(*args, **kwargs)
+        return out.build() if isinstance(out, _Fig) else out
+
+    return wrapper
 
 
 def link_color(link_id: str) -> str:
@@ -113,12 +207,13 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) ->
     return fig
 
 
+@_finished
 def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> go.Figure:
     """Stacked horizontal bars per option: prefill, exposed transfer (+codec), first decode [ms].
 
     ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms.
     """
-    fig = go.Figure()
+    fig = _Fig()
     parts = (
         ("Prefill", "prefill_ms"),
         ("KV transfer", "exposed_transfer_ms"),
@@ -148,9 +243,10 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
     return fig
 
 
+@_finished
 def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Exposed transfer (+ quantize/dequantize) per option against one decode step [ms]."""
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_bar(
         y=table["option"],
         x=table["exposed_transfer_ms"],
@@ -186,6 +282,7 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     )
 
 
+@_finished
 def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
     """TTFT as a waterfall: prefill, exposed transfer and first decode step add up [ms]."""
     total = prefill_ms + transfer_ms + decode_ms
@@ -198,20 +295,19 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         SEGMENT_COLORS["First decode step"],
         "#475569",
     ]
-    fig = go.Figure(
-        go.Bar(
-            y=names,
-            x=widths,
-            base=bases,
-            orientation="h",
-            marker_color=colors,
-            text=[f"{w:,.1f} ms" for w in widths],
-            textposition="outside",
-            cliponaxis=False,
-            customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
-            hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
-            "%{customdata[1]:,.1f} ms<extra></extra>",
-        )
+    fig = _Fig()
+    fig.add_bar(
+        y=names,
+        x=widths,
+        base=bases,
+        orientation="h",
+        marker_color=colors,
+        text=[f"{w:,.1f} ms" for w in widths],
+        textposition="outside",
+        cliponaxis=False,
+        customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
+        hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
+        "%{customdata[1]:,.1f} ms<extra></extra>",
     )
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_xaxes(range=[0, total * 1.3])
@@ -219,11 +315,12 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
     return _layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
 
 
+@_finished
 def figure_transfer_vs_step(
     transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *, link: str = "", k: float = 1.0
 ) -> go.Figure:
     """One bar for the exposed transfer against the decode step and the usual band [ms]."""
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0, layer="below")
     fig.add_annotation(
         x=(band_ms[0] + band_ms[1]) / 2,
@@ -253,9 +350,10 @@ def figure_transfer_vs_step(
     return _layout(fig, title, "time [ms]", "", height=300)
 
 
+@_finished
 def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band."""
-    fig = go.Figure()
+    fig = _Fig()
     _band_trace(
         fig,
         (df["batch"].min(), df["batch"].max()),
@@ -282,11 +380,12 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) 
     )
 
 
+@_finished
 def figure_seq_sweep(
     curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str
 ) -> go.Figure:
     """Transfer vs sequence length per link, the threshold line, critical S marked."""
-    fig = go.Figure()
+    fig = _Fig()
     for lid, part in curves.groupby("link", sort=False):
         name = link_name(lid)
         fig.add_scatter(
@@ -326,10 +425,11 @@ def figure_seq_sweep(
     )
 
 
+@_finished
 def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
     """Transfer vs S for several models on one link; dash style by attention layout."""
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-    fig = go.Figure()
+    fig = _Fig()
     for n, (mid, part) in enumerate(df.groupby("model", sort=False)):
         layout = part["attention"].iloc[0]
         fig.add_scatter(
@@ -357,6 +457,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     )
 
 
+@_finished
 def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
     """Gantt of prefill compute, KV transfer chunks and the first decode step [ms]."""
     colors = {
@@ -364,7 +465,7 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
         "KV transfer": SEGMENT_COLORS["KV transfer"],
         "Decode": SEGMENT_COLORS["First decode step"],
     }
-    fig = go.Figure()
+    fig = _Fig()
     for lane, part in tl.groupby("lane", sort=False):
         fig.add_bar(
             y=[lane] * len(part),
@@ -388,12 +489,13 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
     return _layout(fig, title, "time since the request arrived [ms]", "", height=260)
 
 
+@_finished
 def figure_bytes_per_token(
     df: pd.DataFrame, *, highlight: str | None = None, kv_dtype: str = "fp16"
 ) -> go.Figure:
     """KV bytes per token across models (log bars), coloured by attention layout."""
     d = df.sort_values("bytes_per_token_at_seq", ascending=False)
-    fig = go.Figure()
+    fig = _Fig()
     for layout, part in d.groupby("attention", sort=False):
         fig.add_bar(
             x=part["model"],
@@ -451,6 +553,7 @@ REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "
 REGION_NAMES = ("too short", "gains", "transfer-bound")
 
 
+@_finished
 def figure_traffic_histogram(
     tokens, weights, region, *, min_seq_len: int, critical: int | None, bins: int = 60
 ) -> go.Figure:
@@ -463,7 +566,7 @@ def figure_traffic_histogram(
 
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
     edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
-    fig = go.Figure()
+    fig = _Fig()
     for r, name in enumerate(REGION_NAMES):
         sel = region == r
         counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
@@ -540,6 +643,7 @@ def style_differences(shown: pd.DataFrame, differs: pd.DataFrame):
 TORNADO_COLORS = {"low": "#60a5fa", "high": "#dc2626"}
 
 
+@_finished
 def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None = None):
     """Tornado chart of ``kvmodel.sensitivity.tornado``: per input, bars from the base value to
     the outcome at its low and at its high setting, largest spread on top.
@@ -565,7 +669,7 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     values = [b, *(d[lo_col] * scale), *(d[hi_col] * scale)]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.35 or max(abs(b) * 0.1, 1e-9)
-    fig = go.Figure()
+    fig = _Fig()
     for side, col, label_col, width, name in (
         ("low", lo_col, "low_label", 0.7, "low setting (categories: best option)"),
         ("high", hi_col, "high_label", 0.4, "high setting (categories: worst option)"),
@@ -620,6 +724,7 @@ MODEL_COLOR = "#2563eb"
 NOMINAL_COLOR = "#475569"
 
 
+@_finished
 def figure_model_vs_measured(
     rows, *, title: str = "Model vs measured, per request", unit: str = "ms"
 ) -> go.Figure:
@@ -629,7 +734,7 @@ def figure_model_vs_measured(
     import numpy as np
 
     scale = {"ms": 1e3, "µs": 1e6}[unit]
-    fig = go.Figure()
+    fig = _Fig()
     labels = [r[0] for r in rows]
     for name, idx, color in (("Model", 1, MODEL_COLOR), ("Measured", 2, MEASURED_COLOR)):
         ys = [None if r[idx] is None else r[idx] * scale for r in rows]
@@ -656,6 +761,7 @@ def figure_model_vs_measured(
     return fig
 
 
+@_finished
 def figure_gap_distribution(
     buckets=(), samples=(), *, model_s: float | None = None, source: str = ""
 ) -> go.Figure:
@@ -664,7 +770,7 @@ def figure_gap_distribution(
     [ms], with the model's exposed transfer marked."""
     import numpy as np
 
-    fig = go.Figure()
+    fig = _Fig()
     above = 0.0
     if buckets:
         b = [(float(le), float(c)) for le, c in buckets]
@@ -716,6 +822,7 @@ def figure_gap_distribution(
     return _layout(fig, title, "transfer gap [ms, log scale]", "transfers", height=380)
 
 
+@_finished
 def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """perftest points (message bytes, bandwidth B/s) with the fitted curve and the link's
     nominal bandwidth, in GB/s over a log message-size axis."""
@@ -723,7 +830,7 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
 
     x = np.asarray(sizes, dtype=float)
     grid = np.geomspace(x.min(), x.max(), 200)
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(bandwidths, dtype=float) / 1e9,
@@ -762,6 +869,7 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
     return fig
 
 
+@_finished
 def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     """(bytes, seconds) points with ``t = latency + bytes ÷ bandwidth``, log-log, in µs."""
     import numpy as np
@@ -769,7 +877,7 @@ def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(seconds, dtype=float) * 1e6,
@@ -801,6 +909,7 @@ def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     return fig
 
 
+@_finished
 def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """Achieved ÷ nominal bandwidth [%] by message size: measured points and the fit."""
     import numpy as np
@@ -808,7 +917,7 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(bandwidths, dtype=float) / nominal * 100,
@@ -844,12 +953,13 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
     return fig
 
 
+@_finished
 def figure_transfer_durations(durations_s, *, model_s: float | None = None) -> go.Figure:
     """Histogram of profiled per-transfer durations [µs] with the model's per-layer time."""
     import numpy as np
 
     d = np.asarray(durations_s, dtype=float) * 1e6
-    fig = go.Figure()
+    fig = _Fig()
     fig.add_histogram(
         x=d,
         nbinsx=min(max(int(np.sqrt(d.size)) * 2, 10), 60),
