@@ -26,7 +26,7 @@ def static_export_problem() -> str | None:
 def table_download(df, name: str) -> None:
     st.download_button(
         "Table as CSV",
-        export.csv_bytes(df),
+        lambda: export.csv_bytes(df),  # made when pressed
         file_name=f"{name}.csv",
         mime="text/csv",
         icon=":material/table:",
