@@ -45,10 +45,10 @@ import numpy as np
 
 from . import catalog
 from .sweeps import Option
+from .traffic import CRITERIA  # one definition of the two targets
 from .transfer import Evaluation, Scenario, critical_seq_len, evaluate, transfer
 from .units import fmt_time
 
-CRITERIA = ("step", "share")
 REL_PRECISION = 1e-3  # bandwidth bisection: hi / lo ≤ 1 + this
 INFINITE_BANDWIDTH = 1e30  # bytes/s: serialization of any cache is then ~1e-17 s
 MIN_BANDWIDTH = 1.0  # bytes/s: the solver never answers below this

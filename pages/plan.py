@@ -25,8 +25,8 @@ crit = state.page_widget(
         "share": f"transfer ≤ {sc.share_target:.0%} of TTFT",
     }[k],
 )
-need = state.cached_call(solve.min_bandwidth, sc, criterion=crit)
-mit = state.cached_call(solve.cheapest_mitigation, sc, criterion=crit)
+need = state.cached(solve.min_bandwidth, sc, criterion=crit)
+mit = state.cached(solve.cheapest_mitigation, sc, criterion=crit)
 have = sc.link.bandwidth_bytes_per_s
 if need is None:
     headline = f"No bandwidth meets the target: {solve.unreachable_reason(sc, criterion=crit)}"
@@ -52,8 +52,8 @@ c[0].metric(
     fmt_bandwidth(need) if need else "unreachable",
     help="Per direction; efficiency, streams, latency and mitigations kept",
 )
-max_s = state.cached_call(solve.max_seq_len, sc, criterion=crit)
-max_b = state.cached_call(solve.max_batch, sc, criterion=crit)
+max_s = state.cached(solve.max_seq_len, sc, criterion=crit)
+max_b = state.cached(solve.max_batch, sc, criterion=crit)
 c[1].metric(
     f"Longest prompt at batch {sc.batch}",
     fmt_tokens(max_s) if max_s else "none",
@@ -102,7 +102,7 @@ st.caption(
     "Each input moved ±50 % (catalog choices: every value) around this scenario, the "
     "others kept; bars run from the low to the high setting."
 )
-table = state.cached_call(tornado, sc)
+table = state.cached(tornado, sc)
 for metric, name in (("ttft", "tornado-ttft"), ("share", "tornado-share")):
     fig = state.cached(figures.figure_tornado, table, metric=metric)
     st.plotly_chart(fig, width="stretch")

@@ -50,11 +50,6 @@ def cached_evaluate(sc: Scenario) -> Evaluation:
     return evaluate(sc)
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def _cached_call(name: str, _fn, sc: Scenario, **kwargs):
-    return _fn(sc, **kwargs)
-
-
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _cached_result(name: str, _fn, args: tuple, kwargs: tuple):
     return _fn(*args, **dict(kwargs))
@@ -68,11 +63,6 @@ def cached(fn, *args, **kwargs):
     """
     name = f"{fn.__module__}.{fn.__qualname__}"
     return _cached_result(name, fn, args, tuple(sorted(kwargs.items())))
-
-
-def cached_call(fn, sc: Scenario, **kwargs):
-    """A kvmodel function of a scenario, computed once per (function, scenario, options)."""
-    return _cached_call(f"{fn.__module__}.{fn.__qualname__}", fn, sc, **kwargs)
 
 
 def imported_models() -> dict[str, ModelSpec]:
