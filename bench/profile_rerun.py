@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import functools
 import pstats
 import sys
 import time
@@ -106,7 +107,7 @@ class _Timers:
                 acc[1] += 1
                 acc[2].append(dt)
 
-        timed.__wrapped__ = fn
+        functools.update_wrapper(timed, fn)  # keep __qualname__: state.cached keys on it
         return timed
 
     def patch(self, owner, attr: str, name: str, fn=None):

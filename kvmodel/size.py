@@ -7,7 +7,9 @@ All functions accept numpy arrays or scalars for ``seq_len`` and ``batch`` and b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -16,7 +18,11 @@ from .specs import AttentionGroup, ModelSpec
 
 
 def _as_tokens(value, name: str) -> np.ndarray:
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)):
+        return _scalar_tokens(value, name)  # the common case, without numpy's reductions
     arr = np.asarray(value)
+    if arr.ndim == 0 and arr.dtype.kind in "iuf":
+        return _scalar_tokens(arr.item(), name)
     if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be a number of tokens, got {value!r}")
     if np.any(arr < 0) or np.any(arr != np.floor(arr)):
@@ -24,10 +30,22 @@ def _as_tokens(value, name: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+def _scalar_tokens(value, name: str) -> np.ndarray:
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a number of tokens, got {value!r}")
+    if v < 0 or v != math.floor(v):
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return np.asarray(v)
+
+
+def _held(group: AttentionGroup, s: np.ndarray) -> np.ndarray:
+    return s if group.window_tokens is None else np.minimum(s, group.window_tokens)
+
+
 def held_tokens(group: AttentionGroup, seq_len) -> np.ndarray:
     """Tokens a layer of ``group`` keeps after a prefill of ``seq_len`` tokens."""
-    s = _as_tokens(seq_len, "seq_len")
-    return s if group.window_tokens is None else np.minimum(s, group.window_tokens)
+    return _held(group, _as_tokens(seq_len, "seq_len"))
 
 
 def shard_heads(kv_heads: int, tp: int) -> int:
@@ -67,7 +85,11 @@ class KVBytes:
 
 def layer_elements(model: ModelSpec, seq_len) -> list[np.ndarray]:
     """Cached values per request for one layer of each attention group."""
-    return [g.elements_per_token_per_layer * held_tokens(g, seq_len) for g in model.groups]
+    return _layer_elements(model, _as_tokens(seq_len, "seq_len"))
+
+
+def _layer_elements(model: ModelSpec, s: np.ndarray) -> list[np.ndarray]:
+    return [g.elements_per_token_per_layer * _held(g, s) for g in model.groups]
 
 
 def kv_bytes(
@@ -98,7 +120,7 @@ def kv_bytes(
     attn = np.zeros(np.broadcast(s, b).shape)
     shard_p = np.zeros_like(attn)
     shard_d = np.zeros_like(attn)
-    for g, elems in zip(model.groups, layer_elements(model, s), strict=True):
+    for g, elems in zip(model.groups, _layer_elements(model, s), strict=True):
         per_head = g.layers * elems / g.kv_heads * b * dbytes
         attn = attn + per_head * g.kv_heads
         shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
@@ -148,22 +170,35 @@ def chunk_bytes(
     b = _as_tokens(batch, "batch")
     s = _as_tokens(seq_len, "seq_len")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
-    per_group = [
-        elems / g.kv_heads * shard_heads(g.kv_heads, tp_decode) * tp_decode * b * dbytes
-        for g, elems in zip(model.groups, layer_elements(model, s), strict=True)
-    ]
     shape = np.broadcast(s, b).shape
-    order = list(model.attention_layer_groups())
-    rows = [np.broadcast_to(per_group[gi], shape) for gi in order]
+    rows = [
+        np.broadcast_to(
+            elems / g.kv_heads * shard_heads(g.kv_heads, tp_decode) * tp_decode * b * dbytes,
+            shape,
+        )
+        for g, elems in zip(model.groups, _layer_elements(model, s), strict=True)
+    ]
     if model.state_layers:
-        state_row = np.broadcast_to(model.state_bytes_per_layer * b, shape).astype(float)
-        n_attn = len(rows)
-        slots = [((k + 0.5) / n_attn, k, rows[k]) for k in range(n_attn)]
-        slots += [
-            ((k + 0.5) / model.state_layers, -1, state_row) for k in range(model.state_layers)
-        ]
-        rows = [r for _, _, r in sorted(slots, key=lambda t: (t[0], t[1]))]
-    return np.stack(rows)
+        rows.append(np.broadcast_to(model.state_bytes_per_layer * b, shape).astype(float))
+    return np.stack(rows)[np.asarray(chunk_rows(model))]
+
+
+@lru_cache(maxsize=256)
+def chunk_rows(model: ModelSpec) -> tuple[int, ...]:
+    """Group index of each cache-carrying layer in model order (``len(groups)`` = a state layer).
+
+    Attention layers follow ``attention_layer_groups``; state layers are spread evenly among
+    them (at equal depth a state layer comes first).
+    """
+    order = model.attention_layer_groups()
+    if not model.state_layers:
+        return tuple(order)
+    n_attn = len(order)
+    slots = [((k + 0.5) / n_attn, k, gi) for k, gi in enumerate(order)]
+    slots += [
+        ((k + 0.5) / model.state_layers, -1, len(model.groups)) for k in range(model.state_layers)
+    ]
+    return tuple(gi for _, _, gi in sorted(slots))
 
 
 def valid_tp(model: ModelSpec, max_tp: int = 64) -> list[int]:

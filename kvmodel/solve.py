@@ -240,14 +240,15 @@ def faster_links(sc: Scenario, link_ids=None) -> list:
 def mitigation_ladder(sc: Scenario, *, link_ids=None) -> list[Option]:
     """Every option in cost order (see the module docstring), duplicates left out."""
     out: list[Option] = []
-    seen: list[Scenario] = []
+    seen: set[tuple] = set()  # candidates differ from sc only in these fields
     for link in [sc.link, *faster_links(sc, link_ids)]:
         on_link = sc if link is sc.link else sc.with_link(link)
         for rung, comp, lw in LADDER:
             cand = on_link if comp is None else replace(on_link, compression=comp, layerwise=lw)
-            if cand in seen:
+            key = (cand.link, cand.compression, cand.layerwise)
+            if key in seen:
                 continue
-            seen.append(cand)
+            seen.add(key)
             label = _describe(link.name, cand.compression, cand.layerwise)
             if link is sc.link and rung == "as is":
                 label = f"as is: {label}"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
-from .size import _as_tokens, chunk_bytes, held_tokens, kv_bytes, shard_heads
+from .size import _as_tokens, _held, chunk_bytes, kv_bytes, shard_heads
 from .specs import GpuSpec, LinkSpec, ModelSpec
 from .timing import DEFAULT_MFU, decode_step_lower_bound_s, estimate_prefill_s
 
@@ -152,7 +152,7 @@ def _descriptor_counts(sc: Scenario, s: np.ndarray, b: np.ndarray) -> list[np.nd
     """Descriptors per cache-carrying chunk type: (blocks × tensors) per layer per decode rank."""
     per_group = []
     for g in sc.model.groups:
-        blocks = np.ceil(held_tokens(g, s) / sc.block_tokens)
+        blocks = np.ceil(_held(g, s) / sc.block_tokens)
         per_group.append(blocks * g.tensors * b * sc.tp_decode)
     return per_group
 

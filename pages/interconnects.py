@@ -1,59 +1,8 @@
-"""Interconnects: transfer time per link and batch against the decode-step band."""
+"""Interconnects: transfer time per link and batch against the decode-step band.
 
-import numpy as np
-import streamlit as st
+The body lives in ui/views/interconnects.py (compiled once, importable, tested through AppTest).
+"""
 
-from kvmodel.sweeps import batch_sweep, link_batch_table
-from kvmodel.verdicts import interconnect_takeaway
-from ui import exports_ui, figures, params, state
+from ui.views import interconnects
 
-state.ensure_router()
-st.title("Interconnects")
-state.show_notices()
-sc = state.scenario_or_stop()
-
-links = state.id_multiselect(
-    "Interconnects", "links", params.link_ids(), format_func=figures.link_name
-)
-c1, c2 = st.columns([3, 2])
-with c1:
-    choices = sorted({2**i for i in range(13)} | set(map(int, state.id_list("batches"))))
-    batch_ids = state.id_multiselect("Batches [requests]", "batches", [str(b) for b in choices])
-    batches = [int(b) for b in batch_ids]
-with c2:
-    band = state.page_widget(
-        st.slider,
-        "Decode-step band [ms]",
-        "band",
-        min_value=1.0,
-        max_value=200.0,
-        step=1.0,
-        format="%.0f ms",
-        to_widget=params.band_ms,
-        from_widget=lambda t: f"{t[0]:g}-{t[1]:g}",
-        help="A decode step of Llama-3-70B on 8×A100 takes roughly 20–50 ms.",
-    )
-lo_hi = params.band_ms(band)
-
-table = state.cached(link_batch_table, sc, links, batches)
-st.info(
-    interconnect_takeaway(
-        table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
-    ),
-    icon=":material/lightbulb:",
-)
-st.caption(
-    f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
-    f"{', layer-wise' if sc.layerwise else ''}. Exposed transfer in ms; green under the band, "
-    "amber within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s "
-    "counts both directions (450 GB/s each way), so its times are twice the article's."
-)
-st.dataframe(figures.style_band_table(table, lo_hi), width="stretch", hide_index=True)
-exports_ui.table_download(table, "link-by-batch")
-
-sweep = state.cached(
-    batch_sweep, sc, links, np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int))
-)
-exports_ui.chart(
-    state.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len), "transfer-vs-batch"
-)
+interconnects.render()

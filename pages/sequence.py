@@ -1,54 +1,8 @@
-"""Sequence length: transfer vs prompt length per link and per attention layout."""
+"""Sequence length: transfer vs prompt length per link and per attention layout.
 
-import streamlit as st
+The body lives in ui/views/sequence.py (compiled once, importable, tested through AppTest).
+"""
 
-from kvmodel import catalog
-from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
-from kvmodel.verdicts import sequence_takeaway
-from ui import exports_ui, figures, params, state
+from ui.views import sequence
 
-state.ensure_router()
-st.title("Sequence length")
-state.show_notices()
-sc = state.scenario_or_stop()
-threshold_ms = sc.k * sc.decode_step_s * 1e3
-
-links = state.id_multiselect(
-    "Interconnects", "links", params.link_ids(), format_func=figures.link_name
-)
-curves, critical = state.cached(seq_sweep, sc, links)
-names = {lid: figures.link_name(lid) for lid in links}
-st.info(sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:")
-exports_ui.chart(
-    state.cached(
-        figures.figure_seq_sweep,
-        curves,
-        critical,
-        threshold_ms=threshold_ms,
-        title=f"{sc.model.name}: exposed transfer vs sequence length (batch {sc.batch})",
-    ),
-    "transfer-vs-sequence",
-)
-
-st.subheader("Attention layouts side by side")
-models = state.id_multiselect(
-    "Models",
-    "models",
-    catalog.model_ids(),
-    format_func=lambda m: f"{m} ({catalog.get_model(m).attention})",
-)
-grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
-exports_ui.chart(
-    state.cached(
-        figures.figure_models_seq,
-        state.cached(model_seq_sweep, sc, models, grid),
-        threshold_ms=threshold_ms,
-        link=sc.link.name,
-    ),
-    "layouts-vs-sequence",
-)
-st.caption(
-    "MHA caches every head, GQA a few shared heads, MLA one compressed latent; sliding-window "
-    "and chunked layers stop growing at their window; hybrid models add a constant state "
-    "per request. Same link, batch, dtype and mitigations as the sidebar; TP 1."
-)
+sequence.render()

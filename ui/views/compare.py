@@ -1,0 +1,132 @@
+"""Compare: the sidebar's scenario (A) against up to three variants, all in one link."""
+
+import streamlit as st
+
+from kvmodel import traffic as tr
+from kvmodel.dtypes import COMPRESSION_BITS
+from kvmodel.sweeps import Option, compare_table, mitigation_table
+from ui import exports_ui, figures, state, traffic_ui
+from ui import params as P
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Compare")
+    state.show_notices()
+    base_sc = state.scenario_or_stop()
+    ss = st.session_state
+    base_values = state.current_values()
+    variants = [P.parse_overrides(t) for t in str(ss["cmp"]).split(";") if t.strip()]
+    links = P.link_ids()
+
+    def _write(variants_) -> None:
+        ss["cmp"] = ";".join(P.format_overrides(v) for v in variants_ if v)
+
+    def _edited(i: int) -> None:
+        over = variants[i]
+        over["link"] = ss[f"cmp{i}_link"]
+        over["comp"] = ss[f"cmp{i}_comp"]
+        over["lw"] = "1" if ss[f"cmp{i}_lw"] else "0"
+        _write(variants)
+
+    def _remove(i: int) -> None:
+        _write([v for n, v in enumerate(variants) if n != i])
+
+    def _add() -> None:
+        _write([*variants, {"link": base_values["link"], "comp": base_values["comp"]}])
+
+    st.caption(
+        "A is the sidebar's scenario; B–D change the interconnect, transfer compression or "
+        "layer-wise sending (other inputs follow A unless the link says otherwise). The whole "
+        "comparison travels in the link."
+    )
+    labelled, problems = [("A (sidebar)", base_sc)], []
+    cols = st.columns(P.MAX_COMPARED + 1)
+    cols[0].markdown(
+        f"**A** · {base_sc.link.name}, {base_sc.compression}, "
+        f"layer-wise {'on' if base_sc.layerwise else 'off'}"
+    )
+    for i, over in enumerate(variants):
+        label = chr(ord("B") + i)
+        with cols[i + 1]:
+            st.markdown(f"**{label}**")
+            link = over.get("link", base_values["link"])
+            ss[f"cmp{i}_link"] = link if link in links else links[0]
+            ss[f"cmp{i}_comp"] = over.get("comp", base_values["comp"])
+            ss[f"cmp{i}_lw"] = str(over.get("lw", base_values["lw"])) == "1"
+            st.selectbox(
+                "Interconnect",
+                links,
+                key=f"cmp{i}_link",
+                on_change=_edited,
+                args=(i,),
+                format_func=figures.link_name,
+            )
+            st.selectbox(
+                "Compression",
+                list(COMPRESSION_BITS),
+                key=f"cmp{i}_comp",
+                on_change=_edited,
+                args=(i,),
+            )
+            st.toggle("Layer-wise", key=f"cmp{i}_lw", on_change=_edited, args=(i,))
+            st.button("Remove", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
+        values, _ = P.variant_values(base_values, over)
+        try:
+            labelled.append((label, P.scenario_from_values(values, state.imported_models())))
+        except ValueError as exc:
+            problems.append(f"{label}: {exc}")
+    if len(variants) < P.MAX_COMPARED:
+        cols[len(variants) + 1].button("Add a scenario", on_click=_add, icon=":material/add:")
+    for text in problems:
+        st.error(f"Scenario {text}")
+
+    evs = [(label, state.cached_evaluate(sc)) for label, sc in labelled]
+    table = state.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
+    best = table.loc[table["ttft_ms"].idxmin()]
+    st.info(
+        f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
+        f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
+        f"{best['transfer_share']:.1%} of TTFT.",
+        icon=":material/lightbulb:",
+    )
+    shown, differs = state.cached(compare_table, evs)
+    st.dataframe(
+        figures.style_differences(shown, differs), width="stretch", height=36 * (len(shown) + 1) + 4
+    )
+    exports_ui.table_download(shown, "comparison")
+    st.caption("Highlighted: differs from A.")
+    state.report_download(
+        labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
+    )
+    exports_ui.chart(
+        state.cached(
+            figures.figure_ttft,
+            table,
+            title="TTFT per scenario: prefill + exposed transfer + first decode step",
+        ),
+        "ttft-per-scenario",
+    )
+
+    trace = ss.get("trace")
+    if trace in tr.SAMPLES:
+        req = traffic_ui.sample_requests(trace)
+        mix = traffic_ui.mix(("sample", trace), None, req)
+        gains = {
+            label: tr.regions(
+                tr.per_request_scenario(sc),
+                mix,
+                min_seq_len=int(ss["minlen"]),
+                criterion=ss["crit"],
+            ).fraction_gain
+            for label, sc in labelled
+        }
+        st.subheader("Traffic that gains")
+        st.caption(
+            f"{tr.SAMPLES[trace][1]} (the Traffic page's sample), too short below "
+            f"{int(ss['minlen']):,} tokens, criterion {ss['crit']}."
+        )
+        c = st.columns(len(gains))
+        for col, (label, frac) in zip(c, gains.items(), strict=True):
+            col.metric(label, f"{frac:.1%}", help="Share of requests that gain from disaggregation")

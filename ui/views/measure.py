@@ -1,0 +1,340 @@
+"""Measured vs model: scrapes, perftest, nsys and timing files set beside the sidebar's scenario."""
+
+import streamlit as st
+
+from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
+from kvmodel.measure_io import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
+from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
+from ui import exports_ui, figures, state
+from ui import measure_ui as mu
+
+UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Measured vs model")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+    mu.show_apply_result()
+    ss = st.session_state
+
+    c = st.columns([3, 2])
+    source = c[0].radio(
+        "Measurement", ["Sample", "Upload", "Paste"], horizontal=True, key="measure_source"
+    )
+    read_as = c[1].selectbox(
+        "Read as",
+        list(mu.READ_AS),
+        key="measure_kind",
+        format_func=mu.READ_AS.get,
+        help="The format is detected from the content; choose one when detection gets it wrong.",
+    )
+    if source == "Sample":
+        files = mu.sample_files()
+        name = st.selectbox(
+            "Sample file",
+            files,
+            index=files.index(mu.DEFAULT_SAMPLE) if mu.DEFAULT_SAMPLE in files else 0,
+            key="measure_sample",
+            format_func=mu.sample_label,
+        )
+        st.caption(
+            ":material/science: The samples are **synthetic**: written from each tool's documented "
+            "output format with numbers from a stated model plus seeded noise; no cluster was "
+            "measured (data/measurements/README.md). Replace them with your own files."
+        )
+        data = (mu.SAMPLES_DIR / name).read_bytes()
+    elif source == "Upload":
+        up = st.file_uploader(
+            "A /metrics scrape (.prom, .txt), perftest ib_*_bw output (.txt, --out_json .json), an "
+            f"nsys stats CSV or a bytes,seconds CSV; one file, at most {mu.MAX_UPLOAD_MB} MB",
+            type=UPLOAD_TYPES,
+            key="measure_upload",
+            max_upload_size=mu.MAX_UPLOAD_MB,
+        )
+        if up is None:
+            st.info(
+                "Upload a measurement to set it beside the model. Uploaded files stay in this "
+                "session and are not part of shared links; the Recipes page shows how to make "
+                "them.",
+                icon=":material/upload_file:",
+            )
+            st.stop()
+        data, name = up.getvalue(), up.name
+    else:
+        st.text_area(
+            "Paste a /metrics scrape, perftest output, an nsys stats CSV or bytes,seconds lines",
+            key="measure_paste",
+            height=180,
+            placeholder="# TYPE llm_kv_transfer_gap_seconds histogram\n"
+            'llm_kv_transfer_gap_seconds_bucket{le="0.005"} 640\n…',
+        )
+        st.button("Read the pasted text", key="measure_read", on_click=mu.take_paste)
+        pasted = ss.get(mu.PASTED) or ""
+        if not pasted.strip():
+            st.info(
+                "Paste the text and press the button (for files over a few MB, upload instead).",
+                icon=":material/content_paste:",
+            )
+            st.stop()
+        data, name = pasted.encode("utf-8"), "the pasted text"
+
+    if read_as == "auto":
+        kind, error = mu.detect(data, name)
+        if error:
+            st.error(error, icon=":material/error:")
+            st.stop()
+    else:
+        kind = read_as
+    pattern = None
+    if kind == "nsys":
+        default = f"NCCL kernels {NCCL_SENDRECV_PATTERN}, NVTX ranges {DEFAULT_NVTX_PATTERN}"
+        pattern = (
+            st.text_input(
+                "Transfers to select (regular expression on the kernel or NVTX range name, "
+                "case-insensitive; empty = the default)",
+                key="measure_pattern",
+                placeholder=default,
+            ).strip()
+            or None
+        )
+    res = mu.load(data, name, kind, pattern, sc.share_target)
+    if res.error:
+        st.error(res.error, icon=":material/error:")
+        st.stop()
+    st.caption(mu.recognised(res))
+    m = res.measurement
+
+    # --------------------------------------------------------------------------- Prometheus
+    if res.kind == "prometheus":
+        d = m.data
+        cmp = compare_to_model(sc, d)
+        st.info(mu.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
+        gap = d.summaries.get(d.gap_source) if d.gap_source else None
+        if gap is not None and gap.kind == "gauge" and gap.label_sets > 1:
+            st.warning(
+                f"{d.gap_source} is a gauge with {gap.label_sets:,} label sets, probably one per "
+                "request: its series grow without bound and a scrape keeps only each one's last "
+                "value. Export a Histogram instead (see Recipes).",
+                icon=":material/warning:",
+            )
+        k = st.columns(4)
+        k[0].metric(
+            "Transfer gap mean",
+            fmt_time(d.gap_mean_s) if d.gap_mean_s is not None else "not in scrape",
+            help=f"From {d.gap_source}: mean = _sum ÷ _count over {d.gap_count or 0:,.0f} transfers"
+            if d.gap_source
+            else None,
+        )
+        k[1].metric(
+            "Gap p50",
+            fmt_time(d.gap_p50_s) if d.gap_p50_s is not None else "–",
+            help="From the buckets, as Prometheus' histogram_quantile interpolates",
+        )
+        k[2].metric(
+            "Gap p99",
+            fmt_time(d.gap_p99_s) if d.gap_p99_s is not None else "–",
+            help="From the buckets, as Prometheus' histogram_quantile interpolates",
+        )
+        k[3].metric(
+            "TTFT mean",
+            fmt_time(d.ttft_mean_s) if d.ttft_mean_s is not None else "not in scrape",
+            help=f"From {d.ttft_source}" if d.ttft_source else None,
+        )
+        k = st.columns(4)
+        share = d.transfer_share_of_ttft
+        k[0].metric(
+            "Measured share of TTFT",
+            f"{share:.1%}" if share is not None else "–",
+            delta=f"{(share - sc.share_target) * 100:+.1f} points vs the {sc.share_target:.0%} line"
+            if share is not None
+            else None,
+            delta_color="inverse",
+            help="Mean gap ÷ mean TTFT; the target is the sidebar's TTFT share target",
+        )
+        k[1].metric(
+            f"Verdict vs {sc.share_target:.0%}",
+            {"over": "over", "under": "under"}.get(d.verdict, "–"),
+            help=f"A gap above {sc.share_target:.0%} of TTFT gives back much of the "
+            "disaggregation gain",
+        )
+        k[2].metric(
+            "Effective bandwidth",
+            fmt_bandwidth(d.effective_bandwidth_bytes_per_s)
+            if d.effective_bandwidth_bytes_per_s is not None
+            else "not in scrape",
+            help=f"Measured: {d.bandwidth_source}; per transfer (one NIC path)"
+            if d.bandwidth_source
+            else None,
+        )
+        k[3].metric(
+            "Model's share of TTFT",
+            f"{cmp['transfer_share_of_ttft']['model']:.1%}",
+            help=f"For the sidebar's scenario: {mu.scenario_label(sc)}",
+        )
+
+        st.subheader("Model vs measured")
+        st.caption(
+            f"Model side: the sidebar's scenario ({mu.scenario_label(sc)}). Set its model, prompt "
+            "length, batch, TP and link to what the cluster served for a like-for-like comparison."
+        )
+        table = mu.prometheus_table(cmp)
+        st.dataframe(table, hide_index=True, width="stretch")
+        exports_ui.table_download(table, "model-vs-measured")
+        notes = list(d.notes) + [
+            n for n in cmp["notes"] if not (n.startswith("measured gap taken from") and d.notes)
+        ]
+        st.caption("Notes: " + "; ".join(notes) + ".")
+        rows = [
+            (label, cmp[key]["model"], cmp[key]["measured"])
+            for key, label in (
+                ("exposed_transfer_s", "KV transfer gap"),
+                ("transfer_s", "whole KV transfer"),
+                ("prefill_s", "prefill"),
+                ("ttft_s", "TTFT"),
+            )
+            if cmp[key]["measured"] is not None
+        ]
+        if rows:
+            exports_ui.chart(figures.figure_model_vs_measured(rows), "model-vs-measured")
+        if gap is not None and (gap.buckets or gap.samples):
+            exports_ui.chart(
+                figures.figure_gap_distribution(
+                    gap.buckets,
+                    gap.samples,
+                    model_s=cmp["exposed_transfer_s"]["model"],
+                    source=d.gap_source,
+                ),
+                "measured-gap",
+            )
+    # --------------------------------------------------------------------------- fits
+    elif res.kind in mu.FIT_KINDS:
+        fit = res.fit
+        link = sc.link
+        eff = link_efficiency(link, fit)
+        st.info(mu.fit_takeaway(fit, link, m.name), icon=":material/lightbulb:")
+        k = st.columns(4)
+        k[0].metric(
+            "Fitted bandwidth",
+            fmt_bandwidth(fit.bandwidth_bytes_per_s),
+            help="Per direction, one stream: the asymptote for large messages",
+        )
+        intercept_label = mu.intercept_label(fit)
+        k[1].metric(
+            intercept_label,
+            f"{fit.latency_s * 1e6:,.3g} µs",
+            help="perftest keeps many messages in flight, so its intercept is the per-message cost "
+            "of a pipelined stream, not the one-way latency (ib_write_lat measures that)"
+            if fit.source == "bandwidth"
+            else "The fixed cost of one transfer"
+            + (" (clamped at 0: the free fit was negative)" if fit.latency_clamped else ""),
+        )
+        k[2].metric(
+            "Efficiency vs nominal",
+            f"{eff:.1%}",
+            help=f"Fitted ÷ {link.name}'s nominal {fmt_bandwidth(link.bandwidth_bytes_per_s)} per "
+            "direction",
+        )
+        k[3].metric(
+            "RMS relative error",
+            f"{fit.rms_relative_error:.2%}",
+            help=f"Of the fitted times over {fit.n} points",
+        )
+        st.caption(
+            f"Half the fitted bandwidth is reached at {fmt_bytes(mu.half_bandwidth_bytes(fit))} "
+            f"messages ({intercept_label.lower()} × bandwidth); {fit.n} points fitted, weighting "
+            "each by its relative error so small and large messages count alike."
+        )
+        sizes, bws = mu.fit_points(res)
+        if res.kind == "pairs":
+            seconds = [t for _, t in m.data]
+            exports_ui.chart(figures.figure_time_fit(sizes, seconds, fit), "fit-time")
+        else:
+            exports_ui.chart(
+                figures.figure_bandwidth_fit(
+                    sizes, bws, fit, nominal=link.bandwidth_bytes_per_s, link=link.name
+                ),
+                "fit-bandwidth",
+            )
+        exports_ui.chart(
+            figures.figure_efficiency_curve(
+                sizes, bws, fit, nominal=link.bandwidth_bytes_per_s, link=link.name
+            ),
+            "efficiency-curve",
+        )
+
+        st.subheader("Use this fit")
+        modes = {
+            "link": (
+                f"Replace the interconnect with the measured link (custom, "
+                f"{fmt_bandwidth(fit.bandwidth_bytes_per_s)}, efficiency 100 %)"
+            )
+        }
+        if mu.can_set_efficiency(fit, link) and ss.get("link") != "custom":
+            modes["efficiency"] = f"Keep {link.name}, set link efficiency to {eff:.0%}"
+        if ss.get("measure_apply_mode") not in modes:
+            ss["measure_apply_mode"] = "link"
+        st.radio("How", list(modes), key="measure_apply_mode", format_func=modes.get)
+        st.button(
+            "Apply this fit to the scenario",
+            key="measure_apply",
+            type="primary",
+            icon=":material/tune:",
+            on_click=mu.apply_fit_to_sidebar,
+            args=(sc, fit, m.name),
+        )
+        st.caption(
+            "The fit is one stream (one queue pair, one NIC path); the scenario's parallel links "
+            "(one per TP rank by default) multiply it. The sidebar and the link then carry the "
+            "fitted numbers to every page."
+        )
+
+    # --------------------------------------------------------------------------- nsys
+    elif res.kind == "nsys":
+        nsys = m.data
+        cmp = compare_nsys_to_model(sc, nsys)
+        st.info(mu.nsys_takeaway(cmp, nsys, sc), icon=":material/lightbulb:")
+        k = st.columns(5)
+        k[0].metric("Transfers", f"{nsys.count:,}", help=f"From {nsys.report}")
+        k[1].metric("Mean", fmt_time(nsys.mean_s), help="Total time ÷ transfers")
+        k[2].metric("Median", fmt_time(nsys.median_s) if nsys.median_s is not None else "–")
+        k[3].metric("Min", fmt_time(nsys.min_s))
+        k[4].metric("Max", fmt_time(nsys.max_s))
+        k = st.columns(5)
+        k[0].metric(
+            "Model per layer",
+            fmt_time(cmp["per_layer_s"]["model"]),
+            help=f"One layer's KV over {sc.link.name} ({cmp['model_layers']} layers), whether or "
+            "not layer-wise sending is on",
+        )
+        ratio = cmp["per_layer_s"]["ratio"]
+        k[1].metric("Measured ÷ model", f"{ratio:,.2f}×" if ratio is not None else "–")
+        table = mu.nsys_table(cmp, nsys)
+        st.dataframe(table, hide_index=True, width="stretch")
+        exports_ui.table_download(table, "nsys-vs-model")
+        if nsys.durations_s:
+            exports_ui.chart(
+                figures.figure_transfer_durations(
+                    nsys.durations_s, model_s=cmp["per_layer_s"]["model"]
+                ),
+                "transfer-durations",
+            )
+        else:
+            exports_ui.chart(
+                figures.figure_model_vs_measured(
+                    [
+                        ("mean per transfer", cmp["per_layer_s"]["model"], nsys.mean_s),
+                        ("median per transfer", cmp["per_layer_median_s"]["model"], nsys.median_s),
+                    ],
+                    title="Model per layer vs profiled per transfer",
+                    unit="µs",
+                ),
+                "nsys-vs-model",
+            )
+        names = ", ".join(nsys.names[:4]) + (" …" if len(nsys.names) > 4 else "")
+        st.caption(
+            f"Selected ({nsys.selection}, pattern `{nsys.pattern}`): {names}."
+            + ("".join(f" {n}." for n in nsys.notes))
+        )

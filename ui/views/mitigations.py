@@ -1,0 +1,94 @@
+"""Mitigations: transfer compression, layer-wise sending, NVLink, and their combinations."""
+
+import streamlit as st
+
+from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
+from kvmodel.units import fmt_bytes, fmt_tokens
+from kvmodel.verdicts import mitigation_takeaway
+from ui import exports_ui, figures, state
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Mitigations")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+    options = mitigation_options(sc)
+    table = state.cached(mitigation_table, sc, options)
+    st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
+
+    left, right = st.columns(2)
+    exports_ui.chart(
+        state.cached(figures.figure_option_transfer, table, step_ms=sc.decode_step_s * 1e3),
+        "exposed-per-option",
+        left,
+    )
+    exports_ui.chart(
+        state.cached(figures.figure_ttft, table, title="TTFT per option"), "ttft-per-option", right
+    )
+    shown = table.assign(
+        wire=table["wire_bytes"].map(fmt_bytes),
+        share=table["transfer_share"].map("{:.1%}".format),
+        critical=table["critical_seq_len"].map(lambda s: fmt_tokens(None if s != s else s)),
+    )[
+        [
+            "option",
+            "wire",
+            "exposed_transfer_ms",
+            "codec_ms",
+            "ttft_ms",
+            "ttft_saving_ms",
+            "share",
+            "critical",
+        ]
+    ]
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "option": "Option",
+            "wire": "On the wire",
+            "exposed_transfer_ms": st.column_config.NumberColumn(
+                "Exposed [ms]", format="%.2f", help="Transfer the decode node waits for"
+            ),
+            "codec_ms": st.column_config.NumberColumn(
+                "Codec [ms]", format="%.3f", help="Quantize + dequantize time"
+            ),
+            "ttft_ms": st.column_config.NumberColumn("TTFT [ms]", format="%.1f"),
+            "ttft_saving_ms": st.column_config.NumberColumn(
+                "Saved [ms]", format="%.1f", help="TTFT saved against the baseline"
+            ),
+            "share": st.column_config.TextColumn("Share", help="Transfer share of TTFT"),
+            "critical": st.column_config.TextColumn(
+                "Critical length", help="Critical sequence length"
+            ),
+        },
+    )
+    exports_ui.table_download(table, "mitigations")
+
+    st.subheader("Timeline")
+    labels = [o.label for o in options]
+    pick = state.page_widget(
+        st.selectbox,
+        "Option shown",
+        "tl",
+        options=range(len(labels)),
+        format_func=lambda i: labels[i],
+    )
+    chosen = options[pick].scenario
+    exports_ui.chart(
+        state.cached(
+            figures.figure_timeline,
+            state.cached(timeline, chosen),
+            title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
+        ),
+        "timeline",
+    )
+    st.caption(
+        "Layer-wise: each layer's KV leaves when prefill has computed that layer (prefill "
+        "time split evenly over layers) and chunks queue on the link; the decode node waits "
+        "only for what is still in flight when prefill ends. Compression costs a quantize "
+        "before and a dequantize after the trip."
+    )

@@ -1,0 +1,89 @@
+"""Models: KV bytes per token across the catalog; import a Hugging Face config.json."""
+
+import streamlit as st
+
+from kvmodel.sweeps import models_table
+from kvmodel.verdicts import models_takeaway
+from ui import exports_ui, figures, state
+
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Models")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+    table = state.cached(
+        models_table, sc.kv_dtype, sc.seq_len, extra=tuple(state.imported_models().values())
+    )
+    st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
+    exports_ui.chart(
+        state.cached(
+            figures.figure_bytes_per_token, table, highlight=sc.model.id, kv_dtype=sc.kv_dtype
+        ),
+        "bytes-per-token",
+    )
+    st.dataframe(
+        table[
+            [
+                "model",
+                "attention",
+                "layers",
+                "bytes_per_token_short",
+                "bytes_per_token_at_seq",
+                "state_bytes",
+                "max_context_tokens",
+            ]
+        ],
+        hide_index=True,
+        width="stretch",
+        height=36 * (len(table) + 1) + 4,
+        column_config={
+            "model": "Model",
+            "attention": "Attention",
+            "layers": "Layers",
+            "bytes_per_token_short": st.column_config.NumberColumn(
+                "B/token (short)", format="%,d", help="While every layer still holds all tokens"
+            ),
+            "bytes_per_token_at_seq": st.column_config.NumberColumn(
+                f"B/token at {sc.seq_len:,}", format="%,d"
+            ),
+            "state_bytes": st.column_config.NumberColumn(
+                "State [B]", format="%,d", help="Constant Mamba/linear-attention state per request"
+            ),
+            "max_context_tokens": st.column_config.NumberColumn("Max context", format="%,d"),
+        },
+    )
+    exports_ui.table_download(table, "models")
+
+    st.subheader("Import a Hugging Face config.json")
+    st.caption(
+        "Upload or paste a model's config.json (at most 1 MB). "
+        "GQA/MHA/MQA, MLA, sliding-window, chunked, hybrid Mamba and linear-attention layouts "
+        "are read; fields under text_config are used. The imported model becomes selectable "
+        "in the sidebar and travels in the link."
+    )
+    left, right = st.columns(2)
+    left.file_uploader("config.json", type=["json"], key="cfg_upload", max_upload_size=1)
+    left.file_uploader(
+        "hf_quant_config.json (optional, for an FP8/INT8 KV cache)",
+        type=["json"],
+        key="quant_upload",
+        max_upload_size=1,
+    )
+    right.text_area(
+        "…or paste its text",
+        key="cfg_paste",
+        height=180,
+        placeholder='{"num_hidden_layers": 80, "num_attention_heads": 64, ...}',
+    )
+    st.button(
+        "Import model",
+        type="primary",
+        key="cfg_import",
+        on_click=state.import_config,
+        args=(MAX_CONFIG_BYTES,),
+    )
+    state.show_import_result()

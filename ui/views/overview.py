@@ -1,0 +1,124 @@
+"""Overview: what the transfer costs for the sidebar's scenario."""
+
+import streamlit as st
+
+from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvmodel.verdicts import overview_takeaway
+from ui import exports_ui, figures, state
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Overview")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+    ev = state.cached_evaluate(sc)
+    st.info(overview_takeaway(ev), icon=":material/lightbulb:")
+
+    st.subheader("KV cache")
+    c = st.columns(3)
+    c[0].metric(
+        "Whole cache",
+        fmt_bytes(ev.kv_total_bytes),
+        help=(
+            f"{ev.kv_total_bytes:,.0f} bytes for {sc.batch} × {sc.seq_len:,} tokens, {sc.kv_dtype}"
+        ),
+    )
+    c[1].metric(
+        "Per token", fmt_bytes(ev.kv_per_token_bytes), help="Whole cache ÷ (tokens × batch)"
+    )
+    c[2].metric(
+        "Per attention layer",
+        fmt_bytes(ev.kv_per_layer_bytes),
+        help="Attention KV ÷ attention layers (hybrid state not included)",
+    )
+    c = st.columns(3)
+    c[0].metric(
+        f"Per prefill GPU (TP {sc.tp_prefill})",
+        fmt_bytes(ev.kv_per_gpu_prefill_bytes),
+        help="The shard one prefill GPU holds",
+    )
+    c[1].metric(
+        f"Per decode GPU (TP {sc.tp_decode})",
+        fmt_bytes(ev.kv_per_gpu_decode_bytes),
+        help="What one decode GPU must receive (replicated heads included)",
+    )
+    c[2].metric(
+        "On the wire",
+        fmt_bytes(ev.wire_bytes),
+        help=f"After {sc.compression} compression ({ev.compression_ratio:.3f}× the stored bytes)",
+    )
+
+    st.subheader("Transfer and TTFT")
+    c = st.columns(3)
+    c[0].metric(
+        "Exposed transfer",
+        fmt_ms(ev.exposed_s, 2),
+        help=(
+            f"Whole transfer {fmt_ms(ev.transfer_s, 2)}; exposed = what decode waits after prefill"
+        ),
+    )
+    c[1].metric(
+        "Transfer ÷ decode step",
+        f"{ev.transfer_over_decode:.2f}×",
+        help=f"Decode step {fmt_ms(ev.decode_step_s)} (roofline lower bound "
+        f"{fmt_ms(ev.decode_step_lower_bound_s)})",
+    )
+    c[2].metric(
+        "Critical sequence length",
+        fmt_tokens(ev.critical_seq_len),
+        help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
+    )
+    c = st.columns(3)
+    c[0].metric("TTFT", fmt_time(ev.ttft_s), help="Prefill + exposed transfer + first decode step")
+    c[1].metric(
+        "Transfer share of TTFT",
+        f"{ev.transfer_share_of_ttft:.1%}",
+        delta=f"{'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line",
+        delta_color="inverse" if ev.over_share_target else "normal",
+        delta_arrow="off",
+    )
+    c[2].metric(
+        "Prefill" + (" (estimated)" if ev.prefill_estimated else " (given)"),
+        fmt_time(ev.prefill_s),
+        help=f"Estimated on {sc.tp_prefill}× {sc.gpu.name} at {sc.mfu:.0%} MFU"
+        if ev.prefill_estimated
+        else "Set in the sidebar",
+    )
+
+    left, right = st.columns(2)
+    exports_ui.chart(
+        state.cached(
+            figures.figure_transfer_vs_step,
+            ev.exposed_s * 1e3,
+            ev.decode_step_s * 1e3,
+            link=sc.link.name,
+            k=sc.k,
+        ),
+        "transfer-vs-step",
+        left,
+    )
+    exports_ui.chart(
+        state.cached(
+            figures.figure_ttft_waterfall,
+            ev.prefill_s * 1e3,
+            ev.exposed_s * 1e3,
+            ev.decode_step_s * 1e3,
+        ),
+        "ttft-waterfall",
+        right,
+    )
+    for note in ev.notes:
+        st.caption(f"Note: {note}.")
+    with st.expander("How these numbers are computed"):
+        st.markdown(
+            f"- Link: {sc.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
+            f"effective per direction ({ev.streams} parallel link(s) × {sc.efficiency:.0%} "
+            "efficiency), latency "
+            f"{sc.link.latency_s * 1e6:,.1f} µs.\n"
+            f"- Transfer = latency {fmt_ms(ev.latency_s, 3)} + bytes ÷ bandwidth "
+            f"{fmt_ms(ev.serialization_s, 2)} + quantize/dequantize {fmt_ms(ev.codec_s, 2)}"
+            f" + descriptors {fmt_ms(ev.descriptor_s, 2)}.\n"
+            f"- Source of the model's shape: {sc.model.source}."
+        )

@@ -1,0 +1,114 @@
+"""Plan: what it takes to meet the target, and which input moves TTFT most."""
+
+import pandas as pd
+import streamlit as st
+
+from kvmodel import solve
+from kvmodel.sensitivity import tornado
+from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_tokens
+from ui import exports_ui, figures, state
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Plan")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+
+    crit = state.page_widget(
+        st.radio,
+        "Target",
+        "crit",
+        options=list(solve.CRITERIA),
+        horizontal=True,
+        format_func=lambda k: {
+            "step": (
+                f"exposed transfer < {sc.k:g} × decode step ({fmt_ms(sc.k * sc.decode_step_s)})"
+            ),
+            "share": f"transfer ≤ {sc.share_target:.0%} of TTFT",
+        }[k],
+    )
+    need = state.cached(solve.min_bandwidth, sc, criterion=crit)
+    mit = state.cached(solve.cheapest_mitigation, sc, criterion=crit)
+    have = sc.link.bandwidth_bytes_per_s
+    if need is None:
+        headline = f"No bandwidth meets the target: {solve.unreachable_reason(sc, criterion=crit)}"
+    elif need <= have:
+        room = "with room to spare" if need < 0.8 * have else "with little margin"
+        headline = (
+            f"{sc.link.name} meets the target {room}: it needs {fmt_bandwidth(need)} per "
+            f"direction of its {fmt_bandwidth(have)}."
+        )
+    else:
+        headline = (
+            f"{sc.link.name} falls short: the target needs {fmt_bandwidth(need)} per "
+            f"direction, {need / have:,.1f}× its {fmt_bandwidth(have)}."
+        )
+    if mit is not None and need is not None and need > have:
+        headline += f" Cheapest fix: {mit.label}."
+    st.info(headline, icon=":material/lightbulb:")
+
+    st.subheader("What do I need")
+    c = st.columns(3)
+    c[0].metric(
+        "Minimum bandwidth",
+        fmt_bandwidth(need) if need else "unreachable",
+        help="Per direction; efficiency, streams, latency and mitigations kept",
+    )
+    max_s = state.cached(solve.max_seq_len, sc, criterion=crit)
+    max_b = state.cached(solve.max_batch, sc, criterion=crit)
+    c[1].metric(
+        f"Longest prompt at batch {sc.batch}",
+        fmt_tokens(max_s) if max_s else "none",
+        help="The longest prompt this link sustains under the target",
+    )
+    c[2].metric(
+        f"Largest batch at {sc.seq_len:,} tokens",
+        f"{max_b:,}" if max_b else "none",
+        help="The largest batch this link sustains under the target",
+    )
+
+    if mit is None:
+        st.warning(
+            "No mitigation in the ladder (compression, layer-wise sending, faster links in "
+            "the catalog) meets the target.",
+            icon=":material/block:",
+        )
+        tried = state.cached(solve.try_mitigations, sc, criterion=crit, stop_at_first=False)
+    else:
+        st.success(
+            f"Cheapest option that meets the target: **{mit.label}** — exposed transfer "
+            f"{fmt_ms(mit.evaluation.exposed_s, 2)}, {mit.evaluation.transfer_share_of_ttft:.1%}"
+            " of TTFT.",
+            icon=":material/check_circle:",
+        )
+        tried = list(mit.tried)
+    ladder = pd.DataFrame(
+        {
+            "Option (cheapest first)": [a.label for a in tried],
+            "Exposed transfer [ms]": [a.exposed_s * 1e3 for a in tried],
+            "Share of TTFT": [f"{a.transfer_share:.1%}" for a in tried],
+            "Meets the target": ["yes" if a.passed else "no" for a in tried],
+        }
+    )
+    with st.expander(f"Options tried ({len(tried)})"):
+        st.dataframe(
+            ladder,
+            hide_index=True,
+            width="stretch",
+            column_config={"Exposed transfer [ms]": st.column_config.NumberColumn(format="%.2f")},
+        )
+        exports_ui.table_download(ladder, "options-tried")
+
+    st.subheader("Sensitivity")
+    st.caption(
+        "Each input moved ±50 % (catalog choices: every value) around this scenario, the "
+        "others kept; bars run from the low to the high setting."
+    )
+    table = state.cached(tornado, sc)
+    for metric, name in (("ttft", "tornado-ttft"), ("share", "tornado-share")):
+        fig = state.cached(figures.figure_tornado, table, metric=metric)
+        st.plotly_chart(fig, width="stretch")
+        exports_ui.figure_downloads(fig, name)
+    exports_ui.table_download(table, "sensitivity")

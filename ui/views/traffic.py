@@ -1,0 +1,206 @@
+"""Traffic: what fraction of a real request-length distribution gains from disaggregation."""
+
+import streamlit as st
+
+from kvmodel import traffic as tr
+from kvmodel.traffic_io import TrafficError, table_columns
+from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_time, fmt_tokens
+from kvmodel.verdicts import traffic_takeaway, window_sentence
+from ui import exports_ui, figures, params, state, traffic_ui
+
+UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    state.ensure_router()
+    st.title("Traffic")
+    state.show_notices()
+    sc = state.scenario_or_stop()
+    limit_mb = st.get_option("server.maxUploadSize")
+
+    source = st.radio(
+        "Traffic to analyse", ["Sample trace", "Upload"], horizontal=True, key="traffic_source"
+    )
+    if source == "Sample trace":
+        trace = state.page_widget(
+            st.selectbox,
+            "Sample",
+            "trace",
+            options=list(tr.SAMPLES),
+            format_func=lambda k: tr.SAMPLES[k][1],
+        )
+        req = traffic_ui.sample_requests(trace)
+        key, label = ("sample", trace), tr.SAMPLES[trace][1]
+        st.caption(f"Source: {tr.SAMPLES[trace][2]}.")
+    else:
+        up = st.file_uploader(
+            "Per-request table (CSV/TSV, .gz, Parquet, JSON Lines), a histogram (bucket, count) "
+            "or a "
+            f"vLLM/SGLang Prometheus scrape; at most {limit_mb} MB",
+            type=UPLOAD_TYPES,
+            key="traffic_upload",
+        )
+        if up is None:
+            st.info(
+                "Upload a file to analyse it. Uploaded traffic is not part of shared links; "
+                "the scenario and thresholds are.",
+                icon=":material/upload_file:",
+            )
+            st.stop()
+        data = up.getvalue()
+        picks = tuple(
+            st.session_state.get(k) or "" for k in ("pick_prompt", "pick_output", "pick_time")
+        )
+        try:
+            bar = st.progress(0.0, text=f"Reading {up.name}…")
+            req = traffic_ui.upload_requests(
+                up.file_id, up.name, picks, data, _progress=lambda f: bar.progress(min(f, 1.0))
+            )
+            bar.empty()
+        except TrafficError as exc:
+            bar.empty()
+            st.error(str(exc))
+            try:
+                cols = [""] + table_columns(data, name=up.name)
+            except TrafficError:
+                st.stop()
+            st.write("Pick the columns by hand:")
+            c = st.columns(3)
+            c[0].selectbox("Prompt tokens column", cols, key="pick_prompt")
+            c[1].selectbox("Output tokens column (optional)", cols, key="pick_output")
+            c[2].selectbox("Timestamp column (optional)", cols, key="pick_time")
+            st.stop()
+        key, label = ("upload", up.file_id, picks), up.name
+
+    if req.skipped_rows:
+        st.warning(
+            f"Skipped {req.skipped_rows:,} {'row' if req.skipped_rows == 1 else 'rows'} that "
+            "are not valid lengths, e.g. " + "; ".join(req.skipped_examples) + ".",
+            icon=":material/rule:",
+        )
+
+    c = st.columns(3)
+    with c[0]:
+        minlen = state.page_widget(
+            st.number_input,
+            "Too short below [tokens]",
+            "minlen",
+            min_value=0,
+            max_value=10_000_000,
+            step=32,
+            help="Prompts this short prefill fast enough locally.",
+        )
+    with c[1]:
+        crit = state.page_widget(
+            st.radio,
+            "Transfer-bound when",
+            "crit",
+            options=list(tr.CRITERIA),
+            horizontal=True,
+            format_func=lambda k: {
+                "step": f"transfer ≥ {sc.k:g} × decode step",
+                "share": f"share of TTFT > {sc.share_target:.0%}",
+            }[k],
+        )
+    with c[2]:
+        hit = state.page_widget(
+            st.slider,
+            "Prefix-cache hit ratio [%]",
+            "hit",
+            min_value=0.0,
+            max_value=95.0,
+            step=5.0,
+            format="%.0f %%",
+            help="Share of every prompt already on the decode side. 0 % uses the "
+            "trace's own cached tokens where it has them (Mooncake).",
+        )
+    hit_ratio = hit / 100 if hit else None
+    mix = traffic_ui.mix(key, hit_ratio, req)
+    tsc = tr.per_request_scenario(sc)
+    res = traffic_ui.analyse(
+        tsc, key, hit_ratio, int(minlen), crit, tuple(state.id_list("links")), mix
+    )
+    reg = res["regions"]
+    st.info(traffic_takeaway(reg, sc.link.name, label), icon=":material/lightbulb:")
+
+    m = st.columns(4)
+    m[0].metric("Requests", f"{reg.n_requests:,.0f}")
+    m[1].metric(
+        "Gain", f"{reg.fraction_gain:.1%}", help=f"{reg.fraction_tokens_gain:.1%} of tokens"
+    )
+    m[2].metric("Too short", f"{reg.fraction_too_short:.1%}")
+    m[3].metric(
+        "Transfer-bound",
+        f"{reg.fraction_transfer_bound:.1%}",
+        help=f"From {fmt_tokens(reg.critical_seq_len)}",
+    )
+    exports_ui.chart(
+        state.cached(
+            figures.figure_traffic_histogram,
+            mix.tokens,
+            mix.weights,
+            res["region"],
+            min_seq_len=int(minlen),
+            critical=reg.critical_seq_len,
+        ),
+        "traffic-regions",
+    )
+    st.success(window_sentence(res["window"]), icon=":material/call_split:")
+
+    st.subheader("What moves the share that gains")
+    state.id_multiselect("Interconnects", "links", params.link_ids(), format_func=figures.link_name)
+    table = figures.traffic_comparison_frame(res["comparison"])
+    st.dataframe(table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 4)
+    exports_ui.table_download(table, "traffic-options")
+
+    st.subheader("Load on the link")
+    state.page_widget(
+        st.number_input,
+        "Arrival rate [requests/s] (0 = from the timestamps)",
+        "rps",
+        min_value=0.0,
+        max_value=1_000_000.0,
+        step=1.0,
+    )
+    ld = traffic_ui.load(tsc, key, hit_ratio, st.session_state["rps"] or None, mix)
+    if ld is None:
+        st.info(
+            "This traffic has no timestamps: enter an arrival rate to see link load and queueing.",
+            icon=":material/schedule:",
+        )
+        st.stop()
+    m = st.columns(4)
+    m[0].metric("Arrival rate", f"{ld.rps:,.1f} req/s")
+    m[1].metric(
+        "Demanded",
+        fmt_bandwidth(ld.bytes_per_s),
+        help=f"Link capacity {fmt_bandwidth(ld.capacity_bytes_per_s)} per direction",
+    )
+    m[2].metric("Link utilisation", f"{ld.utilization:.0%}")
+    m[3].metric("Mean queueing", fmt_time(ld.mean_wait_s) if ld.stable else "unbounded")
+    if not ld.stable:
+        st.error(
+            "The link cannot keep up: KV arrives faster than it can be sent, so the queue grows "
+            "without bound. Use a faster link, compression or fewer requests per link."
+        )
+    m = st.columns(4)
+    m[0].metric("p50 transfer incl. queue", fmt_time(ld.p50_s))
+    m[1].metric("p99 transfer incl. queue", fmt_time(ld.p99_s))
+    m[2].metric(
+        "Decode idle per second",
+        fmt_time(ld.decode_idle_s_per_s),
+        help=f"{ld.decode_steps_lost_per_s:,.1f} decode steps of {fmt_ms(sc.decode_step_s)} "
+        "spent waiting for KV per second of traffic",
+    )
+    m[3].metric(
+        f"Bandwidth for p99 share ≤ {sc.share_target:.0%}",
+        fmt_bandwidth(ld.bandwidth_for_target_bytes_per_s)
+        if ld.bandwidth_for_target_bytes_per_s
+        else "not reachable",
+        help="Per direction; latency or quantize time alone may exceed the target",
+    )
+    st.caption(
+        "Queueing: the link is an M/G/1 queue with the trace's own transfer times "
+        "(Pollaczek–Khinchine mean; percentiles from 200,000 simulated Poisson arrivals)."
+    )
