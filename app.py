@@ -37,3 +37,4 @@ state.sync_url()
 state.share_box()
 state.presentation_mode()
 page.run()
+state.settle_gc()  # once per process, after the first full run

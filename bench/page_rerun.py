@@ -97,6 +97,9 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     _quiet_logs()
     found = pages()
     st.cache_data.clear()
+    from ui import state as ui_state
+
+    ui_state.clear_cache()
     apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if only:
         apps = [a for a in apps if a[0] == TRIVIAL_LABEL or a[0] in only]

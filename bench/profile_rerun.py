@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import APP, ROOT, TRIVIAL, TRIVIAL_LABEL, median, pages  # noqa: E402
-from page_rerun import _quiet_logs, new_app, timed_run  # noqa: E402
+from page_rerun import MAX_BATCH, _quiet_logs, new_app, timed_run  # noqa: E402
 
 LIB_MARKERS = ("site-packages/",)
 LIB_INTERESTING = (
@@ -202,12 +202,12 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
     wall = []
     for r in range(runs):  # un-profiled reference timing
         wall.append(timed_run(at, base + r))
-    split_total, split = wall_split(at, runs, base + 10_000)
+    split_total, split = wall_split(at, runs, base + runs)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     with _profiling_script_thread(prof):
         for r in range(runs):
-            timed_run(at, base + runs + r)
+            timed_run(at, base + 2 * runs + r)
     prof_ms = (time.perf_counter() - t0) * 1e3 / runs
     st = pstats.Stats(prof)
     entries = st.stats  # (file, line, func) -> (cc, nc, tt, ct, callers)
@@ -270,11 +270,17 @@ def main(argv=None) -> int:
     _quiet_logs()
     found = pages()
     st.cache_data.clear()
+    from ui import state as ui_state
+
+    ui_state.clear_cache()
     apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if args.pages:
         apps = [a for a in apps if a[0] in args.pages]
+    stride = (MAX_BATCH - 10) // len(apps)  # batch values never seen: 3 × runs per page
+    if 3 * args.runs > stride:
+        ap.error(f"--runs at most {stride // 3} for {len(apps)} pages (batch ≤ {MAX_BATCH})")
     for k, (label, path, page) in enumerate(apps):
-        print(profile_page(label, path, page, args.runs, args.warmup, args.top, 3000 + 500 * k))
+        print(profile_page(label, path, page, args.runs, args.warmup, args.top, 10 + stride * k))
         print()
     return 0
 

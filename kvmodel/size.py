@@ -167,6 +167,23 @@ def chunk_bytes(
     layers and state layers.  State layers are spread evenly among the attention layers.
     Sums to ``kv_bytes(...).wire``.
     """
+    rows = chunk_kind_bytes(
+        model, seq_len, batch, kv_dtype=kv_dtype, kv_scale_group=kv_scale_group, tp_decode=tp_decode
+    )
+    return rows[np.asarray(chunk_rows(model))]
+
+
+def chunk_kind_bytes(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    kv_dtype: str = "fp16",
+    kv_scale_group: int = 0,
+    tp_decode: int = 1,
+) -> np.ndarray:
+    """Wire bytes of one layer of each kind: a row per attention group, then one state row when
+    the model has state layers.  ``chunk_bytes`` is these rows taken in ``chunk_rows`` order."""
     b = _as_tokens(batch, "batch")
     s = _as_tokens(seq_len, "seq_len")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
@@ -180,7 +197,24 @@ def chunk_bytes(
     ]
     if model.state_layers:
         rows.append(np.broadcast_to(model.state_bytes_per_layer * b, shape).astype(float))
-    return np.stack(rows)[np.asarray(chunk_rows(model))]
+    return np.stack(rows)
+
+
+@lru_cache(maxsize=256)
+def chunk_runs(model: ModelSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of one kind in ``chunk_rows``: (kind, first layer, last layer) per run.
+
+    Read-only arrays.  A Llama-style model is one run of 80 layers; Gemma-3's 5 local : 1
+    global pattern is many short runs.
+    """
+    rows = np.asarray(chunk_rows(model))
+    change = np.flatnonzero(np.diff(rows)) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change - 1, [len(rows) - 1]])
+    out = (rows[starts], starts, ends)
+    for arr in out:
+        arr.setflags(write=False)
+    return out
 
 
 @lru_cache(maxsize=256)

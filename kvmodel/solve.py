@@ -16,7 +16,8 @@ bracket, where both readings hold).
 - ``max_seq_len`` / ``max_batch``: the end of the first run of passing values from 1 (with an
   estimated prefill and layer-wise sending, prefill can grow fast enough to hide the transfer
   again at longer prompts; those later values are not counted as "sustained").
-- ``cheapest_mitigation``: the first option meeting the target in ``mitigation_ladder`` order.
+- ``cheapest_mitigation``: the first option meeting the target in ``mitigation_ladder`` order
+  (``search_mitigations`` also returns the options tried up to it).
 
 Cost order of ``mitigation_ladder`` (cheapest first).  Keeping the link comes first, because
 software changes cost less than hardware:
@@ -46,7 +47,7 @@ import numpy as np
 from . import catalog
 from .sweeps import Option
 from .traffic import CRITERIA  # one definition of the two targets
-from .transfer import Evaluation, Scenario, critical_seq_len, evaluate, transfer
+from .transfer import Evaluation, Scenario, Volume, critical_seq_len, evaluate, transfer
 from .units import fmt_time
 
 REL_PRECISION = 1e-3  # bandwidth bisection: hi / lo ≤ 1 + this
@@ -285,8 +286,9 @@ def try_mitigations(
     when ``stop_at_first``, else all of them)."""
     _check_criterion(criterion)
     tried = []
+    volume = Volume(sc)  # the options change only the link, compression and layer-wise sending
     for opt in mitigation_ladder(sc, link_ids=link_ids):
-        t = transfer(opt.scenario)
+        t = transfer(opt.scenario, volume=volume)
         exposed = float(t.exposed_s)
         share = exposed / (float(t.prefill_s) + exposed + opt.scenario.decode_step_s)
         if criterion == "step":
@@ -299,6 +301,27 @@ def try_mitigations(
     return tried
 
 
+def search_mitigations(
+    sc: Scenario, *, criterion: str = "step", link_ids=None
+) -> tuple[Mitigation | None, tuple[Attempt, ...]]:
+    """``cheapest_mitigation`` and every option tried, in one pass over the ladder.
+
+    When nothing passes, the options tried are the whole failed ladder.
+    """
+    tried = tuple(try_mitigations(sc, criterion=criterion, link_ids=link_ids))
+    if not tried or not tried[-1].passed:
+        return None, tried
+    win = tried[-1]
+    mit = Mitigation(
+        label=win.label,
+        scenario=win.scenario,
+        evaluation=evaluate(win.scenario),
+        criterion=criterion,
+        tried=tried,
+    )
+    return mit, tried
+
+
 def cheapest_mitigation(
     sc: Scenario, *, criterion: str = "step", link_ids=None
 ) -> Mitigation | None:
@@ -306,16 +329,6 @@ def cheapest_mitigation(
 
     ``tried`` lists every option evaluated, in order, with pass/fail; the search stops at the
     first pass.  ``link_ids`` restricts the links considered (only faster ones are used).  When
-    nothing passes, ``try_mitigations`` gives the whole failed ladder.
+    nothing passes, ``search_mitigations`` also gives the whole failed ladder.
     """
-    tried = try_mitigations(sc, criterion=criterion, link_ids=link_ids)
-    if not tried or not tried[-1].passed:
-        return None
-    win = tried[-1]
-    return Mitigation(
-        label=win.label,
-        scenario=win.scenario,
-        evaluation=evaluate(win.scenario),
-        criterion=criterion,
-        tried=tuple(tried),
-    )
+    return search_mitigations(sc, criterion=criterion, link_ids=link_ids)[0]

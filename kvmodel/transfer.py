@@ -18,12 +18,13 @@ compute, otherwise what is left once compute stops.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
-from .size import _as_tokens, _held, chunk_bytes, kv_bytes, shard_heads
+from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, shard_heads
 from .specs import GpuSpec, LinkSpec, ModelSpec
 from .timing import DEFAULT_MFU, decode_step_lower_bound_s, estimate_prefill_s
 
@@ -148,80 +149,156 @@ def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
     return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu)
 
 
-def _descriptor_counts(sc: Scenario, s: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
-    """Descriptors per cache-carrying chunk type: (blocks × tensors) per layer per decode rank."""
-    per_group = []
-    for g in sc.model.groups:
-        blocks = np.ceil(_held(g, s) / sc.block_tokens)
-        per_group.append(blocks * g.tensors * b * sc.tp_decode)
-    return per_group
+# Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).
+PER_LINK_FIELDS = ("link", "efficiency", "parallel_links", "compression", "comp_group",
+                   "codec_bytes_per_s", "layerwise", "descriptor_s", "decode_step_s", "k",
+                   "share_target")  # fmt: skip
 
 
-def chunk_times_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
-    """Each layer's own send time x_i (latency, bytes, descriptors, codec), shape (n, ...)."""
-    s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
-    b = _as_tokens(sc.batch if batch is None else batch, "batch")
-    raw = chunk_bytes(
-        sc.model,
-        s,
-        b,
-        kv_dtype=sc.kv_dtype,
-        kv_scale_group=sc.kv_scale_group,
-        tp_decode=sc.tp_decode,
-    )
+_VOLUME_FIELDS = tuple(f.name for f in fields(Scenario) if f.name not in PER_LINK_FIELDS)
+
+
+class Volume:
+    """What moves, for given S and B: everything of a transfer the link does not change.
+
+    Wire bytes before compression, per-layer chunk bytes, descriptor counts and the prefill
+    time depend on the model, dtype, TP, block size, GPU and prefill, never on the link,
+    compression or layer-wise sending.  ``transfer(sc, volume=...)`` reuses them, so trying many
+    links and mitigations on one scenario (``solve.try_mitigations``) computes them once.
+    """
+
+    def __init__(self, sc: Scenario, seq_len=None, batch=None):
+        self.scenario = sc
+        self.s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
+        self.b = _as_tokens(sc.batch if batch is None else batch, "batch")
+        self.raw = kv_bytes(
+            sc.model,
+            self.s,
+            self.b,
+            kv_dtype=sc.kv_dtype,
+            kv_scale_group=sc.kv_scale_group,
+            tp_prefill=sc.tp_prefill,
+            tp_decode=sc.tp_decode,
+        ).wire
+        self.prefill = prefill_time_s(sc, self.s, self.b)
+        self._chunks = None
+        self._counts = None
+
+    def fits(self, sc: Scenario) -> bool:
+        """True when ``sc`` differs from this volume's scenario only in per-link fields."""
+        base = self.scenario
+        return sc is base or all(
+            getattr(sc, name) == getattr(base, name) for name in _VOLUME_FIELDS
+        )
+
+    @property
+    def kind_raw(self) -> np.ndarray:
+        """Wire bytes of one layer of each kind (``chunk_kind_bytes``), before compression."""
+        if self._chunks is None:
+            sc = self.scenario
+            self._chunks = chunk_kind_bytes(
+                sc.model,
+                self.s,
+                self.b,
+                kv_dtype=sc.kv_dtype,
+                kv_scale_group=sc.kv_scale_group,
+                tp_decode=sc.tp_decode,
+            )
+        return self._chunks
+
+    @property
+    def descriptor_counts(self) -> list[np.ndarray]:
+        """Descriptors per chunk type: (blocks × tensors) per layer per decode rank."""
+        if self._counts is None:
+            sc = self.scenario
+            self._counts = [
+                np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.tp_decode
+                for g in sc.model.groups
+            ]
+        return self._counts
+
+
+def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
+    if volume is None:
+        return Volume(sc, seq_len, batch)
+    if seq_len is not None or batch is not None or not volume.fits(sc):
+        raise ValueError("volume was computed for another scenario, sequence length or batch")
+    return volume
+
+
+def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
+    """Own send time of one layer of each kind (rows of ``chunk_kind_bytes``), shape (k, ...)."""
+    raw = vol.kind_raw
     ratio = _wire_ratio(sc)
     t = sc.link.latency_s + raw * ratio / sc.effective_bandwidth_bytes_per_s
     if ratio < 1:
         t = t + 2 * raw / (sc.codec_bytes_per_s * sc.streams)
     if sc.descriptor_s:
-        counts = _descriptor_counts(sc, s, b)
-        order = sc.model.attention_layer_groups()
-        desc = [counts[gi] for gi in order] + [b * sc.tp_decode] * sc.model.state_layers
-        # state rows were interleaved in chunk_bytes; descriptor cost per row differs only for
-        # windowed groups, so attach the mean per row to keep the total exact
-        total_desc = sum(np.broadcast_to(d, raw.shape[1:]) for d in desc)
-        t = t + total_desc * sc.descriptor_s / sc.streams / raw.shape[0]
+        # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
+        # which keeps the total exact
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / sc.streams / _n_chunks(sc.model)
     return t
 
 
-def transfer(sc: Scenario, seq_len=None, batch=None) -> Transfer:
-    """Transfer time of ``sc``; pass arrays for ``seq_len``/``batch`` to sweep them."""
-    s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
-    b = _as_tokens(sc.batch if batch is None else batch, "batch")
-    kv = kv_bytes(
-        sc.model,
-        s,
-        b,
-        kv_dtype=sc.kv_dtype,
-        kv_scale_group=sc.kv_scale_group,
-        tp_prefill=sc.tp_prefill,
-        tp_decode=sc.tp_decode,
+def _n_chunks(model: ModelSpec) -> int:
+    return len(model.attention_layer_groups()) + model.state_layers
+
+
+def _descriptor_total(sc: Scenario, vol: Volume) -> np.ndarray:
+    """Descriptors of the whole cache: attention layers' blocks × tensors, one per state layer."""
+    per_layer = Counter(sc.model.attention_layer_groups())
+    return (
+        sum(per_layer[gi] * c for gi, c in enumerate(vol.descriptor_counts))
+        + sc.model.state_layers * vol.b * sc.tp_decode
     )
+
+
+def chunk_times_s(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None):
+    """Each layer's own send time x_i (latency, bytes, descriptors, codec), shape (n, ...)."""
+    vol = _volume(sc, seq_len, batch, volume)
+    return _kind_times_s(sc, vol)[np.asarray(chunk_rows(sc.model))]
+
+
+def _layerwise(sc: Scenario, vol: Volume, prefill) -> tuple[np.ndarray, np.ndarray]:
+    """(whole, exposed) of layer-wise sending: exposed = max_j [ready_j + Σ_{i≥j} x_i] − P.
+
+    Within a run of layers of one kind the bracket is linear in j, so its maximum is at one of
+    the run's two ends: only 2 × runs candidates are evaluated, not every layer.
+    """
+    x = _kind_times_s(sc, vol)
+    kinds, starts, ends = chunk_runs(sc.model)
+    n = _n_chunks(sc.model)
+    lead = (len(kinds),) + (1,) * (x.ndim - 1)
+    own = x[kinds]  # one layer of each run's kind
+    run_total = own * (ends - starts + 1).reshape(lead)
+    after = np.cumsum(run_total[::-1], axis=0)[::-1] - run_total  # Σ over later runs
+    at_start = ((starts + 1) / n).reshape(lead) * prefill + after + run_total
+    at_end = ((ends + 1) / n).reshape(lead) * prefill + after + own
+    exposed = np.maximum(at_start.max(axis=0), at_end.max(axis=0)) - prefill
+    return after[0] + run_total[0], exposed
+
+
+def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None) -> Transfer:
+    """Transfer time of ``sc``; pass arrays for ``seq_len``/``batch`` to sweep them.
+
+    ``volume``: a ``Volume`` of a scenario that differs from ``sc`` only in per-link fields
+    (then leave ``seq_len`` and ``batch`` out); its link-independent parts are reused.
+    """
+    vol = _volume(sc, seq_len, batch, volume)
     ratio = _wire_ratio(sc)
-    raw = kv.wire
+    raw = vol.raw
     wire = raw * ratio
     ser = wire / sc.effective_bandwidth_bytes_per_s
     codec = 2 * raw / (sc.codec_bytes_per_s * sc.streams) if ratio < 1 else np.zeros_like(raw)
     if sc.descriptor_s:
-        count = (
-            sum(
-                g.layers * c
-                for g, c in zip(sc.model.groups, _descriptor_counts(sc, s, b), strict=True)
-            )
-            + sc.model.state_layers * b * sc.tp_decode
-        )
+        count = _descriptor_total(sc, vol)
         desc = np.broadcast_to(count * sc.descriptor_s / sc.streams, raw.shape)
     else:
         desc = np.zeros_like(raw)
     whole = sc.link.latency_s + ser + desc + codec
-    prefill = prefill_time_s(sc, s, b)
+    prefill = vol.prefill
     if sc.layerwise:
-        x = chunk_times_s(sc, s, b)
-        n = x.shape[0]
-        tail = np.flip(np.cumsum(np.flip(x, 0), 0), 0)  # Σ_{i ≥ j} x_i
-        ready = (np.arange(1, n + 1) / n).reshape((n,) + (1,) * (x.ndim - 1)) * prefill
-        exposed = np.max(ready + tail, axis=0) - prefill
-        whole = tail[0]
+        whole, exposed = _layerwise(sc, vol, prefill)
     else:
         exposed = whole
     return Transfer(
@@ -250,19 +327,22 @@ def critical_seq_len(sc: Scenario) -> int | None:
     """Smallest whole S with exposed transfer(S) ≥ k × decode step, or None up to max context.
 
     Closed form when the transfer is linear in S (full attention, no descriptor cost, sent
-    whole); otherwise an integer bisection on the monotone transfer function; with layer-wise
-    sending and an estimated prefill (which grows faster than the transfer and can hide it
-    again) the first crossing on a 1,024-point log grid, refined by bisection.
+    whole).  Otherwise the first crossing on a 512-point log grid of S, refined on finer grids
+    inside the bracket until it is one token wide (vectorised: about 3 calls of ``transfer``
+    over arrays instead of ~17 scalar bisection steps).  For a monotone transfer this is the exact
+    smallest S; with layer-wise sending and an estimated prefill (which grows faster than the
+    transfer and can hide it again) it is the first crossing the grid sees.
     """
     target = sc.k * sc.decode_step_s
     max_s = sc.model.max_context_tokens
 
-    def f(s):
-        return float(exposed_transfer_s(sc, int(s)))
-
-    if f(max_s) < target and not (sc.layerwise and sc.prefill_s is None):
-        return None
     if _is_linear(sc):
+
+        def f(s):
+            return float(exposed_transfer_s(sc, int(s)))
+
+        if f(max_s) < target:
+            return None
         c = f(0)
         slope = f(1) - c
         guess = max(1, math.ceil((target - c) / slope))
@@ -271,23 +351,30 @@ def critical_seq_len(sc: Scenario) -> int | None:
         while f(guess) < target:
             guess += 1
         return guess if guess <= max_s else None
-    lo, hi = 0, max_s
-    if sc.layerwise and sc.prefill_s is None:
-        grid = np.unique(np.geomspace(1, max_s, 1024).astype(np.int64))
-        vals = exposed_transfer_s(sc, grid)
-        hit = np.nonzero(vals >= target)[0]
-        if hit.size == 0:
-            return None
-        hi = int(grid[hit[0]])
-        lo = int(grid[hit[0] - 1]) if hit[0] > 0 else 0
-    if f(max(lo, 1)) >= target:
-        return max(lo, 1)
-    while hi - lo > 1:  # invariant: f(lo) < target <= f(hi)
-        mid = (lo + hi) // 2
-        if f(mid) >= target:
-            hi = mid
-        else:
-            lo = mid
+    return first_crossing(lambda s: exposed_transfer_s(sc, s), target, max_s)
+
+
+def first_crossing(g, target: float, max_s: int, points: int = 512) -> int | None:
+    """Smallest whole S in [1, max_s] with ``g(S) ≥ target`` as the grids see it, or None.
+
+    ``g`` maps an int64 array of S to an array of values.  A log grid (ends included) finds the
+    first grid point at or above the target; the bracket below it is then searched on linear
+    grids of at most ``points`` whole values, each time keeping the first hit and the
+    candidate before it, until the bracket is one token wide.
+    """
+    grid = np.unique(np.append(np.geomspace(1, max_s, points).astype(np.int64), [1, max_s]))
+    hit = np.flatnonzero(np.asarray(g(grid)) >= target)
+    if hit.size == 0:
+        return None
+    hi = int(grid[hit[0]])
+    lo = int(grid[hit[0] - 1]) if hit[0] > 0 else 0  # g(lo) < target, or lo = 0
+    while hi - lo > 1:
+        cand = np.unique(np.linspace(lo + 1, hi, min(hi - lo, points)).astype(np.int64))
+        first = int(np.flatnonzero(np.asarray(g(cand)) >= target)[0])  # hi is a candidate
+        lo = int(cand[first - 1]) if first > 0 else lo
+        hi = int(cand[first])
+        if first == 0:
+            break  # the first candidate, lo + 1, already reaches the target
     return hi
 
 

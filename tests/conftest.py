@@ -25,5 +25,8 @@ for name in (
 def _clear_streamlit_cache():
     import streamlit as st
 
+    from ui import state
+
     st.cache_data.clear()
+    state.clear_cache()
     yield

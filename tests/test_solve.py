@@ -163,6 +163,18 @@ def test_cheapest_mitigation_link_ids_and_none():
     assert solve.cheapest_mitigation(article(decode_step_ms=0.001)) is None
 
 
+def test_search_mitigations_returns_what_was_tried():
+    sc = article(seq_len=8192, prefill_ms=10.0)
+    mit, tried = solve.search_mitigations(sc)
+    assert mit == solve.cheapest_mitigation(sc)
+    assert tried == mit.tried and tried[-1].passed
+    # nothing passes: the whole failed ladder, as try_mitigations without stopping
+    mit, tried = solve.search_mitigations(sc, link_ids=[])
+    assert mit is None
+    assert list(tried) == solve.try_mitigations(sc, link_ids=[], stop_at_first=False)
+    assert len(tried) == 8
+
+
 def test_ladder_order_and_dedup():
     sc = article(compression="int8")
     labels = [o.label for o in solve.mitigation_ladder(sc, link_ids=[])]

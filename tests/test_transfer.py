@@ -230,3 +230,52 @@ def test_every_catalog_link_and_model_evaluates():
 def test_bad_values_raise_value_error_naming_the_field(kw, field):
     with pytest.raises(ValueError, match=field):
         build_scenario(model="llama-3.1-70b", **kw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    max_s=st.integers(1, 300_000),
+    cross=st.integers(1, 300_000),
+)
+def test_first_crossing_is_the_smallest_whole_crossing(max_s, cross):
+    # a step at `cross` (monotone): exactly `cross` when it is within range, else None
+    from kvmodel.transfer import first_crossing
+
+    def g(s):
+        s = np.asarray(s)
+        return np.where(s >= cross, 1.0, 0.0)
+
+    got = first_crossing(g, 0.5, max_s)
+    assert got == (cross if cross <= max_s else None)
+
+
+def test_first_crossing_non_monotone_finds_the_first_window():
+    from kvmodel.transfer import first_crossing
+
+    # above the target only on [5,000, 9,000]: found at its start, not at a later crossing
+    def g(s):
+        s = np.asarray(s)
+        return ((s >= 5_000) & (s <= 9_000)).astype(float)
+
+    assert first_crossing(g, 0.5, 131_072) == 5_000
+
+
+def test_volume_reused_across_links_equals_fresh():
+    from kvmodel.transfer import Volume
+
+    sc = article(descriptor_us=1.0, layerwise=True, prefill_ms=40)
+    vol = Volume(sc)
+    for link in ("ib-ndr", "nvlink4"):
+        for extra in ({}, {"compression": "int8", "layerwise": False}):
+            other = replace(sc, link=catalog.get_link(link), **extra)
+            assert vol.fits(other)
+            a, b = transfer(other, volume=vol), transfer(other)
+            assert_allclose(a.exposed_s, b.exposed_s, rtol=1e-12)
+            assert_allclose(a.transfer_s, b.transfer_s, rtol=1e-12)
+    # anything that changes the bytes or the prefill is refused, never silently reused
+    for changed in (replace(sc, batch=2), replace(sc, kv_dtype="fp8"), replace(sc, prefill_s=0.1)):
+        assert not vol.fits(changed)
+        with pytest.raises(ValueError, match="volume"):
+            transfer(changed, volume=vol)
+    with pytest.raises(ValueError, match="volume"):
+        transfer(sc, seq_len=10, volume=vol)

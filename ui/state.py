@@ -8,6 +8,7 @@ from the URL once per session, rendered in the sidebar on every page (app.py cal
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from urllib.parse import urlencode
 
@@ -23,6 +24,7 @@ from kvmodel.transfer import Evaluation, Scenario, evaluate
 from kvmodel.units import fmt_ms
 
 from . import params as P
+from .memo import Memo
 
 _INIT = "_scenario_initialised"
 NOTICES = "_notices"
@@ -45,24 +47,46 @@ def ensure_router() -> None:
         st.rerun()
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
+_MEMO = Memo(max_entries=512)  # process-wide, like st.cache_resource: pure results, read-only
+
+
 def cached_evaluate(sc: Scenario) -> Evaluation:
-    return evaluate(sc)
-
-
-@st.cache_resource(max_entries=512, show_spinner=False)
-def _cached_result(name: str, _fn, args: tuple, kwargs: tuple):
-    return _fn(*args, **dict(kwargs))
+    return _MEMO(evaluate, sc)
 
 
 def cached(fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` computed once per distinct inputs and shared, not copied.
 
     For pure sweeps and figure builders: a rerun whose inputs did not change (or changed only
-    in what this piece does not use) costs a hash instead of a rebuild.  Results are read-only.
+    in what this piece does not use) costs a dictionary lookup instead of a rebuild.  Results
+    are read-only.  Keys are cheap (see ``ui.memo``): Streamlit's own cache hashing of a
+    scenario cost more than most computations it saved.
     """
-    name = f"{fn.__module__}.{fn.__qualname__}"
-    return _cached_result(name, fn, args, tuple(sorted(kwargs.items())))
+    return _MEMO(fn, *args, **kwargs)
+
+
+def clear_cache() -> None:
+    """Forget every memoised result (tests; a changed catalog file)."""
+    _MEMO.clear()
+
+
+_GC_SETTLED: list[bool] = []  # process-wide: becomes [True] after the first full run
+
+
+def settle_gc() -> None:
+    """Once per process, at the end of the first full run: freeze what is alive now.
+
+    After the first run the process holds ~150,000 long-lived objects (modules, catalogs,
+    plotly's validators, Streamlit's registries).  Every full (generation 2) collection walks
+    them all: about 130 ms, landing on a random rerun every few dozen.  ``gc.freeze`` moves
+    them to a permanent generation the collector skips; garbage made later is collected as
+    before (bench/README.md has the numbers).
+    """
+    if _GC_SETTLED:
+        return
+    _GC_SETTLED.append(True)
+    gc.collect()
+    gc.freeze()
 
 
 def imported_models() -> dict[str, ModelSpec]:

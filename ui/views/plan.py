@@ -30,7 +30,7 @@ def render() -> None:
         }[k],
     )
     need = state.cached(solve.min_bandwidth, sc, criterion=crit)
-    mit = state.cached(solve.cheapest_mitigation, sc, criterion=crit)
+    mit, tried = state.cached(solve.search_mitigations, sc, criterion=crit)
     have = sc.link.bandwidth_bytes_per_s
     if need is None:
         headline = f"No bandwidth meets the target: {solve.unreachable_reason(sc, criterion=crit)}"
@@ -75,7 +75,6 @@ def render() -> None:
             "the catalog) meets the target.",
             icon=":material/block:",
         )
-        tried = state.cached(solve.try_mitigations, sc, criterion=crit, stop_at_first=False)
     else:
         st.success(
             f"Cheapest option that meets the target: **{mit.label}** — exposed transfer "
@@ -83,7 +82,6 @@ def render() -> None:
             " of TTFT.",
             icon=":material/check_circle:",
         )
-        tried = list(mit.tried)
     ladder = pd.DataFrame(
         {
             "Option (cheapest first)": [a.label for a in tried],

@@ -1,0 +1,131 @@
+"""ui.memo: the pages' result cache (keys, identity, eviction, threads)."""
+
+import threading
+
+import pandas as pd
+import pytest
+
+from kvmodel.build import build_scenario
+from kvmodel.transfer import evaluate
+from ui.memo import Memo
+
+
+def counting():
+    calls = []
+
+    def f(*args, **kwargs):
+        calls.append((args, kwargs))
+        return len(calls)
+
+    return f, calls
+
+
+def test_same_inputs_computed_once_and_shared():
+    memo, (f, calls) = Memo(), counting()
+    assert memo(f, 1, [2, 3], k="a") == 1
+    assert memo(f, 1, [2, 3], k="a") == 1
+    assert len(calls) == 1 and memo.hits == 1 and memo.misses == 1
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ((1,), (2,)),
+        ((1,), (1.0,)),  # equal in Python, different types: separate entries
+        ((1,), (True,)),
+        (([1, 2],), ((1, 2),)),  # a list is not a tuple
+        (([1, 2],), ([2, 1],)),
+        ((None,), (0,)),
+    ],
+)
+def test_different_inputs_are_different_entries(a, b):
+    memo, (f, calls) = Memo(), counting()
+    assert memo(f, *a) != memo(f, *b)
+    assert len(calls) == 2
+
+
+def test_keyword_order_does_not_matter_but_values_do():
+    memo, (f, _calls) = Memo(), counting()
+    assert memo(f, x=1, y=2) == memo(f, y=2, x=1) == 1
+    assert memo(f, x=1, y=3) == 2
+
+
+def test_functions_with_the_same_name_do_not_share_entries():
+    memo = Memo()
+
+    def make(value):
+        def g():
+            return value
+
+        return g
+
+    assert memo(make("one")) == "one"
+    assert memo(make("two")) == "two"
+
+
+def test_scenarios_key_by_value():
+    memo = Memo()
+    a = build_scenario(model="llama-3-70b", link="100gbe", batch=4)
+    b = build_scenario(model="llama-3-70b", link="100gbe", batch=4)
+    c = build_scenario(model="llama-3-70b", link="100gbe", batch=5)
+    assert a is not b
+    assert memo(evaluate, a) is memo(evaluate, b)
+    assert memo(evaluate, c).kv_total_bytes == pytest.approx(
+        5 * 327_680 * 1024  # Llama-3-70B: 327,680 B per token in FP16 (2 × 80 × 8 × 128 × 2)
+    )
+    assert memo.misses == 2
+
+
+def test_unhashable_arguments_key_by_identity_and_stay_alive():
+    memo, (f, _calls) = Memo(), counting()
+    df = pd.DataFrame({"x": [1, 2]})
+    same_content = df.copy()
+    assert memo(f, df) == memo(f, df) == 1
+    assert memo(f, same_content) == 2  # another object: another entry (never a wrong hit)
+    entry_args = [e[1] for e in memo._entries.values()]
+    assert any(args[0] is df for args in entry_args)  # the entry holds it: the id stays unique
+
+
+def test_least_recently_used_entry_is_evicted():
+    memo, (f, calls) = Memo(max_entries=2), counting()
+    memo(f, 1)
+    memo(f, 2)
+    memo(f, 1)  # 1 is now the most recent
+    memo(f, 3)  # evicts 2
+    assert len(memo) == 2
+    memo(f, 1)
+    assert len(calls) == 3
+    memo(f, 2)
+    assert len(calls) == 4
+
+
+def test_clear_and_bad_size():
+    memo, (f, calls) = Memo(), counting()
+    memo(f, 1)
+    memo.clear()
+    memo(f, 1)
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match="max_entries"):
+        Memo(max_entries=0)
+
+
+def test_threads_get_the_right_results():
+    memo = Memo(max_entries=8)
+    errors = []
+
+    def square(x):
+        return x * x
+
+    def work(offset):
+        for i in range(200):
+            x = (i + offset) % 20
+            if memo(square, x) != x * x:
+                errors.append(x)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(memo) <= 8
