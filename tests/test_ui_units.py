@@ -302,3 +302,35 @@ def test_band_table_styles_cells():
     ).to_html()
     assert figures.BAND_CELL["below"] in html and figures.BAND_CELL["above"] in html
     assert "batch 32 [ms]" in html
+
+
+def test_timeline_figure_draws_every_chunk():
+    # one bar per timeline row, in its lane (a regression drew 3 of the 80 chunks)
+    tl = timeline(build_scenario(model="llama-3-70b", prefill_ms=100, layerwise=True))
+    fig = figures.figure_timeline(tl, title="t")
+    for trace in fig.data:
+        rows = tl[tl["lane"] == trace.name]
+        assert len(trace.y) == len(trace.x) == len(trace.base) == len(rows) > 0
+        assert set(trace.y) == {trace.name}
+        assert_allclose(np.asarray(trace.base, dtype=float), rows["start_ms"])
+        assert_allclose(np.asarray(trace.x, dtype=float), rows["end_ms"] - rows["start_ms"])
+    assert sum(len(t.x) for t in fig.data) == len(tl) == 82
+
+
+def test_grouped_figures_keep_each_group_whole():
+    from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
+
+    sc = build_scenario(model="llama-3-70b")
+    curves, critical = seq_sweep(sc, ["100gbe", "ib-ndr"])
+    fig = figures.figure_seq_sweep(curves, critical, threshold_ms=30, title="t")
+    lines = [t for t in fig.data if t.mode == "lines" and t.name.startswith(("100", "Infini"))]
+    assert [len(t.x) for t in lines] == [
+        int((curves["link"] == k).sum()) for k in ("100gbe", "ib-ndr")
+    ]
+    df = model_seq_sweep(sc, ["llama-3-70b", "mistral-7b"], seq_grid(32_768, points=40))
+    fig = figures.figure_models_seq(df, threshold_ms=30, link="x")
+    named = {t.name: t for t in fig.data if t.name and "(" in t.name}
+    for mid in ("llama-3-70b", "mistral-7b"):
+        part = df[df["model"] == mid]
+        (trace,) = [t for n, t in named.items() if n.startswith(mid)]
+        assert_allclose(trace.y, part["transfer_ms"])
