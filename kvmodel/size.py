@@ -117,25 +117,22 @@ def kv_bytes(
     b = _as_tokens(batch, "batch")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
     s = _as_tokens(seq_len, "seq_len")
-    attn = np.zeros(np.broadcast(s, b).shape)
-    shard_p = np.zeros_like(attn)
-    shard_d = np.zeros_like(attn)
+    shape = np.broadcast_shapes(s.shape, b.shape)
+    attn = shard_p = shard_d = np.zeros(shape)
     for g, elems in zip(model.groups, _layer_elements(model, s), strict=True):
         per_head = g.layers * elems / g.kv_heads * b * dbytes
         attn = attn + per_head * g.kv_heads
         shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
         shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode)
-    state = np.broadcast_to(model.state_layers * model.state_bytes_per_layer * b, attn.shape)
+    state = np.broadcast_to(model.state_layers * model.state_bytes_per_layer * b, shape)
     total = attn + state
-    per_gpu_p = shard_p + state / tp_prefill
-    per_gpu_d = shard_d + state / tp_decode
     tokens = s * b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_token = np.where(tokens > 0, total / np.where(tokens > 0, tokens, 1), np.nan)
+    per_token = np.divide(total, tokens, out=np.full(shape, np.nan), where=tokens > 0)
+    per_gpu_d = shard_d + state / tp_decode
     return KVBytes(
         total=total,
         state=np.asarray(state, dtype=float),
-        per_gpu_prefill=per_gpu_p,
+        per_gpu_prefill=shard_p + state / tp_prefill,
         per_gpu_decode=per_gpu_d,
         wire=per_gpu_d * tp_decode,
         per_token=per_token,

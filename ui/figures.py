@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -687,8 +688,10 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     lo_col, hi_col = (
         ("ttft_low_s", "ttft_high_s") if metric == "ttft" else ("share_low", "share_high")
     )
-    d = df.assign(_spread=(df[hi_col] - df[lo_col]).abs())
-    d = d.sort_values("_spread", ascending=False, kind="stable")
+    spread = np.abs(df[hi_col].to_numpy(dtype=float) - df[lo_col].to_numpy(dtype=float))
+    order = np.argsort(-spread, kind="stable")  # largest spread on top, ties in table order
+    d = {c: df[c].to_numpy()[order] for c in ("input", lo_col, hi_col, "low_label", "high_label")}
+    n_inputs = len(order)
     b = float(base) * scale
     what = "TTFT" if metric == "ttft" else "transfer share of TTFT"
     values = [b, *(d[lo_col] * scale), *(d[hi_col] * scale)]
@@ -699,14 +702,14 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
         ("low", lo_col, "low_label", 0.7, "low setting (categories: best option)"),
         ("high", hi_col, "high_label", 0.4, "high setting (categories: worst option)"),
     ):
-        v = d[col].to_numpy(dtype=float) * scale
+        v = d[col].astype(float) * scale
         # label a bar only when it is long enough to tell which label belongs to it
         long = abs(v - b) >= 0.01 * (hi - lo)
         text = [lab if ok else "" for lab, ok in zip(d[label_col], long, strict=True)]
         fig.add_bar(
             y=d["input"],
             x=v - b,
-            base=[b] * len(d),
+            base=[b] * n_inputs,
             orientation="h",
             width=width,
             name=name,
@@ -736,7 +739,7 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
         f"What moves the {what}{span}",
         f"{what} [{unit}]",
         "",
-        height=max(300, 110 + 36 * len(d)),
+        height=max(300, 110 + 36 * n_inputs),
     )
     _legend_on_top(fig, top=100)
     return fig
