@@ -129,3 +129,19 @@ def test_threads_get_the_right_results():
         t.join()
     assert not errors
     assert len(memo) <= 8
+
+
+def test_around_miss_wraps_only_computations():
+    import contextlib
+
+    memo, (f, calls) = Memo(), counting()
+    entered = []
+
+    @contextlib.contextmanager
+    def spinner():
+        entered.append(len(calls))
+        yield
+
+    assert memo.call(f, (1,), {}, around_miss=spinner) == 1
+    assert memo.call(f, (1,), {}, around_miss=spinner) == 1  # a hit: no spinner
+    assert entered == [0] and len(calls) == 1

@@ -57,6 +57,11 @@ class Memo:
         )
 
     def __call__(self, fn, *args, **kwargs):
+        return self.call(fn, args, kwargs)
+
+    def call(self, fn, args: tuple, kwargs: dict, around_miss=None):
+        """``fn(*args, **kwargs)`` memoised; ``around_miss()`` (a context manager, e.g. a
+        spinner) wraps the computation when it has to run."""
         key = self.key(fn, args, kwargs)
         with self._lock:
             entry = self._entries.get(key)
@@ -64,7 +69,11 @@ class Memo:
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return entry[0]
-        result = fn(*args, **kwargs)  # outside the lock: another session may compute alike
+        if around_miss is None:  # outside the lock: another session may compute alike
+            result = fn(*args, **kwargs)
+        else:
+            with around_miss():
+                result = fn(*args, **kwargs)
         with self._lock:
             self.misses += 1
             self._entries[key] = (result, args, kwargs)  # args keep keyed identities alive

@@ -65,6 +65,11 @@ def cached(fn, *args, **kwargs):
     return _MEMO(fn, *args, **kwargs)
 
 
+def cached_with_spinner(text: str, fn, *args, **kwargs):
+    """``cached`` that shows ``text`` in a spinner while a miss computes (long analyses)."""
+    return _MEMO.call(fn, args, kwargs, around_miss=lambda: st.spinner(text))
+
+
 def clear_cache() -> None:
     """Forget every memoised result (tests; a changed catalog file)."""
     _MEMO.clear()

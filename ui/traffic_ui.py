@@ -2,7 +2,7 @@
 
 Parsed traces are kept with ``st.cache_resource`` (no copy per rerun: a 10-million-request
 trace stays one set of arrays) and bounded in number; the moved-token histogram is cached per
-prefix-cache setting.
+prefix-cache setting.  The analyses are memoised per scenario and ``mix`` object (``ui.memo``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import streamlit as st
 
 from kvmodel.traffic import mix_from_requests, sample_path
 from kvmodel.traffic_io import load_traffic
+
+from . import state
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
@@ -36,18 +38,16 @@ def mix(source_key: tuple, hit_ratio: float | None, _req):
     return mix_from_requests(_req, hit_ratio=hit_ratio)
 
 
-@st.cache_data(max_entries=64, show_spinner="Analysing the traffic…")
-def analyse(sc, source_key: tuple, hit, minlen: int, crit: str, links: tuple, _mix):
-    """Regions, the window and the link × compression comparison, computed once per input."""
+def _analyse(sc, minlen: int, crit: str, links: tuple, mix):
     from kvmodel import traffic as tr
 
     return {
-        "regions": tr.regions(sc, _mix, min_seq_len=minlen, criterion=crit),
-        "region": tr.classify(sc, _mix.tokens, min_seq_len=minlen, criterion=crit),
-        "window": tr.recommended_window(sc, _mix, min_seq_len=minlen, criterion=crit),
+        "regions": tr.regions(sc, mix, min_seq_len=minlen, criterion=crit),
+        "region": tr.classify(sc, mix.tokens, min_seq_len=minlen, criterion=crit),
+        "window": tr.recommended_window(sc, mix, min_seq_len=minlen, criterion=crit),
         "comparison": tr.comparison(
             sc,
-            _mix,
+            mix,
             link_ids=list(links),
             compressions=("none", "int8", "int4"),
             min_seq_len=minlen,
@@ -56,9 +56,18 @@ def analyse(sc, source_key: tuple, hit, minlen: int, crit: str, links: tuple, _m
     }
 
 
-@st.cache_data(max_entries=64, show_spinner="Simulating the link queue…")
-def load(sc, source_key: tuple, hit, rps, _mix):
+def analyse(sc, minlen: int, crit: str, links: tuple, mix):
+    """Regions, the window and the link × compression comparison, computed once per input.
+
+    ``mix`` comes from ``mix()`` (one object per trace and hit ratio), so it keys by identity.
+    """
+    return state.cached_with_spinner(
+        "Analysing the traffic…", _analyse, sc, minlen, crit, links, mix
+    )
+
+
+def load(sc, rps, mix):
     """Link load and queueing; independent of the region thresholds."""
     from kvmodel import traffic as tr
 
-    return tr.load(sc, _mix, rps=rps)
+    return state.cached_with_spinner("Simulating the link queue…", tr.load, sc, mix, rps=rps)

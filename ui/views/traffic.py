@@ -118,9 +118,7 @@ def render() -> None:
     hit_ratio = hit / 100 if hit else None
     mix = traffic_ui.mix(key, hit_ratio, req)
     tsc = tr.per_request_scenario(sc)
-    res = traffic_ui.analyse(
-        tsc, key, hit_ratio, int(minlen), crit, tuple(state.id_list("links")), mix
-    )
+    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(state.id_list("links")), mix)
     reg = res["regions"]
     st.info(traffic_takeaway(reg, sc.link.name, label), icon=":material/lightbulb:")
 
@@ -163,7 +161,7 @@ def render() -> None:
         max_value=1_000_000.0,
         step=1.0,
     )
-    ld = traffic_ui.load(tsc, key, hit_ratio, st.session_state["rps"] or None, mix)
+    ld = traffic_ui.load(tsc, st.session_state["rps"] or None, mix)
     if ld is None:
         st.info(
             "This traffic has no timestamps: enter an arrival rate to see link load and queueing.",
