@@ -54,14 +54,19 @@ compressed), ``time_unit``, ``weights_kind``, ``overflow_requests``, ``label_set
 
 from __future__ import annotations
 
-import csv
+import bisect
 import gzip
 import io
 import json
+import os
 import re
+import threading
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +76,9 @@ MOONCAKE_BLOCK_TOKENS = 512
 GZIP_EXPANSION = 5  # decompressed data may be at most this many times max_bytes
 _SNIFF = 1 << 16
 _MAX_EXAMPLES = 5
+_PIECE = 1 << 22  # CSV bytes per parse job
+_BATCH_ROWS = 1 << 20  # Parquet rows per job
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 PROMPT_NAMES = (
     "prompt_tokens",
@@ -217,8 +225,181 @@ def detect_columns(columns: list[str]) -> dict:
 # --------------------------------------------------------------------------- reading bytes
 
 
-def _read_source(src, name: str | None, max_bytes: int) -> tuple[bytes, str]:
-    """The raw bytes of ``src`` and a display name; refuses more than ``max_bytes``."""
+def _too_big(name: str, size: str, max_bytes: int) -> TrafficError:
+    return TrafficError(
+        f"{name}: the file is {size}, over the {max_bytes / 1e6:g} MB limit; "
+        "upload a smaller sample or a pre-binned histogram"
+    )
+
+
+class _Source:
+    """The decoded bytes of one input: ``head`` (the start, for sniffing), then the rest whole
+    or in newline-aligned pieces.
+
+    Nothing is copied that need not be: a path is read piece by piece, bytes (and an upload's
+    ``getvalue()``, which shares its buffer) are sliced with memoryviews, gzip is inflated
+    piece by piece within :data:`GZIP_EXPANSION` × ``max_bytes``.
+    """
+
+    def __init__(self, name: str, max_bytes: int, data=None, stream=None, path=None):
+        self.name, self.path, self.gz = name, path, False
+        self._max_bytes = max_bytes
+        self._data = data  # the whole input in memory (bytes or bytearray) ...
+        self._stream = stream  # ... or a binary stream, read in pieces
+        self._raw, self._raw_size = stream, 0  # the undecoded input, for progress
+        self._limit: int | None = None  # decompressed bytes allowed
+        self._got = 0
+        self._skip = 0  # a UTF-8 byte-order mark
+        self._pos = 0  # bytes handed out by pieces() (in memory)
+        if data is not None:
+            self._raw, self._raw_size = None, len(data)
+        elif path is not None:
+            self._raw_size = path.stat().st_size
+        self.head = b""
+
+    # -- setup
+
+    def begin(self) -> None:
+        magic = self._data[:2] if self._data is not None else self._stream.read(2)
+        if self._data is None:
+            self._stream.seek(0)
+        if magic == b"\x1f\x8b":
+            raw = self._stream if self._data is None else io.BytesIO(self._data)
+            self._raw = raw
+            self._stream, self._data, self.path = gzip.GzipFile(fileobj=raw, mode="rb"), None, None
+            self._limit, self.gz = GZIP_EXPANSION * self._max_bytes, True
+        if self._data is not None:
+            self.head = bytes(self._data[:_SNIFF])
+        else:
+            buf = bytearray(_SNIFF)
+            self.head = bytes(buf[: self._fill(memoryview(buf))])
+        if self.head[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (an Excel "Unicode text" export)
+            try:
+                text = self.whole().decode("utf-16")
+            except UnicodeDecodeError:
+                raise TrafficError(
+                    f"{self.name}: broken UTF-16 text; expected UTF-8 text"
+                ) from None
+            self.close()
+            self._data, self._stream, self.path = text.encode("utf-8"), None, None
+            self._raw, self._raw_size = None, len(self._data)
+            self.head = bytes(self._data[:_SNIFF])
+        if self.head[:3] == b"\xef\xbb\xbf":
+            self._skip, self.head = 3, self.head[3:]
+
+    def close(self) -> None:
+        for fh in (self._stream, self._raw):
+            if fh is not None:
+                fh.close()
+
+    # -- reading
+
+    def _fill(self, view: memoryview) -> int:
+        """Read into ``view`` until it is full or the input ends; the bytes read."""
+        got = 0
+        try:
+            while got < len(view):
+                n = self._stream.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+        except EOFError:
+            raise TrafficError(
+                f"{self.name}: the gzip data is truncated (it ends before its end marker); "
+                "expected a complete .gz file"
+            ) from None
+        except (OSError, zlib.error) as exc:
+            if self.gz:
+                raise TrafficError(
+                    f"{self.name}: the gzip data is corrupt ({exc}); expected a valid .gz file"
+                ) from None
+            raise TrafficError(f"{self.name}: cannot read it: {exc}") from None
+        if self._limit is not None:
+            self._got += got
+            if self._got > self._limit:
+                raise TrafficError(
+                    f"{self.name}: decompressed, the file is over {self._limit / 1e6:g} MB "
+                    f"({GZIP_EXPANSION}× the {self._max_bytes / 1e6:g} MB limit); "
+                    "upload a smaller sample"
+                )
+        return got
+
+    def whole(self) -> bytes:
+        """Everything after the byte-order mark (JSON, Prometheus text, Parquet from memory)."""
+        if self._data is not None:
+            if self._skip:
+                self._data, self._skip = self._data[self._skip :], 0
+            return self._data
+        parts = [self.head]
+        while True:
+            buf = bytearray(_PIECE)
+            n = self._fill(memoryview(buf))
+            if not n:
+                break
+            parts.append(bytes(buf[:n]) if n < len(buf) else bytes(buf))
+        self._data, self._skip = b"".join(parts), 0  # read once; later calls reuse it
+        return self._data
+
+    def fraction(self) -> float | None:
+        """How far :meth:`pieces` has read the input (0..1); None when unknown."""
+        if self._raw is not None and self._raw_size:
+            return min(1.0, self._raw.tell() / self._raw_size)
+        if self._data is not None and len(self._data):
+            return min(1.0, self._pos / len(self._data))
+        return None
+
+    def line_end(self, start: int) -> int:
+        """The offset (in ``head`` terms) just past the line that begins at ``start``."""
+        while True:
+            cut = self.head.find(b"\n", start)
+            if cut >= 0:
+                return cut + 1
+            if self._data is not None:
+                at = self._skip + len(self.head)
+                more = bytes(self._data[at : at + _SNIFF])
+            else:
+                buf = bytearray(_SNIFF)
+                more = bytes(buf[: self._fill(memoryview(buf))])
+            if not more:
+                return len(self.head)
+            self.head += more
+
+    def pieces(self, start: int) -> Iterator[memoryview]:
+        """The input from ``start`` (an offset into ``head``) in pieces of about :data:`_PIECE`
+        bytes that end at a line end (the last one may not)."""
+        if self._data is not None:
+            data, pos, end = self._data, self._skip + start, len(self._data)
+            view = memoryview(data)
+            while pos < end:
+                stop = min(pos + _PIECE, end)
+                if stop < end:
+                    cut = data.rfind(b"\n", pos, stop)
+                    if cut < 0:
+                        cut = data.find(b"\n", stop)
+                    stop = end if cut < 0 else cut + 1
+                self._pos = stop
+                yield view[pos:stop]
+                pos = stop
+            return
+        rest = self.head[start:]
+        while True:
+            buf = bytearray(len(rest) + _PIECE)
+            buf[: len(rest)] = rest
+            filled = len(rest) + self._fill(memoryview(buf)[len(rest) :])
+            if filled < len(buf):  # the end of the input
+                if filled:
+                    yield memoryview(buf)[:filled]
+                return
+            cut = buf.rfind(b"\n")
+            if cut < 0:  # a line longer than a piece: read on
+                rest = bytes(buf)
+                continue
+            rest = bytes(buf[cut + 1 :])
+            yield memoryview(buf)[: cut + 1]
+
+
+def _open(src, name: str | None, max_bytes: int) -> _Source:
+    """A :class:`_Source` for ``src``; refuses more than ``max_bytes``."""
     limit_mb = f"{max_bytes / 1e6:g} MB"
     if isinstance(src, (str, Path)):
         path = Path(src)
@@ -226,58 +407,44 @@ def _read_source(src, name: str | None, max_bytes: int) -> tuple[bytes, str]:
         try:
             size = path.stat().st_size
             if size > max_bytes:
-                raise TrafficError(
-                    f"{name}: the file is {size / 1e6:.3g} MB, over the {limit_mb} limit; "
-                    "upload a smaller sample or a pre-binned histogram"
-                )
-            data = path.read_bytes()
+                raise _too_big(name, f"{size / 1e6:.3g} MB", max_bytes)
+            source = _Source(name, max_bytes, stream=open(path, "rb", buffering=0), path=path)
         except OSError as exc:
             raise TrafficError(f"cannot read {path}: {exc.strerror or exc}") from None
-    elif isinstance(src, (bytes, bytearray, memoryview)):
-        data = bytes(src)
-    elif hasattr(src, "getvalue") or hasattr(src, "read"):
-        name = name or Path(str(getattr(src, "name", "") or "upload")).name
-        try:
-            data = src.getvalue() if hasattr(src, "getvalue") else src.read(max_bytes + 1)
-        except OSError as exc:
-            raise TrafficError(f"{name}: cannot read the upload: {exc}") from None
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        data = bytes(data)
     else:
-        raise TrafficError(
-            f"cannot read a {type(src).__name__}; expected a path, bytes or a binary file object"
-        )
-    name = name or "upload"
-    if len(data) > max_bytes:
-        size = f"{len(data) / 1e6:.3g} MB" if len(data) != max_bytes + 1 else "larger"
-        raise TrafficError(
-            f"{name}: the file is {size}, over the {limit_mb} limit; "
-            "upload a smaller sample or a pre-binned histogram"
-        )
-    return data, name
-
-
-def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
-    limit = GZIP_EXPANSION * max_bytes
+        if isinstance(src, (bytes, bytearray)):
+            data = src
+        elif isinstance(src, memoryview):
+            data = bytes(src)
+        elif hasattr(src, "getvalue") or hasattr(src, "read"):
+            name = name or Path(str(getattr(src, "name", "") or "upload")).name
+            try:  # BytesIO.getvalue() (Streamlit's UploadedFile) shares its buffer: no copy
+                data = src.getvalue() if hasattr(src, "getvalue") else src.read(max_bytes + 1)
+            except OSError as exc:
+                raise TrafficError(f"{name}: cannot read the upload: {exc}") from None
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            elif not isinstance(data, (bytes, bytearray)):
+                data = bytes(data)
+        else:
+            raise TrafficError(
+                f"cannot read a {type(src).__name__}; "
+                "expected a path, bytes or a binary file object"
+            )
+        name = name or "upload"
+        if len(data) > max_bytes:
+            size = f"{len(data) / 1e6:.3g} MB" if len(data) != max_bytes + 1 else "larger"
+            raise TrafficError(
+                f"{name}: the file is {size}, over the {limit_mb} limit; "
+                "upload a smaller sample or a pre-binned histogram"
+            )
+        source = _Source(name, max_bytes, data=data)
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-            out = fh.read(limit + 1)
-    except EOFError:
-        raise TrafficError(
-            f"{name}: the gzip data is truncated (it ends before its end marker); "
-            "expected a complete .gz file"
-        ) from None
-    except (OSError, zlib.error) as exc:
-        raise TrafficError(
-            f"{name}: the gzip data is corrupt ({exc}); expected a valid .gz file"
-        ) from None
-    if len(out) > limit:
-        raise TrafficError(
-            f"{name}: decompressed, the file is over {limit / 1e6:g} MB "
-            f"({GZIP_EXPANSION}× the {max_bytes / 1e6:g} MB limit); upload a smaller sample"
-        )
-    return out
+        source.begin()
+    except BaseException:
+        source.close()
+        raise
+    return source
 
 
 def _check_text(data: bytes, name: str) -> None:
@@ -336,14 +503,33 @@ def _sniff(data: bytes, name: str) -> str:
 
 
 @dataclass
-class _Table:
-    """Parsed columns plus where each row came from."""
+class _Part:
+    """The checked columns of one piece of a table (a CSV piece, a Parquet batch, a JSON file).
 
-    table: pa.Table
-    container: str
-    skipped: list[tuple[int, str]] = field(default_factory=list)  # (row order key, reason)
-    label: Callable[[int], str] = str  # table index -> "row 7" / "line 7"
-    unit: str = "row"
+    Row numbers here are local: the reader adds the piece's offset.  ``number(i)`` is the
+    local number of data row ``i`` (as a spreadsheet or editor shows it, counting rows the
+    parser dropped); ``examples`` are (local number, reason) for the first problems.
+    """
+
+    n: int
+    values: dict[str, np.ndarray]
+    bad: np.ndarray | None  # bool per row; None when every row is good
+    n_bad: int
+    examples: list[tuple[int, str]]
+    number: Callable[[int], int]
+    rows_seen: int  # rows the parser read, dropped ones included
+    n_dropped: int = 0  # rows the parser dropped (wrong field count, bad JSON)
+    hashes: pa.ChunkedArray | None = None
+    time_kind: str | None = None
+    types: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Hints:
+    """What the first piece of a table tells the readers of the others."""
+
+    types: dict | None = None  # CSV column types
+    time_kind: str | None = None  # "numeric" or "datetime"
 
 
 def _flatten(table: pa.Table) -> pa.Table:
@@ -357,65 +543,134 @@ def _arrow_msg(exc: Exception) -> str:
     return msg.removeprefix("CSV parse error: ").removeprefix("JSON parse error: ")
 
 
+def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints) -> Iterator[_Part]:
+    """Run the jobs (the first alone, the rest on a few threads) and yield their parts in order.
+
+    The first job's parts fix the column types and the kind of time column for the others;
+    while the kind is still open (an empty time column so far) jobs run one at a time.
+    """
+
+    def learn(parts: list[_Part]) -> list[_Part]:
+        for part in parts:
+            if hints.types is None:
+                hints.types = {c: t for c, t in part.types.items() if not pa.types.is_null(t)}
+            hints.time_kind = hints.time_kind or part.time_kind
+        return parts
+
+    jobs = iter(jobs)
+    first = next(jobs, None)
+    if first is None:
+        return
+    yield from learn(first(hints))
+    pending: deque = deque()
+    pool = None
+    try:
+        for job in jobs:
+            if hints.time_kind is None:
+                while pending:
+                    yield from learn(pending.popleft().result())
+            if pool is None:
+                pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="traffic")
+            pending.append(pool.submit(job, replace(hints)))
+            while pending and (len(pending) > _WORKERS or pending[0].done()):
+                yield from learn(pending.popleft().result())
+        while pending:
+            yield from learn(pending.popleft().result())
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 _DELIMS = {"csv": ",", "tsv": "\t", "ssv": ";"}
 
 
-def _csv_header(data: bytes, kind: str) -> list[str]:
-    text = data[:_SNIFF].decode("utf-8", errors="replace").lstrip("\ufeff")
-    for row in csv.reader(io.StringIO(text), delimiter=_DELIMS[kind]):
-        if any(cell.strip() for cell in row):
-            return row
-    return []
-
-
-def _read_csv(data: bytes, kind: str, name: str, needed: list[str]) -> _Table:
+def _csv_names(source: _Source, kind: str) -> tuple[list[str], int]:
+    """The header's column names and the offset (in ``source.head``) where the data begins."""
     import pyarrow.csv as pacsv
 
-    def read(threads: bool, as_text: bool):
-        bad: list = []
+    start = 0
+    while True:  # Arrow skips empty lines before the header
+        end = source.line_end(start)
+        if end <= start or source.head[start:end].strip(b"\r\n"):
+            break
+        start = end
+    line = source.head[start:end]
+    if not line.strip():
+        return [], end
+    table = pacsv.read_csv(
+        pa.py_buffer(line),
+        read_options=pacsv.ReadOptions(use_threads=False),
+        parse_options=pacsv.ParseOptions(delimiter=_DELIMS[kind]),
+    )
+    return table.column_names, end
+
+
+def _parse_csv(piece, names, needed, delim, types, name) -> tuple[pa.Table, list]:
+    """One piece of CSV (no header) as a table of the needed columns, and the dropped rows."""
+    import pyarrow.csv as pacsv
+
+    def read(column_types):
+        dropped: list = []
 
         def on_bad(row):
-            bad.append((row.number, row.actual_columns, row.expected_columns, row.text))
+            dropped.append((row.number, row.actual_columns, row.expected_columns, row.text))
             return "skip"
 
-        opts = pacsv.ConvertOptions(
-            include_columns=needed,
-            column_types={c: pa.string() for c in needed} if as_text else None,
-            null_values=[""],  # "NaN", "NA", "null" stay visible in the skip reasons
-            strings_can_be_null=False,
-        )
         table = pacsv.read_csv(
-            pa.BufferReader(data),
-            read_options=pacsv.ReadOptions(use_threads=threads, block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(delimiter=_DELIMS[kind], invalid_row_handler=on_bad),
-            convert_options=opts,
+            pa.BufferReader(pa.py_buffer(piece)),
+            read_options=pacsv.ReadOptions(
+                use_threads=False, block_size=min(len(piece) + 1, 2**31 - 1), column_names=names
+            ),
+            parse_options=pacsv.ParseOptions(delimiter=delim, invalid_row_handler=on_bad),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=needed,
+                column_types=column_types,
+                null_values=[""],  # "NaN", "NA", "null" stay visible in the skip reasons
+                strings_can_be_null=False,
+            ),
         )
-        return table, bad
+        return table, dropped
 
-    table = bad = None
-    for as_text in (False, True):  # a late unparseable value breaks type inference: retry as text
+    try:
+        return read(types)
+    except pa.ArrowInvalid:  # a value the first piece's types cannot hold: read it as text
         try:
-            table, bad = read(True, as_text)
-            if any(b[0] is None for b in bad):  # row numbers are known only single-threaded
-                table, bad = read(False, as_text)
-            break
+            return read({c: pa.string() for c in needed})
         except pa.ArrowInvalid as exc:
-            if as_text:
-                raise TrafficError(f"{name}: cannot parse the table: {_arrow_msg(exc)}") from None
-    skipped_numbers = sorted(b[0] for b in bad)
-    skipped = [
-        (num, f"row {num}: has {got} field(s), expected {want}: {text[:60]!r}")
-        for num, got, want, text in bad
-    ]
+            raise TrafficError(f"{name}: cannot parse the table: {_arrow_msg(exc)}") from None
 
-    def label(i: int) -> str:
-        row = i + 2  # the header is row 1
-        for num in skipped_numbers:
-            if num <= row:
-                row += 1
-        return f"row {row}"
 
-    return _Table(table, kind, skipped, label)
+def _csv_jobs(source: _Source, kind: str, names, start: int, needed, det, name, col: _Collect):
+    delim = _DELIMS[kind]
+
+    def job(index: int, piece, hints: _Hints) -> list[_Part]:
+        try:
+            table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
+        except BaseException:
+            col.claim(index, 0)  # let the next piece have its rows
+            raise
+        del piece
+        numbers = sorted(d[0] or 0 for d in dropped)
+
+        def number(i: int) -> int:
+            row = i + 1
+            for num in numbers:
+                if num <= row:
+                    row += 1
+            return row
+
+        part = _check(table, det, number, hints.time_kind)
+        part.rows_seen, part.n_dropped = table.num_rows + len(dropped), len(dropped)
+        notes = [
+            (num or 0, f"has {got} field(s), expected {want}: {text[:60]!r}")
+            for num, got, want, text in dropped[:_MAX_EXAMPLES]
+        ]
+        part.examples = sorted(part.examples + notes)[:_MAX_EXAMPLES]
+        col.put(part, col.claim(index, part.n))
+        return [part]
+
+    for index, piece in enumerate(source.pieces(start)):
+        yield partial(job, index, piece)
 
 
 def _jsonl_line_numbers(data: bytes, index: list[int]) -> dict[int, int]:
@@ -450,7 +705,14 @@ def _table_from_records(records: list) -> pa.Table:
     return pa.table(cols) if cols else pa.table({})
 
 
-def _read_json_lines(data: bytes, name: str) -> _Table:
+@dataclass
+class _JsonTable:
+    table: pa.Table
+    number: Callable[[int], int]  # data row -> line (JSON Lines) or item (array) number
+    dropped: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+
+
+def _read_json_lines(data: bytes, name: str) -> _JsonTable:
     import pyarrow.json as pajson
 
     try:
@@ -458,15 +720,13 @@ def _read_json_lines(data: bytes, name: str) -> _Table:
         table = pajson.read_json(pa.BufferReader(data), pajson.ReadOptions(block_size=block))
         rows_are_lines = not re.search(rb"\n\s*\n|^\s*\n", data)
 
-        def label(i: int) -> str:
-            if rows_are_lines:
-                return f"line {i + 1}"
-            return f"line {_jsonl_line_numbers(data, [i]).get(i, i + 1)}"
+        def number(i: int) -> int:
+            return i + 1 if rows_are_lines else _jsonl_line_numbers(data, [i]).get(i, i + 1)
 
-        return _Table(_flatten(table), "jsonl", [], label, "line")
+        return _JsonTable(_flatten(table), number)
     except pa.ArrowInvalid:
         pass  # mixed types or a bad line: parse line by line, skipping what does not parse
-    records, numbers, skipped = [], [], []
+    records, numbers, dropped = [], [], []
     text = data.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -474,18 +734,17 @@ def _read_json_lines(data: bytes, name: str) -> _Table:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            skipped.append((n, f"line {n}: is not valid JSON ({exc.msg}, column {exc.colno})"))
+            dropped.append((n, f"is not valid JSON ({exc.msg}, column {exc.colno})"))
             continue
         if not isinstance(rec, dict):
-            skipped.append((n, f"line {n}: is a JSON {type(rec).__name__}, expected an object"))
+            dropped.append((n, f"is a JSON {type(rec).__name__}, expected an object"))
             continue
         records.append(rec)
         numbers.append(n)
-    table = _flatten(_table_from_records(records))
-    return _Table(table, "jsonl", skipped, lambda i: f"line {numbers[i]}", "line")
+    return _JsonTable(_flatten(_table_from_records(records)), numbers.__getitem__, dropped)
 
 
-def _read_json_array(data: bytes, name: str) -> _Table:
+def _read_json_array(data: bytes, name: str) -> _JsonTable:
     try:
         records = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -496,28 +755,71 @@ def _read_json_array(data: bytes, name: str) -> _Table:
         ) from None
     if not isinstance(records, list):
         raise TrafficError(f"{name}: the JSON is a {type(records).__name__}, expected an array")
-    return _Table(_flatten(_table_from_records(records)), "json", [], lambda i: f"item {i + 1}")
+    return _JsonTable(_flatten(_table_from_records(records)), lambda i: i + 1)
 
 
-def _parquet_names(data: bytes, name: str) -> list[str]:
+def _json_jobs(jt: _JsonTable, needed, det):
+    def job(hints: _Hints) -> list[_Part]:
+        part = _check(jt.table.select(needed), det, jt.number, hints.time_kind)
+        part.n_dropped = len(jt.dropped)
+        part.examples = sorted(part.examples + jt.dropped[:_MAX_EXAMPLES])[:_MAX_EXAMPLES]
+        return [part]
+
+    yield job
+
+
+def _parquet_file(source: _Source, name: str):
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.read_schema(pa.BufferReader(data))
+        if source.path is not None:
+            return pq.ParquetFile(source.path)
+        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(source.whole())))
     except (pa.ArrowException, OSError) as exc:
         raise TrafficError(f"{name}: not a readable Parquet file ({_arrow_msg(exc)})") from None
-    return _flatten(schema.empty_table()).column_names
 
 
-def _read_parquet(data: bytes, name: str, needed: list[str]) -> _Table:
-    import pyarrow.parquet as pq
+def _parquet_names(source: _Source, name: str) -> list[str]:
+    return _flatten(_parquet_file(source, name).schema_arrow.empty_table()).column_names
 
+
+def _parquet_jobs(source: _Source, needed, det, name, col: _Collect):
+    """One job per run of row groups of about :data:`_BATCH_ROWS` rows; each reads its own
+    handle (a ParquetFile is not shared between threads) in batches of that many rows."""
+    meta = _parquet_file(source, name).metadata
     top = list(dict.fromkeys(c.split(".", 1)[0] for c in needed))
-    try:
-        table = pq.read_table(pa.BufferReader(data), columns=top)
-    except (pa.ArrowException, OSError) as exc:
-        raise TrafficError(f"{name}: cannot read the Parquet data ({_arrow_msg(exc)})") from None
-    return _Table(_flatten(table).select(needed), "parquet", [], lambda i: f"row {i + 1}")
+
+    def job(groups: list[int], start: int, hints: _Hints) -> list[_Part]:
+        parts = []
+        try:
+            batches = _parquet_file(source, name).iter_batches(
+                batch_size=_BATCH_ROWS, row_groups=groups, columns=top, use_threads=False
+            )
+            for batch in batches:
+                table = _flatten(pa.Table.from_batches([batch])).select(needed)
+                parts.append(_check(table, det, _row_number, hints.time_kind))
+                col.put(parts[-1], start)
+                start += batch.num_rows
+                hints.time_kind = hints.time_kind or parts[-1].time_kind
+        except (pa.ArrowException, OSError) as exc:
+            raise TrafficError(
+                f"{name}: cannot read the Parquet data ({_arrow_msg(exc)})"
+            ) from None
+        return parts
+
+    run, rows, start = [], 0, 0
+    for g in range(meta.num_row_groups):
+        run.append(g)
+        rows += meta.row_group(g).num_rows
+        if rows >= _BATCH_ROWS:
+            yield partial(job, run, start)
+            run, rows, start = [], 0, start + rows
+    if run:
+        yield partial(job, run, start)
+
+
+def _row_number(i: int) -> int:
+    return i + 1
 
 
 # --------------------------------------------------------------------------- column values
@@ -526,7 +828,7 @@ def _read_parquet(data: bytes, name: str, needed: list[str]) -> _Table:
 @dataclass
 class _Checked:
     values: np.ndarray
-    bad: np.ndarray  # bool per row
+    bad: np.ndarray | None  # bool per row; None when every row is good
     arr: pa.ChunkedArray
     column: str
     expected: str
@@ -552,31 +854,38 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _np(arr) -> np.ndarray:
+    """A column as numpy: a view of Arrow's memory where it allows one (one chunk, no nulls)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _any(mask: np.ndarray | None) -> np.ndarray | None:
+    return mask if mask is not None and mask.any() else None
+
+
 def _numbers(arr: pa.ChunkedArray, column: str, what: str) -> np.ndarray:
     """float64 values of a column (NaN where null or unparseable)."""
     t = arr.type
-    if pa.types.is_null(t):
+    if pa.types.is_null(t) or pa.types.is_boolean(t):
         return np.full(len(arr), np.nan)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         if t != pa.float64():
             arr = arr.cast(pa.float64())
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-    if pa.types.is_boolean(t):
-        return np.full(len(arr), np.nan)
+        return np.asarray(_np(arr), dtype=np.float64)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         import pandas as pd
 
-        text = pd.Series(arr.to_numpy(zero_copy_only=False), dtype=object)
+        text = pd.Series(_np(arr), dtype=object)
         return pd.to_numeric(text.str.strip(), errors="coerce").to_numpy(np.float64)
     raise TrafficError(
         f"column {column!r} holds {t} values; expected {what} (pick another column by hand)"
     )
 
 
-def _nulls(arr: pa.ChunkedArray) -> np.ndarray:
-    if arr.null_count == 0:
-        return np.zeros(len(arr), dtype=bool)
-    return arr.is_null().to_numpy(zero_copy_only=False)
+def _nulls(arr: pa.ChunkedArray) -> np.ndarray | None:
+    return None if arr.null_count == 0 else _np(arr.is_null())
 
 
 def _filled(arr: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -587,17 +896,20 @@ def _whole(arr: pa.ChunkedArray, column: str) -> _Checked:
     expected = "a whole number >= 0"
     t = arr.type
     if pa.types.is_integer(t):
-        nulls = _nulls(arr)
         filled = _filled(arr)
         if filled.type != pa.int64():  # a cast is not free even when it changes nothing
             filled = filled.cast(pa.int64())
-        values = filled.to_numpy(zero_copy_only=False)
-        return _Checked(values, nulls | (values < 0), arr, column, expected)
+        values = _np(filled)
+        bad = _any(values < 0)
+        nulls = _nulls(arr)
+        if nulls is not None:
+            bad = nulls if bad is None else bad | nulls
+        return _Checked(values, bad, arr, column, expected)
     x = _numbers(arr, column, expected)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(x) | (x < 0) | (x != np.floor(x)) | (x > 2**62)
     values = np.where(bad, 0, x).astype(np.int64)
-    return _Checked(values, bad, arr, column, expected)
+    return _Checked(values, _any(bad), arr, column, expected)
 
 
 def _weights(arr: pa.ChunkedArray, column: str) -> _Checked:
@@ -605,7 +917,7 @@ def _weights(arr: pa.ChunkedArray, column: str) -> _Checked:
     x = _numbers(arr, column, expected)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(x) | (x < 0)
-    return _Checked(np.where(bad, 0.0, x), bad, arr, column, expected)
+    return _Checked(np.where(bad, 0.0, x), _any(bad), arr, column, expected)
 
 
 def _bounds(arr: pa.ChunkedArray, column: str) -> _Checked:
@@ -613,59 +925,103 @@ def _bounds(arr: pa.ChunkedArray, column: str) -> _Checked:
     expected = "a bucket upper bound >= 0, or +Inf"
     x = _numbers(arr, column, expected)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        text = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+        text = np.asarray(_np(arr), dtype=object)
         inf = np.array([str(v).strip().lower() in ("+inf", "inf", "infinity") for v in text])
-        x = np.where(inf, np.inf, x)
+        x = np.where(inf, np.inf, x) if len(x) else x
     with np.errstate(invalid="ignore"):
         bad = np.isnan(x) | (x < 0)
-    return _Checked(np.where(bad, 0.0, x), bad, arr, column, expected)
+    return _Checked(np.where(bad, 0.0, x), _any(bad), arr, column, expected)
 
 
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+_TIME = "a time: seconds, epoch milliseconds or a date-time"
 
 
-def _times(arr: pa.ChunkedArray, column: str, unit: str | None) -> tuple[_Checked, str]:
-    """Arrival times as float seconds relative to the earliest readable one, and the unit."""
-    expected = "a time: seconds, epoch milliseconds or a date-time"
+def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checked, str | None]:
+    """Arrival times as they are in the file, and their kind: ``"numeric"`` (float64 numbers,
+    unit not yet known) or ``"datetime"`` (int64 nanoseconds since the epoch).  ``kind`` is what
+    earlier pieces of the column were; a value of the other kind is a bad row."""
     t = arr.type
     if pa.types.is_date(t):
         arr, t = arr.cast(pa.timestamp("ms")), pa.timestamp("ms")
-    if pa.types.is_timestamp(t):
-        nulls = _nulls(arr)
-        ticks = _filled(arr.cast(pa.int64())).to_numpy(zero_copy_only=False)
-        base = ticks[~nulls].min() if (~nulls).any() else 0
-        secs = (ticks - base).astype(np.float64) * _UNIT_SCALE[t.unit]
-        return _Checked(secs, nulls, arr, column, expected), "date-time"
-    x = _numbers(arr, column, expected)
     text_col = pa.types.is_string(t) or pa.types.is_large_string(t)
-    if text_col and np.isnan(x).mean() > 0.5:
-        import pandas as pd
+    if pa.types.is_timestamp(t) and kind != "numeric":
+        ticks = _np(_filled(arr.cast(pa.int64()))).astype(np.int64, copy=False)
+        limit = np.iinfo(np.int64).max // _NS[t.unit]
+        bad = _nulls(arr)
+        if _NS[t.unit] > 1:
+            out = np.abs(ticks) > limit
+            bad = out if bad is None else bad | out
+            ticks = np.where(out, 0, ticks) * _NS[t.unit]
+        return _Checked(ticks, _any(bad), arr, column, _TIME), "datetime"
+    if pa.types.is_timestamp(t) or pa.types.is_null(t):
+        x = np.zeros(len(arr), np.int64 if kind == "datetime" else np.float64)
+        return _Checked(x, _any(np.ones(len(arr), bool)), arr, column, _TIME), kind
+    x = _numbers(arr, column, _TIME)
+    if kind is None:
+        kind = "datetime" if text_col and np.isnan(x).mean() > 0.5 else "numeric"
+    if kind == "numeric":
+        return _Checked(x, _any(~np.isfinite(x)), arr, column, _TIME), kind
+    if not text_col:  # numbers in a date-time column
+        return _Checked(
+            np.zeros(len(x), np.int64), _any(np.ones(len(x), bool)), arr, column, _TIME
+        ), kind
+    import pandas as pd
 
-        text = pd.Series(arr.to_numpy(zero_copy_only=False), dtype=object)
-        try:
-            stamps = pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601")
-            if stamps.isna().mean() > 0.5:
-                stamps = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
-        except (ValueError, TypeError, OverflowError):
-            stamps = pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns, UTC]")
-        secs = (stamps - stamps.min()).dt.total_seconds().to_numpy(np.float64)
-        return _Checked(secs, np.isnan(secs), arr, column, expected), "date-time"
-    finite_mask = np.isfinite(x)
-    if unit is None:
-        if re.search(r"(^|[^a-z])ms$|millis", column.lower().replace(" ", "_")):
-            unit = "ms"
-        else:  # the magnitude of a (strided) sample tells the unit
-            sample = x[:: max(1, len(x) // 100_000)]
-            sample = np.abs(sample[np.isfinite(sample)])
-            mag = float(np.median(sample)) if sample.size else 0.0
-            unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
-    base = float(np.min(x, where=finite_mask, initial=np.inf)) if finite_mask.any() else 0.0
-    if not x.flags.writeable:  # a zero-copy view of Arrow memory
-        x = x.copy()
-    x -= base  # x is now this function's own array: update in place
-    if unit != "s":
-        x *= _UNIT_SCALE[unit]
-    return _Checked(x, ~finite_mask, arr, column, expected), unit
+    text = pd.Series(_np(arr), dtype=object)
+    try:
+        stamps = pd.to_datetime(text, errors="coerce", utc=True, format="ISO8601")
+        if stamps.isna().mean() > 0.5:
+            stamps = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
+        ticks = stamps.dt.as_unit("ns").to_numpy(dtype="datetime64[ns]").view(np.int64)
+    except (ValueError, TypeError, OverflowError):
+        ticks = np.full(len(text), np.iinfo(np.int64).min)
+    nat = ticks == np.iinfo(np.int64).min
+    return _Checked(np.where(nat, 0, ticks), _any(nat), arr, column, _TIME), kind
+
+
+def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) -> _Part:
+    """Check one piece's columns: values per field, the bad rows, the first problems."""
+    checks: list[tuple[str, _Checked]] = []
+    p = det["prompt_tokens"]
+    if det["weights"]:
+        checks += [("prompt_tokens", _bounds(table[p], p))]
+        checks += [("weights", _weights(table[det["weights"]], det["weights"]))]
+    else:
+        checks.append(("prompt_tokens", _whole(table[p], p)))
+    if det["output_tokens"]:
+        checks.append(("output_tokens", _whole(table[det["output_tokens"]], det["output_tokens"])))
+    if det["arrival_s"]:
+        arrival, time_kind = _times(table[det["arrival_s"]], det["arrival_s"], time_kind)
+        checks.append(("arrival_s", arrival))
+    bad = None
+    for _, check in checks:
+        if check.bad is not None:
+            bad = check.bad.copy() if bad is None else bad | check.bad
+    examples, n_bad = [], 0
+    if bad is not None:
+        n_bad = int(bad.sum())
+        for i in np.flatnonzero(bad)[:_MAX_EXAMPLES]:
+            first = next(c for _, c in checks if c.bad is not None and c.bad[i])
+            examples.append((number(int(i)), first.reason(int(i))))
+    hashes = None
+    if det["fmt"] == "mooncake" and det["cached_tokens"]:
+        column = table[det["cached_tokens"]]
+        if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+            hashes = column
+    return _Part(
+        n=table.num_rows,
+        values={f: c.values for f, c in checks if f != "arrival_s" or time_kind},
+        bad=bad,
+        n_bad=n_bad,
+        examples=examples,
+        number=number,
+        rows_seen=table.num_rows,
+        hashes=hashes,
+        time_kind=time_kind,
+        types={c: table.schema.field(c).type for c in table.column_names},
+    )
 
 
 def _prefix_hits(lists: pa.ChunkedArray, prompt: np.ndarray) -> np.ndarray:
@@ -739,72 +1095,151 @@ def _examples(skipped: list[tuple[int, str]]) -> tuple[str, ...]:
     return tuple(reason for _, reason in sorted(skipped, key=lambda s: s[0])[:_MAX_EXAMPLES])
 
 
-def _from_table(tab: _Table, det: dict, name: str, where: str) -> Requests:
-    table, n = tab.table, tab.table.num_rows
+class _Collect:
+    """The table's columns, one array per field, filled piece by piece.
+
+    Each piece's values are written straight into place, by the thread that parsed it where it
+    can (so copying and first touching the memory run in parallel too), and Arrow's memory
+    for the piece is then reused by the next one: the table never exists twice.  ``cap`` rows
+    are reserved (exact for Parquet and JSON, estimated from the first piece for CSV; pages
+    never written cost no memory); rows beyond it are kept aside and joined at the end.
+    """
+
+    def __init__(self, unit: str, first_row: int, capacity: int = 0):
+        self.unit, self.offset, self.cap = unit, first_row, capacity
+        self.n = self.n_bad = self.n_dropped = 0
+        self.cols: dict[str, np.ndarray] = {}
+        self.over: list[tuple[int, dict]] = []  # (first row, values) of parts beyond cap
+        self.bad: np.ndarray | None = None
+        self.skipped: list[tuple[int, str]] = []  # (row number, reason), the first few
+        self.hashes: list = []
+        self.time_kind: str | None = None
+        self.starts: list[int] = []  # first data row of each part, for labels
+        self.labels: list[tuple[int, Callable[[int], int]]] = []  # (offset, number)
+        self._turn = threading.Condition()
+        self._next_job = self._next_row = 0
+
+    def claim(self, job: int, n: int) -> int:
+        """The first row of job ``job``'s ``n`` rows: jobs get their rows in job order."""
+        with self._turn:
+            self._turn.wait_for(lambda: self._next_job == job)
+            start = self._next_row
+            self._next_row += n
+            self._next_job += 1
+            self._turn.notify_all()
+        return start
+
+    def put(self, part: _Part, start: int) -> None:
+        """Write a part's values at row ``start`` if the arrays are there and hold them (any
+        thread: parts never overlap); otherwise :meth:`add` does it."""
+        cols = self.cols
+        if start + part.n > self.cap:
+            return
+        if any(f not in cols or cols[f].dtype != v.dtype for f, v in part.values.items()):
+            return
+        for f, v in part.values.items():
+            cols[f][start : start + part.n] = v
+        part.values = {}
+
+    def add(self, part: _Part) -> None:
+        """Take the next part in row order (the main thread only)."""
+        a, b = self.n, self.n + part.n
+        if part.values and b <= self.cap and not self.over:
+            for f, v in part.values.items():
+                if f not in self.cols:
+                    self.cols[f] = np.empty(self.cap, v.dtype)
+            self.put(part, a)
+        if b > self.cap or self.over:
+            self.over.append((a, part.values))
+        else:
+            for f, v in part.values.items():  # a kind of time the arrays do not hold
+                self.cols[f][a:b] = v
+        if part.bad is not None or (self.bad is not None and len(self.bad) < b):
+            if self.bad is None or len(self.bad) < b:
+                grown = np.zeros(max(b, self.cap, 0 if self.bad is None else 2 * b), bool)
+                if self.bad is not None:
+                    grown[:a] = self.bad[:a]
+                self.bad = grown
+            if part.bad is not None:
+                self.bad[a:b] = part.bad
+        self.n_bad += part.n_bad
+        self.n_dropped += part.n_dropped
+        if len(self.skipped) < _MAX_EXAMPLES:
+            self.skipped += [
+                (self.offset + num, f"{self.unit} {self.offset + num}: {reason}")
+                for num, reason in part.examples
+            ]
+        if part.hashes is not None:
+            self.hashes += part.hashes.chunks
+        self.time_kind = self.time_kind or part.time_kind
+        self.starts.append(a)
+        self.labels.append((self.offset, part.number))
+        self.offset += part.rows_seen
+        self.n = b
+
+    def column(self, f: str) -> np.ndarray:
+        """All rows of field ``f`` (handing the array over: the collector lets go of it)."""
+        buf = self.cols.pop(f, None)
+        if not self.over:
+            return buf[: self.n]
+        later = [(a, values.pop(f)) for a, values in self.over if f in values]
+        out = np.empty(self.n, buf.dtype if buf is not None else later[0][1].dtype)
+        head = self.over[0][0]
+        if buf is not None:
+            out[:head] = buf[:head]
+        del buf
+        for a, v in later:
+            out[a : a + len(v)] = v
+        return out
+
+    def label(self, i: int) -> tuple[int, str]:
+        k = bisect.bisect_right(self.starts, i) - 1
+        offset, number = self.labels[k]
+        num = offset + number(i - self.starts[k])
+        return num, f"{self.unit} {num}"
+
+
+def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -> Requests:
+    n = col.n
     if n == 0:
-        if tab.skipped:
+        if col.skipped:
             raise TrafficError(
-                f"{name}: no usable rows; first problem: {_examples(tab.skipped)[0]}"
+                f"{name}: no usable rows; first problem: {_examples(col.skipped)[0]}"
             )
         raise TrafficError(
             f"{name}: there is only a header ({where}), no data; expected one row per request"
         )
-    col = {f: det[f] for f in ("prompt_tokens", "output_tokens", "arrival_s", "weights")}
-    histogram = det["weights"] is not None
-    checks: list[_Checked] = []
-    if histogram:
-        prompt = _bounds(table[col["prompt_tokens"]], col["prompt_tokens"])
-        weights = _weights(table[col["weights"]], col["weights"])
-        checks += [prompt, weights]
-    else:
-        prompt = _whole(table[col["prompt_tokens"]], col["prompt_tokens"])
-        checks.append(prompt)
-    output = arrival = None
-    unit = None
-    if col["output_tokens"]:
-        output = _whole(table[col["output_tokens"]], col["output_tokens"])
-        checks.append(output)
-    if col["arrival_s"]:
-        ms = "ms" if det["fmt"] == "mooncake" else None
-        arrival, unit = _times(table[col["arrival_s"]], col["arrival_s"], ms)
-        checks.append(arrival)
-    bad = np.zeros(n, dtype=bool)
-    for check in checks:
-        bad |= check.bad
-    skipped = list(tab.skipped)
-    for i in np.flatnonzero(bad)[:_MAX_EXAMPLES]:
-        first = next(c for c in checks if c.bad[i])
-        label = tab.label(int(i))
-        skipped.append((int(label.split()[-1]), f"{label}: {first.reason(int(i))}"))
-    n_bad = int(bad.sum())
-    if n_bad == n:
-        shown = "; ".join(_examples(skipped))
+    if col.n_bad == n:
+        shown = "; ".join(_examples(col.skipped))
         raise TrafficError(
-            f"{name}: none of the {n} data {tab.unit}s is usable; first problems: {shown}; "
+            f"{name}: none of the {n} data {col.unit}s is usable; first problems: {shown}; "
             "if a column was guessed wrong, pick the columns by hand"
         )
-    keep = ~bad if n_bad else slice(None)  # no copies when every row is good
-    info = {"container": tab.container, **{f: c for f, c in col.items() if c}}
-    skipped_rows = len(tab.skipped) + n_bad
-    if histogram:
-        return _histogram(prompt, weights, ~bad, det, info, skipped, skipped_rows, tab, name)
-    prompt_tokens = prompt.values[keep]
-    output_tokens = output.values[keep] if output else None
+    keep = None if col.bad is None else ~col.bad[:n]
+    values = {}
+    fields = dict.fromkeys([*col.cols, *(f for _, values in col.over for f in values)])
+    for f in fields:  # one at a time, so only one is ever held twice
+        whole = col.column(f)
+        values[f] = whole if keep is None else whole[keep]
+        del whole
+    fields = ("prompt_tokens", "output_tokens", "arrival_s", "weights")
+    info = {"container": container, **{f: det[f] for f in fields if det[f]}}
+    skipped_rows = col.n_dropped + col.n_bad
+    if det["weights"]:
+        return _histogram(values, keep, det, info, col, skipped_rows, name)
+    prompt_tokens = values["prompt_tokens"]
+    output_tokens = values.get("output_tokens")
     arrival_s = None
-    if arrival:
-        arrival_s = arrival.values[keep]
-        if n_bad:
-            arrival_s = arrival_s - arrival_s.min()
-        info["time_unit"] = unit
+    if "arrival_s" in values:
+        arrival_s, info["time_unit"] = _seconds(values.pop("arrival_s"), col.time_kind, det)
     cached = None
-    if det["fmt"] == "mooncake" and det["cached_tokens"]:
-        hashes = table[det["cached_tokens"]]
-        if pa.types.is_list(hashes.type) or pa.types.is_large_list(hashes.type):
-            if n_bad:
-                hashes = hashes.filter(pa.array(~bad))
-            cached = _prefix_hits(hashes, prompt_tokens)
-            info["cached_tokens"] = det["cached_tokens"]
-            info["block_tokens"] = MOONCAKE_BLOCK_TOKENS
+    if det["fmt"] == "mooncake" and col.hashes:
+        hashes = pa.chunked_array(col.hashes)
+        if keep is not None:
+            hashes = hashes.filter(pa.array(keep))
+        cached = _prefix_hits(hashes, prompt_tokens)
+        info["cached_tokens"] = det["cached_tokens"]
+        info["block_tokens"] = MOONCAKE_BLOCK_TOKENS
     if det["fmt"] == "burstgpt" and output_tokens is not None:
         info["failed_requests"] = int((output_tokens == 0).sum())
     return Requests(
@@ -816,25 +1251,50 @@ def _from_table(tab: _Table, det: dict, name: str, where: str) -> Requests:
         fmt=det["fmt"],
         columns=info,
         skipped_rows=skipped_rows,
-        skipped_examples=_examples(skipped),
+        skipped_examples=_examples(col.skipped),
     )
 
 
-def _histogram(prompt, weights, keep, det, info, skipped, skipped_rows, tab, name) -> Requests:
-    bounds, w = prompt.values[keep], weights.values[keep]
+def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
+    """Seconds since the earliest kept arrival, and the unit the column was read in.
+    ``x`` is this module's own array (not a view of Arrow memory): it is updated in place."""
+    if kind == "datetime":
+        x -= x.min()
+        secs = x.astype(np.float64)
+        secs /= 1e9  # exact for whole seconds, unlike * 1e-9
+        return secs, "date-time"
+    column = det["arrival_s"]
+    if det["fmt"] == "mooncake":
+        unit = "ms"
+    elif re.search(r"(^|[^a-z])ms$|millis", column.lower().replace(" ", "_")):
+        unit = "ms"
+    else:  # the magnitude of a (strided) sample tells the unit
+        sample = np.abs(x[:: max(1, len(x) // 100_000)])
+        mag = float(np.median(sample)) if sample.size else 0.0
+        unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
+    x -= x.min()
+    if unit != "s":
+        x *= _UNIT_SCALE[unit]
+    return x, unit
+
+
+def _histogram(values, keep, det, info, col: _Collect, skipped_rows, name) -> Requests:
+    bounds, w = values["prompt_tokens"], values["weights"]
+    skipped = list(col.skipped)
     overflow = np.isinf(bounds)
     finite_b = bounds[~overflow]
     over = float(w[overflow].sum())
     top = int(np.floor(finite_b.max())) if finite_b.size else 0
     if over > 0:
-        for i in np.flatnonzero(keep)[overflow & (w > 0)]:
-            label = tab.label(int(i))
+        rows = np.arange(col.n) if keep is None else np.flatnonzero(keep)
+        for k in np.flatnonzero(overflow & (w > 0)):
+            num, label = col.label(int(rows[k]))
             reason = (
-                f"{label}: {prompt.column} is +Inf: {weights.values[i]:g} "
+                f"{label}: {det['prompt_tokens']} is +Inf: {w[k]:g} "
                 f"{'requests' if det['weights_kind'] == 'count' else 'share'} above {top} "
                 "tokens have no upper bound; left out"
             )
-            skipped.append((int(label.split()[-1]), reason))
+            skipped.append((num, reason))
             skipped_rows += 1
     lengths, inverse = np.unique(np.floor(finite_b).astype(np.int64), return_inverse=True)
     counts = np.bincount(inverse, weights=w[~overflow], minlength=len(lengths))
@@ -844,7 +1304,7 @@ def _histogram(prompt, weights, keep, det, info, skipped, skipped_rows, tab, nam
         extra = f" (the +Inf bucket holds {over:g})" if over > 0 else ""
         raise TrafficError(
             f"{name}: the histogram holds no requests: every finite bucket's "
-            f"{weights.column} is 0{extra}; expected some {weights.column} > 0"
+            f"{det['weights']} is 0{extra}; expected some {det['weights']} > 0"
         )
     info["weights_kind"] = det["weights_kind"]
     if det["weights_kind"] == "probability":
@@ -1014,39 +1474,38 @@ def _load_prometheus(text: str, name: str) -> Requests:
 # --------------------------------------------------------------------------- public API
 
 
-def _prepare(src, name, max_bytes) -> tuple[bytes, str, str, bool]:
-    data, name = _read_source(src, name, max_bytes)
-    gz = data[:2] == b"\x1f\x8b"
-    if gz:
-        data = _gunzip(data, name, max_bytes)
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (an Excel "Unicode text" export)
-        try:
-            data = data.decode("utf-16").encode("utf-8")
-        except UnicodeDecodeError:
-            raise TrafficError(f"{name}: broken UTF-16 text; expected UTF-8 text") from None
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
-    if not data[:_SNIFF].strip() and not data.strip():
-        raise TrafficError(f"{name}: the file is empty; expected a header and one row per request")
-    return data, name, _sniff(data, name), gz
+def _prepare(src, name, max_bytes) -> tuple[_Source, str]:
+    source = _open(src, name, max_bytes)
+    try:
+        head = source.head
+        if not head.strip() and (len(head) < _SNIFF or not source.whole().strip()):
+            raise TrafficError(
+                f"{source.name}: the file is empty; expected a header and one row per request"
+            )
+        return source, _sniff(head, source.name)
+    except BaseException:
+        source.close()
+        raise
 
 
-def _table_columns(data: bytes, name: str, kind: str) -> tuple[list[str], _Table | None]:
-    """Column names, and the parsed table when reading them already parsed it (JSON)."""
+def _table_columns(source: _Source, kind: str) -> tuple[list[str], object]:
+    """Column names, and what reading them left for the rows: the parsed JSON table, or the
+    offset where a CSV's data begins."""
+    name = source.name
     if kind == "parquet":
-        return _parquet_names(data, name), None
+        return _parquet_names(source, name), None
     if kind == "jsonl":
-        tab = _read_json_lines(data, name)
-        return tab.table.column_names, tab
+        jt = _read_json_lines(source.whole(), name)
+        return jt.table.column_names, jt
     if kind == "json":
-        tab = _read_json_array(data, name)
-        return tab.table.column_names, tab
+        jt = _read_json_array(source.whole(), name)
+        return jt.table.column_names, jt
     if kind == "prometheus":
         raise TrafficError(
             f"{name}: this is Prometheus text (a /metrics scrape), not a table; "
             "it is read without picking columns"
         )
-    return _csv_header(data, kind), None
+    return _csv_names(source, kind)
 
 
 def table_columns(src, *, name: str | None = None, max_bytes: int = 200_000_000) -> list[str]:
@@ -1054,8 +1513,11 @@ def table_columns(src, *, name: str | None = None, max_bytes: int = 200_000_000)
 
     JSON objects nested in a column are flattened to ``outer.inner`` names.
     """
-    data, name, kind, _ = _prepare(src, name, max_bytes)
-    return _table_columns(data, name, kind)[0]
+    source, kind = _prepare(src, name, max_bytes)
+    try:
+        return _table_columns(source, kind)[0]
+    finally:
+        source.close()
 
 
 def load_traffic(
@@ -1089,19 +1551,31 @@ def load_traffic(
 
 
 def _load(src, name, prompt_column, output_column, time_column, max_bytes, progress) -> Requests:
-    def step(fraction: float) -> None:
-        if progress is not None:
+    shown = [-1.0]
+
+    def step(fraction: float) -> None:  # a few calls, not one per piece
+        if progress is not None and (fraction in (0.0, 1.0) or fraction >= shown[0] + 0.02):
+            shown[0] = fraction
             progress(fraction)
 
     step(0.0)
-    data, name, kind, gz = _prepare(src, name, max_bytes)
-    step(0.15)
+    source, kind = _prepare(src, name, max_bytes)
+    try:
+        step(0.15)
+        return _load_source(source, kind, prompt_column, output_column, time_column, step)
+    finally:
+        source.close()
+
+
+def _load_source(source, kind, prompt_column, output_column, time_column, step) -> Requests:
+    name = source.name
     if kind == "prometheus":
         if prompt_column or output_column or time_column:
             raise TrafficError(
                 f"{name}: is Prometheus text; column choices apply to tables only "
                 "(leave them empty)"
             )
+        data = source.whole()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -1110,21 +1584,35 @@ def _load(src, name, prompt_column, output_column, time_column, max_bytes, progr
         result = _load_prometheus(text, name)
         step(1.0)
         return result
-    columns, tab = _table_columns(data, name, kind)
+    columns, rest = _table_columns(source, kind)
     if not columns:
         raise TrafficError(f"{name}: no columns found; expected a header row naming the columns")
     where = "line 1" if kind == "jsonl" else "row 1 (the header)"
     det, needed = _plan(columns, name, where, prompt_column, output_column, time_column)
     step(0.25)
-    if tab is not None:
-        tab.table = tab.table.select(needed)
+    rows = None  # known in advance for JSON and Parquet
+    if kind in ("jsonl", "json"):
+        rows = rest.table.num_rows
+        col = _Collect("line" if kind == "jsonl" else "item", 0, rows)
+        jobs = _json_jobs(rest, needed, det)
     elif kind == "parquet":
-        tab = _read_parquet(data, name, needed)
+        rows = _parquet_file(source, name).metadata.num_rows
+        col = _Collect("row", 0, rows)
+        jobs = _parquet_jobs(source, needed, det, name, col)
     else:
-        tab = _read_csv(data, kind, name, needed)
-    step(0.7)
-    if gz:
-        tab.container += "+gzip"
-    result = _from_table(tab, det, name, where)
+        col = _Collect("row", 1)
+        jobs = _csv_jobs(source, kind, columns, rest, needed, det, name, col)
+    for part in _run(jobs, _Hints()):
+        if rows is None and not col.starts:  # rows to expect, from the first piece
+            done = source.fraction() or 1.0
+            col.cap = int(part.n / done * 1.2) + 1024 if done < 1 else part.n
+        col.add(part)
+        done = col.n / rows if rows else source.fraction()
+        if done is not None:
+            step(0.25 + 0.65 * done)
+    container = kind
+    if source.gz:
+        container += "+gzip"
+    result = _assemble(col, det, container, name, where)
     step(1.0)
     return result

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kvmodel.traffic_io import (
+    GZIP_EXPANSION,
     MOONCAKE_BLOCK_TOKENS,
     Requests,
     TrafficError,
@@ -576,3 +577,187 @@ def test_requests_checks_lengths():
     assert r.n_requests == 4
     with pytest.raises(ValueError, match="weights has 1 entries; expected 2"):
         Requests(np.array([1, 2]), np.array([3.0]), None, None, None, "histogram")
+
+
+# --------------------------------------------------------------------------- streaming reads
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Pieces of 4 kB (CSV) and batches of 500 rows (Parquet): many of each on small files."""
+    import kvmodel.traffic_io as tio
+
+    monkeypatch.setattr(tio, "_PIECE", 4096)
+    monkeypatch.setattr(tio, "_BATCH_ROWS", 500)
+
+
+def _same(a: Requests, b: Requests) -> None:
+    for f in ("prompt_tokens", "weights", "output_tokens", "arrival_s", "cached_tokens"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert (x is None) == (y is None), f
+        if x is not None:
+            assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert (a.fmt, a.skipped_rows, a.skipped_examples) == (
+        b.fmt,
+        b.skipped_rows,
+        b.skipped_examples,
+    )
+    assert a.columns == b.columns
+
+
+def _trace_csv(rows: int, bad: dict[int, str] | None = None) -> bytes:
+    """timestamp,prompt_tokens,output_tokens with data row i on spreadsheet row i + 2."""
+    body = [f"{i * 0.25:.2f},{100 + i % 977},{1 + i % 13}" for i in range(rows)]
+    for i, line in (bad or {}).items():
+        body[i] = line
+    return ("timestamp,prompt_tokens,output_tokens\n" + "\n".join(body) + "\n").encode()
+
+
+@pytest.mark.parametrize("pieces", [False, True])
+def test_path_bytes_and_uploads_give_the_same_requests(tmp_path, request, pieces):
+    if pieces:
+        request.getfixturevalue("small_pieces")
+    data = _trace_csv(3000, {1500: "375.00,-3,2", 2200: "1,2"})
+    path = tmp_path / "trace.csv"
+    path.write_bytes(data)
+
+    class Upload(io.BytesIO):  # Streamlit's UploadedFile is a BytesIO with a name
+        name = "trace.csv"
+
+    ref = load_traffic(path)
+    assert len(ref.prompt_tokens) == 2998 and ref.skipped_rows == 2
+    for src in (
+        data,
+        bytearray(data),
+        memoryview(data),
+        Upload(data),
+        io.BufferedReader(io.BytesIO(data)),
+    ):
+        _same(load_traffic(src, name="trace.csv"), ref)
+    packed = tmp_path / "trace.csv.gz"
+    packed.write_bytes(gzip.compress(data))
+    for src in (packed, packed.read_bytes()):
+        r = load_traffic(src, name="trace.csv.gz")
+        assert r.columns.pop("container") == "csv+gzip"
+        r.columns["container"] = "csv"
+        _same(r, ref)
+
+
+def test_bad_rows_in_later_pieces_name_their_rows(small_pieces):
+    rows = 2000  # ~40 kB: about ten 4 kB pieces
+    bad = {
+        700: "175.00,2.5,3",  # row 702: a float where the first piece had whole numbers
+        1200: "300.00,5",  # row 1202: one field short
+        1500: "375.00,7,8,9",  # row 1502: one field too many
+        1800: "450.00,,4",  # row 1802: empty
+        1900: "475.00,abc,4",  # row 1902
+        1950: "487.50,-1,4",  # row 1952: past the first five
+    }
+    r = _load(_trace_csv(rows, bad), "t.csv")
+    assert r.skipped_rows == 6 and len(r.prompt_tokens) == rows - 6
+    assert r.skipped_examples == (
+        "row 702: prompt_tokens is 2.5 (expected a whole number >= 0)",
+        "row 1202: has 2 field(s), expected 3: '300.00,5'",
+        "row 1502: has 4 field(s), expected 3: '375.00,7,8,9'",
+        "row 1802: prompt_tokens is empty (expected a whole number >= 0)",
+        "row 1902: prompt_tokens is 'abc' (expected a whole number >= 0)",
+    )
+    keep = [i for i in range(rows) if i not in bad]
+    assert r.prompt_tokens.tolist() == [100 + i % 977 for i in keep]
+    assert r.arrival_s.tolist() == [i * 0.25 for i in keep]
+    assert r.prompt_tokens.dtype == np.int64 and r.arrival_s.dtype == np.float64
+
+
+def test_all_rows_bad_across_pieces_names_the_first(small_pieces):
+    text = "prompt_tokens\n" + "x\n" * 3000
+    msg = _error(text, "t.csv")
+    assert "none of the 3000 data rows is usable" in msg and "row 2: prompt_tokens is 'x'" in msg
+
+
+def test_short_rows_after_a_long_first_piece_overflow_the_estimate(small_pieces):
+    long = [f"{i},{'9' * 60}" for i in range(100)]  # the first piece: few long rows
+    short = [f"{i},{i % 50}" for i in range(100, 20_000)]  # then many short ones
+    r = _load("prompt_tokens,note\n" + "\n".join(long + short) + "\n", "t.csv")
+    assert r.prompt_tokens.tolist() == list(range(20_000)) and r.skipped_rows == 0
+
+
+def test_time_column_empty_in_the_first_pieces(small_pieces):
+    rows = [f"{i}," for i in range(1000)] + [
+        f"{i},2024-01-01T00:00:{i % 60:02d}" for i in range(50)
+    ]
+    r = _load("prompt_tokens,timestamp\n" + "\n".join(rows) + "\n", "t.csv")
+    assert r.skipped_rows == 1000 and r.prompt_tokens.tolist() == list(range(50))
+    assert r.columns["time_unit"] == "date-time" and r.arrival_s.tolist() == list(range(50))
+    assert (
+        r.skipped_examples[0] == "row 2: timestamp is empty (expected a time: seconds, "
+        "epoch milliseconds or a date-time)"
+    )
+
+
+def test_datetime_text_across_pieces_keeps_nanoseconds(small_pieces):
+    stamps = np.datetime64("2023-11-16T18:17:03.9799600") + np.arange(3000) * np.timedelta64(
+        1234567, "ns"
+    )
+    body = [f"{s},{i},1" for i, s in enumerate(stamps.astype(str))]
+    body[2500] = "yesterday,5,1"  # row 2502
+    r = _load("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(body) + "\n", "a.csv")
+    assert r.fmt == "azure2023" and r.columns["time_unit"] == "date-time"
+    assert r.skipped_examples == (
+        "row 2502: TIMESTAMP is 'yesterday' (expected a time: seconds, epoch milliseconds or "
+        "a date-time)",
+    )
+    expected = np.delete(np.arange(3000), 2500) * 1234567e-9
+    assert np.allclose(r.arrival_s, expected, rtol=0, atol=1e-9)
+
+
+def test_crlf_and_bom_across_pieces(small_pieces):
+    data = b"\xef\xbb\xbf" + _trace_csv(2000, {1000: "250.00,-5,1"}).replace(b"\n", b"\r\n")
+    r = _load(data, "t.csv")
+    assert len(r.prompt_tokens) == 1999 and r.skipped_examples == (
+        "row 1002: prompt_tokens is -5 (expected a whole number >= 0)",
+    )
+    assert r.prompt_tokens[-1] == 100 + 1999 % 977
+
+
+def test_parquet_row_groups_and_batches(tmp_path, small_pieces):
+    rows = 5000
+    prompt = pa.array([None if i == 3210 else i for i in range(rows)], pa.int64())
+    table = pa.table(
+        {
+            "id": [f"r{i}" for i in range(rows)],
+            "input_len": prompt,
+            "output_len": np.full(rows, 3, np.int32),
+            "arrival_time_ms": np.arange(rows) * 20.0,
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=700)
+    r = load_traffic(path)
+    assert len(r.prompt_tokens) == rows - 1 and r.skipped_rows == 1
+    assert r.skipped_examples == ("row 3211: input_len is empty (expected a whole number >= 0)",)
+    assert r.prompt_tokens.tolist() == [i for i in range(rows) if i != 3210]
+    assert r.columns["time_unit"] == "ms" and r.arrival_s[-1] == pytest.approx((rows - 1) * 0.02)
+    _same(load_traffic(path.read_bytes()), r)
+    _same(load_traffic(io.BytesIO(path.read_bytes()), name="t.parquet"), r)
+
+
+def test_gzip_streamed_limit_and_truncation(tmp_path, small_pieces):
+    data = _trace_csv(5000)
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(data))
+    assert len(load_traffic(path).prompt_tokens) == 5000
+    bomb = gzip.compress(b"prompt_tokens\n" + b"123\n" * 100_000)
+    path.write_bytes(bomb)
+    limit = len(bomb) + 10  # the file fits; inflated it is over GZIP_EXPANSION x the limit
+    assert 400_000 > GZIP_EXPANSION * limit
+    with pytest.raises(TrafficError, match="decompressed, the file is over"):
+        load_traffic(path, max_bytes=limit)
+    path.write_bytes(gzip.compress(data)[:-100])
+    with pytest.raises(TrafficError, match="truncated"):
+        load_traffic(path)
+
+
+def test_progress_over_many_pieces(small_pieces):
+    seen = []
+    load_traffic(_trace_csv(5000), name="t.csv", progress=seen.append)
+    assert seen[0] == 0 and seen[-1] == 1 and seen == sorted(seen) and 5 <= len(seen) <= 60
