@@ -637,36 +637,49 @@ def _parse_csv(piece, names, needed, delim, types, name) -> tuple[pa.Table, list
         try:
             return read({c: pa.string() for c in needed})
         except pa.ArrowInvalid as exc:
-            raise TrafficError(f"{name}: cannot parse the table: {_arrow_msg(exc)}") from None
+            raise _PieceError(_arrow_msg(exc)) from None
+
+
+class _PieceError(Exception):
+    """A CSV piece that cannot be parsed even as text; Arrow's message counts rows from the
+    start of the piece, the reader turns that into the file's row."""
+
+    def message(self, name: str, offset: int) -> str:
+        msg = re.sub(r"Row #(\d+)", lambda m: f"row {offset + int(m.group(1))}", str(self))
+        return f"{name}: cannot parse the table: {msg}"
+
+
+def _csv_part(piece, names, needed, delim, det, hints: _Hints, name: str) -> _Part:
+    table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
+    numbers = sorted(d[0] or 0 for d in dropped)
+
+    def number(i: int) -> int:
+        row = i + 1
+        for num in numbers:
+            if num <= row:
+                row += 1
+        return row
+
+    part = _check(table, det, number, hints.time_kind)
+    part.rows_seen, part.n_dropped = table.num_rows + len(dropped), len(dropped)
+    notes = [
+        (num or 0, f"has {got} field(s), expected {want}: {text[:60]!r}")
+        for num, got, want, text in dropped[:_MAX_EXAMPLES]
+    ]
+    part.examples = sorted(part.examples + notes)[:_MAX_EXAMPLES]
+    return part
 
 
 def _csv_jobs(source: _Source, kind: str, names, start: int, needed, det, name, col: _Collect):
     delim = _DELIMS[kind]
 
     def job(index: int, piece, hints: _Hints) -> list[_Part]:
+        part = None
         try:
-            table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
-        except BaseException:
-            col.claim(index, 0)  # let the next piece have its rows
-            raise
-        del piece
-        numbers = sorted(d[0] or 0 for d in dropped)
-
-        def number(i: int) -> int:
-            row = i + 1
-            for num in numbers:
-                if num <= row:
-                    row += 1
-            return row
-
-        part = _check(table, det, number, hints.time_kind)
-        part.rows_seen, part.n_dropped = table.num_rows + len(dropped), len(dropped)
-        notes = [
-            (num or 0, f"has {got} field(s), expected {want}: {text[:60]!r}")
-            for num, got, want, text in dropped[:_MAX_EXAMPLES]
-        ]
-        part.examples = sorted(part.examples + notes)[:_MAX_EXAMPLES]
-        col.put(part, col.claim(index, part.n))
+            part = _csv_part(piece, names, needed, delim, det, hints, name)
+        finally:  # even when this piece fails: the pieces after it wait for their rows
+            start = col.claim(index, 0 if part is None else part.n)
+        col.put(part, start)
         return [part]
 
     for index, piece in enumerate(source.pieces(start)):
@@ -1602,14 +1615,17 @@ def _load_source(source, kind, prompt_column, output_column, time_column, step) 
     else:
         col = _Collect("row", 1)
         jobs = _csv_jobs(source, kind, columns, rest, needed, det, name, col)
-    for part in _run(jobs, _Hints()):
-        if rows is None and not col.starts:  # rows to expect, from the first piece
-            done = source.fraction() or 1.0
-            col.cap = int(part.n / done * 1.2) + 1024 if done < 1 else part.n
-        col.add(part)
-        done = col.n / rows if rows else source.fraction()
-        if done is not None:
-            step(0.25 + 0.65 * done)
+    try:
+        for part in _run(jobs, _Hints()):
+            if rows is None and not col.starts:  # rows to expect, from the first piece
+                done = source.fraction() or 1.0
+                col.cap = int(part.n / done * 1.2) + 1024 if done < 1 else part.n
+            col.add(part)
+            done = col.n / rows if rows else source.fraction()
+            if done is not None:
+                step(0.25 + 0.65 * done)
+    except _PieceError as exc:  # the parts before it are in: col.offset is where it starts
+        raise TrafficError(exc.message(name, col.offset)) from None
     container = kind
     if source.gz:
         container += "+gzip"

@@ -761,3 +761,10 @@ def test_progress_over_many_pieces(small_pieces):
     seen = []
     load_traffic(_trace_csv(5000), name="t.csv", progress=seen.append)
     assert seen[0] == 0 and seen[-1] == 1 and seen == sorted(seen) and 5 <= len(seen) <= 60
+
+
+def test_unparseable_later_piece_names_its_row_and_stops(small_pieces):
+    body = [f"{i},{i},1".encode() for i in range(30_000)]
+    body[20_000] = b"1,\xff\xfe,3"  # not UTF-8, far past the sniffed start: row 20002
+    with pytest.raises(TrafficError, match=r"t\.csv: cannot parse the table: .*row 20002: .*UTF8"):
+        _load(b"ts,prompt_tokens,output_tokens\n" + b"\n".join(body) + b"\n", "t.csv")
