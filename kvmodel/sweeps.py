@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import catalog
 from .size import bytes_per_token_full
-from .transfer import Scenario, chunk_times_s, critical_seq_len, evaluate, transfer
+from .transfer import Scenario, Volume, chunk_times_s, critical_seq_len, evaluate, transfer
 
 DEFAULT_BAND_MS = (20.0, 50.0)  # the article: a decode step is 20-50 ms (Llama-3-70B, 8×A100)
 
@@ -64,9 +64,10 @@ def seq_sweep(sc: Scenario, link_ids, seqs=None) -> tuple[pd.DataFrame, pd.DataF
     """
     s = seq_grid(sc.model.max_context_tokens) if seqs is None else np.asarray(seqs)
     curves, crit = [], []
+    volume = Volume(sc, seq_len=s)  # bytes and prefill over the grid: the same on every link
     for lid in link_ids:
         link_sc = sc.with_link(catalog.get_link(lid))
-        t = transfer(link_sc, seq_len=s).exposed_s * 1e3
+        t = transfer(link_sc, volume=volume).exposed_s * 1e3
         curves.append(pd.DataFrame({"link": lid, "seq_len": s, "transfer_ms": t}))
         crit.append({"link": lid, "critical_seq_len": critical_seq_len(link_sc)})
     return pd.concat(curves, ignore_index=True), pd.DataFrame(crit)

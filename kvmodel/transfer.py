@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -412,8 +413,13 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
 
 
+@lru_cache(maxsize=1024)
 def evaluate(sc: Scenario) -> Evaluation:
-    """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length."""
+    """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length.
+
+    Memoised per scenario (bounded; ``Scenario`` and ``Evaluation`` are frozen): tables,
+    timelines and solvers that meet the same scenario share one evaluation.
+    """
     kv = kv_bytes(
         sc.model,
         sc.seq_len,
