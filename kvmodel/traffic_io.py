@@ -77,7 +77,8 @@ GZIP_EXPANSION = 5  # decompressed data may be at most this many times max_bytes
 _SNIFF = 1 << 16
 _MAX_EXAMPLES = 5
 _PIECE = 1 << 22  # CSV bytes per parse job
-_BATCH_ROWS = 1 << 20  # Parquet rows per job
+_JOB_ROWS = 1 << 20  # Parquet rows per job (whole row groups)
+_BATCH_ROWS = 1 << 16  # Parquet rows decoded at a time: less memory in flight than whole groups
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 PROMPT_NAMES = (
@@ -543,11 +544,12 @@ def _arrow_msg(exc: Exception) -> str:
     return msg.removeprefix("CSV parse error: ").removeprefix("JSON parse error: ")
 
 
-def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints) -> Iterator[_Part]:
-    """Run the jobs (the first alone, the rest on a few threads) and yield their parts in order.
+def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints, timed: bool):
+    """Run the jobs on a few threads and yield their parts in order.
 
-    The first job's parts fix the column types and the kind of time column for the others;
-    while the kind is still open (an empty time column so far) jobs run one at a time.
+    Unless ``hints`` already say what the first piece would tell (the column types of a CSV,
+    the kind of a time column), the first job runs alone and its parts fix them for the
+    others; while a time column's kind is still open (empty so far) jobs run one at a time.
     """
 
     def learn(parts: list[_Part]) -> list[_Part]:
@@ -557,18 +559,21 @@ def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints) -> Iter
             hints.time_kind = hints.time_kind or part.time_kind
         return parts
 
+    def open_kind() -> bool:
+        return timed and hints.time_kind is None
+
     jobs = iter(jobs)
-    first = next(jobs, None)
-    if first is None:
-        return
-    yield from learn(first(hints))
+    if hints.types is None or open_kind():
+        first = next(jobs, None)
+        if first is None:
+            return
+        yield from learn(first(hints))
     pending: deque = deque()
     pool = None
     try:
         for job in jobs:
-            if hints.time_kind is None:
-                while pending:
-                    yield from learn(pending.popleft().result())
+            while pending and open_kind():
+                yield from learn(pending.popleft().result())
             if pool is None:
                 pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="traffic")
             pending.append(pool.submit(job, replace(hints)))
@@ -797,8 +802,8 @@ def _parquet_names(source: _Source, name: str) -> list[str]:
 
 
 def _parquet_jobs(source: _Source, needed, det, name, col: _Collect):
-    """One job per run of row groups of about :data:`_BATCH_ROWS` rows; each reads its own
-    handle (a ParquetFile is not shared between threads) in batches of that many rows."""
+    """One job per run of row groups of about :data:`_JOB_ROWS` rows; each reads its own handle
+    (a ParquetFile is not shared between threads) in batches of :data:`_BATCH_ROWS` rows."""
     meta = _parquet_file(source, name).metadata
     top = list(dict.fromkeys(c.split(".", 1)[0] for c in needed))
 
@@ -824,7 +829,7 @@ def _parquet_jobs(source: _Source, needed, det, name, col: _Collect):
     for g in range(meta.num_row_groups):
         run.append(g)
         rows += meta.row_group(g).num_rows
-        if rows >= _BATCH_ROWS:
+        if rows >= _JOB_ROWS:
             yield partial(job, run, start)
             run, rows, start = [], 0, start + rows
     if run:
@@ -994,6 +999,16 @@ def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checke
     return _Checked(np.where(nat, 0, ticks), _any(nat), arr, column, _TIME), kind
 
 
+def _time_kind(schema_table: pa.Table, det: dict) -> str | None:
+    """The kind of time column a type alone tells (None for text: its values tell)."""
+    t = schema_table.schema.field(det["arrival_s"]).type
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "datetime"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "numeric"
+    return None
+
+
 def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) -> _Part:
     """Check one piece's columns: values per field, the bad rows, the first problems."""
     checks: list[tuple[str, _Checked]] = []
@@ -1131,6 +1146,18 @@ class _Collect:
         self.labels: list[tuple[int, Callable[[int], int]]] = []  # (offset, number)
         self._turn = threading.Condition()
         self._next_job = self._next_row = 0
+
+    def prepare(self, det: dict, time_kind: str | None) -> None:
+        """Make the arrays before any part arrives, so that every part can be written in place."""
+        dtypes = {"prompt_tokens": np.float64 if det["weights"] else np.int64}
+        if det["weights"]:
+            dtypes["weights"] = np.float64
+        if det["output_tokens"]:
+            dtypes["output_tokens"] = np.int64
+        if det["arrival_s"] and time_kind:
+            dtypes["arrival_s"] = np.int64 if time_kind == "datetime" else np.float64
+        for f, dtype in dtypes.items():
+            self.cols[f] = np.empty(self.cap, dtype)
 
     def claim(self, job: int, n: int) -> int:
         """The first row of job ``job``'s ``n`` rows: jobs get their rows in job order."""
@@ -1604,19 +1631,25 @@ def _load_source(source, kind, prompt_column, output_column, time_column, step) 
     det, needed = _plan(columns, name, where, prompt_column, output_column, time_column)
     step(0.25)
     rows = None  # known in advance for JSON and Parquet
+    hints = _Hints()
     if kind in ("jsonl", "json"):
         rows = rest.table.num_rows
         col = _Collect("line" if kind == "jsonl" else "item", 0, rows)
         jobs = _json_jobs(rest, needed, det)
     elif kind == "parquet":
-        rows = _parquet_file(source, name).metadata.num_rows
+        pf = _parquet_file(source, name)
+        rows = pf.metadata.num_rows
         col = _Collect("row", 0, rows)
+        hints.types = {}  # Parquet columns have one type throughout
+        if det["arrival_s"]:
+            hints.time_kind = _time_kind(_flatten(pf.schema_arrow.empty_table()), det)
+        col.prepare(det, hints.time_kind)
         jobs = _parquet_jobs(source, needed, det, name, col)
     else:
         col = _Collect("row", 1)
         jobs = _csv_jobs(source, kind, columns, rest, needed, det, name, col)
     try:
-        for part in _run(jobs, _Hints()):
+        for part in _run(jobs, hints, bool(det["arrival_s"])):
             if rows is None and not col.starts:  # rows to expect, from the first piece
                 done = source.fraction() or 1.0
                 col.cap = int(part.n / done * 1.2) + 1024 if done < 1 else part.n

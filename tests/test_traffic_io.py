@@ -584,11 +584,12 @@ def test_requests_checks_lengths():
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    """Pieces of 4 kB (CSV) and batches of 500 rows (Parquet): many of each on small files."""
+    """Pieces of 4 kB (CSV), jobs of 1000 and batches of 300 rows (Parquet): many of each."""
     import kvmodel.traffic_io as tio
 
     monkeypatch.setattr(tio, "_PIECE", 4096)
-    monkeypatch.setattr(tio, "_BATCH_ROWS", 500)
+    monkeypatch.setattr(tio, "_JOB_ROWS", 1000)
+    monkeypatch.setattr(tio, "_BATCH_ROWS", 300)
 
 
 def _same(a: Requests, b: Requests) -> None:
@@ -768,3 +769,22 @@ def test_unparseable_later_piece_names_its_row_and_stops(small_pieces):
     body[20_000] = b"1,\xff\xfe,3"  # not UTF-8, far past the sniffed start: row 20002
     with pytest.raises(TrafficError, match=r"t\.csv: cannot parse the table: .*row 20002: .*UTF8"):
         _load(b"ts,prompt_tokens,output_tokens\n" + b"\n".join(body) + b"\n", "t.csv")
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_parquet_date_times_typed_or_text(tmp_path, small_pieces, as_text):
+    rows = 4000
+    stamps = np.datetime64("2024-05-01T10:00:00") + np.arange(rows) * np.timedelta64(1500, "ms")
+    created = pa.array(stamps.astype(str) if as_text else stamps)
+    if as_text:
+        created = pa.array(
+            [("soon" if i == 2345 else v) for i, v in enumerate(created.to_pylist())]
+        )
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"created": created, "isl": np.arange(rows)}), path, row_group_size=900)
+    r = load_traffic(path)
+    assert r.columns["time_unit"] == "date-time"
+    keep = [i for i in range(rows) if not (as_text and i == 2345)]
+    assert r.prompt_tokens.tolist() == keep and r.arrival_s.tolist() == [1.5 * i for i in keep]
+    if as_text:
+        assert r.skipped_examples[0].startswith("row 2346: created is 'soon' (expected a time")
