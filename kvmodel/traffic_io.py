@@ -78,7 +78,7 @@ _SNIFF = 1 << 16
 _MAX_EXAMPLES = 5
 _PIECE = 1 << 22  # CSV bytes per parse job
 _JOB_ROWS = 1 << 20  # Parquet rows per job (whole row groups)
-_BATCH_ROWS = 1 << 16  # Parquet rows decoded at a time: less memory in flight than whole groups
+_BATCH_ROWS = 1 << 17  # Parquet rows decoded at a time: less memory in flight than whole groups
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 PROMPT_NAMES = (
@@ -384,19 +384,31 @@ class _Source:
             return
         rest = self.head[start:]
         while True:
-            buf = bytearray(len(rest) + _PIECE)
-            buf[: len(rest)] = rest
-            filled = len(rest) + self._fill(memoryview(buf)[len(rest) :])
-            if filled < len(buf):  # the end of the input
+            view = memoryview(np.empty(len(rest) + _PIECE, np.uint8))  # not zero-filled
+            view[: len(rest)] = rest
+            filled = len(rest) + self._fill(view[len(rest) :])
+            if filled < len(view):  # the end of the input
                 if filled:
-                    yield memoryview(buf)[:filled]
+                    yield view[:filled]
                 return
-            cut = buf.rfind(b"\n")
+            cut = _last_newline(view)
             if cut < 0:  # a line longer than a piece: read on
-                rest = bytes(buf)
+                rest = bytes(view)
                 continue
-            rest = bytes(buf[cut + 1 :])
-            yield memoryview(buf)[: cut + 1]
+            rest = bytes(view[cut + 1 :])
+            yield view[: cut + 1]
+
+
+def _last_newline(view: memoryview) -> int:
+    """The index of the last newline in ``view``, or -1; reads from the end, 64 kB at a time."""
+    hi = len(view)
+    while hi > 0:
+        lo = max(0, hi - _SNIFF)
+        k = bytes(view[lo:hi]).rfind(b"\n")
+        if k >= 0:
+            return lo + k
+        hi = lo
+    return -1
 
 
 def _open(src, name: str | None, max_bytes: int) -> _Source:
@@ -883,6 +895,14 @@ def _any(mask: np.ndarray | None) -> np.ndarray | None:
     return mask if mask is not None and mask.any() else None
 
 
+def _nonfinite(x: np.ndarray) -> np.ndarray | None:
+    """Where ``x`` is NaN or infinite; None when nowhere (one pass: a finite sum says so)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(x)):
+            return None
+    return _any(~np.isfinite(x))
+
+
 def _numbers(arr: pa.ChunkedArray, column: str, what: str) -> np.ndarray:
     """float64 values of a column (NaN where null or unparseable)."""
     t = arr.type
@@ -918,7 +938,7 @@ def _whole(arr: pa.ChunkedArray, column: str) -> _Checked:
         if filled.type != pa.int64():  # a cast is not free even when it changes nothing
             filled = filled.cast(pa.int64())
         values = _np(filled)
-        bad = _any(values < 0)
+        bad = _any(values < 0) if values.size and values.min() < 0 else None
         nulls = _nulls(arr)
         if nulls is not None:
             bad = nulls if bad is None else bad | nulls
@@ -980,7 +1000,7 @@ def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checke
     if kind is None:
         kind = "datetime" if text_col and np.isnan(x).mean() > 0.5 else "numeric"
     if kind == "numeric":
-        return _Checked(x, _any(~np.isfinite(x)), arr, column, _TIME), kind
+        return _Checked(x, _nonfinite(x), arr, column, _TIME), kind
     if not text_col:  # numbers in a date-time column
         return _Checked(
             np.zeros(len(x), np.int64), _any(np.ones(len(x), bool)), arr, column, _TIME

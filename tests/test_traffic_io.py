@@ -788,3 +788,13 @@ def test_parquet_date_times_typed_or_text(tmp_path, small_pieces, as_text):
     assert r.prompt_tokens.tolist() == keep and r.arrival_s.tolist() == [1.5 * i for i in keep]
     if as_text:
         assert r.skipped_examples[0].startswith("row 2346: created is 'soon' (expected a time")
+
+
+def test_lines_longer_than_a_piece(tmp_path, small_pieces):
+    rows = [f"{i},{'x' * (10_000 if i % 7 == 3 else 5)}" for i in range(200)]
+    data = ("prompt_tokens,note\n" + "\n".join(rows)).encode()  # no final newline either
+    path = tmp_path / "wide.csv"
+    path.write_bytes(data)
+    for src in (path, data):
+        r = load_traffic(src, name="wide.csv")
+        assert r.prompt_tokens.tolist() == list(range(200)) and r.skipped_rows == 0
