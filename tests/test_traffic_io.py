@@ -585,11 +585,11 @@ def test_requests_checks_lengths():
 @pytest.fixture
 def small_pieces(monkeypatch):
     """Pieces of 4 kB (CSV), jobs of 1000 and batches of 300 rows (Parquet): many of each."""
-    import kvmodel.traffic_io as tio
+    from kvmodel import traffic_source, traffic_tables
 
-    monkeypatch.setattr(tio, "_PIECE", 4096)
-    monkeypatch.setattr(tio, "_JOB_ROWS", 1000)
-    monkeypatch.setattr(tio, "_BATCH_ROWS", 300)
+    monkeypatch.setattr(traffic_source, "_PIECE", 4096)
+    monkeypatch.setattr(traffic_tables, "_JOB_ROWS", 1000)
+    monkeypatch.setattr(traffic_tables, "_BATCH_ROWS", 300)
 
 
 def _same(a: Requests, b: Requests) -> None:

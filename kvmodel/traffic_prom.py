@@ -1,0 +1,152 @@
+"""Prometheus text: the prompt-length histogram of a serving engine's /metrics scrape."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .traffic_base import Requests, TrafficError, _examples
+
+PROMETHEUS_PROMPT_METRICS = {
+    "vllm:request_prompt_tokens": "prometheus-vllm",
+    "sglang:prompt_tokens_histogram": "prometheus-sglang",
+    "tgi_request_input_length": "prometheus-tgi",
+}
+
+
+def _prom_parse(text: str, name: str) -> list:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        return list(text_string_to_metric_families(text))
+    except Exception as exc:  # the parser raises several types on malformed text
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                list(text_string_to_metric_families(line + "\n"))
+            except Exception:
+                raise TrafficError(
+                    f"{name}: line {n} is not Prometheus text exposition ({line[:80]!r}); "
+                    'expected lines like vllm:request_prompt_tokens_bucket{le="100.0"} 42'
+                ) from None
+        raise TrafficError(f"{name}: not valid Prometheus text ({exc})") from None
+
+
+def _prom_line(text: str, sample_name: str, labels: dict) -> int | None:
+    """The line number of a sample, for error messages."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith(sample_name + "{") and not line.startswith(sample_name + " "):
+            continue
+        try:
+            for fam in text_string_to_metric_families(line + "\n"):
+                if any(s.labels == labels for s in fam.samples):
+                    return n
+        except Exception:  # a line the parser refuses is not the one sought
+            continue
+    return None
+
+
+def _labels_text(labels: dict) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _load_prometheus(text: str, name: str) -> Requests:
+    families = _prom_parse(text, name)
+    series: dict[str, dict[tuple, list]] = {}
+    for fam in families:
+        for s in fam.samples:
+            if s.name.endswith("_bucket") and "le" in s.labels:
+                base = s.name.removesuffix("_bucket")
+                key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+                series.setdefault(base, {}).setdefault(key, []).append(s)
+    metric = next((m for m in PROMETHEUS_PROMPT_METRICS if m in series), None)
+    if metric is None:
+        found = ", ".join(sorted(series)) or "none"
+        wanted = ", ".join(f"{m}_bucket" for m in PROMETHEUS_PROMPT_METRICS)
+        raise TrafficError(
+            f"{name}: no prompt-length histogram in this Prometheus text; expected {wanted}; "
+            f"histograms found: {found}"
+        )
+    fmt, bucket_name = PROMETHEUS_PROMPT_METRICS[metric], metric + "_bucket"
+    per_bound: dict[int, float] = {}
+    skipped: list[tuple[int, str]] = []
+    overflow, top = 0.0, 0
+    for key, samples in series[metric].items():
+        rows = []
+        for s in samples:
+            try:
+                le = float(s.labels["le"])
+            except ValueError:
+                n = _prom_line(text, bucket_name, s.labels)
+                raise TrafficError(
+                    f"{name}: line {n}: le={s.labels['le']!r} is not a number; "
+                    "expected a bucket upper bound such as 100.0 or +Inf"
+                ) from None
+            rows.append((le, float(s.value), s))
+        rows.sort(key=lambda r: r[0])
+        prev_le, prev = None, 0.0
+        bucket_counts = []
+        for le, value, s in rows:
+            if not np.isfinite(value) or value < prev or le < 0:
+                n = _prom_line(text, bucket_name, s.labels)
+                problem = (
+                    f'is {value:g}, below {prev:g} at le="{prev_le:g}"'
+                    if value < prev
+                    else f"is {value:g}"
+                    if le >= 0
+                    else f"has a negative bound le={le:g}"
+                )
+                raise TrafficError(
+                    f"{name}: line {n}: {bucket_name}{_labels_text(s.labels)} {problem}; "
+                    "expected cumulative counts that never decrease as le grows"
+                )
+            bucket_counts.append((le, value - prev, s))
+            prev_le, prev = le, value
+        finite = [(le, c) for le, c, _ in bucket_counts if np.isfinite(le)]
+        label_top = int(np.floor(finite[-1][0])) if finite else 0
+        top = max(top, label_top)
+        for le, c in finite:
+            per_bound[int(np.floor(le))] = per_bound.get(int(np.floor(le)), 0.0) + c
+        for le, c, s in bucket_counts:
+            if np.isinf(le) and c > 0:
+                n = _prom_line(text, bucket_name, s.labels) or 0
+                overflow += c
+                skipped.append(
+                    (
+                        n,
+                        f"line {n}: +Inf bucket {_labels_text(dict(key))}: {c:g} requests above "
+                        f"{label_top} tokens have no upper bound; left out",
+                    )
+                )
+    lengths = np.array(sorted(per_bound), dtype=np.int64)
+    counts = np.array([per_bound[b] for b in lengths], dtype=np.float64)
+    if counts.sum() <= 0:
+        extra = f" (+Inf holds {overflow:g})" if overflow else ""
+        raise TrafficError(
+            f"{name}: {bucket_name} holds no requests in its finite buckets{extra}; "
+            "expected a scrape from a server that has served requests"
+        )
+    nonzero = counts > 0
+    info = {
+        "container": "prometheus",
+        "prompt_tokens": f"{bucket_name} (le, upper bound)",
+        "weights": f"{bucket_name} (de-cumulated)",
+        "weights_kind": "count",
+        "label_sets": "; ".join(_labels_text(dict(k)) for k in series[metric]),
+    }
+    if overflow:
+        info["overflow_requests"] = overflow
+        info["overflow_above_tokens"] = top
+    return Requests(
+        prompt_tokens=lengths[nonzero],
+        weights=counts[nonzero],
+        output_tokens=None,
+        arrival_s=None,
+        cached_tokens=None,
+        fmt=fmt,
+        columns=info,
+        skipped_rows=len(skipped),
+        skipped_examples=_examples(skipped),
+    )
