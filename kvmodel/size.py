@@ -36,7 +36,7 @@ def _scalar_tokens(value, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be a number of tokens, got {value!r}")
     if v < 0 or v != math.floor(v):
         raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-    return np.asarray(v)
+    return np.float64(v)  # a numpy scalar: arithmetic on it is ~10x cheaper than on a 0-d array
 
 
 def _held(group: AttentionGroup, s: np.ndarray) -> np.ndarray:
@@ -117,6 +117,8 @@ def kv_bytes(
     b = _as_tokens(batch, "batch")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
     s = _as_tokens(seq_len, "seq_len")
+    if s.ndim == 0 and b.ndim == 0:
+        return _kv_bytes_scalar(model, float(s), float(b), dbytes, tp_prefill, tp_decode)
     shape = np.broadcast_shapes(s.shape, b.shape)
     attn = shard_p = shard_d = np.zeros(shape)
     for g, elems in zip(model.groups, _layer_elements(model, s), strict=True):
@@ -137,6 +139,34 @@ def kv_bytes(
         wire=per_gpu_d * tp_decode,
         per_token=per_token,
         per_attention_layer=attn / model.attention_layers,
+    )
+
+
+def _kv_bytes_scalar(
+    model: ModelSpec, s: float, b: float, dbytes: float, tp_prefill: int, tp_decode: int
+) -> KVBytes:
+    """``kv_bytes`` for one (S, B) in plain floats: the same operations in the same order (so
+    the same IEEE results) without numpy's per-operation overhead on 0-d arrays."""
+    attn = shard_p = shard_d = 0.0
+    for g in model.groups:
+        held = s if g.window_tokens is None else min(s, float(g.window_tokens))
+        per_head = g.layers * (g.elements_per_token_per_layer * held) / g.kv_heads * b * dbytes
+        attn = attn + per_head * g.kv_heads
+        shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
+        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode)
+    state = model.state_layers * model.state_bytes_per_layer * b
+    total = attn + state
+    tokens = s * b
+    per_gpu_d = shard_d + state / tp_decode
+    f = np.float64
+    return KVBytes(
+        total=f(total),
+        state=f(state),
+        per_gpu_prefill=f(shard_p + state / tp_prefill),
+        per_gpu_decode=f(per_gpu_d),
+        wire=f(per_gpu_d * tp_decode),
+        per_token=f(total / tokens if tokens > 0 else np.nan),
+        per_attention_layer=f(attn / model.attention_layers),
     )
 
 

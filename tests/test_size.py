@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose
 
 from kvmodel import catalog
 from kvmodel.dtypes import compression_ratio, kv_dtype_bytes
-from kvmodel.size import bytes_per_token_full, chunk_bytes, kv_bytes, shard_heads
+from kvmodel.size import bytes_per_token_full, chunk_bytes, kv_bytes, shard_heads, valid_tp
 
 
 def kv(model_id, s, b=1, **kw):
@@ -177,3 +177,16 @@ def test_array_equals_loop():
 def test_bad_seq_len(bad):
     with pytest.raises(ValueError, match="seq_len"):
         kv("llama-3.1-70b", bad)
+
+
+@pytest.mark.parametrize("mid", catalog.model_ids())
+def test_scalar_path_equals_array_path(mid):
+    # kv_bytes takes a plain-float path for one (S, B): it must give the array path's numbers
+    m = catalog.get_model(mid)
+    seqs = np.array([1, 777, 4096, m.max_context_tokens])
+    arr = kv_bytes(m, seqs, 3, kv_dtype="fp8", tp_prefill=1, tp_decode=valid_tp(m)[-1])
+    for i, s in enumerate(seqs):
+        one = kv_bytes(m, int(s), 3, kv_dtype="fp8", tp_prefill=1, tp_decode=valid_tp(m)[-1])
+        for name in ("total", "state", "per_gpu_prefill", "per_gpu_decode", "wire", "per_token"):
+            assert float(getattr(one, name)) == float(getattr(arr, name)[i]), (name, s)
+    assert np.isnan(kv_bytes(m, 0, 1).per_token)
