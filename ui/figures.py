@@ -549,32 +549,6 @@ def figure_bytes_per_token(
     )
 
 
-BAND_CELL = {
-    "below": "rgba(22, 163, 74, 0.25)",
-    "within": "rgba(234, 179, 8, 0.30)",
-    "above": "rgba(220, 38, 38, 0.28)",
-}
-
-
-def style_band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)):
-    """Styler for a link × batch table: cells green below, amber within, red above the band."""
-    from kvmodel.sweeps import decode_band_verdict
-
-    cols = [c for c in table.columns if c.startswith("batch ")]
-    shown = table.drop(columns=["link"]).rename(
-        columns={"name": "Interconnect", **{c: f"{c} [ms]" for c in cols}}
-    )
-    ms_cols = [f"{c} [ms]" for c in cols]
-    return (
-        shown.style.format({c: "{:,.1f}" for c in ms_cols} | {"GB/s per direction": "{:,.4g}"})
-        .map(
-            lambda v: f"background-color: {BAND_CELL[decode_band_verdict(v, band_ms)]}",
-            subset=ms_cols,
-        )
-        .hide(axis="index")
-    )
-
-
 REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
 REGION_NAMES = ("too short", "gains", "transfer-bound")
 
@@ -653,16 +627,6 @@ def traffic_comparison_frame(rows) -> pd.DataFrame:
                 for c in df["critical_seq_len"]
             ],
         }
-    )
-
-
-def style_differences(shown: pd.DataFrame, differs: pd.DataFrame):
-    """Styler that marks cells differing from the first scenario."""
-    return shown.style.apply(
-        lambda _: differs.map(
-            lambda d: "background-color: rgba(234, 179, 8, 0.28); font-weight: 600" if d else ""
-        ),
-        axis=None,
     )
 
 

@@ -5,7 +5,7 @@ import streamlit as st
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, compare_table, mitigation_table
-from ui import exports_ui, figures, state, traffic_ui
+from ui import exports_ui, figures, state, tables, traffic_ui
 from ui import params as P
 
 
@@ -92,9 +92,7 @@ def render() -> None:
         icon=":material/lightbulb:",
     )
     shown, differs = state.cached(compare_table, evs)
-    st.dataframe(
-        figures.style_differences(shown, differs), width="stretch", height=36 * (len(shown) + 1) + 4
-    )
+    st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
     exports_ui.table_download(shown, "comparison")
     st.caption("Highlighted: differs from A.")
     state.report_download(

@@ -5,7 +5,7 @@ import streamlit as st
 
 from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvmodel.verdicts import interconnect_takeaway
-from ui import exports_ui, figures, params, state
+from ui import exports_ui, figures, params, state, tables
 
 
 def render() -> None:
@@ -51,7 +51,7 @@ def render() -> None:
         "amber within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s "
         "counts both directions (450 GB/s each way), so its times are twice the article's."
     )
-    st.dataframe(figures.style_band_table(table, lo_hi), width="stretch", hide_index=True)
+    st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
     exports_ui.table_download(table, "link-by-batch")
 
     sweep = state.cached(
