@@ -352,3 +352,37 @@ def test_grouped_figures_keep_each_group_whole():
         part = df[df["model"] == mid]
         (trace,) = [t for n, t in named.items() if n.startswith(mid)]
         assert_allclose(trace.y, part["transfer_ms"])
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"batch": 64, "seq_len": 32_768}, {"model": "deepseek-v3", "layerwise": True}],
+)
+def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
+    from kvmodel.sensitivity import tornado
+
+    sc = build_scenario(**({"model": "llama-3.1-70b"} | kw))
+    table = mitigation_table(sc, mitigation_options(sc))
+    pair = figures.figure_mitigation_panels(table, step_ms=30.0)
+    left = figures.figure_option_transfer(table, step_ms=30.0)
+    right = figures.figure_ttft(table, title="t")
+    assert len(pair.data) == len(left.data) + len(right.data)
+    assert {t.xaxis for t in pair.data[: len(left.data)]} == {"x"}
+    assert {t.xaxis for t in pair.data[len(left.data) :]} == {"x2"}
+    assert_allclose(np.asarray(pair.data[0].x, dtype=float), table["exposed_transfer_ms"])
+    lo1, hi1 = pair.layout.xaxis.domain
+    lo2, hi2 = pair.layout.xaxis2.domain
+    assert 0 <= lo1 < hi1 < lo2 < hi2 <= 1
+    # the decode-step line stays on the left panel
+    assert [s.xref for s in pair.layout.shapes] == ["x"]
+
+    df = tornado(sc)
+    rows = figures.figure_tornado_panels(df)
+    ttft, share = (figures.figure_tornado(df, metric=m) for m in ("ttft", "share"))
+    assert len(rows.data) == len(ttft.data) + len(share.data)
+    assert {(t.xaxis, t.yaxis) for t in rows.data[: len(ttft.data)]} == {("x", "y")}
+    assert {(t.xaxis, t.yaxis) for t in rows.data[len(ttft.data) :]} == {("x2", "y2")}
+    top, bottom = rows.layout.yaxis.domain, rows.layout.yaxis2.domain
+    assert 0 <= bottom[0] < bottom[1] < top[0] < top[1] <= 1
+    assert rows.layout.xaxis.range == ttft.layout.xaxis.range
+    assert rows.layout.height == ttft.layout.height + share.layout.height

@@ -230,6 +230,100 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) ->
     return fig
 
 
+def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _Fig:
+    """Several builders' figures as the panels of one figure.
+
+    One chart element instead of several: plotly builds and Streamlit serialises each figure
+    in about 10 ms, so a page redrawn on every input change pays that once.  ``rows``: panels
+    stacked, each with its own axes; otherwise side by side on one shared y axis (the option
+    labels are written once).  Each panel's title becomes a heading above it; its shapes and
+    annotations follow its axes.
+    """
+    out = _Fig()
+    n = len(figs)
+    heights = [int(fig.layout.get("height", 420)) for fig in figs]
+    top = max(int(fig.layout.get("margin", {}).get("t", 60)) for fig in figs) + 30
+    plot_px = (sum(heights) if rows else max(heights)) - top - 10
+    if rows:  # room for the axis title above and the next panel's heading, in pixels
+        gap = 120 / plot_px
+    share = [h / sum(heights) for h in heights] if rows else [1 / n] * n
+    span = 1 - gap * (n - 1)
+    edges, pos = [], 1.0 if rows else 0.0
+    for k in range(n):
+        size = share[k] * span
+        lo, hi = (pos - size, pos) if rows else (pos, pos + size)
+        edges.append((min(max(round(lo, 6), 0.0), 1.0), min(max(round(hi, 6), 0.0), 1.0)))
+        pos = pos - size - gap if rows else pos + size + gap
+    for k, fig in enumerate(figs):
+        suffix = "" if k == 0 else str(k + 1)
+        xname, yname = f"x{suffix}", (f"y{suffix}" if rows else "y")
+        lay = fig.layout
+        hide_legend = lay.get("showlegend") is False or (rows and k > 0)
+        for trace in fig.data:
+            trace = dict(trace, xaxis=xname, yaxis=yname)
+            if hide_legend and not str(trace.get("name", "")).startswith("base"):
+                trace["showlegend"] = False
+            out.data.append(trace)
+        xaxis = dict(lay.get("xaxis", {}), anchor=yname)
+        yaxis = dict(lay.get("yaxis", {}))
+        lo, hi = edges[k]
+        if rows:
+            xaxis["anchor"] = yname
+            out.layout[f"xaxis{suffix}"] = xaxis
+            out.layout[f"yaxis{suffix}"] = dict(yaxis, domain=[lo, hi], anchor=xname)
+            ref = {"xref": xname, "yref": f"{yname} domain"}
+        else:
+            out.layout[f"xaxis{suffix}"] = dict(xaxis, domain=[lo, hi])
+            if k == 0:
+                out.layout["yaxis"] = yaxis
+            ref = {"xref": xname, "yref": "paper"}
+        for shape in lay.get("shapes", []):
+            out.layout.setdefault("shapes", []).append(
+                dict(
+                    shape,
+                    xref=ref["xref"],
+                    yref=ref["yref"] if shape.get("yref") == "paper" else shape.get("yref", yname),
+                )  # fmt: skip
+            )
+        for note in lay.get("annotations", []):
+            yref = ref["yref"] if note.get("yref") == "paper" else note.get("yref", yname)
+            out.layout.setdefault("annotations", []).append(dict(note, xref=xname, yref=yref))
+        heading = lay.get("title", {}).get("text")
+        if heading:
+            out.add_annotation(
+                text=f"<b>{heading}</b>", showarrow=False, x=0 if rows else lo, xref="paper",
+                y=1, yref=f"{yname} domain" if rows else "paper", xanchor="left",
+                yanchor="bottom", yshift=8 if rows else 34, font={"size": 14},
+            )  # fmt: skip
+        for key in ("barmode", "hoverlabel"):
+            if key in lay:
+                out.layout[key] = lay[key]
+        if "legend" in lay and not hide_legend:  # above its panel (rows: above its heading)
+            legend = dict(lay["legend"], x=0 if rows else lo)
+            out.layout["legend"] = dict(legend, y=1 + 34 / plot_px) if rows else legend
+    out.layout.update(
+        title={"text": title, "x": 0, "xanchor": "left"},
+        height=sum(heights) if rows else max(heights),
+        margin={"l": 10, "r": 10, "t": top + (40 if rows else 0), "b": 10},
+    )
+    return out
+
+
+@_finished
+def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
+    """Mitigations page: exposed transfer per option (left) beside its TTFT breakdown (right)."""
+    left = figure_option_transfer.__wrapped__(table, step_ms=step_ms)
+    right = figure_ttft.__wrapped__(table, title="TTFT per option")
+    return _panels([left, right], title="Each option: what decode waits for, and TTFT", rows=False)
+
+
+@_finished
+def figure_tornado_panels(df: pd.DataFrame) -> go.Figure:
+    """Plan page: what moves TTFT (top) and the transfer share of TTFT (bottom)."""
+    panels = [figure_tornado.__wrapped__(df, metric=m) for m in ("ttft", "share")]
+    return _panels(panels, title="Sensitivity: each input moved on its own", rows=True)
+
+
 @_finished
 def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> go.Figure:
     """Stacked horizontal bars per option: prefill, exposed transfer (+codec), first decode [ms].

@@ -18,14 +18,9 @@ def render() -> None:
     table = state.cached(mitigation_table, sc, options)
     st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
-    left, right = st.columns(2)
     exports_ui.chart(
-        state.cached(figures.figure_option_transfer, table, step_ms=sc.decode_step_s * 1e3),
-        "exposed-per-option",
-        left,
-    )
-    exports_ui.chart(
-        state.cached(figures.figure_ttft, table, title="TTFT per option"), "ttft-per-option", right
+        state.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
+        "mitigations-per-option",
     )
     shown = table.assign(
         wire=table["wire_bytes"].map(fmt_bytes),

@@ -105,8 +105,5 @@ def render() -> None:
         "others kept; bars run from the low to the high setting."
     )
     table = state.cached(tornado, sc)
-    for metric, name in (("ttft", "tornado-ttft"), ("share", "tornado-share")):
-        fig = state.cached(figures.figure_tornado, table, metric=metric)
-        st.plotly_chart(fig, width="stretch")
-        exports_ui.figure_downloads(fig, name)
+    exports_ui.chart(state.cached(figures.figure_tornado_panels, table), "sensitivity")
     exports_ui.table_download(table, "sensitivity")
