@@ -232,8 +232,8 @@ def _parquet_file(source: _Source, name: str):
 
     try:
         if source.path is not None:
-            return pq.ParquetFile(source.path)
-        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(source.whole())))
+            return pq.ParquetFile(source.path, pre_buffer=True)
+        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(source.whole())), pre_buffer=True)
     except (pa.ArrowException, OSError) as exc:
         raise TrafficError(f"{name}: not a readable Parquet file ({_arrow_msg(exc)})") from None
 
