@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import catalog
-from .transfer import Scenario, critical_seq_len, transfer
+from .transfer import Scenario, Volume, critical_seq_len, transfer
 
 CRITERIA = ("step", "share")
 DEFAULT_MIN_SEQ_LEN = 128  # the article: chatbot prompts of ~128 tokens gain nothing
@@ -86,17 +86,28 @@ def per_request_scenario(sc: Scenario) -> Scenario:
     return replace(sc, batch=1, prefill_s=None, seq_len=1)
 
 
-def _per_length(sc: Scenario, tokens: np.ndarray):
-    """Transfer quantities per unique length (estimated prefill per length), and the inverse."""
+def _per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None):
+    """Transfer quantities per unique length (estimated prefill per length), and the inverse.
+
+    ``volume``: from ``_length_volume`` of a scenario differing from ``sc`` only per link.
+    """
     uniq, inverse = np.unique(tokens, return_inverse=True)
-    clipped = np.minimum(uniq, sc.model.max_context_tokens)
-    sc1 = replace(sc, batch=1, prefill_s=None, seq_len=1)
-    t = transfer(sc1, seq_len=clipped)
+    sc1 = per_request_scenario(sc)
+    if volume is None:
+        t = transfer(sc1, seq_len=np.minimum(uniq, sc.model.max_context_tokens))
+    else:
+        t = transfer(sc1, volume=volume)
     exposed = np.atleast_1d(t.exposed_s)
     prefill = np.atleast_1d(t.prefill_s)
     wire = np.atleast_1d(t.wire_bytes)
     whole = np.atleast_1d(t.transfer_s)
     return uniq, inverse, exposed, prefill, wire, whole
+
+
+def _length_volume(sc: Scenario, tokens: np.ndarray) -> Volume:
+    """Bytes and prefill per unique length: shared by scenarios that differ only per link."""
+    uniq = np.unique(tokens)
+    return Volume(per_request_scenario(sc), seq_len=np.minimum(uniq, sc.model.max_context_tokens))
 
 
 def classify(
@@ -105,11 +116,12 @@ def classify(
     *,
     min_seq_len: int = DEFAULT_MIN_SEQ_LEN,
     criterion: str = "step",
+    _volume: Volume | None = None,
 ) -> np.ndarray:
     """Region per entry: 0 too short, 1 gains, 2 transfer-bound."""
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    uniq, inverse, exposed, prefill, _, _ = _per_length(sc, tokens)
+    uniq, inverse, exposed, prefill, _, _ = _per_length(sc, tokens, _volume)
     if criterion == "step":
         bound = exposed >= sc.k * sc.decode_step_s
     else:
@@ -153,10 +165,15 @@ class Regions:
 
 
 def regions(
-    sc: Scenario, mix: Mix, *, min_seq_len: int = DEFAULT_MIN_SEQ_LEN, criterion: str = "step"
+    sc: Scenario,
+    mix: Mix,
+    *,
+    min_seq_len: int = DEFAULT_MIN_SEQ_LEN,
+    criterion: str = "step",
+    _volume: Volume | None = None,
 ) -> Regions:
     """Fractions of requests and of tokens in each region."""
-    reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion)
+    reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion, _volume=_volume)
     w = mix.weights
     tok = mix.tokens * w
     n = w.sum()
@@ -190,12 +207,13 @@ def comparison(
 ) -> list[dict]:
     """Fraction of requests (and tokens) that gain, per link × compression × layer-wise."""
     rows = []
+    volume = _length_volume(sc, mix.tokens)  # the same bytes and prefill on every row
     for lid in link_ids:
         link = catalog.get_link(lid)
         for comp in compressions:
             for lw in layerwise:
                 s = replace(sc, link=link, compression=comp, layerwise=lw)
-                r = regions(s, mix, min_seq_len=min_seq_len, criterion=criterion)
+                r = regions(s, mix, min_seq_len=min_seq_len, criterion=criterion, _volume=volume)
                 rows.append(
                     {
                         "link": lid,
@@ -243,14 +261,15 @@ def _sample(mix: Mix, n: int, rng) -> np.ndarray:
 
 
 def _simulate(service: np.ndarray, rate: float, rng) -> np.ndarray:
-    """Waiting times of an FCFS queue with Poisson arrivals (Lindley recursion)."""
+    """Waiting times of an FCFS queue with Poisson arrivals.
+
+    Lindley's recursion W₀ = 0, W_{n+1} = max(0, W_n + X_n − A_n) unrolls to
+    W_n = S_n − min_{k ≤ n} S_k with S_n = Σ_{i<n} (X_i − A_i), S₀ = 0: a cumulative sum and a
+    running minimum instead of a Python loop over every request.
+    """
     gaps = rng.exponential(1.0 / rate, size=len(service))
-    wait = np.empty(len(service))
-    w = 0.0
-    for i, (x, a) in enumerate(zip(service, gaps, strict=True)):
-        wait[i] = w
-        w = max(0.0, w + x - a)
-    return wait
+    s = np.concatenate(([0.0], np.cumsum(service[:-1] - gaps[:-1])))
+    return np.maximum(s - np.minimum.accumulate(s), 0.0)
 
 
 def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int = SIM_REQUESTS):

@@ -132,3 +132,18 @@ def test_window():
 def test_bad_hit_ratio(bad):
     with pytest.raises(ValueError, match="hit_ratio"):
         mix_from_requests(requests([10]), hit_ratio=bad)
+
+
+def test_queue_simulation_matches_lindley_loop():
+    # the vectorised form against the recursion W_{n+1} = max(0, W_n + X_n − A_n), same draws
+    from kvmodel.traffic import _simulate
+
+    service = np.random.default_rng(3).exponential(0.008, size=5_000)
+    got = _simulate(service, 100.0, np.random.default_rng(11))
+    gaps = np.random.default_rng(11).exponential(1 / 100.0, size=5_000)
+    want, w = [], 0.0
+    for x, a in zip(service, gaps, strict=True):
+        want.append(w)
+        w = max(0.0, w + x - a)
+    assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert got[0] == 0.0 and (got >= 0).all()
