@@ -166,6 +166,7 @@ def _finished(builder):
         out = builder(*args, **kwargs)
         return out.build() if isinstance(out, _Fig) else out
 
+    wrapper.unbuilt = builder  # the plain-dict figure, for combining into panels
     return wrapper
 
 
@@ -312,15 +313,15 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
 @_finished
 def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Mitigations page: exposed transfer per option (left) beside its TTFT breakdown (right)."""
-    left = figure_option_transfer.__wrapped__(table, step_ms=step_ms)
-    right = figure_ttft.__wrapped__(table, title="TTFT per option")
+    left = figure_option_transfer.unbuilt(table, step_ms=step_ms)
+    right = figure_ttft.unbuilt(table, title="TTFT per option")
     return _panels([left, right], title="Each option: what decode waits for, and TTFT", rows=False)
 
 
 @_finished
 def figure_tornado_panels(df: pd.DataFrame) -> go.Figure:
     """Plan page: what moves TTFT (top) and the transfer share of TTFT (bottom)."""
-    panels = [figure_tornado.__wrapped__(df, metric=m) for m in ("ttft", "share")]
+    panels = [figure_tornado.unbuilt(df, metric=m) for m in ("ttft", "share")]
     return _panels(panels, title="Sensitivity: each input moved on its own", rows=True)
 
 
