@@ -104,9 +104,11 @@ def test_link_restores_scenario_on_every_page(page):
     assert at.selectbox(key="link").value == "ib-ndr"
     assert at.selectbox(key="comp").value == "int8"
     assert at.toggle(key="lw").value is True
-    assert at.number_input(key="step").value == 25
-    assert at.selectbox(key="tp").value == 2
-    assert at.number_input(key="prefill_ms").value == 120
+    # the closed "Times" and "Parallelism" expanders do not draw their widgets; the values live
+    # in session state (test_closed_sidebar_expanders_keep_their_values opens them)
+    assert at.session_state["step"] == 25
+    assert at.session_state["tp"] == 2
+    assert at.session_state["prefill_ms"] == 120
     assert not at.warning
     for key, value in LINK.items():
         got = at.query_params[key]
@@ -365,3 +367,37 @@ def test_plan_page_numbers_follow_the_solver():
     assert at.query_params["crit"] in ("share", ["share"])
     need_share = solve.min_bandwidth(sc, criterion="share")
     assert metric(at, "Minimum bandwidth") == f"{need_share / 1e9:,.4g} GB/s"
+
+
+def test_closed_sidebar_expanders_keep_their_values():
+    at = app(LINK)
+    assert "step" not in [n.key for n in at.number_input]  # closed: not drawn
+    for batch in (3, 4):  # reruns with the expanders closed keep the values
+        at.number_input(key="batch").set_value(batch).run()
+    assert (at.session_state["step"], at.session_state["tp"]) == (25, 2)
+    at.session_state["sb_times_open"] = True
+    at.session_state["sb_hardware_open"] = True
+    at.run()
+    assert at.number_input(key="step").value == 25
+    assert at.selectbox(key="tp").value == 2
+    assert "roofline" in " ".join(c.value for c in at.sidebar.caption).lower()
+    at.number_input(key="step").set_value(40).run()
+    at.session_state["sb_times_open"] = False
+    at.run()
+    at.number_input(key="batch").set_value(5).run()
+    assert at.session_state["step"] == 40
+    assert at.query_params["step"] in ("40", ["40"], "40.0", ["40.0"])
+    # the shown numbers use the hidden value: a 40 ms step in the Overview's ratio
+    sc = build_scenario(
+        model="llama-3.1-8b",
+        link="ib-ndr",
+        seq_len=4096,
+        batch=5,
+        compression="int8",
+        layerwise=True,
+        decode_step_ms=40,
+        tp=2,
+        prefill_ms=120,
+    )
+    ev = evaluate(sc)
+    assert fmt_ms(ev.exposed_s, 2) in " ".join(m.value for m in at.metric)
