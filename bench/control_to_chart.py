@@ -81,6 +81,11 @@ def choose_control(page: str | None) -> tuple | None:
             at.switch_page(page).run()
         if not at.exception and not at.get("plotly_chart"):
             return None
+        from ui.state import HARDWARE_OPEN, TIMES_OPEN
+
+        for key in (HARDWARE_OPEN, TIMES_OPEN):  # lazy expanders draw their inputs when open
+            at.session_state[key] = True
+        at.run()
         for control in CANDIDATES:
             before = [c.proto.spec for c in at.get("plotly_chart")]
             at.number_input(key=control[4]).set_value(control[2] + 7 * control[3]).run()
