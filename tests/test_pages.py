@@ -401,3 +401,18 @@ def test_closed_sidebar_expanders_keep_their_values():
     )
     ev = evaluate(sc)
     assert fmt_ms(ev.exposed_s, 2) in " ".join(m.value for m in at.metric)
+
+
+def test_lazy_menus_draw_their_contents_when_opened():
+    at = app({"batch": "8"}, "pages/plan.py")
+    buttons = len(at.get("download_button"))
+    assert not at.dataframe and not at.sidebar.code  # closed: not drawn
+    at.session_state["plan_tried"] = True  # "Options tried" expander
+    at.session_state["sb_share_open"] = True  # "Share this scenario"
+    at.session_state["export_sensitivity"] = True  # the chart's Export menu
+    at.run()
+    assert not at.exception
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) >= 2
+    assert "batch=8" in at.sidebar.code[0].value
+    # HTML, PNG, SVG in the Export menu, the CSV of the options, the report in the share box
+    assert len(at.get("download_button")) == buttons + 5

@@ -36,9 +36,18 @@ def table_download(df, name: str) -> None:
 
 
 def figure_downloads(fig, name: str) -> None:
-    """An Export menu under a chart: interactive HTML always, PNG and SVG with a browser."""
+    """An Export menu under a chart: interactive HTML always, PNG and SVG with a browser.
+
+    The menu draws its buttons only while open (opening it reruns the page), so a rerun of a
+    page with several charts does not pay for menus nobody opened.
+    """
+    menu = st.popover(
+        "Export chart", icon=":material/download:", key=f"export_{name}", on_change="rerun"
+    )
+    if not menu.open:
+        return
     problem = static_export_problem()
-    with st.popover("Export chart", icon=":material/download:"):
+    with menu:
         st.download_button(
             "Interactive HTML (opens offline)",
             lambda: export.figure_html(fig),

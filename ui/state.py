@@ -369,7 +369,12 @@ def share_box() -> None:
         key="present",
         help="Large type, no sidebar; a link with present=1 opens this way.",
     )
-    with st.sidebar.expander("Share this scenario", icon=":material/link:"):
+    box = st.sidebar.expander(
+        "Share this scenario", icon=":material/link:", key="sb_share_open", on_change="rerun"
+    )
+    if not box.open:  # drawn only while open: the link is built when someone wants it
+        return
+    with box:
         st.code(share_url(), language=None, wrap_lines=True)
         st.caption(
             "Copy the link with the button at the top right of the box; it opens this "

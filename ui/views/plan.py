@@ -82,22 +82,9 @@ def render() -> None:
             " of TTFT.",
             icon=":material/check_circle:",
         )
-    ladder = pd.DataFrame(
-        {
-            "Option (cheapest first)": [a.label for a in tried],
-            "Exposed transfer [ms]": [a.exposed_s * 1e3 for a in tried],
-            "Share of TTFT": [f"{a.transfer_share:.1%}" for a in tried],
-            "Meets the target": ["yes" if a.passed else "no" for a in tried],
-        }
-    )
-    with st.expander(f"Options tried ({len(tried)})"):
-        st.dataframe(
-            ladder,
-            hide_index=True,
-            width="stretch",
-            column_config={"Exposed transfer [ms]": st.column_config.NumberColumn(format="%.2f")},
-        )
-        exports_ui.table_download(ladder, "options-tried")
+    tried_box = st.expander(f"Options tried ({len(tried)})", key="plan_tried", on_change="rerun")
+    if tried_box.open:  # the table is drawn only while open
+        _tried_table(tried_box, tried)
 
     st.subheader("Sensitivity")
     st.caption(
@@ -107,3 +94,22 @@ def render() -> None:
     table = state.cached(tornado, sc)
     exports_ui.chart(state.cached(figures.figure_tornado_panels, table), "sensitivity")
     exports_ui.table_download(table, "sensitivity")
+
+
+def _tried_table(box, tried) -> None:
+    ladder = pd.DataFrame(
+        {
+            "Option (cheapest first)": [a.label for a in tried],
+            "Exposed transfer [ms]": [a.exposed_s * 1e3 for a in tried],
+            "Share of TTFT": [f"{a.transfer_share:.1%}" for a in tried],
+            "Meets the target": ["yes" if a.passed else "no" for a in tried],
+        }
+    )
+    with box:
+        st.dataframe(
+            ladder,
+            hide_index=True,
+            width="stretch",
+            column_config={"Exposed transfer [ms]": st.column_config.NumberColumn(format="%.2f")},
+        )
+        exports_ui.table_download(ladder, "options-tried")
