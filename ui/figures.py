@@ -372,11 +372,12 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
         marker_color=SEGMENT_COLORS["KV transfer"],
         name="exposed transfer",
         text=[f"{v:,.2f} ms" for v in table["exposed_transfer_ms"]],
-        textposition="outside",
+        textposition="auto",  # inside long bars, so a label never sits on the step line
+        insidetextanchor="end",
         cliponaxis=False,
         hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>",
     )
-    fig.add_vline(x=step_ms, line_dash="dash", line_color="#475569")
+    fig.add_vline(x=step_ms, line_dash="dash", line_color="#475569", layer="below")
     fig.add_annotation(
         x=step_ms,
         y=1,
