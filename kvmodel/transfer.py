@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -182,8 +182,6 @@ class Volume:
             tp_decode=sc.tp_decode,
         ).wire
         self.prefill = prefill_time_s(sc, self.s, self.b)
-        self._chunks = None
-        self._counts = None
 
     def fits(self, sc: Scenario) -> bool:
         """True when ``sc`` differs from this volume's scenario only in per-link fields."""
@@ -192,31 +190,27 @@ class Volume:
             getattr(sc, name) == getattr(base, name) for name in _VOLUME_FIELDS
         )
 
-    @property
+    @cached_property
     def kind_raw(self) -> np.ndarray:
         """Wire bytes of one layer of each kind (``chunk_kind_bytes``), before compression."""
-        if self._chunks is None:
-            sc = self.scenario
-            self._chunks = chunk_kind_bytes(
-                sc.model,
-                self.s,
-                self.b,
-                kv_dtype=sc.kv_dtype,
-                kv_scale_group=sc.kv_scale_group,
-                tp_decode=sc.tp_decode,
-            )
-        return self._chunks
+        sc = self.scenario
+        return chunk_kind_bytes(
+            sc.model,
+            self.s,
+            self.b,
+            kv_dtype=sc.kv_dtype,
+            kv_scale_group=sc.kv_scale_group,
+            tp_decode=sc.tp_decode,
+        )
 
-    @property
+    @cached_property
     def descriptor_counts(self) -> list[np.ndarray]:
         """Descriptors per chunk type: (blocks × tensors) per layer per decode rank."""
-        if self._counts is None:
-            sc = self.scenario
-            self._counts = [
-                np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.tp_decode
-                for g in sc.model.groups
-            ]
-        return self._counts
+        sc = self.scenario
+        return [
+            np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.tp_decode
+            for g in sc.model.groups
+        ]
 
 
 def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
@@ -237,17 +231,15 @@ def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     if sc.descriptor_s:
         # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
         # which keeps the total exact
-        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / sc.streams / _n_chunks(sc.model)
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / sc.streams / len(
+            chunk_rows(sc.model)
+        )
     return t
-
-
-def _n_chunks(model: ModelSpec) -> int:
-    return len(model.attention_layer_groups()) + model.state_layers
 
 
 def _descriptor_total(sc: Scenario, vol: Volume) -> np.ndarray:
     """Descriptors of the whole cache: attention layers' blocks × tensors, one per state layer."""
-    per_layer = Counter(sc.model.attention_layer_groups())
+    per_layer = Counter(chunk_rows(sc.model))  # layers of each kind (state: len(groups))
     return (
         sum(per_layer[gi] * c for gi, c in enumerate(vol.descriptor_counts))
         + sc.model.state_layers * vol.b * sc.tp_decode
@@ -268,7 +260,7 @@ def _layerwise(sc: Scenario, vol: Volume, prefill) -> tuple[np.ndarray, np.ndarr
     """
     x = _kind_times_s(sc, vol)
     kinds, starts, ends = chunk_runs(sc.model)
-    n = _n_chunks(sc.model)
+    n = len(chunk_rows(sc.model))
     lead = (len(kinds),) + (1,) * (x.ndim - 1)
     own = x[kinds]  # one layer of each run's kind
     run_total = own * (ends - starts + 1).reshape(lead)

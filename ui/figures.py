@@ -658,8 +658,6 @@ def figure_traffic_histogram(
     ``tokens``/``weights`` are the distinct moved-token counts and their request counts;
     ``region`` is 0/1/2 (too short / gains / transfer-bound) per distinct length.
     """
-    import numpy as np
-
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
     edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
     fig = _Fig()
@@ -819,8 +817,6 @@ def figure_model_vs_measured(
     """Grouped bars of (label, model seconds, measured seconds) in ``unit`` ("ms" or "µs"); a
     missing side is left out.  Log y when the values span more than ten times (a TTFT and a
     few-ms gap)."""
-    import numpy as np
-
     scale = {"ms": 1e3, "µs": 1e6}[unit]
     fig = _Fig()
     labels = [r[0] for r in rows]
@@ -856,8 +852,6 @@ def figure_gap_distribution(
     """How the measured transfer gap is spread: a histogram's buckets (cumulative
     ``(upper bound [s], count)``, ``+Inf`` last) or a gauge's samples [s], on a log time axis
     [ms], with the model's exposed transfer marked."""
-    import numpy as np
-
     fig = _Fig()
     above = 0.0
     if buckets:
@@ -914,8 +908,6 @@ def figure_gap_distribution(
 def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """perftest points (message bytes, bandwidth B/s) with the fitted curve and the link's
     nominal bandwidth, in GB/s over a log message-size axis."""
-    import numpy as np
-
     x = np.asarray(sizes, dtype=float)
     grid = np.geomspace(x.min(), x.max(), 200)
     fig = _Fig()
@@ -960,8 +952,6 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
 @_finished
 def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     """(bytes, seconds) points with ``t = latency + bytes ÷ bandwidth``, log-log, in µs."""
-    import numpy as np
-
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
@@ -1000,8 +990,6 @@ def figure_time_fit(sizes, seconds, fit) -> go.Figure:
 @_finished
 def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """Achieved ÷ nominal bandwidth [%] by message size: measured points and the fit."""
-    import numpy as np
-
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
@@ -1044,8 +1032,6 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
 @_finished
 def figure_transfer_durations(durations_s, *, model_s: float | None = None) -> go.Figure:
     """Histogram of profiled per-transfer durations [µs] with the model's per-layer time."""
-    import numpy as np
-
     d = np.asarray(durations_s, dtype=float) * 1e6
     fig = _Fig()
     fig.add_histogram(

@@ -20,7 +20,7 @@ from kvmodel.modelcodec import encode_model
 from kvmodel.size import valid_tp
 from kvmodel.specs import ModelSpec
 from kvmodel.timing import decode_step_lower_bound_s
-from kvmodel.transfer import Evaluation, Scenario, evaluate
+from kvmodel.transfer import Scenario
 from kvmodel.units import fmt_ms
 
 from . import params as P
@@ -48,10 +48,6 @@ def ensure_router() -> None:
 
 
 _MEMO = Memo(max_entries=512)  # process-wide, like st.cache_resource: pure results, read-only
-
-
-def cached_evaluate(sc: Scenario) -> Evaluation:
-    return _MEMO(evaluate, sc)
 
 
 def cached(fn, *args, **kwargs):

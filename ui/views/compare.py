@@ -5,6 +5,7 @@ import streamlit as st
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, compare_table, mitigation_table
+from kvmodel.transfer import evaluate
 from ui import exports_ui, figures, state, tables, traffic_ui
 from ui import params as P
 
@@ -82,7 +83,7 @@ def render() -> None:
     for text in problems:
         st.error(f"Scenario {text}")
 
-    evs = [(label, state.cached_evaluate(sc)) for label, sc in labelled]
+    evs = [(label, evaluate(sc)) for label, sc in labelled]
     table = state.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
     best = table.loc[table["ttft_ms"].idxmin()]
     st.info(

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from kvmodel.transfer import evaluate
 from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 from kvmodel.verdicts import overview_takeaway
 from ui import exports_ui, figures, state
@@ -13,7 +14,7 @@ def render() -> None:
     st.title("Overview")
     state.show_notices()
     sc = state.scenario_or_stop()
-    ev = state.cached_evaluate(sc)
+    ev = evaluate(sc)  # memoised per scenario in kvmodel
     st.info(overview_takeaway(ev), icon=":material/lightbulb:")
 
     st.subheader("KV cache")
