@@ -432,7 +432,12 @@ def cmd_traffic(args):
     from . import traffic as tr
     from .traffic_io import load_traffic
 
-    req = load_traffic(args.file, prompt_column=args.prompt_column, time_column=args.time_column)
+    req = load_traffic(
+        args.file,
+        prompt_column=args.prompt_column,
+        time_column=args.time_column,
+        per_request=False,
+    )
     if args.hit_ratio is not None and not 0 <= args.hit_ratio < 1:
         raise ValueError(f"--hit-ratio must be in [0, 1), got {args.hit_ratio!r}")
     mix = tr.mix_from_requests(req, hit_ratio=args.hit_ratio)

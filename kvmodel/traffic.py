@@ -74,8 +74,8 @@ def mix_from_requests(req, *, hit_ratio: float | None = None) -> Mix:
     else:
         moved = prompt
     tokens, counts = _histogram(moved, weights)
-    span = None
-    if req.arrival_s is not None and len(req.arrival_s) > 1:
+    span = getattr(req, "span_s", None)
+    if span is None and req.arrival_s is not None and len(req.arrival_s) > 1:
         t = np.asarray(req.arrival_s, dtype=np.float64)
         span = float(np.nanmax(t) - np.nanmin(t)) or None
     return Mix(tokens=tokens, weights=counts, span_s=span)

@@ -60,7 +60,9 @@ class TrafficError(ValueError):
 
 @dataclass(frozen=True)
 class Requests:
-    """Request lengths read from one file.  All arrays have one entry per request (or bucket)."""
+    """Request lengths read from one file.  All arrays have one entry per request, or one per
+    histogram bucket or distinct length (then ``weights`` says how many requests it stands for).
+    """
 
     prompt_tokens: np.ndarray  # int64 >= 0; per request, or a bucket's upper bound
     weights: np.ndarray | None  # float64 requests per entry (histograms); None = one each
@@ -71,6 +73,7 @@ class Requests:
     columns: dict = field(default_factory=dict)
     skipped_rows: int = 0
     skipped_examples: tuple[str, ...] = ()
+    span_s: float | None = None  # first to last kept arrival (None: no times, or all at once)
 
     def __post_init__(self):
         n = len(self.prompt_tokens)

@@ -132,6 +132,24 @@ class _Collect:
     def add(self, part: _Part) -> None:
         """Take the next part in row order (the main thread only)."""
         a, b = self.n, self.n + part.n
+        self._keep(part, a, b)
+        self.n_bad += part.n_bad
+        self.n_dropped += part.n_dropped
+        if len(self.skipped) < _MAX_EXAMPLES:
+            self.skipped += [
+                (self.offset + num, f"{self.unit} {self.offset + num}: {reason}")
+                for num, reason in part.examples
+            ]
+        if part.hashes is not None:
+            self.hashes += part.hashes.chunks
+        self.time_kind = self.time_kind or part.time_kind
+        self.starts.append(a)
+        self.labels.append((self.offset, part.number))
+        self.offset += part.rows_seen
+        self.n = b
+
+    def _keep(self, part: _Part, a: int, b: int) -> None:
+        """Keep the values and bad rows of the part that holds rows ``a:b``."""
         if part.values and b <= self.cap and not self.over:
             for f, v in part.values.items():
                 if f not in self.cols:
@@ -150,20 +168,6 @@ class _Collect:
                 self.bad = grown
             if part.bad is not None:
                 self.bad[a:b] = part.bad
-        self.n_bad += part.n_bad
-        self.n_dropped += part.n_dropped
-        if len(self.skipped) < _MAX_EXAMPLES:
-            self.skipped += [
-                (self.offset + num, f"{self.unit} {self.offset + num}: {reason}")
-                for num, reason in part.examples
-            ]
-        if part.hashes is not None:
-            self.hashes += part.hashes.chunks
-        self.time_kind = self.time_kind or part.time_kind
-        self.starts.append(a)
-        self.labels.append((self.offset, part.number))
-        self.offset += part.rows_seen
-        self.n = b
 
     def column(self, f: str) -> np.ndarray:
         """All rows of field ``f`` (handing the array over: the collector lets go of it)."""
@@ -187,7 +191,8 @@ class _Collect:
         return num, f"{self.unit} {num}"
 
 
-def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -> Requests:
+def _usable(col: _Collect, name: str, where: str) -> None:
+    """Raise when no row of the table can be used."""
     n = col.n
     if n == 0:
         if col.skipped:
@@ -203,6 +208,11 @@ def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -
             f"{name}: none of the {n} data {col.unit}s is usable; first problems: {shown}; "
             "if a column was guessed wrong, pick the columns by hand"
         )
+
+
+def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -> Requests:
+    _usable(col, name, where)
+    n = col.n
     keep = None if col.bad is None else ~col.bad[:n]
     values = {}
     fields = dict.fromkeys([*col.cols, *(f for _, values in col.over for f in values)])
@@ -217,9 +227,10 @@ def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -
         return _histogram(values, keep, det, info, col, skipped_rows, name)
     prompt_tokens = values["prompt_tokens"]
     output_tokens = values.get("output_tokens")
-    arrival_s = None
+    arrival_s = span_s = None
     if "arrival_s" in values:
         arrival_s, info["time_unit"] = _seconds(values.pop("arrival_s"), col.time_kind, det)
+        span_s = float(arrival_s.max()) if arrival_s.size > 1 else None  # the earliest is 0
     cached = None
     if det["fmt"] == "mooncake" and col.hashes:
         hashes = pa.chunked_array(col.hashes)
@@ -240,6 +251,7 @@ def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -
         columns=info,
         skipped_rows=skipped_rows,
         skipped_examples=_examples(col.skipped),
+        span_s=span_s or None,
     )
 
 
@@ -251,19 +263,23 @@ def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
         secs = x.astype(np.float64)
         secs /= 1e9  # exact for whole seconds, unlike * 1e-9
         return secs, "date-time"
-    column = det["arrival_s"]
-    if det["fmt"] == "mooncake":
-        unit = "ms"
-    elif re.search(r"(^|[^a-z])ms$|millis", column.lower().replace(" ", "_")):
-        unit = "ms"
-    else:  # the magnitude of a (strided) sample tells the unit
-        sample = np.abs(x[:: max(1, len(x) // 100_000)])
-        mag = float(np.median(sample)) if sample.size else 0.0
-        unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
+    unit = _time_unit(x[:: max(1, len(x) // 100_000)], det)
     x -= x.min()
     if unit != "s":
         x *= _UNIT_SCALE[unit]
     return x, unit
+
+
+def _time_unit(sample: np.ndarray, det: dict) -> str:
+    """The unit of a numeric time column: from the layout or the column's name, else from the
+    magnitude of a sample of its values (epoch ms / us / ns are > 1e11 / 1e14 / 1e17)."""
+    column = det["arrival_s"]
+    if det["fmt"] == "mooncake":
+        return "ms"
+    if re.search(r"(^|[^a-z])ms$|millis", column.lower().replace(" ", "_")):
+        return "ms"
+    mag = float(np.median(np.abs(sample))) if sample.size else 0.0
+    return "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
 
 
 def _histogram(values, keep, det, info, col: _Collect, skipped_rows, name) -> Requests:

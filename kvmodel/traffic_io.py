@@ -55,10 +55,13 @@ How it reads (a 10-million-row trace in about the time ``pyarrow.csv.read_csv`` 
 under 1.5 × the memory of the columns it returns): a path is read in 4 MB pieces, bytes and an
 upload's buffer are sliced without a copy, gzip is inflated piece by piece; each CSV piece or
 Parquet batch is parsed and checked on a few threads and written straight into the returned
-arrays.  Modules: ``traffic_source`` (bytes, limits, format), ``traffic_tables`` (CSV, JSON,
-Parquet readers), ``traffic_checks`` (values and bad rows), ``traffic_collect`` (threads,
-assembly), ``traffic_prom`` (Prometheus), ``traffic_base`` (shared types); this module keeps
-the public API.
+arrays.  With ``per_request=False`` (what the app and the CLI use) each piece is instead
+counted per prompt length on its thread and let go: the columns are never held (0.8 × the
+CSV parse alone, 0.4-0.5 × the columns' memory at peak; ``bench/traffic_parse.py``).
+Modules: ``traffic_source`` (bytes, limits, format), ``traffic_tables`` (CSV, JSON, Parquet
+readers), ``traffic_checks`` (values and bad rows), ``traffic_collect`` (threads, assembly),
+``traffic_tally`` (counting instead of keeping), ``traffic_prom`` (Prometheus),
+``traffic_base`` (shared types); this module keeps the public API.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ from .traffic_tables import (
     _read_json_array,
     _read_json_lines,
 )
+from .traffic_tally import _Tally, summarise
 
 __all__ = [
     "BUCKET_NAMES",
@@ -201,6 +205,7 @@ def load_traffic(
     time_column: str | None = None,
     max_bytes: int = 200_000_000,
     progress: Callable[[float], object] | None = None,
+    per_request: bool = True,
 ) -> Requests:
     """Read a trace, table, histogram or Prometheus scrape into :class:`Requests`.
 
@@ -208,10 +213,16 @@ def load_traffic(
     ``name`` is the file name used for detection when ``src`` is bytes.  ``prompt_column``,
     ``output_column`` and ``time_column`` override the detected columns (``""`` = none).
     ``progress(fraction)`` is called a few times with 0..1.  Raises :class:`TrafficError`.
+
+    ``per_request=False`` returns the requests as one weighted entry per distinct length (per
+    distinct (prompt, cached) pair for Mooncake ``hash_ids``), with ``span_s`` but without
+    ``output_tokens`` and ``arrival_s``: all the analyses need, read without ever holding the
+    table's columns (see :mod:`kvmodel.traffic_tally`).  Skipped rows are the same either way.
     """
 
     try:
-        return _load(src, name, prompt_column, output_column, time_column, max_bytes, progress)
+        columns = (prompt_column, output_column, time_column)
+        return _load(src, name, columns, max_bytes, progress, per_request)
     except TrafficError:
         raise
     except (pa.ArrowException, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
@@ -222,7 +233,7 @@ def load_traffic(
         ) from None
 
 
-def _load(src, name, prompt_column, output_column, time_column, max_bytes, progress) -> Requests:
+def _load(src, name, columns, max_bytes, progress, per_request) -> Requests:
     shown = [-1.0]
 
     def step(fraction: float) -> None:  # a few calls, not one per piece
@@ -234,13 +245,15 @@ def _load(src, name, prompt_column, output_column, time_column, max_bytes, progr
     source, kind = _prepare(src, name, max_bytes)
     try:
         step(0.15)
-        return _load_source(source, kind, prompt_column, output_column, time_column, step)
+        result = _load_source(source, kind, columns, step, per_request)
+        return result if per_request else summarise(result)
     finally:
         source.close()
 
 
-def _load_source(source, kind, prompt_column, output_column, time_column, step) -> Requests:
+def _load_source(source, kind, picks, step, per_request) -> Requests:
     name = source.name
+    prompt_column, output_column, time_column = picks
     if kind == "prometheus":
         if prompt_column or output_column or time_column:
             raise TrafficError(
@@ -264,21 +277,23 @@ def _load_source(source, kind, prompt_column, output_column, time_column, step) 
     step(0.25)
     rows = None  # known in advance for JSON and Parquet
     hints = _Hints()
+    hashed = det["fmt"] == "mooncake" and det["cached_tokens"]  # prefix hits need every row
+    Col = _Collect if per_request or det["weights"] or hashed else _Tally
     if kind in ("jsonl", "json"):
         rows = rest.table.num_rows
-        col = _Collect("line" if kind == "jsonl" else "item", 0, rows)
+        col = Col("line" if kind == "jsonl" else "item", 0, rows)
         jobs = _json_jobs(rest, needed, det)
     elif kind == "parquet":
         pf = _parquet_file(source, name)
         rows = pf.metadata.num_rows
-        col = _Collect("row", 0, rows)
+        col = Col("row", 0, rows)
         hints.types = {}  # Parquet columns have one type throughout
         if det["arrival_s"]:
             hints.time_kind = _time_kind(_flatten(pf.schema_arrow.empty_table()), det)
         col.prepare(det, hints.time_kind)
         jobs = _parquet_jobs(source, needed, det, name, col)
     else:
-        col = _Collect("row", 1)
+        col = Col("row", 1)
         jobs = _csv_jobs(source, kind, columns, rest, needed, det, name, col)
     try:
         for part in _run(jobs, hints, bool(det["arrival_s"])):
@@ -294,6 +309,9 @@ def _load_source(source, kind, prompt_column, output_column, time_column, step) 
     container = kind
     if source.gz:
         container += "+gzip"
-    result = _assemble(col, det, container, name, where)
+    if isinstance(col, _Tally):
+        result = col.assemble(det, container, name, where)
+    else:
+        result = _assemble(col, det, container, name, where)
     step(1.0)
     return result

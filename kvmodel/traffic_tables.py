@@ -18,7 +18,7 @@ from .traffic_collect import _Collect, _Hints
 from .traffic_source import _Source
 
 _JOB_ROWS = 1 << 20  # Parquet rows per job (whole row groups)
-_BATCH_ROWS = 1 << 17  # Parquet rows decoded at a time: less memory in flight than whole groups
+_BATCH_ROWS = 1 << 18  # Parquet rows decoded at a time: less memory in flight than whole groups
 
 
 def _flatten(table: pa.Table) -> pa.Table:

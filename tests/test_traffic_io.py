@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from kvmodel.traffic import mix_from_requests
 from kvmodel.traffic_io import (
     GZIP_EXPANSION,
     MOONCAKE_BLOCK_TOKENS,
@@ -20,12 +21,63 @@ from kvmodel.traffic_io import (
     load_traffic,
     table_columns,
 )
+from kvmodel.traffic_tally import summarise
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 AZURE_CODE = TRACES / "azure2023" / "AzureLLMInferenceTrace_code.csv"
 AZURE_CONV = TRACES / "azure2023" / "AzureLLMInferenceTrace_conv.csv"
 MOONCAKE = TRACES / "mooncake" / "conversation_trace.jsonl"
 SAMPLES = TRACES / "samples"
+
+
+@pytest.fixture(autouse=True)
+def _both_ways(monkeypatch):
+    """Every load in this file is made twice: per request (what the tests check) and with
+    ``per_request=False``, which must give the same requests counted per distinct length (or
+    the same error): the app and the CLI read that way."""
+    real = load_traffic
+
+    def both(src, **kw):
+        if "per_request" in kw:
+            return real(src, **kw)
+        try:
+            full = real(src, **kw)
+        except TrafficError as exc:
+            if hasattr(src, "seek"):
+                src.seek(0)
+            with pytest.raises(TrafficError) as again:
+                real(src, **{**kw, "progress": None}, per_request=False)
+            assert str(again.value) == str(exc)
+            raise
+        if hasattr(src, "seek"):
+            src.seek(0)
+        _same_counts(real(src, **{**kw, "progress": None}, per_request=False), full)
+        return full
+
+    monkeypatch.setitem(globals(), "load_traffic", both)
+
+
+def _same_counts(summary: Requests, full: Requests) -> None:
+    """``summary`` holds ``full``'s requests as one weighted entry per distinct length (per
+    (prompt, cached) pair), with the same span, skipped rows and notes."""
+    want = summarise(full)
+    assert summary.output_tokens is None and summary.arrival_s is None
+    for f in ("prompt_tokens", "weights", "cached_tokens"):
+        x, y = getattr(summary, f), getattr(want, f)
+        assert (x is None) == (y is None), f
+        if x is not None:
+            assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert summary.span_s == want.span_s
+    assert (summary.fmt, summary.skipped_rows, summary.skipped_examples) == (
+        full.fmt,
+        full.skipped_rows,
+        full.skipped_examples,
+    )
+    assert summary.columns == full.columns
+    for hit in (None, 0.25):  # and the analyses see the same traffic
+        a, b = mix_from_requests(summary, hit_ratio=hit), mix_from_requests(full, hit_ratio=hit)
+        assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.weights, b.weights)
+        assert a.span_s == b.span_s
 
 
 def _load(text: str | bytes, name: str | None = None, **kw) -> Requests:

@@ -1,7 +1,8 @@
 """Cached traffic loading for the Traffic page: a parse happens once per file, never per rerun.
 
-Parsed traces are kept with ``st.cache_resource`` (no copy per rerun: a 10-million-request
-trace stays one set of arrays) and bounded in number; the moved-token histogram is cached per
+Traces are read as counts per prompt length (``per_request=False``: a 10-million-request trace
+is kept as a few thousand numbers, not its columns), kept with ``st.cache_resource`` (no copy
+per rerun) and bounded in number; the moved-token histogram is cached per
 prefix-cache setting.  The analyses are memoised per scenario and ``mix`` object (``ui.memo``).
 """
 
@@ -17,7 +18,7 @@ from . import state
 
 @st.cache_resource(max_entries=6, show_spinner=False)
 def sample_requests(sample_id: str):
-    return load_traffic(sample_path(sample_id))
+    return load_traffic(sample_path(sample_id), per_request=False)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -30,6 +31,7 @@ def upload_requests(file_id: str, name: str, columns: tuple, _data: bytes, _prog
         output_column=output or None,
         time_column=time or None,
         progress=_progress,
+        per_request=False,
     )
 
 

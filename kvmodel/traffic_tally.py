@@ -1,0 +1,188 @@
+"""Reading a per-request table straight into counts per length (``load_traffic(...,
+per_request=False)``): what every analysis uses, without holding the table's columns.
+
+Every traffic analysis works on the moved-token histogram (``traffic.Mix``) and the time from
+the first to the last arrival.  A per-request table can therefore be reduced as it is read:
+each CSV piece or Parquet batch, on the thread that parsed it, becomes counts per prompt
+length, its earliest and latest arrival and a small sample of times (for their unit).  Bad rows
+are found, counted and named exactly as when the columns are kept.  The result is a
+:class:`Requests` with one weighted entry per distinct length; the analyses give the same
+numbers as from the per-request arrays, at a fraction of the memory and time.
+
+A Mooncake trace with ``hash_ids`` is read per request first (a prefix hit depends on every
+earlier request) and then reduced to distinct (prompt, cached) pairs by :func:`summarise`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .traffic_base import Requests, _examples
+from .traffic_checks import _UNIT_SCALE, _Part
+from .traffic_collect import _Collect, _time_unit, _usable
+
+_DENSE_MAX = 50_000_000  # counts by bincount up to this length, by sorting above it
+_SAMPLE = 4_096  # times kept per part to tell their unit
+
+
+def _counts(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct lengths (ascending) and how many times each occurs."""
+    counts = _dense(lengths)
+    if counts is not None:
+        nz = np.flatnonzero(counts)
+        return nz, counts[nz]
+    return np.unique(lengths, return_counts=True)
+
+
+def _dense(lengths: np.ndarray) -> np.ndarray | None:
+    """Requests per length 0, 1, …, max (None when the lengths are too large for that)."""
+    if lengths.size and lengths.max() < _DENSE_MAX:
+        return np.bincount(lengths)
+    return None
+
+
+@dataclass
+class _PartTally:
+    dense: np.ndarray | None  # requests per length 0, 1, …; else the two arrays below
+    lengths: np.ndarray | None
+    counts: np.ndarray | None
+    n: int  # requests kept
+    time_kind: str | None = None
+    first: float | int | None = None  # earliest and latest arrival, as in the file
+    last: float | int | None = None
+    sample: np.ndarray | None = None
+    failed: int = 0  # rows with 0 output tokens (BurstGPT's failed requests)
+
+
+def _tally(part: _Part) -> _PartTally:
+    keep = None if part.bad is None else ~part.bad
+
+    def kept(x: np.ndarray) -> np.ndarray:
+        return x if keep is None else x[keep]
+
+    prompt = kept(part.values["prompt_tokens"])
+    dense = _dense(prompt)
+    out = _PartTally(dense, None, None, prompt.size)
+    if dense is None:
+        out.lengths, out.counts = np.unique(prompt, return_counts=True)
+    times = part.values.get("arrival_s")
+    if times is not None:
+        t = kept(times)
+        if t.size:
+            out.time_kind, out.first, out.last = part.time_kind, t.min(), t.max()
+            out.sample = t[:: max(1, t.size // _SAMPLE)].copy()
+    output = part.values.get("output_tokens")
+    if output is not None:
+        out.failed = int(np.count_nonzero(kept(output) == 0))
+    return out
+
+
+class _Tally(_Collect):
+    """A :class:`_Collect` that keeps counts instead of columns: each part is tallied by the
+    thread that parsed it (or by :meth:`add` when its reader does not), then let go."""
+
+    def __init__(self, unit: str, first_row: int, capacity: int = 0):
+        super().__init__(unit, first_row, capacity)
+        self.tallies: list[_PartTally] = []
+        self.dense = np.zeros(0, np.int64)  # requests per length, summed over parts
+        self._lock = threading.Lock()
+
+    def prepare(self, det: dict, time_kind: str | None) -> None:
+        pass  # nothing to reserve
+
+    def put(self, part: _Part, start: int) -> None:
+        if not part.values:
+            return
+        tally = _tally(part)
+        part.values = {}
+        with self._lock:
+            if tally.dense is not None:
+                if len(tally.dense) > len(self.dense):
+                    grown = np.zeros(len(tally.dense), np.int64)
+                    grown[: len(self.dense)] = self.dense
+                    self.dense = grown
+                self.dense[: len(tally.dense)] += tally.dense
+                tally.dense = None
+            self.tallies.append(tally)
+
+    def _keep(self, part: _Part, a: int, b: int) -> None:
+        self.put(part, a)
+
+    def assemble(self, det: dict, container: str, name: str, where: str) -> Requests:
+        _usable(self, name, where)
+        nz = np.flatnonzero(self.dense)
+        lengths = [nz, *(t.lengths for t in self.tallies if t.lengths is not None)]
+        counts = [self.dense[nz], *(t.counts for t in self.tallies if t.counts is not None)]
+        if len(lengths) == 1:
+            weights = counts[0].astype(np.float64)
+        else:
+            lengths, inverse = np.unique(np.concatenate(lengths), return_inverse=True)
+            weights = np.bincount(inverse, weights=np.concatenate(counts))
+        lengths = np.asarray(lengths[0] if isinstance(lengths, list) else lengths, np.int64)
+        fields = ("prompt_tokens", "output_tokens", "arrival_s")
+        info = {"container": container, **{f: det[f] for f in fields if det[f]}}
+        span = None
+        timed = [t for t in self.tallies if t.time_kind and t.time_kind == self.time_kind]
+        if det["arrival_s"] and timed:
+            span, info["time_unit"] = _span(timed, self.time_kind, det)
+        if det["fmt"] == "burstgpt" and det["output_tokens"]:
+            info["failed_requests"] = sum(t.failed for t in self.tallies)
+        return Requests(
+            prompt_tokens=lengths,
+            weights=weights,
+            output_tokens=None,
+            arrival_s=None,
+            cached_tokens=None,
+            fmt=det["fmt"],
+            columns=info,
+            skipped_rows=self.n_dropped + self.n_bad,
+            skipped_examples=_examples(self.skipped),
+            span_s=span,
+        )
+
+
+def _span(tallies: list[_PartTally], kind: str, det: dict) -> tuple[float | None, str]:
+    """Seconds from the first to the last arrival (computed as ``_seconds`` computes the
+    latest arrival, so both ways agree to the last bit), and the column's unit."""
+    n = sum(t.n for t in tallies)
+    first = min(t.first for t in tallies)
+    last = max(t.last for t in tallies)
+    if kind == "datetime":
+        span, unit = float(np.int64(last) - np.int64(first)) / 1e9, "date-time"
+    else:
+        unit = _time_unit(np.concatenate([t.sample for t in tallies]), det)
+        span = float((np.float64(last) - np.float64(first)) * _UNIT_SCALE[unit])
+    return (span or None) if n > 1 else None, unit
+
+
+def summarise(req: Requests) -> Requests:
+    """The same requests as one weighted entry per distinct (prompt, cached) pair: all an
+    analysis needs.  Histograms come back unchanged."""
+    if req.weights is not None:
+        return req
+    prompt = np.asarray(req.prompt_tokens, dtype=np.int64)
+    cached = None
+    if req.cached_tokens is None:
+        lengths, counts = _counts(prompt)
+    else:
+        pairs, counts = np.unique(
+            np.stack([prompt, np.asarray(req.cached_tokens, dtype=np.int64)], axis=1),
+            axis=0,
+            return_counts=True,
+        )
+        lengths, cached = pairs[:, 0].copy(), pairs[:, 1].copy()
+    span = req.span_s
+    if span is None and req.arrival_s is not None and len(req.arrival_s) > 1:
+        span = float(np.nanmax(req.arrival_s) - np.nanmin(req.arrival_s)) or None
+    return replace(
+        req,
+        prompt_tokens=lengths,
+        weights=counts.astype(np.float64),
+        output_tokens=None,
+        arrival_s=None,
+        cached_tokens=cached,
+        span_s=span,
+    )
