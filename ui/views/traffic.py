@@ -192,11 +192,13 @@ def render() -> None:
         "spent waiting for KV per second of traffic",
     )
     m[3].metric(
-        f"Bandwidth for p99 share ≤ {sc.share_target:.0%}",
+        f"Link for p99 ≤ {sc.share_target:.0%} of TTFT",
         fmt_bandwidth(ld.bandwidth_for_target_bytes_per_s)
         if ld.bandwidth_for_target_bytes_per_s
         else "not reachable",
-        help="Per direction; latency or quantize time alone may exceed the target",
+        help=f"The per-direction bandwidth at which the p99 transfer (queueing included) is "
+        f"at most {sc.share_target:.0%} of TTFT. 'Not reachable': latency or quantize time "
+        "alone exceed the target.",
     )
     st.caption(
         "Queueing: the link is an M/G/1 queue with the trace's own transfer times "
