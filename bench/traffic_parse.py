@@ -17,7 +17,8 @@ Parquet end-to-end ≤ 0.5 s, peak memory ≤ 2 × the parsed columns (the three
 parses them: int64 and float64, the size of pyarrow's own table of the same file).
 
 The child imports numpy, pandas and pyarrow before its clock starts: an app or CLI process has
-them loaded before any file arrives (pandas alone takes 0.3-0.5 s to import here).
+them loaded before any file arrives (pyarrow imports pandas the first time it converts a
+column to numpy; that import alone takes 0.3-0.5 s here).
 
     python bench/traffic_parse.py [--rows 10000000] [--repeat 5]
 """
