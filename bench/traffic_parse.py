@@ -16,9 +16,10 @@ and prints the ratios the targets are stated in: CSV end-to-end ≤ 1.3 × pyarr
 Parquet end-to-end ≤ 0.5 s, peak memory ≤ 2 × the parsed columns (the three columns as pyarrow
 parses them: int64 and float64, the size of pyarrow's own table of the same file).
 
-The child imports numpy, pandas and pyarrow before its clock starts: an app or CLI process has
-them loaded before any file arrives (pyarrow imports pandas the first time it converts a
-column to numpy; that import alone takes 0.3-0.5 s here).
+The child imports numpy, pandas and pyarrow before its clock starts, as the app's server has
+them loaded before any file arrives. A one-off ``python -m kvmodel traffic`` run pays for the
+imports once on top: pyarrow imports pandas the first time it converts a column to numpy,
+and that import alone takes 0.3-0.5 s here.
 
     python bench/traffic_parse.py [--rows 10000000] [--repeat 5]
 """
