@@ -247,6 +247,10 @@ def _load(src, name, columns, max_bytes, progress, per_request) -> Requests:
         step(0.15)
         result = _load_source(source, kind, columns, step, per_request)
         return result if per_request else summarise(result)
+    except TrafficError as exc:  # every message starts with the file's name
+        if str(exc).startswith(f"{source.name}:"):
+            raise
+        raise TrafficError(f"{source.name}: {exc}") from None
     finally:
         source.close()
 

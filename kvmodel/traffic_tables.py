@@ -108,12 +108,23 @@ def _csv_part(piece, names, needed, delim, det, hints: _Hints, name: str) -> _Pa
 
     part = _check(table, det, number, hints.time_kind)
     part.rows_seen, part.n_dropped = table.num_rows + len(dropped), len(dropped)
-    notes = [
-        (num or 0, f"has {got} field(s), expected {want}: {text[:60]!r}")
-        for num, got, want, text in dropped[:_MAX_EXAMPLES]
-    ]
+    notes = [(num or 0, _dropped_reason(got, want, text)) for num, got, want, text in dropped]
+    notes = notes[:_MAX_EXAMPLES]
     part.examples = sorted(part.examples + notes)[:_MAX_EXAMPLES]
     return part
+
+
+def _dropped_reason(got: int, want: int, text: str) -> str:
+    """Why a row with the wrong number of fields was skipped.  A quote left open makes one row
+    (as a spreadsheet counts rows) of the lines up to the next quote or the piece's end."""
+    lines = text.count("\n")
+    if not lines:
+        return f"has {got} field(s), expected {want}: {text[:60]!r}"
+    return (
+        f'has a quote (") that does not close on its line, so it and the {lines:,} '
+        f"line{'s' if lines > 1 else ''} after it were read as one row and skipped "
+        f"({text.splitlines()[0][:40]!r}…); expected each quote to close on its own line"
+    )
 
 
 def _csv_jobs(source: _Source, kind: str, names, start: int, needed, det, name, col: _Collect):

@@ -592,7 +592,30 @@ def test_bad_times_skip_the_row():
     ],
 )
 def test_bad_input_corpus(data, expected):
-    assert expected in _error(data, "upload.csv")
+    msg = _error(data, "upload.csv")
+    assert expected in msg and msg.startswith("upload.csv: ")
+
+
+def test_a_column_of_the_wrong_type_names_the_file():
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"prompt_tokens": pa.array([b"ab", b"cd"], pa.binary())}), buf)
+    assert _error(buf.getvalue(), "b.parquet") == (
+        "b.parquet: column 'prompt_tokens' holds binary values; expected a whole number >= 0 "
+        "(pick another column by hand)"
+    )
+
+
+def test_a_quote_left_open_says_which_lines_it_swallowed():
+    # Row 3 opens a quote that closes on line 5: a spreadsheet reads lines 3-5 as one row
+    # (with one field too few), so row 4 is the line "-50,9" and "60,1" is kept.
+    r = _load('prompt_tokens,output_tokens\n10,5\n"20,6\n30,7\n40,"8\n-50,9\n60,1\n', "q.csv")
+    assert r.prompt_tokens.tolist() == [10, 60] and r.skipped_rows == 2
+    assert r.skipped_examples == (
+        'row 3: has a quote (") that does not close on its line, so it and the 2 lines after '
+        "it were read as one row and skipped ('\"20,6'…); expected each quote to close on its "
+        "own line",
+        "row 4: prompt_tokens is -50 (expected a whole number >= 0)",
+    )
 
 
 def test_all_invalid_names_first_row():
