@@ -40,6 +40,7 @@ class _Checked:
     arr: pa.ChunkedArray
     column: str
     expected: str
+    time_kind: str | None = None  # a time column's kind ("numeric" or "datetime")
 
     def reason(self, i: int) -> str:
         raw = self.arr[i].as_py()
@@ -51,7 +52,31 @@ class _Checked:
             shown = raw.strip() if _is_number(raw) else repr(raw)
         else:
             shown = raw
+        other = _time_kind_of(raw) if self.time_kind and shown not in ("empty", "NaN") else None
+        if other and other != self.time_kind:
+            return (
+                f"{self.column} is {shown}, {_KIND_WORDS[other][0]}, but the column's other "
+                f"rows hold {_KIND_WORDS[self.time_kind][1]} (expected one kind of time per column)"
+            )
         return f"{self.column} is {shown} (expected {self.expected})"
+
+
+_KIND_WORDS = {"numeric": ("a number", "numbers"), "datetime": ("a date-time", "date-times")}
+
+
+def _time_kind_of(raw) -> str | None:
+    """What kind of time one value is: ``"numeric"``, ``"datetime"`` or None (neither)."""
+    if isinstance(raw, int | float) or (isinstance(raw, str) and _is_number(raw)):
+        return "numeric"
+    if not isinstance(raw, str):
+        return "datetime"  # a date or timestamp value
+    import pandas as pd
+
+    try:
+        pd.Timestamp(raw.strip())
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return "datetime"
 
 
 def _is_number(text: str) -> bool:
@@ -178,10 +203,10 @@ def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checke
     if kind is None:
         kind = "datetime" if text_col and np.isnan(x).mean() > 0.5 else "numeric"
     if kind == "numeric":
-        return _Checked(x, _nonfinite(x), arr, column, _TIME), kind
+        return _Checked(x, _nonfinite(x), arr, column, _TIME, kind), kind
     if not text_col:  # numbers in a date-time column
         return _Checked(
-            np.zeros(len(x), np.int64), _any(np.ones(len(x), bool)), arr, column, _TIME
+            np.zeros(len(x), np.int64), _any(np.ones(len(x), bool)), arr, column, _TIME, kind
         ), kind
     import pandas as pd
 
@@ -194,7 +219,7 @@ def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checke
     except (ValueError, TypeError, OverflowError):
         ticks = np.full(len(text), np.iinfo(np.int64).min)
     nat = ticks == np.iinfo(np.int64).min
-    return _Checked(np.where(nat, 0, ticks), _any(nat), arr, column, _TIME), kind
+    return _Checked(np.where(nat, 0, ticks), _any(nat), arr, column, _TIME, kind), kind
 
 
 def _time_kind(schema_table: pa.Table, det: dict) -> str | None:

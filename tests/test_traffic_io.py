@@ -575,6 +575,21 @@ def test_bad_times_skip_the_row():
     assert r.skipped_examples[0].startswith("row 3: timestamp is 'yesterday' (expected a time")
 
 
+def test_a_time_of_the_other_kind_says_so():
+    r = _load("isl,timestamp\n5,100\n6,2024-01-01 00:00:00\n7,109\n", "t.csv")
+    assert r.prompt_tokens.tolist() == [5, 7] and r.arrival_s.tolist() == [0.0, 9.0]
+    assert r.skipped_examples == (
+        "row 3: timestamp is '2024-01-01 00:00:00', a date-time, but the column's other rows "
+        "hold numbers (expected one kind of time per column)",
+    )
+    r = _load("isl,timestamp\n5,2024-01-01 00:00:00\n6,100\n7,2024-01-01 00:00:09\n", "t.csv")
+    assert r.prompt_tokens.tolist() == [5, 7]
+    assert r.skipped_examples == (
+        "row 3: timestamp is 100, a number, but the column's other rows hold date-times "
+        "(expected one kind of time per column)",
+    )
+
+
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
