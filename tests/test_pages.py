@@ -278,6 +278,30 @@ def test_traffic_page_sample_matches_kvmodel():
     assert "Prefill locally below 128 tokens" in at.success[0].value
 
 
+def test_traffic_load_metrics_match_kvmodel():
+    from kvmodel import traffic as tr
+    from kvmodel.traffic_io import load_traffic
+    from kvmodel.units import fmt_bandwidth
+
+    at = app({"trace": "azure-code", "link": "ib-ndr"}, "pages/traffic.py")
+    sc = build_scenario(link="ib-ndr")
+    req = load_traffic(tr.sample_path("azure-code"))
+    ld = tr.load(tr.per_request_scenario(sc), tr.mix_from_requests(req))
+    assert ld.stable and ld.rps > 0
+    assert metric(at, "Arrival rate") == f"{ld.rps:,.1f} req/s"
+    assert metric(at, "Link utilisation") == f"{ld.utilization:.0%}"
+    assert metric(at, "p50 transfer incl. queue") == fmt_time(ld.p50_s)
+    assert metric(at, "p90 transfer incl. queue") == fmt_time(ld.p90_s)
+    assert metric(at, "p99 transfer incl. queue") == fmt_time(ld.p99_s)
+    assert metric(at, "p99 share of TTFT") == f"{ld.p99_share_of_ttft:.0%}"
+    assert metric(at, "Decode idle per second") == fmt_time(ld.decode_idle_s_per_s)
+    assert metric(at, "Decode steps lost") == f"{ld.decode_steps_lost_per_s:,.1f} steps/s"
+    assert ld.decode_steps_lost_per_s == pytest.approx(ld.decode_idle_s_per_s / sc.decode_step_s)
+    assert metric(at, "Link for p99 ≤ 20% of TTFT") == fmt_bandwidth(
+        ld.bandwidth_for_target_bytes_per_s
+    )
+
+
 def test_traffic_thresholds_change_numbers_and_link():
     at = app(
         {"trace": "azure-code", "minlen": "512", "crit": "share", "hit": "50"}, "pages/traffic.py"

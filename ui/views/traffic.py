@@ -184,14 +184,28 @@ def render() -> None:
         )
     m = st.columns(4)
     m[0].metric("p50 transfer incl. queue", fmt_time(ld.p50_s))
-    m[1].metric("p99 transfer incl. queue", fmt_time(ld.p99_s))
-    m[2].metric(
+    m[1].metric("p90 transfer incl. queue", fmt_time(ld.p90_s))
+    m[2].metric("p99 transfer incl. queue", fmt_time(ld.p99_s))
+    m[3].metric(
+        "p99 share of TTFT",
+        f"{ld.p99_share_of_ttft:.0%}" if ld.stable else "–",
+        help=f"Target {sc.share_target:.0%}: the 99th percentile of (queueing + exposed "
+        "transfer) ÷ (prefill + queueing + exposed transfer + first decode step)",
+    )
+    m = st.columns(4)
+    m[0].metric(
         "Decode idle per second",
         fmt_time(ld.decode_idle_s_per_s),
-        help=f"{ld.decode_steps_lost_per_s:,.1f} decode steps of {fmt_ms(sc.decode_step_s)} "
-        "spent waiting for KV per second of traffic",
+        help="Decode-side time spent waiting for KV, summed over requests, per second of traffic",
     )
-    m[3].metric(
+    m[1].metric(
+        "Decode steps lost",
+        f"{ld.decode_steps_lost_per_s:,.1f} steps/s" if ld.stable else "–",
+        help=f"Decode idle ÷ the {fmt_ms(sc.decode_step_s)} decode step: each lost step is one "
+        "output token a waiting request did not produce, so this is the decode throughput "
+        "the transfer costs, in tokens/s",
+    )
+    m[2].metric(
         f"Link for p99 ≤ {sc.share_target:.0%} of TTFT",
         fmt_bandwidth(ld.bandwidth_for_target_bytes_per_s)
         if ld.bandwidth_for_target_bytes_per_s
