@@ -455,7 +455,11 @@ def cmd_traffic(args):
         "model": sc.model.id,
         "link": sc.link.id,
         "criterion": args.criterion,
-        "n_requests": reg.n_requests,
+        "n_requests": None  # a histogram of shares does not say how many
+        if not req.count_known
+        else int(reg.n_requests)
+        if reg.n_requests.is_integer()
+        else reg.n_requests,
         "skipped_rows": req.skipped_rows,
         "fraction_requests_gain": reg.fraction_gain,
         "fraction_tokens_gain": reg.fraction_tokens_gain,
@@ -482,7 +486,12 @@ def cmd_traffic(args):
         return "–" if x is None else f"{x:.1%}"
 
     rows = [
-        ("requests", f"{reg.n_requests:,.0f} ({req.fmt}; {req.skipped_rows:,} rows skipped)"),
+        (
+            "requests",
+            f"{reg.n_requests:,.0f} ({req.fmt}; {req.skipped_rows:,} rows skipped)"
+            if req.count_known
+            else f"unknown: the histogram gives shares ({req.skipped_rows:,} rows skipped)",
+        ),
         (
             "gain",
             f"{pct(reg.fraction_gain)} of requests, {pct(reg.fraction_tokens_gain)} of tokens",

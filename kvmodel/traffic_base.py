@@ -87,6 +87,12 @@ class Requests:
         """Requests represented: the entry count, or the sum of the histogram weights."""
         return float(len(self.prompt_tokens) if self.weights is None else self.weights.sum())
 
+    @property
+    def count_known(self) -> bool:
+        """False for a histogram of shares (probabilities): its weights sum to 1, not to a
+        number of requests."""
+        return self.columns.get("total_requests") != "unknown"
+
 
 def _key(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", str(name).lower())

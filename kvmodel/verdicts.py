@@ -106,15 +106,16 @@ def models_takeaway(table, current: str) -> str:
     )
 
 
-def traffic_takeaway(reg, link_name: str, source: str) -> str:
-    """Sentence from traffic.Regions."""
+def traffic_takeaway(reg, link_name: str, source: str, count_known: bool = True) -> str:
+    """Sentence from traffic.Regions (``count_known`` False: a histogram of shares)."""
+    count = f" {reg.n_requests:,.0f}" if count_known else ""
     crit = (
         f"at or past {fmt_tokens(reg.critical_seq_len)}"
         if reg.critical_seq_len is not None
         else "never (no length reaches the threshold)"
     )
     return (
-        f"On {link_name}, {reg.fraction_gain:.0%} of the {reg.n_requests:,.0f} requests in "
+        f"On {link_name}, {reg.fraction_gain:.0%} of the{count} requests in "
         f"{source} gain from disaggregation ({reg.fraction_tokens_gain:.0%} of their tokens); "
         f"{reg.fraction_too_short:.0%} are too short (under {reg.min_seq_len:,} tokens) and "
         f"{reg.fraction_transfer_bound:.0%} are transfer-bound ({crit})."

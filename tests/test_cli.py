@@ -172,12 +172,24 @@ def test_traffic_json(capsys):
     ):
         assert key in out
     assert out["n_requests"] == 19_366 and out["critical_seq_len"] == 1145
+    assert isinstance(out["n_requests"], int)  # a count, not 19366.0
     assert out["min_seq_len"] == 128
     total = (
         out["fraction_requests_gain"] + out["fraction_too_short"] + out["fraction_transfer_bound"]
     )
     assert total == pytest.approx(1.0)
     assert 0 < out["link_utilization"] < 1 and out["p99_transfer_ms"] > 26.8
+
+
+def test_traffic_histogram_of_shares_has_no_request_count(capsys, tmp_path):
+    hist = tmp_path / "shares.csv"
+    hist.write_text("le,probability\n128,0.5\n1024,0.3\n8192,0.2\n")
+    out = run_json(capsys, "traffic", str(hist))
+    assert out["format"] == "histogram-probability" and out["n_requests"] is None
+    assert out["fraction_too_short"] == 0.0  # 128 is not below the 128-token minimum
+    assert out["fraction_requests_gain"] == pytest.approx(0.8)  # 128 and 1024 < 1,145
+    assert main(["traffic", str(hist)]) == 0
+    assert "unknown: the histogram gives shares" in capsys.readouterr().out
 
 
 def test_traffic_bad_file_exit_2(capsys, tmp_path):

@@ -333,6 +333,10 @@ def test_traffic_upload_and_bad_upload():
     assert metric(at, "Requests") == "3"
     assert "Skipped 1" in at.warning[0].value and "row 5" in at.warning[0].value
     assert "no timestamps" in at.info[-1].value
+    shares = b"le,probability\n128,0.5\n1024,0.3\n8192,0.2\n"
+    at.file_uploader(key="traffic_upload").set_value(("h.csv", shares, "text/csv")).run()
+    assert metric(at, "Requests") == "shares only" and metric(at, "Gain") == "80.0%"
+    assert "80% of the requests in h.csv gain" in at.info[0].value
     at.file_uploader(key="traffic_upload").set_value(("x.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert not at.exception
     assert "no prompt-length column" in at.error[0].value

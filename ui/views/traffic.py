@@ -120,10 +120,19 @@ def render() -> None:
     tsc = tr.per_request_scenario(sc)
     res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(state.id_list("links")), mix)
     reg = res["regions"]
-    st.info(traffic_takeaway(reg, sc.link.name, label), icon=":material/lightbulb:")
+    st.info(
+        traffic_takeaway(reg, sc.link.name, label, req.count_known), icon=":material/lightbulb:"
+    )
 
     m = st.columns(4)
-    m[0].metric("Requests", f"{reg.n_requests:,.0f}")
+    if req.count_known:
+        m[0].metric("Requests", f"{reg.n_requests:,.0f}")
+    else:
+        m[0].metric(
+            "Requests",
+            "shares only",
+            help="This histogram gives each bucket's share of the requests, not a count",
+        )
     m[1].metric(
         "Gain", f"{reg.fraction_gain:.1%}", help=f"{reg.fraction_tokens_gain:.1%} of tokens"
     )
