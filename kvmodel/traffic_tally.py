@@ -114,14 +114,16 @@ class _Tally(_Collect):
     def assemble(self, det: dict, container: str, name: str, where: str) -> Requests:
         _usable(self, name, where)
         nz = np.flatnonzero(self.dense)
-        lengths = [nz, *(t.lengths for t in self.tallies if t.lengths is not None)]
-        counts = [self.dense[nz], *(t.counts for t in self.tallies if t.counts is not None)]
-        if len(lengths) == 1:
-            weights = counts[0].astype(np.float64)
+        sparse = [t for t in self.tallies if t.lengths is not None]  # parts with huge lengths
+        if sparse:
+            lengths, inverse = np.unique(
+                np.concatenate([nz, *(t.lengths for t in sparse)]), return_inverse=True
+            )
+            counts = np.concatenate([self.dense[nz], *(t.counts for t in sparse)])
+            weights = np.bincount(inverse, weights=counts)
         else:
-            lengths, inverse = np.unique(np.concatenate(lengths), return_inverse=True)
-            weights = np.bincount(inverse, weights=np.concatenate(counts))
-        lengths = np.asarray(lengths[0] if isinstance(lengths, list) else lengths, np.int64)
+            lengths, weights = nz, self.dense[nz].astype(np.float64)
+        lengths = lengths.astype(np.int64, copy=False)
         fields = ("prompt_tokens", "output_tokens", "arrival_s")
         info = {"container": container, **{f: det[f] for f in fields if det[f]}}
         span = None
