@@ -145,3 +145,27 @@ def test_around_miss_wraps_only_computations():
     assert memo.call(f, (1,), {}, around_miss=spinner) == 1
     assert memo.call(f, (1,), {}, around_miss=spinner) == 1  # a hit: no spinner
     assert entered == [0] and len(calls) == 1
+
+
+def test_an_explicit_key_ignores_the_arguments_and_does_not_keep_them():
+    import gc
+    import weakref
+
+    class Payload:  # stands for an upload's bytes and its progress callback
+        pass
+
+    memo, seen = Memo(), []
+
+    def parse(payload):
+        seen.append(1)
+        return len(seen)
+
+    payload = Payload()
+    alive = weakref.ref(payload)
+    assert memo.call(parse, (payload,), {}, key=("file-1", "a.csv")) == 1
+    del payload
+    gc.collect()
+    assert alive() is None  # the entry kept the result, not the arguments
+    assert memo.call(parse, (Payload(),), {}, key=("file-1", "a.csv")) == 1  # same key: a hit
+    assert memo.call(parse, (Payload(),), {}, key=("file-2", "a.csv")) == 2
+    assert seen == [1, 1]

@@ -278,6 +278,32 @@ def test_traffic_page_sample_matches_kvmodel():
     assert "Prefill locally below 128 tokens" in at.success[0].value
 
 
+def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
+    import ui.traffic_ui
+
+    calls = []
+    real = ui.traffic_ui.load_traffic
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("name"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ui.traffic_ui, "load_traffic", counted)
+    at = app(page="pages/traffic.py")
+    at.radio(key="traffic_source").set_value("Upload").run()
+    csv = b"timestamp,prompt_tokens\n0,100\n1,2000\n2,500\n3,90\n"
+    at.file_uploader(key="traffic_upload").set_value(("once.csv", csv, "text/csv")).run()
+    assert metric(at, "Requests") == "4" and calls.count("once.csv") == 1
+    too_short = metric(at, "Too short")
+    at.number_input(key="w_minlen").set_value(1000).run()
+    assert metric(at, "Too short") != too_short  # the new threshold is used ...
+    at.slider(key="w_hit").set_value(50.0).run()
+    at.radio(key="w_crit").set_value("share").run()
+    at.number_input(key="w_rps").set_value(5.0).run()
+    assert metric(at, "Arrival rate") == "5.0 req/s"
+    assert not at.exception and calls.count("once.csv") == 1  # ... without reading it again
+
+
 def test_traffic_load_metrics_match_kvmodel():
     from kvmodel import traffic as tr
     from kvmodel.traffic_io import load_traffic

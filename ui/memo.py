@@ -59,10 +59,16 @@ class Memo:
     def __call__(self, fn, *args, **kwargs):
         return self.call(fn, args, kwargs)
 
-    def call(self, fn, args: tuple, kwargs: dict, around_miss=None):
+    def call(self, fn, args: tuple, kwargs: dict, around_miss=None, key=None):
         """``fn(*args, **kwargs)`` memoised; ``around_miss()`` (a context manager, e.g. a
-        spinner) wraps the computation when it has to run."""
-        key = self.key(fn, args, kwargs)
+        spinner) wraps the computation when it has to run.
+
+        ``key`` (hashable) replaces the key built from the arguments, for arguments that are
+        costly to key or must not be kept alive (an upload's bytes, a progress callback): the
+        entry then keeps only the result, and ``key`` must say everything the result depends on.
+        """
+        keep_args = key is None
+        key = self.key(fn, args, kwargs) if keep_args else (fn, key)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
@@ -76,7 +82,8 @@ class Memo:
                 result = fn(*args, **kwargs)
         with self._lock:
             self.misses += 1
-            self._entries[key] = (result, args, kwargs)  # args keep keyed identities alive
+            # args keep keyed identities alive
+            self._entries[key] = (result, args, kwargs) if keep_args else (result, None, None)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

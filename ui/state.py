@@ -69,6 +69,11 @@ def cached_with_spinner(text: str, fn, *args, **kwargs):
 def clear_cache() -> None:
     """Forget every memoised result (tests; a changed catalog file)."""
     _MEMO.clear()
+    for memo in _OTHER_MEMOS:
+        memo.clear()
+
+
+_OTHER_MEMOS: list = []  # module memos cleared with this one (traffic_ui's uploads)
 
 
 _GC_SETTLED: list[bool] = []  # process-wide: becomes [True] after the first full run

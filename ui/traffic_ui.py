@@ -14,6 +14,7 @@ from kvmodel.traffic import mix_from_requests, sample_path
 from kvmodel.traffic_io import load_traffic
 
 from . import state
+from .memo import Memo
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
@@ -21,16 +22,32 @@ def sample_requests(sample_id: str):
     return load_traffic(sample_path(sample_id), per_request=False)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def upload_requests(file_id: str, name: str, columns: tuple, _data: bytes, _progress=None):
+_UPLOADS = Memo(max_entries=4)  # parsed uploads, shared by sessions like st.cache_resource
+state._OTHER_MEMOS.append(_UPLOADS)
+
+
+def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progress=None):
+    """An upload read once per (file, column choice); later reruns get the same object.
+
+    Not ``st.cache_resource``: it records the progress bar's updates made inside the function
+    and replays them on every later hit, into a bar of a finished run, which fails
+    (``CacheReplayClosureError``) on the first control change after an upload.  The key is the
+    upload's id, not its bytes, and the entry does not keep the bytes or the callback.
+    """
+    return _UPLOADS.call(
+        _read_upload, (data, name, columns, progress), {}, key=(file_id, name, columns)
+    )
+
+
+def _read_upload(data: bytes, name: str, columns: tuple, progress):
     prompt, output, time = columns
     return load_traffic(
-        _data,
+        data,
         name=name,
         prompt_column=prompt or None,
         output_column=output or None,
         time_column=time or None,
-        progress=_progress,
+        progress=progress,
         per_request=False,
     )
 

@@ -55,7 +55,7 @@ def render() -> None:
         try:
             bar = st.progress(0.0, text=f"Reading {up.name}…")
             req = traffic_ui.upload_requests(
-                up.file_id, up.name, picks, data, _progress=lambda f: bar.progress(min(f, 1.0))
+                up.file_id, up.name, picks, data, progress=lambda f: bar.progress(min(f, 1.0))
             )
             bar.empty()
         except TrafficError as exc:
