@@ -1,313 +1,77 @@
 """Plotly figure builders: pure functions of model output, no ``st.*`` calls.
 
 Every figure has a title, axis titles with units and hover text with units.  Each interconnect
-keeps one colour everywhere (``link_color``).
+keeps one colour everywhere (``link_color``).  The shared kit (colours, the figure builder,
+layout helpers) is in ``ui.figkit``, the Measured page's figures in ``ui.figures_measured``;
+both are re-exported here, so pages use ``figures.<name>`` for every chart.
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvmodel import catalog
+from .figkit import (
+    BAND_COLOR,
+    LAYOUT_COLORS,
+    SEGMENT_COLORS,
+    _band_trace,
+    _Fig,
+    _finished,
+    _groups,
+    _layout,
+    _legend_on_top,
+    _panels,
+    _threshold_trace,
+    link_color,
+    link_name,
+)
+from .figures_measured import (
+    MEASURED_COLOR,
+    MODEL_COLOR,
+    NOMINAL_COLOR,
+    figure_bandwidth_fit,
+    figure_efficiency_curve,
+    figure_gap_distribution,
+    figure_model_vs_measured,
+    figure_time_fit,
+    figure_transfer_durations,
+)
 
-_LINK_PALETTE = {
-    "nvlink3": "#16a34a",
-    "nvlink4": "#15803d",
-    "nvlink5": "#166534",
-    "pcie4": "#a16207",
-    "pcie5": "#ca8a04",
-    "pcie6": "#eab308",
-    "ib-hdr": "#7c3aed",
-    "ib-ndr": "#2563eb",
-    "ib-xdr": "#0891b2",
-    "25gbe": "#9f1239",
-    "100gbe": "#dc2626",
-    "200gbe": "#ea580c",
-    "400gbe": "#f97316",
-    "800gbe": "#fb923c",
-    "aws-efa-p4d": "#db2777",
-    "aws-efa-p5": "#c026d3",
-    "infinity-fabric": "#0d9488",
-    "custom": "#475569",
-}
-_FALLBACK = ("#64748b", "#0f766e", "#b45309", "#6d28d9", "#be123c")
-LAYOUT_COLORS = {
-    "mha": "#dc2626",
-    "gqa": "#2563eb",
-    "mqa": "#0891b2",
-    "mla": "#16a34a",
-    "sliding": "#ca8a04",
-    "chunked": "#ea580c",
-    "sliding+global": "#a16207",
-    "hybrid-linear": "#7c3aed",
-    "hybrid-mamba": "#db2777",
-}
-SEGMENT_COLORS = {
-    "Prefill": "#94a3b8",
-    "KV transfer": "#dc2626",
-    "Quantize/dequantize": "#f59e0b",
-    "First decode step": "#2563eb",
-}
-BAND_COLOR = "rgba(37, 99, 235, 0.18)"
-
-
-_COMPOUND = {"marker", "line", "xaxis", "yaxis", "legend", "title", "hoverlabel", "font",
-             "textfont", "error"}  # fmt: skip
-
-
-def _plain(value):
-    """pandas columns as numpy arrays: plotly converts pandas through narwhals (slow) and
-    deep-copies Python lists element by element when the chart is sent."""
-    if isinstance(value, (pd.Series, pd.Index)):
-        return value.to_numpy()
-    return value
-
-
-def _groups(df: pd.DataFrame, key: str, columns: tuple[str, ...]):
-    """``(value, {column: array})`` per distinct ``key`` value, in first-seen order.
-
-    What ``df.groupby(key, sort=False)`` gives a chart, without building a sub-frame per group
-    (each column access on one costs about 0.3 ms on pandas 3).
-    """
-    keys = df[key].to_numpy(dtype=object)
-    cols = {c: df[c].to_numpy() for c in columns}
-    for value in dict.fromkeys(keys):
-        mask = keys == value
-        yield value, {c: v[mask] for c, v in cols.items()}
-
-
-def _expand(kwargs: dict) -> dict:
-    """Plotly's magic underscores (``marker_color``) as nested dicts (``marker.color``)."""
-    out: dict = {}
-    for key, value in kwargs.items():
-        value = _plain(value)
-        parts = key.split("_")
-        if len(parts) > 1 and parts[0] in _COMPOUND:
-            node = out
-            for part in parts[:-1]:
-                node = node.setdefault(part, {})
-            node[parts[-1]] = value
-        else:
-            _merge(out, {key: value})
-    return out
-
-
-def _merge(base: dict, extra: dict) -> dict:
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
-    return base
-
-
-class _Fig:
-    """Collects traces and layout as plain dicts; ``build`` makes one ``go.Figure`` at the end.
-
-    The incremental ``go.Figure`` API validates and re-parses on every call (20-30 ms for a
-    small chart); one constructor call over plain dicts costs a few ms.  It offers just the
-    calls the builders here use.
-    """
-
-    def __init__(self):
-        self.data: list[dict] = []
-        self.layout: dict = {}
-
-    def _trace(self, kind: str, kwargs: dict) -> None:
-        self.data.append({"type": kind, **_expand(kwargs)})
-
-    def add_bar(self, **kw):
-        self._trace("bar", kw)
-
-    def add_scatter(self, **kw):
-        self._trace("scatter", kw)
-
-    def add_histogram(self, **kw):
-        self._trace("histogram", kw)
-
-    def update_layout(self, **kw):
-        _merge(self.layout, _expand(kw))
-
-    def update_xaxes(self, **kw):
-        _merge(self.layout.setdefault("xaxis", {}), _expand(kw))
-
-    def update_yaxes(self, **kw):
-        _merge(self.layout.setdefault("yaxis", {}), _expand(kw))
-
-    def add_annotation(self, **kw):
-        self.layout.setdefault("annotations", []).append(_expand(kw))
-
-    def add_vline(self, x, annotation_text=None, annotation_position=None, **kw):
-        shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
-                 "y1": 1}  # fmt: skip
-        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
-        if annotation_text:
-            self.add_annotation(x=x, y=1, yref="paper", yanchor="bottom", showarrow=False,
-                                text=annotation_text)  # fmt: skip
-
-    def add_vrect(self, x0, x1, **kw):
-        shape = {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0,
-                 "y1": 1}  # fmt: skip
-        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
-
-    def build(self) -> go.Figure:
-        return go.Figure({"data": self.data, "layout": self.layout})
-
-
-def _finished(builder):
-    """Decorator: a builder that fills a ``_Fig`` returns the built ``go.Figure``."""
-
-    @functools.wraps(builder)
-    def wrapper(*args, **kwargs):
-        out = builder(*args, **kwargs)
-        return out.build() if isinstance(out, _Fig) else out
-
-    wrapper.unbuilt = builder  # the plain-dict figure, for combining into panels
-    return wrapper
-
-
-def link_color(link_id: str) -> str:
-    base = link_id.split("@")[0]
-    if base in _LINK_PALETTE:
-        return _LINK_PALETTE[base]
-    return _FALLBACK[sum(map(ord, base)) % len(_FALLBACK)]
-
-
-def link_name(link_id: str) -> str:
-    try:
-        return catalog.get_link(link_id).name
-    except ValueError:
-        return link_id
-
-
-def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
-    """A horizontal band as a filled trace (data coordinates: safe on log axes)."""
-    lo, hi = band_ms
-    x0, x1 = x_range
-    fig.add_scatter(
-        x=[x0, x1, x1, x0, x0],
-        y=[lo, lo, hi, hi, lo],
-        fill="toself",
-        mode="none",
-        fillcolor=BAND_COLOR,
-        name=label,
-        hoverinfo="skip",
-    )
-
-
-def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
-    fig.add_scatter(
-        x=list(x_range),
-        y=[y_ms, y_ms],
-        mode="lines",
-        name=label,
-        line={"color": "#475569", "dash": "dash", "width": 1.5},
-        hovertemplate=f"{label}<extra></extra>",
-    )
-
-
-def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
-    """A one-row legend between the title and the plot (for charts as wide as the page)."""
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
-        margin={"t": top},
-    )
-
-
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
-    fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left"},
-        xaxis_title=x,
-        yaxis_title=y,
-        height=height,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "traceorder": "normal"},
-        hoverlabel={"namelength": -1},
-    )
-    return fig
-
-
-def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _Fig:
-    """Several builders' figures as the panels of one figure.
-
-    One chart element instead of several: plotly builds and Streamlit serialises each figure
-    in about 10 ms, so a page redrawn on every input change pays that once.  ``rows``: panels
-    stacked, each with its own axes; otherwise side by side on one shared y axis (the option
-    labels are written once).  Each panel's title becomes a heading above it; its shapes and
-    annotations follow its axes.
-    """
-    out = _Fig()
-    n = len(figs)
-    heights = [int(fig.layout.get("height", 420)) for fig in figs]
-    top = max(int(fig.layout.get("margin", {}).get("t", 60)) for fig in figs) + 30
-    plot_px = (sum(heights) if rows else max(heights)) - top - 10
-    if rows:  # room for the axis title above and the next panel's heading, in pixels
-        gap = 120 / plot_px
-    share = [h / sum(heights) for h in heights] if rows else [1 / n] * n
-    span = 1 - gap * (n - 1)
-    edges, pos = [], 1.0 if rows else 0.0
-    for k in range(n):
-        size = share[k] * span
-        lo, hi = (pos - size, pos) if rows else (pos, pos + size)
-        edges.append((min(max(round(lo, 6), 0.0), 1.0), min(max(round(hi, 6), 0.0), 1.0)))
-        pos = pos - size - gap if rows else pos + size + gap
-    for k, fig in enumerate(figs):
-        suffix = "" if k == 0 else str(k + 1)
-        xname, yname = f"x{suffix}", (f"y{suffix}" if rows else "y")
-        lay = fig.layout
-        hide_legend = lay.get("showlegend") is False or (rows and k > 0)
-        for trace in fig.data:
-            trace = dict(trace, xaxis=xname, yaxis=yname)
-            if hide_legend and not str(trace.get("name", "")).startswith("base"):
-                trace["showlegend"] = False
-            out.data.append(trace)
-        xaxis = dict(lay.get("xaxis", {}), anchor=yname)
-        yaxis = dict(lay.get("yaxis", {}))
-        lo, hi = edges[k]
-        if rows:
-            xaxis["anchor"] = yname
-            out.layout[f"xaxis{suffix}"] = xaxis
-            out.layout[f"yaxis{suffix}"] = dict(yaxis, domain=[lo, hi], anchor=xname)
-            ref = {"xref": xname, "yref": f"{yname} domain"}
-        else:
-            out.layout[f"xaxis{suffix}"] = dict(xaxis, domain=[lo, hi])
-            if k == 0:
-                out.layout["yaxis"] = yaxis
-            ref = {"xref": xname, "yref": "paper"}
-        for shape in lay.get("shapes", []):
-            out.layout.setdefault("shapes", []).append(
-                dict(
-                    shape,
-                    xref=ref["xref"],
-                    yref=ref["yref"] if shape.get("yref") == "paper" else shape.get("yref", yname),
-                )  # fmt: skip
-            )
-        for note in lay.get("annotations", []):
-            yref = ref["yref"] if note.get("yref") == "paper" else note.get("yref", yname)
-            out.layout.setdefault("annotations", []).append(dict(note, xref=xname, yref=yref))
-        heading = lay.get("title", {}).get("text")
-        if heading:
-            out.add_annotation(
-                text=f"<b>{heading}</b>", showarrow=False, x=0 if rows else lo, xref="paper",
-                y=1, yref=f"{yname} domain" if rows else "paper", xanchor="left",
-                yanchor="bottom", yshift=8 if rows else 34, font={"size": 14},
-            )  # fmt: skip
-        for key in ("barmode", "hoverlabel"):
-            if key in lay:
-                out.layout[key] = lay[key]
-        if "legend" in lay and not hide_legend:  # above its panel (rows: above its heading)
-            legend = dict(lay["legend"], x=0 if rows else lo)
-            out.layout["legend"] = dict(legend, y=1 + 34 / plot_px) if rows else legend
-    out.layout.update(
-        title={"text": title, "x": 0, "xanchor": "left"},
-        height=sum(heights) if rows else max(heights),
-        margin={"l": 10, "r": 10, "t": top + (40 if rows else 0), "b": 10},
-    )
-    return out
+__all__ = [  # the builders defined here and those re-exported from the two modules above
+    "BAND_COLOR",
+    "LAYOUT_COLORS",
+    "MEASURED_COLOR",
+    "MODEL_COLOR",
+    "NOMINAL_COLOR",
+    "REGION_COLORS",
+    "REGION_NAMES",
+    "SEGMENT_COLORS",
+    "TORNADO_COLORS",
+    "figure_bandwidth_fit",
+    "figure_batch_sweep",
+    "figure_bytes_per_token",
+    "figure_efficiency_curve",
+    "figure_gap_distribution",
+    "figure_mitigation_panels",
+    "figure_model_vs_measured",
+    "figure_models_seq",
+    "figure_option_transfer",
+    "figure_seq_sweep",
+    "figure_time_fit",
+    "figure_timeline",
+    "figure_tornado",
+    "figure_tornado_panels",
+    "figure_traffic_histogram",
+    "figure_transfer_durations",
+    "figure_transfer_vs_step",
+    "figure_ttft",
+    "figure_ttft_waterfall",
+    "link_color",
+    "link_name",
+    "traffic_comparison_frame",
+]
 
 
 @_finished
@@ -801,265 +565,3 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     )
     _legend_on_top(fig, top=100)
     return fig
-
-
-# ---- Measured vs model ----------------------------------------------------------------------
-
-MEASURED_COLOR = "#dc2626"
-MODEL_COLOR = "#2563eb"
-NOMINAL_COLOR = "#475569"
-
-
-@_finished
-def figure_model_vs_measured(
-    rows, *, title: str = "Model vs measured, per request", unit: str = "ms"
-) -> go.Figure:
-    """Grouped bars of (label, model seconds, measured seconds) in ``unit`` ("ms" or "µs"); a
-    missing side is left out.  Log y when the values span more than ten times (a TTFT and a
-    few-ms gap)."""
-    scale = {"ms": 1e3, "µs": 1e6}[unit]
-    fig = _Fig()
-    labels = [r[0] for r in rows]
-    for name, idx, color in (("Model", 1, MODEL_COLOR), ("Measured", 2, MEASURED_COLOR)):
-        ys = [None if r[idx] is None else r[idx] * scale for r in rows]
-        fig.add_bar(
-            x=labels,
-            y=ys,
-            name=name,
-            marker_color=color,
-            text=[None if y is None else f"{y:,.3g} {unit}" for y in ys],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate=f"{name}<br>%{{x}}: %{{y:,.3f}} {unit}<extra></extra>",
-        )
-    fig.update_layout(barmode="group")
-    values = [r[i] * scale for r in rows for i in (1, 2) if r[i] is not None and r[i] > 0]
-    log = bool(values) and max(values) / min(values) > 10
-    if log:  # a TTFT and a few-ms gap on one chart; labels at powers of ten only
-        top = np.log10(max(values)) + 0.35
-        fig.update_yaxes(type="log", dtick=1, range=[np.log10(min(values)) - 0.3, top])
-    else:
-        fig.update_yaxes(rangemode="tozero")
-    fig = _layout(fig, title, "", f"time [{unit}{', log scale' if log else ''}]", height=400)
-    _legend_on_top(fig, top=90)
-    return fig
-
-
-@_finished
-def figure_gap_distribution(
-    buckets=(), samples=(), *, model_s: float | None = None, source: str = ""
-) -> go.Figure:
-    """How the measured transfer gap is spread: a histogram's buckets (cumulative
-    ``(upper bound [s], count)``, ``+Inf`` last) or a gauge's samples [s], on a log time axis
-    [ms], with the model's exposed transfer marked."""
-    fig = _Fig()
-    above = 0.0
-    if buckets:
-        b = [(float(le), float(c)) for le, c in buckets]
-        finite = [(le, c) for le, c in b if np.isfinite(le) and le > 0]
-        above = b[-1][1] - finite[-1][1] if finite and not np.isfinite(b[-1][0]) else 0.0
-        edges = [finite[0][0] / 2] + [le for le, _ in finite]
-        counts = np.diff([0.0] + [c for _, c in finite])
-        nonzero = np.flatnonzero(counts)
-        if nonzero.size:  # drop the empty buckets at both ends (keep one on each side)
-            lo_i, hi_i = max(nonzero[0] - 1, 0), min(nonzero[-1] + 1, len(counts) - 1)
-            counts = counts[lo_i : hi_i + 1]
-            edges = edges[lo_i : hi_i + 2]
-    else:
-        s = np.asarray(samples, dtype=float) * 1e3
-        s = s[s > 0]
-        lo, hi = (float(s.min()), float(s.max())) if s.size else (1.0, 2.0)
-        edges_ms = np.geomspace(lo * 0.9, hi * 1.1, min(max(int(np.sqrt(s.size)) + 1, 4), 40))
-        counts, _ = np.histogram(s, bins=edges_ms)
-        edges = list(edges_ms / 1e3)
-    lo_ms = np.asarray(edges[:-1]) * 1e3
-    hi_ms = np.asarray(edges[1:]) * 1e3
-    fig.add_bar(
-        x=np.sqrt(lo_ms * hi_ms),
-        y=counts,
-        width=hi_ms - lo_ms,
-        name="measured transfers",
-        marker_color=MEASURED_COLOR,
-        marker_line={"color": "white", "width": 1},
-        customdata=np.stack([lo_ms, hi_ms], axis=1),
-        hovertemplate="%{customdata[0]:,.3g}–%{customdata[1]:,.3g} ms: %{y:,.0f} transfers"
-        "<extra></extra>",
-    )
-    fig.update_layout(bargap=0)
-    fig.update_xaxes(type="log", dtick="D2")  # 1, 2, 5, 10, 20, 50 …
-    if model_s is not None and model_s > 0:
-        x = model_s * 1e3
-        fig.add_vline(x=x, line_dash="dash", line_color=MODEL_COLOR)
-        fig.add_annotation(
-            x=float(np.log10(x)),
-            y=1,
-            yref="paper",
-            yanchor="bottom",
-            text=f"model {x:,.3g} ms",
-            showarrow=False,
-            font={"size": 11, "color": MODEL_COLOR},
-        )
-    note = f"; {above:,.0f} above {edges[-1] * 1e3:,.3g} ms not drawn" if above else ""
-    title = "Measured transfer gap" + (f" ({source})" if source else "") + note
-    return _layout(fig, title, "transfer gap [ms, log scale]", "transfers", height=380)
-
-
-@_finished
-def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
-    """perftest points (message bytes, bandwidth B/s) with the fitted curve and the link's
-    nominal bandwidth, in GB/s over a log message-size axis."""
-    x = np.asarray(sizes, dtype=float)
-    grid = np.geomspace(x.min(), x.max(), 200)
-    fig = _Fig()
-    fig.add_scatter(
-        x=x,
-        y=np.asarray(bandwidths, dtype=float) / 1e9,
-        mode="markers",
-        name="measured",
-        marker={"color": MEASURED_COLOR, "size": 8},
-        hovertemplate="%{x:,.0f} B: %{y:,.3f} GB/s measured<extra></extra>",
-    )
-    fig.add_scatter(
-        x=grid,
-        y=fit.bandwidth_at(grid) / 1e9,
-        mode="lines",
-        name=(
-            f"fit: {fit.bandwidth_bytes_per_s / 1e9:,.4g} GB/s, "
-            f"{fit.latency_s * 1e6:,.3g} µs per message"
-        ),
-        line={"color": MODEL_COLOR, "width": 2},
-        hovertemplate="%{x:,.0f} B: %{y:,.3f} GB/s fitted<extra></extra>",
-    )
-    fig.add_scatter(
-        x=[grid[0], grid[-1]],
-        y=[nominal / 1e9] * 2,
-        mode="lines",
-        name=f"{link} nominal {nominal / 1e9:,.4g} GB/s",
-        line={"color": NOMINAL_COLOR, "dash": "dash", "width": 1.5},
-        hovertemplate=f"{link} nominal: %{{y:,.4g}} GB/s<extra></extra>",
-    )
-    fig.update_xaxes(type="log")
-    fig = _layout(
-        fig,
-        "Measured bandwidth by message size, with the fit",
-        "message size [bytes, log scale]",
-        "bandwidth [GB/s per direction]",
-    )
-    _legend_on_top(fig, top=90)
-    return fig
-
-
-@_finished
-def figure_time_fit(sizes, seconds, fit) -> go.Figure:
-    """(bytes, seconds) points with ``t = latency + bytes ÷ bandwidth``, log-log, in µs."""
-    x = np.asarray(sizes, dtype=float)
-    pos = x[x > 0]
-    grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = _Fig()
-    fig.add_scatter(
-        x=x,
-        y=np.asarray(seconds, dtype=float) * 1e6,
-        mode="markers",
-        name="measured",
-        marker={"color": MEASURED_COLOR, "size": 8},
-        hovertemplate="%{x:,.0f} B in %{y:,.3f} µs<extra></extra>",
-    )
-    fig.add_scatter(
-        x=grid,
-        y=fit.time_s(grid) * 1e6,
-        mode="lines",
-        name=(
-            f"fit: {fit.latency_s * 1e6:,.3g} µs + bytes ÷ "
-            f"{fit.bandwidth_bytes_per_s / 1e9:,.4g} GB/s"
-        ),
-        line={"color": MODEL_COLOR, "width": 2},
-        hovertemplate="%{x:,.0f} B in %{y:,.3f} µs fitted<extra></extra>",
-    )
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
-    fig = _layout(
-        fig,
-        "Measured transfer time by size, with the fit",
-        "transfer size [bytes, log scale]",
-        "time [µs, log scale]",
-    )
-    _legend_on_top(fig, top=90)
-    return fig
-
-
-@_finished
-def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
-    """Achieved ÷ nominal bandwidth [%] by message size: measured points and the fit."""
-    x = np.asarray(sizes, dtype=float)
-    pos = x[x > 0]
-    grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = _Fig()
-    fig.add_scatter(
-        x=x,
-        y=np.asarray(bandwidths, dtype=float) / nominal * 100,
-        mode="markers",
-        name="measured",
-        marker={"color": MEASURED_COLOR, "size": 8},
-        hovertemplate="%{x:,.0f} B: %{y:,.1f} % of nominal<extra></extra>",
-    )
-    fig.add_scatter(
-        x=grid,
-        y=fit.bandwidth_at(grid) / nominal * 100,
-        mode="lines",
-        name="fit",
-        line={"color": MODEL_COLOR, "width": 2},
-        hovertemplate="%{x:,.0f} B: %{y:,.1f} % of nominal (fit)<extra></extra>",
-    )
-    fig.add_scatter(
-        x=[grid[0], grid[-1]],
-        y=[100, 100],
-        mode="lines",
-        name="nominal (100 %)",
-        line={"color": NOMINAL_COLOR, "dash": "dash", "width": 1.5},
-        hoverinfo="skip",
-    )
-    fig.update_xaxes(type="log")
-    fig = _layout(
-        fig,
-        f"Efficiency by message size: achieved ÷ {link}'s nominal {nominal / 1e9:,.4g} GB/s",
-        "message size [bytes, log scale]",
-        "efficiency [% of nominal]",
-    )
-    _legend_on_top(fig, top=90)
-    return fig
-
-
-@_finished
-def figure_transfer_durations(durations_s, *, model_s: float | None = None) -> go.Figure:
-    """Histogram of profiled per-transfer durations [µs] with the model's per-layer time."""
-    d = np.asarray(durations_s, dtype=float) * 1e6
-    fig = _Fig()
-    fig.add_histogram(
-        x=d,
-        nbinsx=min(max(int(np.sqrt(d.size)) * 2, 10), 60),
-        name="profiled transfers",
-        marker_color=MEASURED_COLOR,
-        marker_line={"color": "white", "width": 1},
-        hovertemplate="%{x} µs: %{y:,.0f} transfers<extra></extra>",
-    )
-    if model_s is not None:
-        x = model_s * 1e6
-        fig.add_vline(x=x, line_dash="dash", line_color=MODEL_COLOR)
-        fig.add_annotation(
-            x=x,
-            y=1,
-            yref="paper",
-            yanchor="bottom",
-            text=f"model per layer {x:,.3g} µs",
-            showarrow=False,
-            font={"size": 11, "color": MODEL_COLOR},
-        )
-    if d.size and np.histogram(d, bins=min(max(int(np.sqrt(d.size)) * 2, 10), 60))[0].max() < 8:
-        fig.update_yaxes(dtick=1)  # whole transfers
-    return _layout(
-        fig,
-        "Profiled transfer durations",
-        "duration per transfer [µs]",
-        "transfers",
-        height=380,
-    )

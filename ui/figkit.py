@@ -1,0 +1,307 @@
+"""The kit the figure builders share: colours (one per interconnect everywhere), a light
+figure builder that makes one ``go.Figure`` from plain dicts, and layout helpers (titles, unit
+axes, threshold lines, legends, panels of several figures in one)."""
+
+from __future__ import annotations
+
+import functools
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from kvmodel import catalog
+
+_LINK_PALETTE = {
+    "nvlink3": "#16a34a",
+    "nvlink4": "#15803d",
+    "nvlink5": "#166534",
+    "pcie4": "#a16207",
+    "pcie5": "#ca8a04",
+    "pcie6": "#eab308",
+    "ib-hdr": "#7c3aed",
+    "ib-ndr": "#2563eb",
+    "ib-xdr": "#0891b2",
+    "25gbe": "#9f1239",
+    "100gbe": "#dc2626",
+    "200gbe": "#ea580c",
+    "400gbe": "#f97316",
+    "800gbe": "#fb923c",
+    "aws-efa-p4d": "#db2777",
+    "aws-efa-p5": "#c026d3",
+    "infinity-fabric": "#0d9488",
+    "custom": "#475569",
+}
+_FALLBACK = ("#64748b", "#0f766e", "#b45309", "#6d28d9", "#be123c")
+LAYOUT_COLORS = {
+    "mha": "#dc2626",
+    "gqa": "#2563eb",
+    "mqa": "#0891b2",
+    "mla": "#16a34a",
+    "sliding": "#ca8a04",
+    "chunked": "#ea580c",
+    "sliding+global": "#a16207",
+    "hybrid-linear": "#7c3aed",
+    "hybrid-mamba": "#db2777",
+}
+SEGMENT_COLORS = {
+    "Prefill": "#94a3b8",
+    "KV transfer": "#dc2626",
+    "Quantize/dequantize": "#f59e0b",
+    "First decode step": "#2563eb",
+}
+BAND_COLOR = "rgba(37, 99, 235, 0.18)"
+
+
+_COMPOUND = {"marker", "line", "xaxis", "yaxis", "legend", "title", "hoverlabel", "font",
+             "textfont", "error"}  # fmt: skip
+
+
+def _plain(value):
+    """pandas columns as numpy arrays: plotly converts pandas through narwhals (slow) and
+    deep-copies Python lists element by element when the chart is sent."""
+    if isinstance(value, (pd.Series, pd.Index)):
+        return value.to_numpy()
+    return value
+
+
+def _groups(df: pd.DataFrame, key: str, columns: tuple[str, ...]):
+    """``(value, {column: array})`` per distinct ``key`` value, in first-seen order.
+
+    What ``df.groupby(key, sort=False)`` gives a chart, without building a sub-frame per group
+    (each column access on one costs about 0.3 ms on pandas 3).
+    """
+    keys = df[key].to_numpy(dtype=object)
+    cols = {c: df[c].to_numpy() for c in columns}
+    for value in dict.fromkeys(keys):
+        mask = keys == value
+        yield value, {c: v[mask] for c, v in cols.items()}
+
+
+def _expand(kwargs: dict) -> dict:
+    """Plotly's magic underscores (``marker_color``) as nested dicts (``marker.color``)."""
+    out: dict = {}
+    for key, value in kwargs.items():
+        value = _plain(value)
+        parts = key.split("_")
+        if len(parts) > 1 and parts[0] in _COMPOUND:
+            node = out
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        else:
+            _merge(out, {key: value})
+    return out
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+class _Fig:
+    """Collects traces and layout as plain dicts; ``build`` makes one ``go.Figure`` at the end.
+
+    The incremental ``go.Figure`` API validates and re-parses on every call (20-30 ms for a
+    small chart); one constructor call over plain dicts costs a few ms.  It offers just the
+    calls the builders here use.
+    """
+
+    def __init__(self):
+        self.data: list[dict] = []
+        self.layout: dict = {}
+
+    def _trace(self, kind: str, kwargs: dict) -> None:
+        self.data.append({"type": kind, **_expand(kwargs)})
+
+    def add_bar(self, **kw):
+        self._trace("bar", kw)
+
+    def add_scatter(self, **kw):
+        self._trace("scatter", kw)
+
+    def add_histogram(self, **kw):
+        self._trace("histogram", kw)
+
+    def update_layout(self, **kw):
+        _merge(self.layout, _expand(kw))
+
+    def update_xaxes(self, **kw):
+        _merge(self.layout.setdefault("xaxis", {}), _expand(kw))
+
+    def update_yaxes(self, **kw):
+        _merge(self.layout.setdefault("yaxis", {}), _expand(kw))
+
+    def add_annotation(self, **kw):
+        self.layout.setdefault("annotations", []).append(_expand(kw))
+
+    def add_vline(self, x, annotation_text=None, annotation_position=None, **kw):
+        shape = {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
+                 "y1": 1}  # fmt: skip
+        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
+        if annotation_text:
+            self.add_annotation(x=x, y=1, yref="paper", yanchor="bottom", showarrow=False,
+                                text=annotation_text)  # fmt: skip
+
+    def add_vrect(self, x0, x1, **kw):
+        shape = {"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0,
+                 "y1": 1}  # fmt: skip
+        self.layout.setdefault("shapes", []).append(_merge(shape, _expand(kw)))
+
+    def build(self) -> go.Figure:
+        return go.Figure({"data": self.data, "layout": self.layout})
+
+
+def _finished(builder):
+    """Decorator: a builder that fills a ``_Fig`` returns the built ``go.Figure``."""
+
+    @functools.wraps(builder)
+    def wrapper(*args, **kwargs):
+        out = builder(*args, **kwargs)
+        return out.build() if isinstance(out, _Fig) else out
+
+    wrapper.unbuilt = builder  # the plain-dict figure, for combining into panels
+    return wrapper
+
+
+def link_color(link_id: str) -> str:
+    base = link_id.split("@")[0]
+    if base in _LINK_PALETTE:
+        return _LINK_PALETTE[base]
+    return _FALLBACK[sum(map(ord, base)) % len(_FALLBACK)]
+
+
+def link_name(link_id: str) -> str:
+    try:
+        return catalog.get_link(link_id).name
+    except ValueError:
+        return link_id
+
+
+def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
+    """A horizontal band as a filled trace (data coordinates: safe on log axes)."""
+    lo, hi = band_ms
+    x0, x1 = x_range
+    fig.add_scatter(
+        x=[x0, x1, x1, x0, x0],
+        y=[lo, lo, hi, hi, lo],
+        fill="toself",
+        mode="none",
+        fillcolor=BAND_COLOR,
+        name=label,
+        hoverinfo="skip",
+    )
+
+
+def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
+    fig.add_scatter(
+        x=list(x_range),
+        y=[y_ms, y_ms],
+        mode="lines",
+        name=label,
+        line={"color": "#475569", "dash": "dash", "width": 1.5},
+        hovertemplate=f"{label}<extra></extra>",
+    )
+
+
+def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
+    """A one-row legend between the title and the plot (for charts as wide as the page)."""
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        margin={"t": top},
+    )
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left"},
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "traceorder": "normal"},
+        hoverlabel={"namelength": -1},
+    )
+    return fig
+
+
+def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _Fig:
+    """Several builders' figures as the panels of one figure.
+
+    One chart element instead of several: plotly builds and Streamlit serialises each figure
+    in about 10 ms, so a page redrawn on every input change pays that once.  ``rows``: panels
+    stacked, each with its own axes; otherwise side by side on one shared y axis (the option
+    labels are written once).  Each panel's title becomes a heading above it; its shapes and
+    annotations follow its axes.
+    """
+    out = _Fig()
+    n = len(figs)
+    heights = [int(fig.layout.get("height", 420)) for fig in figs]
+    top = max(int(fig.layout.get("margin", {}).get("t", 60)) for fig in figs) + 30
+    plot_px = (sum(heights) if rows else max(heights)) - top - 10
+    if rows:  # room for the axis title above and the next panel's heading, in pixels
+        gap = 120 / plot_px
+    share = [h / sum(heights) for h in heights] if rows else [1 / n] * n
+    span = 1 - gap * (n - 1)
+    edges, pos = [], 1.0 if rows else 0.0
+    for k in range(n):
+        size = share[k] * span
+        lo, hi = (pos - size, pos) if rows else (pos, pos + size)
+        edges.append((min(max(round(lo, 6), 0.0), 1.0), min(max(round(hi, 6), 0.0), 1.0)))
+        pos = pos - size - gap if rows else pos + size + gap
+    for k, fig in enumerate(figs):
+        suffix = "" if k == 0 else str(k + 1)
+        xname, yname = f"x{suffix}", (f"y{suffix}" if rows else "y")
+        lay = fig.layout
+        hide_legend = lay.get("showlegend") is False or (rows and k > 0)
+        for trace in fig.data:
+            trace = dict(trace, xaxis=xname, yaxis=yname)
+            if hide_legend and not str(trace.get("name", "")).startswith("base"):
+                trace["showlegend"] = False
+            out.data.append(trace)
+        xaxis = dict(lay.get("xaxis", {}), anchor=yname)
+        yaxis = dict(lay.get("yaxis", {}))
+        lo, hi = edges[k]
+        if rows:
+            xaxis["anchor"] = yname
+            out.layout[f"xaxis{suffix}"] = xaxis
+            out.layout[f"yaxis{suffix}"] = dict(yaxis, domain=[lo, hi], anchor=xname)
+            ref = {"xref": xname, "yref": f"{yname} domain"}
+        else:
+            out.layout[f"xaxis{suffix}"] = dict(xaxis, domain=[lo, hi])
+            if k == 0:
+                out.layout["yaxis"] = yaxis
+            ref = {"xref": xname, "yref": "paper"}
+        for shape in lay.get("shapes", []):
+            out.layout.setdefault("shapes", []).append(
+                dict(
+                    shape,
+                    xref=ref["xref"],
+                    yref=ref["yref"] if shape.get("yref") == "paper" else shape.get("yref", yname),
+                )  # fmt: skip
+            )
+        for note in lay.get("annotations", []):
+            yref = ref["yref"] if note.get("yref") == "paper" else note.get("yref", yname)
+            out.layout.setdefault("annotations", []).append(dict(note, xref=xname, yref=yref))
+        heading = lay.get("title", {}).get("text")
+        if heading:
+            out.add_annotation(
+                text=f"<b>{heading}</b>", showarrow=False, x=0 if rows else lo, xref="paper",
+                y=1, yref=f"{yname} domain" if rows else "paper", xanchor="left",
+                yanchor="bottom", yshift=8 if rows else 34, font={"size": 14},
+            )  # fmt: skip
+        for key in ("barmode", "hoverlabel"):
+            if key in lay:
+                out.layout[key] = lay[key]
+        if "legend" in lay and not hide_legend:  # above its panel (rows: above its heading)
+            legend = dict(lay["legend"], x=0 if rows else lo)
+            out.layout["legend"] = dict(legend, y=1 + 34 / plot_px) if rows else legend
+    out.layout.update(
+        title={"text": title, "x": 0, "xanchor": "left"},
+        height=sum(heights) if rows else max(heights),
+        margin={"l": 10, "r": 10, "t": top + (40 if rows else 0), "b": 10},
+    )
+    return out
