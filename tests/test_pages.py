@@ -290,7 +290,7 @@ def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
 
     monkeypatch.setattr(ui.traffic_ui, "load_traffic", counted)
     at = app(page="pages/traffic.py")
-    at.radio(key="traffic_source").set_value("Upload").run()
+    at.radio(key="w_traffic_source").set_value("Upload").run()
     csv = b"timestamp,prompt_tokens\n0,100\n1,2000\n2,500\n3,90\n"
     at.file_uploader(key="traffic_upload").set_value(("once.csv", csv, "text/csv")).run()
     assert metric(at, "Requests") == "4" and calls.count("once.csv") == 1
@@ -302,6 +302,37 @@ def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
     at.number_input(key="w_rps").set_value(5.0).run()
     assert metric(at, "Arrival rate") == "5.0 req/s"
     assert not at.exception and calls.count("once.csv") == 1  # ... without reading it again
+
+
+def test_an_upload_survives_page_switches_and_feeds_compare():
+    from kvmodel import traffic as tr
+    from kvmodel.traffic_io import load_traffic
+
+    at = app(page="pages/traffic.py")
+    at.radio(key="w_traffic_source").set_value("Upload").run()
+    csv = b"prompt_tokens\n100\n2000\n500\n90\n700\n"
+    at.file_uploader(key="traffic_upload").set_value(("mine.csv", csv, "text/csv")).run()
+    assert metric(at, "Requests") == "5"
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    assert any("mine.csv (the Traffic page's upload)" in c.value for c in at.caption)
+    mix = tr.mix_from_requests(load_traffic(csv, name="mine.csv"))
+    gain = tr.regions(tr.per_request_scenario(build_scenario()), mix).fraction_gain
+    assert gain == 0.4  # 500 and 700 of the five (the critical length is 1,145 tokens)
+    assert metric(at, "A (sidebar)") == f"{gain:.1%}"
+    at.switch_page("pages/traffic.py").run()  # the uploader comes back empty ...
+    assert at.radio(key="w_traffic_source").value == "Upload"
+    assert metric(at, "Requests") == "5"  # ... but the upload is still analysed
+    assert any("Showing mine.csv, uploaded earlier" in c.value for c in at.caption)
+    at.button(key="traffic_forget").click().run()
+    assert "Upload a file" in at.info[0].value and not at.metric
+    at.switch_page("pages/compare.py").run()  # back to the sample
+    assert any("(the Traffic page's sample)" in c.value for c in at.caption)
+    at.switch_page("pages/traffic.py").run()
+    at.file_uploader(key="traffic_upload").set_value(("mine.csv", csv, "text/csv")).run()
+    assert metric(at, "Requests") == "5"
+    at.file_uploader(key="traffic_upload").set_value(None).run()  # the uploader's ✕
+    assert "Upload a file" in at.info[0].value and not at.metric
 
 
 def test_traffic_load_metrics_match_kvmodel():
@@ -351,7 +382,7 @@ def test_traffic_thresholds_change_numbers_and_link():
 
 def test_traffic_upload_and_bad_upload():
     at = app(page="pages/traffic.py")
-    at.radio(key="traffic_source").set_value("Upload").run()
+    at.radio(key="w_traffic_source").set_value("Upload").run()
     assert "Upload a file" in at.info[0].value
     csv = b"prompt_tokens,completion_tokens\n100,5\n2000,10\n500,7\n-3,1\n"
     at.file_uploader(key="traffic_upload").set_value(("t.csv", csv, "text/csv")).run()

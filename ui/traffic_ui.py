@@ -8,6 +8,8 @@ prefix-cache setting.  The analyses are memoised per scenario and ``mix`` object
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from kvmodel.traffic import mix_from_requests, sample_path
@@ -37,6 +39,28 @@ def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progre
     return _UPLOADS.call(
         _read_upload, (data, name, columns, progress), {}, key=(file_id, name, columns)
     )
+
+
+KEPT = "traffic_kept"  # session key: the last upload read in this session
+
+
+@dataclass(frozen=True)
+class KeptUpload:
+    """An upload's parsed requests (counts per length: small), kept for the session so that
+    leaving the Traffic page, whose uploader then comes back empty, does not lose it; the
+    Compare page uses it too."""
+
+    req: object
+    key: tuple
+    label: str
+
+
+def keep_upload(req, key: tuple, label: str) -> None:
+    st.session_state[KEPT] = KeptUpload(req, key, label)
+
+
+def kept_upload() -> KeptUpload | None:
+    return st.session_state.get(KEPT)
 
 
 def _read_upload(data: bytes, name: str, columns: tuple, progress):

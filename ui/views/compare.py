@@ -109,9 +109,14 @@ def render() -> None:
     )
 
     trace = ss.get("trace")
-    if trace in tr.SAMPLES:
-        req = traffic_ui.sample_requests(trace)
-        mix = traffic_ui.mix(("sample", trace), None, req)
+    kept = traffic_ui.kept_upload() if ss.get("traffic_source") == "Upload" else None
+    if kept is not None or trace in tr.SAMPLES:
+        if kept is not None:  # the Traffic page shows an upload: compare on it
+            mix = traffic_ui.mix(kept.key, None, kept.req)
+            source = f"{kept.label} (the Traffic page's upload)"
+        else:
+            mix = traffic_ui.mix(("sample", trace), None, traffic_ui.sample_requests(trace))
+            source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
         gains = {
             label: tr.regions(
                 tr.per_request_scenario(sc),
@@ -122,9 +127,12 @@ def render() -> None:
             for label, sc in labelled
         }
         st.subheader("Traffic that gains")
+        rule = {
+            "step": f"transfer ≥ {base_sc.k:g} × decode step",
+            "share": f"transfer share of TTFT > {base_sc.share_target:.0%}",
+        }[ss["crit"]]
         st.caption(
-            f"{tr.SAMPLES[trace][1]} (the Traffic page's sample), too short below "
-            f"{int(ss['minlen']):,} tokens, criterion {ss['crit']}."
+            f"{source}; too short below {int(ss['minlen']):,} tokens, transfer-bound when {rule}."
         )
         c = st.columns(len(gains))
         for col, (label, frac) in zip(c, gains.items(), strict=True):

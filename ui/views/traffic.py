@@ -11,6 +11,74 @@ from ui import exports_ui, figures, params, state, traffic_ui
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
 
+SOURCE = "traffic_source"  # session key of the radio's value (the widget's is w_traffic_source)
+SOURCES = ["Sample trace", "Upload"]
+
+
+def _forget_removed_upload() -> None:
+    """The uploader's ✕ removes the file for good (an empty uploader after a page switch
+    does not: the kept upload is shown again)."""
+    if st.session_state.get("traffic_upload") is None:
+        st.session_state.pop(traffic_ui.KEPT, None)
+
+
+def _upload(limit_mb: int):
+    """The uploaded traffic: (requests, cache key, label); stops the page without one."""
+    up = st.file_uploader(
+        "Per-request table (CSV/TSV, .gz, Parquet, JSON Lines), a histogram (bucket, count) "
+        f"or a vLLM/SGLang Prometheus scrape; at most {limit_mb} MB",
+        type=UPLOAD_TYPES,
+        key="traffic_upload",
+        on_change=_forget_removed_upload,
+    )
+    if up is None:
+        kept = traffic_ui.kept_upload()
+        if kept is not None:
+            st.caption(
+                f"Showing {kept.label}, uploaded earlier in this session. Upload another file "
+                "to replace it, or remove it with Forget.",
+            )
+            st.button(
+                "Forget this upload",
+                key="traffic_forget",
+                icon=":material/close:",
+                on_click=lambda: st.session_state.pop(traffic_ui.KEPT, None),
+            )
+            return kept.req, kept.key, kept.label
+        st.info(
+            "Upload a file to analyse it. Uploaded traffic is not part of shared links; "
+            "the scenario and thresholds are.",
+            icon=":material/upload_file:",
+        )
+        st.stop()
+    data = up.getvalue()
+    picks = tuple(
+        st.session_state.get(k) or "" for k in ("pick_prompt", "pick_output", "pick_time")
+    )
+    try:
+        bar = st.progress(0.0, text=f"Reading {up.name}…")
+        req = traffic_ui.upload_requests(
+            up.file_id, up.name, picks, data, progress=lambda f: bar.progress(min(f, 1.0))
+        )
+        bar.empty()
+    except TrafficError as exc:
+        bar.empty()
+        st.error(str(exc))
+        try:
+            cols = [""] + table_columns(data, name=up.name)
+        except TrafficError:
+            st.stop()
+        st.write("Pick the columns by hand:")
+        c = st.columns(3)
+        c[0].selectbox("Prompt tokens column", cols, key="pick_prompt")
+        c[1].selectbox("Output tokens column (optional)", cols, key="pick_output")
+        c[2].selectbox("Timestamp column (optional)", cols, key="pick_time")
+        st.stop()
+    key, label = ("upload", up.file_id, picks), up.name
+    traffic_ui.keep_upload(req, key, label)
+    return req, key, label
+
+
 def render() -> None:
     """Draw the page (see the module docstring)."""
     state.ensure_router()
@@ -19,8 +87,9 @@ def render() -> None:
     sc = state.scenario_or_stop()
     limit_mb = st.get_option("server.maxUploadSize")
 
-    source = st.radio(
-        "Traffic to analyse", ["Sample trace", "Upload"], horizontal=True, key="traffic_source"
+    st.session_state.setdefault(SOURCE, "Sample trace")
+    source = state.page_widget(
+        st.radio, "Traffic to analyse", SOURCE, options=SOURCES, horizontal=True
     )
     if source == "Sample trace":
         trace = state.page_widget(
@@ -34,44 +103,7 @@ def render() -> None:
         key, label = ("sample", trace), tr.SAMPLES[trace][1]
         st.caption(f"Source: {tr.SAMPLES[trace][2]}.")
     else:
-        up = st.file_uploader(
-            "Per-request table (CSV/TSV, .gz, Parquet, JSON Lines), a histogram (bucket, count) "
-            "or a "
-            f"vLLM/SGLang Prometheus scrape; at most {limit_mb} MB",
-            type=UPLOAD_TYPES,
-            key="traffic_upload",
-        )
-        if up is None:
-            st.info(
-                "Upload a file to analyse it. Uploaded traffic is not part of shared links; "
-                "the scenario and thresholds are.",
-                icon=":material/upload_file:",
-            )
-            st.stop()
-        data = up.getvalue()
-        picks = tuple(
-            st.session_state.get(k) or "" for k in ("pick_prompt", "pick_output", "pick_time")
-        )
-        try:
-            bar = st.progress(0.0, text=f"Reading {up.name}…")
-            req = traffic_ui.upload_requests(
-                up.file_id, up.name, picks, data, progress=lambda f: bar.progress(min(f, 1.0))
-            )
-            bar.empty()
-        except TrafficError as exc:
-            bar.empty()
-            st.error(str(exc))
-            try:
-                cols = [""] + table_columns(data, name=up.name)
-            except TrafficError:
-                st.stop()
-            st.write("Pick the columns by hand:")
-            c = st.columns(3)
-            c[0].selectbox("Prompt tokens column", cols, key="pick_prompt")
-            c[1].selectbox("Output tokens column (optional)", cols, key="pick_output")
-            c[2].selectbox("Timestamp column (optional)", cols, key="pick_time")
-            st.stop()
-        key, label = ("upload", up.file_id, picks), up.name
+        req, key, label = _upload(limit_mb)
 
     if req.skipped_rows:
         st.warning(
