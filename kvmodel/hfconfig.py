@@ -43,17 +43,22 @@ def _read_json(src, what: str) -> tuple[dict, str | None]:
     """Parse ``src`` (dict, JSON text or bytes, or a path) into a dict; also the file stem."""
     if isinstance(src, dict):
         return dict(src), None
-    if isinstance(src, bytes):
-        src = src.decode("utf-8")
     text, stem = src, None
-    if isinstance(src, Path) or (isinstance(src, str) and src.lstrip()[:1] not in ("{", "[")):
+    if isinstance(src, bytes | bytearray):  # a file's content, never a path
+        try:
+            text = bytes(src).decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ValueError(f"{what}: not UTF-8 text; expected a JSON file") from None
+    elif isinstance(src, Path) or (isinstance(src, str) and src.lstrip()[:1] not in ("{", "[")):
         try:
             text = Path(src).read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"{what}: cannot read {src}: {exc.strerror or exc}") from None
         stem = Path(src).name.removesuffix(".json").removesuffix(".hf_quant_config")
     elif not isinstance(src, str):
-        raise ValueError(f"{what}: expected a path, JSON text or dict, got {type(src).__name__}")
+        raise ValueError(
+            f"{what}: expected a path, JSON text, bytes or a dict, got {type(src).__name__}"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -319,6 +324,8 @@ def load_hf_config(
         or str(cfg.get("model_type") or "model")
     )
     slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.]+", "-", label.lower())).strip("-.")
+    if not (stem not in (None, "config") or path_name):  # only model_type: add the size
+        label = f"{label} ({params_total / 1e9:,.3g}B params)"
     return ModelSpec(
         id=model_id or slug or "model",
         name=name or label,

@@ -245,6 +245,7 @@ def test_models_page_imports_a_config_and_carries_it_in_the_link():
         ("", "Nothing to import"),
         ('{"num_hidden_layers": 2', "malformed JSON"),
         ('{"num_attention_heads": 8, "hidden_size": 64}', "num_hidden_layers"),
+        ("not json {", "malformed JSON at line 1 column 1"),  # once read as a file path
     ],
 )
 def test_models_page_bad_config_shows_error(text, fragment):
@@ -254,6 +255,36 @@ def test_models_page_bad_config_shows_error(text, fragment):
     assert not at.exception
     assert fragment in at.error[0].value
     assert metric_free_ok(at)
+
+
+def test_two_pasted_configs_of_one_model_type_stay_two_models():
+    small, big = SHARED / "Qwen--Qwen3-8B.json", SHARED / "Qwen--Qwen3-32B.json"
+    if not (small.exists() and big.exists()):
+        pytest.skip("shared model configs not present")
+    at = app(page="pages/models.py")
+    ids = []
+    for cfg in (small, big):
+        at.text_area(key="cfg_paste").set_value(cfg.read_text())
+        at.button(key="cfg_import").click().run()
+        assert not at.exception
+        ids.append(at.selectbox(key="model").value)
+    assert ids[0] != ids[1] and ids[1] == ids[0] + "-2"  # the second did not replace the first
+    labels = [at.selectbox(key="model").format_func(i) for i in ids]
+    assert all(label.startswith("qwen3 (") and "B params)" in label for label in labels)
+    assert labels[0] != labels[1]
+
+
+def test_kv_dtype_follows_an_fp8_checkpoint_and_comes_back():
+    at = app({"model": "llama-3.1-70b-fp8"})
+    assert at.session_state["kvd"] == "fp8" and metric(at, "Whole cache") == "167.8 MB"
+    at.selectbox(key="model").set_value("llama-3.1-70b").run()
+    assert at.session_state["kvd"] == "fp16"  # was left at fp8: half the bytes
+    assert metric(at, "Whole cache") == "335.5 MB"
+    assert any("KV cache dtype set to fp16" in w.value for w in at.warning)
+    # a dtype the user chose stays when the model changes
+    at.session_state["kvd"] = "fp8"
+    at.selectbox(key="model").set_value("llama-3.1-8b").run()
+    assert at.session_state["kvd"] == "fp8"
 
 
 def metric_free_ok(at) -> bool:

@@ -167,8 +167,31 @@ def _on_model_change() -> None:
         if ss[key] not in tps:
             add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
             ss[key] = 1
+    new = _kv_dtype_after_switch(ss["kvd"], ss.get(_MODEL_SHOWN), spec)
+    if new != ss["kvd"]:
+        why = (
+            f"{spec.name} keeps its KV cache in {new}"
+            if spec.kv_dtype_native
+            else f"{ss['kvd']} was the previous model's own cache dtype"
+        )
+        add_notice(f"KV cache dtype set to {new}: {why}.")
+        ss["kvd"] = new
+
+
+_MODEL_SHOWN = "_model_shown"  # the model of the last run (on_change sees the new one only)
+
+
+def _kv_dtype_after_switch(kvd: str, previous: str | None, spec: ModelSpec) -> str:
+    """The KV cache dtype after switching to ``spec``: its native dtype when it has one (an FP8
+    checkpoint); back to the default when the dtype was the previous model's native one (not
+    the user's choice); otherwise unchanged."""
     if spec.kv_dtype_native:
-        ss["kvd"] = spec.kv_dtype_native
+        return spec.kv_dtype_native
+    try:
+        before = model_spec(previous).kv_dtype_native if previous else None
+    except ValueError:  # the previous model is gone (an imported one, in a new session)
+        before = None
+    return P.DEFAULTS["kvd"] if before and kvd == before else kvd
 
 
 def _set_seq_from_exact() -> None:
@@ -190,6 +213,7 @@ def sidebar_controls() -> None:
         ss["model"] = P.DEFAULTS["model"]
     labels = {i: f"{model_spec(i).name} · {model_spec(i).attention}" for i in ids}
     sb.selectbox("Model", ids, key="model", on_change=_on_model_change, format_func=labels.get)
+    ss[_MODEL_SHOWN] = ss["model"]
     spec = model_spec()
     ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
     sb.select_slider(
@@ -470,7 +494,7 @@ def import_config(max_bytes: int) -> None:
     ss = st.session_state
     upload, quant = ss.get("cfg_upload"), ss.get("quant_upload")
     pasted = (ss.get("cfg_paste") or "").strip()
-    source = upload.getvalue() if upload is not None else pasted
+    source = upload.getvalue() if upload is not None else pasted.encode()  # content, not a path
     name = upload.name if upload is not None else "the pasted config.json"
     if not source:
         ss["_import_result"] = (
@@ -496,6 +520,10 @@ def import_config(max_bytes: int) -> None:
         ss["_import_result"] = ("error", f"Could not import {name}: {exc}")
         return
     mid = spec.id if spec.id.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{spec.id}"
+    taken, base, k = imported_models(), mid, 1
+    while mid in taken and taken[mid] != replace(spec, id=mid):  # another model, same name
+        k += 1
+        mid = f"{base}-{k}"
     imported_models()[mid] = replace(spec, id=mid)
     ss["model"] = mid
     _on_model_change()
