@@ -31,7 +31,7 @@ def measure_page(query=None, sample=None) -> AppTest:
     at.run()
     at.switch_page(PAGE).run()
     if sample:
-        at.selectbox(key="measure_sample").set_value(sample).run()
+        at.selectbox(key="w_measure_sample").set_value(sample).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -49,7 +49,7 @@ def qp(at, name):
 
 
 def paste(at, text: str) -> AppTest:
-    at.radio(key="measure_source").set_value("Paste").run()
+    at.radio(key="w_measure_source").set_value("Paste").run()
     at.text_area(key="measure_paste").input(text)
     at.button(key="measure_read").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -62,9 +62,9 @@ def paste(at, text: str) -> AppTest:
 def test_page_is_in_the_navigation_and_starts_on_a_synthetic_sample():
     at = measure_page()
     assert at.title[0].value == "Measured vs model"
-    assert at.selectbox(key="measure_sample").value == "vllm_pd_metrics.prom"
+    assert at.selectbox(key="w_measure_sample").value == "vllm_pd_metrics.prom"
     assert any("synthetic" in c.value for c in at.caption)
-    assert set(at.selectbox(key="measure_sample").options) >= {
+    assert set(at.selectbox(key="w_measure_sample").options) >= {
         "vllm_pd_metrics.prom · Prometheus text",
         "ib_write_bw.txt · perftest text, MB/sec",
         "transfer_pairs.csv · CSV message_bytes,latency_us",
@@ -118,7 +118,7 @@ def test_the_recipes_scrape_reads_on_the_page():
 
     text = example_scrape()
     at = measure_page()
-    at.radio(key="measure_source").set_value("Upload").run()
+    at.radio(key="w_measure_source").set_value("Upload").run()
     upload = ("kv_gap_example.prom", text.encode(), "text/plain")
     at.file_uploader(key="measure_upload").set_value(upload).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -235,7 +235,7 @@ def test_pairs_fit_applies_its_latency():
 
 def test_upload_is_read_and_detected():
     at = measure_page()
-    at.radio(key="measure_source").set_value("Upload").run()
+    at.radio(key="w_measure_source").set_value("Upload").run()
     assert "Upload a measurement" in at.info[0].value
     data = (DATA / "ib_write_bw.txt").read_bytes()
     at.file_uploader(key="measure_upload").set_value(("my_ndr.txt", data, "text/plain")).run()
@@ -244,6 +244,25 @@ def test_upload_is_read_and_detected():
     assert metric(at, "Fitted bandwidth") == fmt_bandwidth(fit.bandwidth_bytes_per_s)
     assert any("Read **my_ndr.txt** as perftest" in c.value for c in at.caption)
     assert any("bandwidth column in MB/sec" in c.value for c in at.caption)
+
+
+def test_an_upload_survives_a_page_switch_until_forgotten():
+    at = measure_page()
+    at.radio(key="w_measure_source").set_value("Upload").run()
+    data = (DATA / "ib_write_bw.txt").read_bytes()
+    at.file_uploader(key="measure_upload").set_value(("my_ndr.txt", data, "text/plain")).run()
+    fitted = metric(at, "Fitted bandwidth")
+    at.switch_page("pages/compare.py").run()
+    at.switch_page(PAGE).run()  # the uploader comes back empty; the sample used to show
+    assert not at.exception
+    assert at.radio(key="w_measure_source").value == "Upload"
+    assert metric(at, "Fitted bandwidth") == fitted
+    assert any("Showing my_ndr.txt, uploaded earlier" in c.value for c in at.caption)
+    at.button(key="measure_forget").click().run()
+    assert "Upload a measurement" in at.info[0].value
+    at.file_uploader(key="measure_upload").set_value(("my_ndr.txt", data, "text/plain")).run()
+    at.file_uploader(key="measure_upload").set_value(None).run()  # the uploader's ✕
+    assert "Upload a measurement" in at.info[0].value
 
 
 def test_pasted_scrape_is_read():
@@ -292,18 +311,18 @@ def test_bad_paste_names_the_line_and_the_page_keeps_working(text, expected):
     for part in expected:
         assert part in msg, (part, msg)
     # the page still works: back to a sample
-    at.radio(key="measure_source").set_value("Sample").run()
+    at.radio(key="w_measure_source").set_value("Sample").run()
     assert not at.exception and not at.error
     assert metric(at, "Verdict vs 20%") == "under"
 
 
 def test_read_as_override_and_binary_upload():
     at = measure_page(sample="vllm_pd_metrics.prom")
-    at.selectbox(key="measure_kind").set_value("pairs").run()
+    at.selectbox(key="w_measure_kind").set_value("pairs").run()
     assert not at.exception
     assert "line" in at.error[0].value and "expected" in at.error[0].value
-    at.selectbox(key="measure_kind").set_value("auto").run()
-    at.radio(key="measure_source").set_value("Upload").run()
+    at.selectbox(key="w_measure_kind").set_value("auto").run()
+    at.radio(key="w_measure_source").set_value("Upload").run()
     at.file_uploader(key="measure_upload").set_value(
         ("trace.csv", b"bytes,seconds\n\x00\x01\x02", "text/csv")
     ).run()
@@ -313,7 +332,7 @@ def test_read_as_override_and_binary_upload():
 
 def test_paste_button_without_text_asks_for_it():
     at = measure_page()
-    at.radio(key="measure_source").set_value("Paste").run()
+    at.radio(key="w_measure_source").set_value("Paste").run()
     at.button(key="measure_read").click().run()
     assert not at.exception and "Paste the text" in at.info[0].value
 

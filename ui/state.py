@@ -341,6 +341,13 @@ def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=No
     return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
 
 
+def kept_widget(widget, label: str, name: str, default, **kwargs):
+    """A page-level input outside the URL whose value survives leaving the page: ``name``
+    holds it in session state (from ``default``), the widget is ``w_<name>``."""
+    st.session_state.setdefault(name, default)
+    return page_widget(widget, label, name, **kwargs)
+
+
 def id_list(name: str) -> list[str]:
     return [i for i in str(st.session_state[name]).split(",") if i]
 

@@ -11,6 +11,51 @@ from ui import measure_ui as mu
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
 
 
+SOURCES = ["Sample", "Upload", "Paste"]
+KEPT = "measure_kept"  # session key: (bytes, name) of the last upload
+
+
+def _forget_removed_upload() -> None:
+    """The uploader's ✕ forgets the file (an uploader left empty by a page switch does not)."""
+    if st.session_state.get("measure_upload") is None:
+        st.session_state.pop(KEPT, None)
+
+
+def _upload() -> tuple[bytes, str]:
+    """The uploaded file's bytes and name, kept for the session; stops the page without one."""
+    up = st.file_uploader(
+        "A /metrics scrape (.prom, .txt), perftest ib_*_bw output (.txt, --out_json .json), an "
+        f"nsys stats CSV or a bytes,seconds CSV; one file, at most {mu.MAX_UPLOAD_MB} MB",
+        type=UPLOAD_TYPES,
+        key="measure_upload",
+        max_upload_size=mu.MAX_UPLOAD_MB,
+        on_change=_forget_removed_upload,
+    )
+    if up is not None:
+        st.session_state[KEPT] = (up.getvalue(), up.name)
+        return st.session_state[KEPT]
+    kept = st.session_state.get(KEPT)
+    if kept is None:
+        st.info(
+            "Upload a measurement to set it beside the model. Uploaded files stay in this "
+            "session and are not part of shared links; the Recipes page shows how to make "
+            "them.",
+            icon=":material/upload_file:",
+        )
+        st.stop()
+    st.caption(
+        f"Showing {kept[1]}, uploaded earlier in this session. Upload another file to replace "
+        "it, or remove it with Forget."
+    )
+    st.button(
+        "Forget this upload",
+        key="measure_forget",
+        icon=":material/close:",
+        on_click=lambda: st.session_state.pop(KEPT, None),
+    )
+    return kept
+
+
 def render() -> None:
     """Draw the page (see the module docstring)."""
     state.ensure_router()
@@ -21,23 +66,29 @@ def render() -> None:
     ss = st.session_state
 
     c = st.columns([3, 2])
-    source = c[0].radio(
-        "Measurement", ["Sample", "Upload", "Paste"], horizontal=True, key="measure_source"
-    )
-    read_as = c[1].selectbox(
-        "Read as",
-        list(mu.READ_AS),
-        key="measure_kind",
-        format_func=mu.READ_AS.get,
-        help="The format is detected from the content; choose one when detection gets it wrong.",
-    )
+    with c[0]:
+        source = state.kept_widget(
+            st.radio, "Measurement", "measure_source", "Sample", options=SOURCES, horizontal=True
+        )
+    with c[1]:
+        read_as = state.kept_widget(
+            st.selectbox,
+            "Read as",
+            "measure_kind",
+            "auto",
+            options=list(mu.READ_AS),
+            format_func=mu.READ_AS.get,
+            help="The format is detected from the content; choose one when detection gets it "
+            "wrong.",
+        )
     if source == "Sample":
         files = mu.sample_files()
-        name = st.selectbox(
+        name = state.kept_widget(
+            st.selectbox,
             "Sample file",
-            files,
-            index=files.index(mu.DEFAULT_SAMPLE) if mu.DEFAULT_SAMPLE in files else 0,
-            key="measure_sample",
+            "measure_sample",
+            mu.DEFAULT_SAMPLE if mu.DEFAULT_SAMPLE in files else files[0],
+            options=files,
             format_func=mu.sample_label,
         )
         st.caption(
@@ -47,22 +98,7 @@ def render() -> None:
         )
         data = (mu.SAMPLES_DIR / name).read_bytes()
     elif source == "Upload":
-        up = st.file_uploader(
-            "A /metrics scrape (.prom, .txt), perftest ib_*_bw output (.txt, --out_json .json), an "
-            f"nsys stats CSV or a bytes,seconds CSV; one file, at most {mu.MAX_UPLOAD_MB} MB",
-            type=UPLOAD_TYPES,
-            key="measure_upload",
-            max_upload_size=mu.MAX_UPLOAD_MB,
-        )
-        if up is None:
-            st.info(
-                "Upload a measurement to set it beside the model. Uploaded files stay in this "
-                "session and are not part of shared links; the Recipes page shows how to make "
-                "them.",
-                icon=":material/upload_file:",
-            )
-            st.stop()
-        data, name = up.getvalue(), up.name
+        data, name = _upload()
     else:
         st.text_area(
             "Paste a /metrics scrape, perftest output, an nsys stats CSV or bytes,seconds lines",

@@ -87,9 +87,8 @@ def render() -> None:
     sc = state.scenario_or_stop()
     limit_mb = st.get_option("server.maxUploadSize")
 
-    st.session_state.setdefault(SOURCE, "Sample trace")
-    source = state.page_widget(
-        st.radio, "Traffic to analyse", SOURCE, options=SOURCES, horizontal=True
+    source = state.kept_widget(
+        st.radio, "Traffic to analyse", SOURCE, SOURCES[0], options=SOURCES, horizontal=True
     )
     if source == "Sample trace":
         trace = state.page_widget(
