@@ -461,6 +461,9 @@ def cmd_traffic(args):
         if reg.n_requests.is_integer()
         else reg.n_requests,
         "skipped_rows": req.skipped_rows,
+        "requests_over_max_context": round(reg.n_over_context)
+        if req.count_known
+        else reg.n_over_context,  # a share of 1 for a histogram of shares
         "fraction_requests_gain": reg.fraction_gain,
         "fraction_tokens_gain": reg.fraction_tokens_gain,
         "fraction_too_short": reg.fraction_too_short,

@@ -157,6 +157,7 @@ class Regions:
     critical_seq_len: int | None
     min_seq_len: int
     criterion: str
+    n_over_context: float = 0.0  # requests longer than the model's max context (counted at it)
 
     @property
     def fraction_tokens_gain(self) -> float:
@@ -172,10 +173,16 @@ def regions(
     criterion: str = "step",
     _volume: Volume | None = None,
 ) -> Regions:
-    """Fractions of requests and of tokens in each region."""
+    """Fractions of requests and of tokens in each region.
+
+    A request longer than the model's max context counts as that long, for its tokens as for
+    its transfer (``n_over_context`` says how many there are: a trace from another model, or
+    bad lengths).
+    """
     reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion, _volume=_volume)
     w = mix.weights
-    tok = mix.tokens * w
+    ctx = sc.model.max_context_tokens
+    tok = np.minimum(mix.tokens, ctx) * w
     n = w.sum()
     if n <= 0:
         raise ValueError("the traffic holds no requests")
@@ -192,6 +199,7 @@ def regions(
         critical_seq_len=critical_for_traffic(sc, criterion=criterion),
         min_seq_len=min_seq_len,
         criterion=criterion,
+        n_over_context=float(w[mix.tokens > ctx].sum()),
     )
 
 

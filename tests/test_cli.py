@@ -173,6 +173,7 @@ def test_traffic_json(capsys):
         assert key in out
     assert out["n_requests"] == 19_366 and out["critical_seq_len"] == 1145
     assert isinstance(out["n_requests"], int)  # a count, not 19366.0
+    assert out["requests_over_max_context"] == 0
     assert out["min_seq_len"] == 128
     total = (
         out["fraction_requests_gain"] + out["fraction_too_short"] + out["fraction_transfer_bound"]

@@ -421,6 +421,12 @@ def test_traffic_upload_and_bad_upload():
     assert metric(at, "Requests") == "3"
     assert "Skipped 1" in at.warning[0].value and "row 5" in at.warning[0].value
     assert "no timestamps" in at.info[-1].value
+    huge = b"prompt_tokens\n100\n2000\n1000000000000\n"
+    at.file_uploader(key="traffic_upload").set_value(("huge.csv", huge, "text/csv")).run()
+    assert "1 request is longer than Llama-3.1-70B's max context of 131,072 tokens" in (
+        at.warning[0].value
+    )
+    assert "in huge.csv gain from disaggregation (0% of their tokens)" in at.info[0].value
     shares = b"le,probability\n128,0.5\n1024,0.3\n8192,0.2\n"
     at.file_uploader(key="traffic_upload").set_value(("h.csv", shares, "text/csv")).run()
     assert metric(at, "Requests") == "shares only" and metric(at, "Gain") == "80.0%"

@@ -147,3 +147,18 @@ def test_queue_simulation_matches_lindley_loop():
         w = max(0.0, w + x - a)
     assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert got[0] == 0.0 and (got >= 0).all()
+
+
+def test_requests_longer_than_the_max_context_count_as_that_long():
+    # Llama-3.1-70B serves 131,072 tokens: a 10^12-token "request" (bad data, or a trace from
+    # another model) counts as 131,072 tokens for its share of tokens, as for its transfer.
+    assert SC.model.max_context_tokens == 131_072
+    reg = regions(SC, mix_from_requests(requests([100, 2_000, 10**12])))
+    assert reg.n_over_context == 1
+    assert (reg.tokens_too_short, reg.tokens_gain, reg.tokens_transfer_bound) == (
+        100,
+        0,
+        2_000 + 131_072,
+    )
+    assert reg.fraction_transfer_bound == pytest.approx(2 / 3)  # 2,000 and the long one
+    assert regions(SC, mix_from_requests(requests([100, 2_000]))).n_over_context == 0

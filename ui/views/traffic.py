@@ -151,6 +151,18 @@ def render() -> None:
     tsc = tr.per_request_scenario(sc)
     res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(state.id_list("links")), mix)
     reg = res["regions"]
+    if reg.n_over_context:
+        n = reg.n_over_context
+        if not req.count_known:  # a histogram of shares
+            over = f"{n / reg.n_requests:.1%} of the requests are"
+        else:
+            over = "1 request is" if n == 1 else f"{n:,.0f} requests are"
+        st.warning(
+            f"{over} longer than {sc.model.name}'s max context of "
+            f"{sc.model.max_context_tokens:,} tokens, which this model cannot serve: they are "
+            "counted as that long. Check the lengths, or pick the model the trace came from.",
+            icon=":material/straighten:",
+        )
     st.info(
         traffic_takeaway(reg, sc.link.name, label, req.count_known), icon=":material/lightbulb:"
     )
