@@ -34,9 +34,21 @@ def fmt_ms(seconds: float, digits: int = 1) -> str:
     )
 
 
+def fmt_sig(value: float, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits and thousands separators, never in
+    scientific notation (293,287 rather than 2.933e+05)."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def fmt_bandwidth(bytes_per_s: float) -> str:
-    return f"{bytes_per_s / 1e9:,.4g} GB/s"
+    return f"{fmt_sig(bytes_per_s / 1e9)} GB/s"
 
 
 def fmt_tokens(n: float | None) -> str:
-    return "none up to max context" if n is None else f"{int(n):,} tokens"
+    if n is None:
+        return "none up to max context"
+    return "1 token" if int(n) == 1 else f"{int(n):,} tokens"

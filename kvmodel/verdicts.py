@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .transfer import Evaluation
-from .units import fmt_ms, fmt_tokens
+from .units import fmt_ms, fmt_time, fmt_tokens
 
 FINE_BELOW = 0.5  # transfer under half a decode step
 BOUND_ABOVE = 1.5  # transfer over one and a half decode steps
@@ -28,8 +28,8 @@ def overview_takeaway(ev: Evaluation) -> str:
         else "no request up to the model's max context waits a full threshold"
     )
     return (
-        f"On {sc.link.name} the KV transfer takes {ratio:.2f} decode steps "
-        f"({fmt_ms(ev.exposed_s)}): {step_verdict(ratio)}; it is {share:.0%} of TTFT "
+        f"On {sc.link.name} the KV transfer takes {ratio:,.2f} decode steps "
+        f"({fmt_time(ev.exposed_s)}): {step_verdict(ratio)}; it is {share:.0%} of TTFT "
         f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line), "
         f"and {where}."
     )
@@ -112,7 +112,7 @@ def traffic_takeaway(reg, link_name: str, source: str, count_known: bool = True)
     crit = (
         f"at or past {fmt_tokens(reg.critical_seq_len)}"
         if reg.critical_seq_len is not None
-        else "never (no length reaches the threshold)"
+        else "none is: no length reaches the threshold"
     )
     return (
         f"On {link_name}, {reg.fraction_gain:.0%} of the{count} requests in "

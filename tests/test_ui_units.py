@@ -386,3 +386,13 @@ def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
     assert 0 <= bottom[0] < bottom[1] < top[0] < top[1] <= 1
     assert rows.layout.xaxis.range == ttft.layout.xaxis.range
     assert rows.layout.height == ttft.layout.height + share.layout.height
+
+
+def test_number_formats_read_without_scientific_notation():
+    from kvmodel.units import fmt_bandwidth, fmt_sig, fmt_tokens
+
+    assert fmt_bandwidth(2.933e14) == "293,300 GB/s"  # was "2.933e+05 GB/s"
+    assert fmt_bandwidth(12.5e9) == "12.5 GB/s" and fmt_bandwidth(450e9) == "450 GB/s"
+    assert fmt_bandwidth(48.0213e9) == "48.02 GB/s" and fmt_bandwidth(1e9) == "1 GB/s"
+    assert fmt_sig(0.000123456) == "0.0001235" and fmt_sig(-1234.5) == "-1,234"
+    assert fmt_tokens(1) == "1 token" and fmt_tokens(1145) == "1,145 tokens"

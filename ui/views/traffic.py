@@ -105,9 +105,10 @@ def render() -> None:
         req, key, label = _upload(limit_mb)
 
     if req.skipped_rows:
+        n, shown = req.skipped_rows, req.skipped_examples
+        first = f"; the first {len(shown)}" if n > len(shown) else ""
         st.warning(
-            f"Skipped {req.skipped_rows:,} {'row' if req.skipped_rows == 1 else 'rows'} that "
-            "are not valid lengths, e.g. " + "; ".join(req.skipped_examples) + ".",
+            f"Skipped {n:,} {'row' if n == 1 else 'rows'}{first}: " + "; ".join(shown) + ".",
             icon=":material/rule:",
         )
 
