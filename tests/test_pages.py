@@ -467,6 +467,8 @@ def test_compare_bad_link_part_warns():
     again = app({"cmp": "link:warp;oops"})
     text = again.warning[0].value
     assert "cmp scenario B: link='warp'" in text and "scenario C 'oops'" in text
+    # B lost its only change, so it equals A: the takeaway does not compare A with itself
+    assert at.info[0].value.startswith("A (the sidebar) already has the lowest TTFT")
 
 
 def test_presentation_mode_from_link():

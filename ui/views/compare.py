@@ -86,12 +86,20 @@ def render() -> None:
     evs = [(label, evaluate(sc)) for label, sc in labelled]
     table = state.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
     best = table.loc[table["ttft_ms"].idxmin()]
-    st.info(
-        f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
-        f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
-        f"{best['transfer_share']:.1%} of TTFT.",
-        icon=":material/lightbulb:",
-    )
+    if len(labelled) == 1:
+        said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
+    elif best["option"] == labelled[0][0]:
+        said = (
+            f"A (the sidebar) already has the lowest TTFT, {best['ttft_ms']:,.1f} ms; its "
+            f"transfer is {best['transfer_share']:.1%} of TTFT."
+        )
+    else:
+        said = (
+            f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
+            f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
+            f"{best['transfer_share']:.1%} of TTFT."
+        )
+    st.info(said, icon=":material/lightbulb:")
     shown, differs = state.cached(compare_table, evs)
     st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
     exports_ui.table_download(shown, "comparison")
