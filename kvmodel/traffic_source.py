@@ -301,6 +301,12 @@ def _sniff(data: bytes, name: str) -> str:
     ext = name.lower().removesuffix(".gz").rsplit(".", 1)[-1] if "." in name else ""
     if data[:4] == b"PAR1":
         return "parquet"
+    if ext in ("parquet", "pq"):
+        raise TrafficError(
+            f"{name}: not a Parquet file (it does not start with Parquet's 'PAR1' marker; "
+            "the file may be damaged or in another format); expected a Parquet file written by "
+            "pandas, pyarrow, Spark or DuckDB"
+        )
     _check_text(data, name)
     text = data[:_SNIFF].decode("utf-8", errors="ignore")
     first = text.lstrip()[:1]

@@ -611,6 +611,11 @@ def test_bad_input_corpus(data, expected):
     assert expected in msg and msg.startswith("upload.csv: ")
 
 
+def test_a_damaged_parquet_file_is_called_that():
+    msg = _error(bytes(range(256)) * 4, "trace.parquet")
+    assert msg.startswith("trace.parquet: not a Parquet file (it does not start with")
+
+
 def test_a_column_of_the_wrong_type_names_the_file():
     buf = io.BytesIO()
     pq.write_table(pa.table({"prompt_tokens": pa.array([b"ab", b"cd"], pa.binary())}), buf)
