@@ -85,3 +85,9 @@ def band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)) -> str:
             cells[col] = [fmt.format(v) for v in table[col]]
             styles[col] = ""
     return html_table(cells, styles=styles, index=False)
+
+
+def frame_height(rows: int) -> int:
+    """The pixel height at which ``st.dataframe`` shows ``rows`` rows and its header, with no
+    scroll bar and no empty row (Streamlit draws 35 px rows plus a 3 px border)."""
+    return 35 * (rows + 1) + 3

@@ -4,7 +4,7 @@ import streamlit as st
 
 from kvmodel.sweeps import models_table
 from kvmodel.verdicts import models_takeaway
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, state, tables
 
 MAX_CONFIG_BYTES = 1_000_000
 
@@ -39,7 +39,7 @@ def render() -> None:
         ],
         hide_index=True,
         width="stretch",
-        height=36 * (len(table) + 1) + 4,
+        height=tables.frame_height(len(table)),
         column_config={
             "model": "Model",
             "attention": "Attention",

@@ -6,7 +6,7 @@ from kvmodel import traffic as tr
 from kvmodel.traffic_io import TrafficError, table_columns
 from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_time, fmt_tokens
 from kvmodel.verdicts import traffic_takeaway, window_sentence
-from ui import exports_ui, figures, params, state, traffic_ui
+from ui import exports_ui, figures, params, state, tables, traffic_ui
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
@@ -202,7 +202,7 @@ def render() -> None:
     st.subheader("What moves the share that gains")
     state.id_multiselect("Interconnects", "links", params.link_ids(), format_func=figures.link_name)
     table = figures.traffic_comparison_frame(res["comparison"])
-    st.dataframe(table, hide_index=True, width="stretch", height=36 * (len(table) + 1) + 4)
+    st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
     exports_ui.table_download(table, "traffic-options")
 
     st.subheader("Load on the link")
