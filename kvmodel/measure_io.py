@@ -911,7 +911,9 @@ def parse_nsys_csv(text: str, name: str = "nsys", pattern: str | None = None) ->
     raise MeasureError(
         f"{name}: no row matches {pattern if pattern is not None else 'the default selection'} "
         f"(NCCL send/recv kernels: {NCCL_SENDRECV_PATTERN!r}; NVTX ranges: "
-        f"{DEFAULT_NVTX_PATTERN!r}); names found: {shown}; pass pattern= to choose others"
+        f"{DEFAULT_NVTX_PATTERN!r}); names found: {shown}; give a regular expression that "
+        "matches the transfers' names (the Measured page's 'Transfers to select' box; "
+        "pattern= in Python)"
     )
 
 
