@@ -434,9 +434,13 @@ def test_traffic_upload_and_bad_upload():
     at.file_uploader(key="traffic_upload").set_value(("x.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert not at.exception
     assert "no prompt-length column" in at.error[0].value
-    # the manual column picker appears and fixes it
+    # the manual column picker appears and fixes it; the page says which column it read, and
+    # the pickers stay at hand to change it
     at.selectbox(key="pick_prompt").set_value("b").run()
     assert metric(at, "Requests") == "1"
+    assert any("prompt lengths from 'b'" in c.value for c in at.caption)
+    at.selectbox(key="pick_prompt").set_value("a").run()
+    assert any("prompt lengths from 'a'" in c.value for c in at.caption)
 
 
 # ---- Compare and presentation ---------------------------------------------------------------

@@ -63,6 +63,28 @@ def kept_upload() -> KeptUpload | None:
     return st.session_state.get(KEPT)
 
 
+def columns_note(req, name: str) -> str:
+    """Which columns of the file were read as what (so a wrong guess can be seen)."""
+    c = req.columns
+    what = {
+        "prompt_tokens": "bucket bounds" if c.get("weights") else "prompt lengths",
+        "weights": "counts" if c.get("weights_kind") == "count" else "shares",
+        "output_tokens": "output lengths",
+        "arrival_s": "arrival times",
+        "cached_tokens": "prefix-cache hits",
+    }
+    unit = f" (read as {c['time_unit']})" if c.get("time_unit") else ""
+    used = [
+        f"{label} from '{c[f]}'" + (unit if f == "arrival_s" else "")
+        for f, label in what.items()
+        if c.get(f)
+    ]
+    if c.get("label_sets"):
+        used.append(f"summed over the series {c['label_sets']}")
+    kind = {"generic-table": "a table"}.get(req.fmt, req.fmt)
+    return f"Read {name} ({c.get('container', '?')}, {kind}): " + (", ".join(used) or "–") + "."
+
+
 def _read_upload(data: bytes, name: str, columns: tuple, progress):
     prompt, output, time = columns
     return load_traffic(

@@ -36,7 +36,8 @@ def _upload(limit_mb: int):
         if kept is not None:
             st.caption(
                 f"Showing {kept.label}, uploaded earlier in this session. Upload another file "
-                "to replace it, or remove it with Forget.",
+                "to replace it, or remove it with Forget. "
+                + traffic_ui.columns_note(kept.req, kept.label)
             )
             st.button(
                 "Forget this upload",
@@ -69,14 +70,23 @@ def _upload(limit_mb: int):
         except TrafficError:
             st.stop()
         st.write("Pick the columns by hand:")
-        c = st.columns(3)
-        c[0].selectbox("Prompt tokens column", cols, key="pick_prompt")
-        c[1].selectbox("Output tokens column (optional)", cols, key="pick_output")
-        c[2].selectbox("Timestamp column (optional)", cols, key="pick_time")
+        _column_pickers(cols)
         st.stop()
     key, label = ("upload", up.file_id, picks), up.name
     traffic_ui.keep_upload(req, key, label)
+    st.caption(traffic_ui.columns_note(req, up.name))
+    if not req.fmt.startswith("prometheus"):
+        with st.expander("Read other columns"):
+            _column_pickers([""] + table_columns(data, name=up.name))
     return req, key, label
+
+
+def _column_pickers(cols: list[str]) -> None:
+    c = st.columns(3)
+    shown = {"format_func": lambda v: v or "(detected)"}
+    c[0].selectbox("Prompt tokens column", cols, key="pick_prompt", **shown)
+    c[1].selectbox("Output tokens column (optional)", cols, key="pick_output", **shown)
+    c[2].selectbox("Timestamp column (optional)", cols, key="pick_time", **shown)
 
 
 def render() -> None:
