@@ -48,6 +48,16 @@ def figure_model_vs_measured(
     return fig
 
 
+def _ticks_125(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks covering lo..hi (> 0), one step beyond each end."""
+    first, last = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    ticks = [m * 10.0**k for k in range(first, last + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo <= t <= hi]
+    below = [t for t in ticks if t < lo][-1:]
+    above = [t for t in ticks if t > hi][:1]
+    return [float(f"{t:.3g}") for t in below + inside + above]
+
+
 @_finished
 def figure_gap_distribution(
     buckets=(), samples=(), *, model_s: float | None = None, source: str = ""
@@ -89,7 +99,9 @@ def figure_gap_distribution(
         "<extra></extra>",
     )
     fig.update_layout(bargap=0)
-    fig.update_xaxes(type="log", dtick="D2")  # 1, 2, 5, 10, 20, 50 …
+    ticks = _ticks_125(float(lo_ms.min()), float(hi_ms.max()))
+    # 1, 2, 5, 10, 20, 50 … written out (plotly's dtick "D2" labels 20 and 50 as "2" and "5")
+    fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:,g}" for t in ticks])
     if model_s is not None and model_s > 0:
         x = model_s * 1e3
         fig.add_vline(x=x, line_dash="dash", line_color=MODEL_COLOR)
