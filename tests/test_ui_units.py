@@ -396,3 +396,13 @@ def test_number_formats_read_without_scientific_notation():
     assert fmt_bandwidth(48.0213e9) == "48.02 GB/s" and fmt_bandwidth(1e9) == "1 GB/s"
     assert fmt_sig(0.000123456) == "0.0001235" and fmt_sig(-1234.5) == "-1,234"
     assert fmt_tokens(1) == "1 token" and fmt_tokens(1145) == "1,145 tokens"
+
+
+def test_option_labels_never_sit_on_the_decode_step_line():
+    from ui.figures import figure_option_transfer
+
+    table = pd.DataFrame({"option": ["a", "b", "c"], "exposed_transfer_ms": [20.0, 100.0, 2.0]})
+    bar = figure_option_transfer(table, step_ms=30.0).data[0]
+    # axis 0-130 ms: 20 ms ends just before the 30 ms line, so its label goes inside the bar
+    # (outside it would cross the line); 100 ms is long; 2 ms is far from the line
+    assert list(bar.textposition) == ["inside", "inside", "outside"]

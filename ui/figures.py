@@ -129,14 +129,19 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
 def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Exposed transfer (+ quantize/dequantize) per option against one decode step [ms]."""
     fig = _Fig()
+    xs = [float(v) for v in table["exposed_transfer_ms"]]
+    top = max(max(xs), step_ms) * 1.3  # the axis range
+    near = 0.22 * top  # about a label's width: a bar ending this close before the line ...
+    inside = [v >= 0.25 * top or (step_ms - near <= v <= step_ms and v >= 0.1 * top) for v in xs]
     fig.add_bar(
         y=table["option"],
-        x=table["exposed_transfer_ms"],
+        x=xs,
         orientation="h",
         marker_color=SEGMENT_COLORS["KV transfer"],
         name="exposed transfer",
-        text=[f"{v:,.2f} ms" for v in table["exposed_transfer_ms"]],
-        textposition="auto",  # inside long bars, so a label never sits on the step line
+        text=[f"{v:,.2f} ms" for v in xs],
+        # ... carries its label inside, so no label sits on the step line
+        textposition=["inside" if i else "outside" for i in inside],
         insidetextanchor="end",
         cliponaxis=False,
         hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>",
@@ -152,8 +157,7 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
         text=f"one decode step ({step_ms:,.1f} ms)",
         font={"size": 11},
     )
-    top = max(float(table["exposed_transfer_ms"].max()), step_ms)
-    fig.update_xaxes(range=[0, top * 1.3])
+    fig.update_xaxes(range=[0, top])
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
     return _layout(
