@@ -406,3 +406,16 @@ def test_option_labels_never_sit_on_the_decode_step_line():
     # axis 0-130 ms: 20 ms ends just before the 30 ms line, so its label goes inside the bar
     # (outside it would cross the line); 100 ms is long; 2 ms is far from the line
     assert list(bar.textposition) == ["inside", "inside", "outside"]
+
+
+def test_efficiency_chart_names_the_nominal_bandwidth_once():
+    from types import SimpleNamespace
+
+    from ui.figures import figure_efficiency_curve
+
+    fit = SimpleNamespace(bandwidth_at=lambda s: np.full(np.shape(s), 40e9))
+    sizes, bws = [1e3, 1e6], [20e9, 40e9]
+    title = figure_efficiency_curve(sizes, bws, fit, nominal=48.02e9, link="Custom 48.02 GB/s")
+    assert title.layout.title.text.endswith("achieved ÷ nominal (Custom 48.02 GB/s)")
+    ndr = figure_efficiency_curve(sizes, bws, fit, nominal=50e9, link="InfiniBand NDR 400G")
+    assert ndr.layout.title.text.endswith("achieved ÷ nominal (InfiniBand NDR 400G, 50 GB/s)")

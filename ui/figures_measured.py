@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from kvmodel.units import fmt_bandwidth
+
 from .figkit import _Fig, _finished, _layout, _legend_on_top
 
 MEASURED_COLOR = "#dc2626"
@@ -119,6 +121,12 @@ def figure_gap_distribution(
     return _layout(fig, title, "transfer gap [ms, log scale]", "transfers", height=380)
 
 
+def _nominal(link: str, nominal: float) -> str:
+    """The link and its nominal bandwidth, once ('Custom 48.02 GB/s' already says it)."""
+    bw = fmt_bandwidth(nominal)
+    return link if bw in link or f"{nominal / 1e9:,.4g} GB/s" in link else f"{link}, {bw}"
+
+
 @_finished
 def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """perftest points (message bytes, bandwidth B/s) with the fitted curve and the link's
@@ -149,7 +157,7 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
         x=[grid[0], grid[-1]],
         y=[nominal / 1e9] * 2,
         mode="lines",
-        name=f"{link} nominal {nominal / 1e9:,.4g} GB/s",
+        name=f"nominal ({_nominal(link, nominal)})",
         line={"color": NOMINAL_COLOR, "dash": "dash", "width": 1.5},
         hovertemplate=f"{link} nominal: %{{y:,.4g}} GB/s<extra></extra>",
     )
@@ -236,7 +244,7 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
     fig.update_xaxes(type="log")
     fig = _layout(
         fig,
-        f"Efficiency by message size: achieved ÷ {link}'s nominal {nominal / 1e9:,.4g} GB/s",
+        f"Efficiency by message size: achieved ÷ nominal ({_nominal(link, nominal)})",
         "message size [bytes, log scale]",
         "efficiency [% of nominal]",
     )
