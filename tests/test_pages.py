@@ -441,6 +441,9 @@ def test_traffic_upload_and_bad_upload():
     assert any("prompt lengths from 'b'" in c.value for c in at.caption)
     at.selectbox(key="pick_prompt").set_value("a").run()
     assert any("prompt lengths from 'a'" in c.value for c in at.caption)
+    # a new file starts with detected columns, not the last file's pick ('a' is not in it)
+    at.file_uploader(key="traffic_upload").set_value(("n.csv", csv, "text/csv")).run()
+    assert metric(at, "Requests") == "3" and not at.error
 
 
 # ---- Compare and presentation ---------------------------------------------------------------

@@ -15,9 +15,15 @@ SOURCE = "traffic_source"  # session key of the radio's value (the widget's is w
 SOURCES = ["Sample trace", "Upload"]
 
 
-def _forget_removed_upload() -> None:
-    """The uploader's ✕ removes the file for good (an empty uploader after a page switch
-    does not: the kept upload is shown again)."""
+PICKS = ("pick_prompt", "pick_output", "pick_time")  # columns chosen by hand
+
+
+def _upload_changed() -> None:
+    """A new file starts with detected columns (the last file's picks may not exist in it);
+    the uploader's ✕ removes the file for good (an uploader left empty by a page switch does
+    not: the kept upload is shown again)."""
+    for k in PICKS:
+        st.session_state.pop(k, None)
     if st.session_state.get("traffic_upload") is None:
         st.session_state.pop(traffic_ui.KEPT, None)
 
@@ -29,7 +35,7 @@ def _upload(limit_mb: int):
         f"or a vLLM/SGLang Prometheus scrape; at most {limit_mb} MB",
         type=UPLOAD_TYPES,
         key="traffic_upload",
-        on_change=_forget_removed_upload,
+        on_change=_upload_changed,
     )
     if up is None:
         kept = traffic_ui.kept_upload()
@@ -53,9 +59,7 @@ def _upload(limit_mb: int):
         )
         st.stop()
     data = up.getvalue()
-    picks = tuple(
-        st.session_state.get(k) or "" for k in ("pick_prompt", "pick_output", "pick_time")
-    )
+    picks = tuple(st.session_state.get(k) or "" for k in PICKS)
     try:
         bar = st.progress(0.0, text=f"Reading {up.name}…")
         req = traffic_ui.upload_requests(
