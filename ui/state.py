@@ -204,10 +204,21 @@ def _seq_options(max_ctx: int, current: int) -> list[int]:
     return [v for v in opts if 1 <= v <= max_ctx]
 
 
+# The sidebar's widget keys, written back to session state at the start of every run.  A widget
+# whose value the run set through session state goes to the browser with that value; one that
+# did not goes with its default (the first option, the minimum), and a browser that had not drawn
+# the widget yet when a click sent a rerun (a click right after opening a shared link) showed
+# that default and sent it back on the next interaction: the link's scenario was lost.
+SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec")
+
+
 def sidebar_controls() -> None:
     """Render the scenario controls in the sidebar (app.py, before ``run()``)."""
     ss = st.session_state
     sb = st.sidebar
+    for key in SIDEBAR_KEYS:  # see SIDEBAR_KEYS
+        if key in ss:
+            ss[key] = ss[key]
     ids = catalog.model_ids() + list(imported_models())
     if ss["model"] not in ids:
         ss["model"] = P.DEFAULTS["model"]
