@@ -419,3 +419,15 @@ def test_efficiency_chart_names_the_nominal_bandwidth_once():
     assert title.layout.title.text.endswith("achieved ÷ nominal (Custom 48.02 GB/s)")
     ndr = figure_efficiency_curve(sizes, bws, fit, nominal=50e9, link="InfiniBand NDR 400G")
     assert ndr.layout.title.text.endswith("achieved ÷ nominal (InfiniBand NDR 400G, 50 GB/s)")
+
+
+def test_histogram_bars_cover_their_buckets_exactly_on_a_log_axis():
+    from ui.figures import figure_gap_distribution
+
+    buckets = [(0.001, 0), (0.0025, 10), (0.005, 30), (float("inf"), 30)]  # cumulative, s
+    bar = figure_gap_distribution(buckets).data[0]
+    # drawn from each lower edge across its width (a centre and a width were asymmetric on a
+    # log axis: the 1-2.5 ms bucket started at 0.83 ms)
+    assert list(bar.x) == [0.5, 1.0, 2.5] and bar.offset == 0
+    assert_allclose(np.add(bar.x, bar.width), [1.0, 2.5, 5.0])
+    assert list(bar.y) == [0, 10, 20]

@@ -432,11 +432,11 @@ def figure_traffic_histogram(
     for r, name in enumerate(REGION_NAMES):
         sel = region == r
         counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
-        mids = np.sqrt(edges[:-1] * edges[1:])
-        fig.add_bar(
-            x=mids,
+        fig.add_bar(  # from each bin's lower edge across its width: exact on a log axis
+            x=edges[:-1],
             y=counts,
             width=np.diff(edges),
+            offset=0,
             name=name,
             marker_color=REGION_COLORS[name],
             customdata=np.stack([edges[:-1], edges[1:]], axis=1),
