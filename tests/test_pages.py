@@ -357,8 +357,8 @@ def test_an_upload_survives_page_switches_and_feeds_compare():
     assert any("Showing mine.csv, uploaded earlier" in c.value for c in at.caption)
     at.button(key="traffic_forget").click().run()
     assert "Upload a file" in at.info[0].value and not at.metric
-    at.switch_page("pages/compare.py").run()  # back to the sample
-    assert any("(the Traffic page's sample)" in c.value for c in at.caption)
+    at.switch_page("pages/compare.py").run()  # back to a sample, and it says why
+    assert any("(a sample: no upload is loaded on Traffic)" in c.value for c in at.caption)
     at.switch_page("pages/traffic.py").run()
     at.file_uploader(key="traffic_upload").set_value(("mine.csv", csv, "text/csv")).run()
     assert metric(at, "Requests") == "5"
@@ -369,7 +369,7 @@ def test_an_upload_survives_page_switches_and_feeds_compare():
 def test_traffic_load_metrics_match_kvmodel():
     from kvmodel import traffic as tr
     from kvmodel.traffic_io import load_traffic
-    from kvmodel.units import fmt_bandwidth
+    from kvmodel.units import fmt_bandwidth, fmt_sig
 
     at = app({"trace": "azure-code", "link": "ib-ndr"}, "pages/traffic.py")
     sc = build_scenario(link="ib-ndr")
@@ -383,7 +383,7 @@ def test_traffic_load_metrics_match_kvmodel():
     assert metric(at, "p99 transfer incl. queue") == fmt_time(ld.p99_s)
     assert metric(at, "p99 share of TTFT") == f"{ld.p99_share_of_ttft:.0%}"
     assert metric(at, "Decode idle per second") == fmt_time(ld.decode_idle_s_per_s)
-    assert metric(at, "Decode steps lost") == f"{ld.decode_steps_lost_per_s:,.1f} steps/s"
+    assert metric(at, "Decode steps lost") == f"{fmt_sig(ld.decode_steps_lost_per_s, 3)} steps/s"
     assert ld.decode_steps_lost_per_s == pytest.approx(ld.decode_idle_s_per_s / sc.decode_step_s)
     assert metric(at, "Link for p99 ≤ 20% of TTFT") == fmt_bandwidth(
         ld.bandwidth_for_target_bytes_per_s

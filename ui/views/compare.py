@@ -125,6 +125,8 @@ def render() -> None:
         else:
             mix = traffic_ui.mix(("sample", trace), None, traffic_ui.sample_requests(trace))
             source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
+            if ss.get("traffic_source") == "Upload":  # chosen there, but no file is loaded
+                source = f"{tr.SAMPLES[trace][1]} (a sample: no upload is loaded on Traffic)"
         gains = {
             label: tr.regions(
                 tr.per_request_scenario(sc),

@@ -4,7 +4,7 @@ import streamlit as st
 
 from kvmodel import traffic as tr
 from kvmodel.traffic_io import TrafficError, table_columns
-from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_time, fmt_tokens
+from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvmodel.verdicts import traffic_takeaway, window_sentence
 from ui import exports_ui, figures, params, state, tables, traffic_ui
 
@@ -267,7 +267,7 @@ def render() -> None:
     )
     m[1].metric(
         "Decode steps lost",
-        f"{ld.decode_steps_lost_per_s:,.1f} steps/s" if ld.stable else "–",
+        f"{fmt_sig(ld.decode_steps_lost_per_s, 3)} steps/s" if ld.stable else "–",
         help=f"Decode idle ÷ the {fmt_ms(sc.decode_step_s)} decode step: each lost step is one "
         "output token a waiting request did not produce, so this is the decode throughput "
         "the transfer costs, in tokens/s",
