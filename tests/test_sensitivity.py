@@ -115,6 +115,16 @@ def test_figure_tornado(metric, unit):
     assert any(f"base {df.attrs[key] * scale:,.1f}" in (t.name or "") for t in fig.data)
 
 
+def test_figure_tornado_axes_never_read_negative_and_long_ttft_in_seconds():
+    share = figure_tornado(tornado(base()), metric="share")
+    assert share.layout.xaxis.range[0] < 0  # room for the labels left of the bars ...
+    assert min(share.layout.xaxis.tickvals) == 0  # ... but no negative share on the axis
+    huge = tornado(build_scenario(model="llama-2-7b", seq_len=4096, batch=4096))
+    assert huge.attrs["ttft_s"] > 10
+    ttft = figure_tornado(huge, metric="ttft")
+    assert "[s]" in ttft.layout.xaxis.title.text  # 1,197 s, not "1,197,500.4 ms"
+
+
 def test_figure_tornado_bad_input():
     df = tornado(base())
     with pytest.raises(ValueError, match="metric"):

@@ -468,6 +468,15 @@ def figure_traffic_histogram(
     )
 
 
+def _ticks_from_zero(top: float, most: int = 8) -> list[float]:
+    """Round ticks 0, step, 2·step … up to ``top`` (step 1, 2 or 5 × a power of ten)."""
+    if not top > 0:
+        return [0.0]
+    step = 10.0 ** np.floor(np.log10(top / most))
+    step *= next(m for m in (1, 2, 5, 10) if top / (step * m) <= most)
+    return [float(f"{v:.6g}") for v in np.arange(0.0, top + step * 1e-9, step)]
+
+
 def traffic_comparison_frame(rows) -> pd.DataFrame:
     """traffic.comparison rows → a readable table, best first."""
     df = pd.DataFrame(rows)
@@ -511,6 +520,8 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     if base is None:
         raise ValueError(f"base is required when df.attrs has no {key!r}")
     scale, unit, fmt = (1e3, "ms", ",.1f") if metric == "ttft" else (100.0, "%", ",.2f")
+    if metric == "ttft" and float(base) >= 10:  # ten seconds and more read better in s
+        scale, unit, fmt = 1.0, "s", ",.2f"
     lo_col, hi_col = (
         ("ttft_low_s", "ttft_high_s") if metric == "ttft" else ("share_low", "share_high")
     )
@@ -555,7 +566,9 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
         line={"color": "#475569", "dash": "dash"},
         name=f"base {b:{fmt}} {unit}",
     )
-    fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_xaxes(range=[lo - pad, hi + pad])  # room on the left for outside labels ...
+    if lo >= 0 > lo - pad:  # ... but no tick below 0: a time or a share is never negative
+        fig.update_xaxes(tickvals=_ticks_from_zero(hi + pad))
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(barmode="overlay")
     rel = df.attrs.get("rel")
