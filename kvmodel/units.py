@@ -44,6 +44,19 @@ def fmt_sig(value: float, digits: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def fmt_ms_or_s(seconds: float, digits: int = 2) -> str:
+    """Milliseconds with ``digits`` decimals below ten seconds (tiles compare them); seconds
+    above, where a millisecond figure outgrows its tile."""
+    if seconds is not None and math.isfinite(seconds) and abs(seconds) >= 10:
+        return f"{seconds:,.{digits}f} s"
+    return fmt_ms(seconds, digits)
+
+
+def fmt_ratio(x: float) -> str:
+    """A ratio such as transfer ÷ decode step: two decimals, none from a thousand on."""
+    return f"{x:,.2f}×" if abs(x) < 1000 else f"{x:,.0f}×"
+
+
 def fmt_bandwidth(bytes_per_s: float) -> str:
     return f"{fmt_sig(bytes_per_s / 1e9)} GB/s"
 

@@ -431,3 +431,19 @@ def test_histogram_bars_cover_their_buckets_exactly_on_a_log_axis():
     assert list(bar.x) == [0.5, 1.0, 2.5] and bar.offset == 0
     assert_allclose(np.add(bar.x, bar.width), [1.0, 2.5, 5.0])
     assert list(bar.y) == [0, 10, 20]
+
+
+def test_huge_times_and_ratios_fit_their_tiles():
+    from kvmodel.units import fmt_ms_or_s, fmt_ratio
+
+    assert fmt_ms_or_s(0.02685) == "26.85 ms" and fmt_ms_or_s(9.5) == "9,500.00 ms"
+    assert fmt_ms_or_s(14_073.74884) == "14,073.75 s"  # not "14,073,748.84 ms"
+    assert fmt_ratio(0.895) == "0.90×" and fmt_ratio(469_124.96) == "469,125×"
+
+
+def test_overview_bar_labels_switch_to_seconds_when_huge():
+    from ui.figures import figure_transfer_vs_step, figure_ttft_waterfall
+
+    assert list(figure_transfer_vs_step(26.85, 30.0).data[0].text) == ["26.85 ms", "30.0 ms"]
+    big = figure_ttft_waterfall(339_819_204.9, 14_073_748.8, 30.0).data[0].text
+    assert list(big) == ["339,819.2 s", "14,073.7 s", "30.0 ms", "353,893.0 s"]

@@ -169,6 +169,11 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     )
 
 
+def _ms_label(ms: float, digits: int = 1) -> str:
+    """A bar label from milliseconds: in s from ten seconds on, so it fits beside its bar."""
+    return f"{ms / 1e3:,.1f} s" if abs(ms) >= 10_000 else f"{ms:,.{digits}f} ms"
+
+
 @_finished
 def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
     """TTFT as a waterfall: prefill, exposed transfer and first decode step add up [ms]."""
@@ -189,7 +194,7 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         base=bases,
         orientation="h",
         marker_color=colors,
-        text=[f"{w:,.1f} ms" for w in widths],
+        text=[_ms_label(w) for w in widths],
         textposition="outside",
         cliponaxis=False,
         customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
@@ -222,7 +227,7 @@ def figure_transfer_vs_step(
         y=["KV transfer", "Decode step"],
         x=[transfer_ms, step_ms],
         orientation="h",
-        text=[f"{transfer_ms:,.2f} ms", f"{step_ms:,.1f} ms"],
+        text=[_ms_label(transfer_ms, 2), _ms_label(step_ms)],
         textposition="outside",
         cliponaxis=False,
         marker_color=[SEGMENT_COLORS["KV transfer"], SEGMENT_COLORS["First decode step"]],

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvmodel.units import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvmodel.verdicts import overview_takeaway
 from ui import exports_ui, figures, state
 
@@ -55,14 +55,14 @@ def render() -> None:
     c = st.columns(3)
     c[0].metric(
         "Exposed transfer",
-        fmt_ms(ev.exposed_s, 2),
+        fmt_ms_or_s(ev.exposed_s),
         help=(
             f"Whole transfer {fmt_ms(ev.transfer_s, 2)}; exposed = what decode waits after prefill"
         ),
     )
     c[1].metric(
         "Transfer ÷ decode step",
-        f"{ev.transfer_over_decode:.2f}×",
+        fmt_ratio(ev.transfer_over_decode),
         help=f"Decode step {fmt_ms(ev.decode_step_s)} (roofline lower bound "
         f"{fmt_ms(ev.decode_step_lower_bound_s)})",
     )
