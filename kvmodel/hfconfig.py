@@ -324,7 +324,7 @@ def load_hf_config(
         or str(cfg.get("model_type") or "model")
     )
     slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.]+", "-", label.lower())).strip("-.")
-    if not (stem not in (None, "config") or path_name):  # only model_type: add the size
+    if stem in (None, "config") and not path_name:  # named after model_type: add the size
         label = f"{label} ({params_total / 1e9:,.3g}B params)"
     return ModelSpec(
         id=model_id or slug or "model",

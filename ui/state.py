@@ -204,11 +204,12 @@ def _seq_options(max_ctx: int, current: int) -> list[int]:
     return [v for v in opts if 1 <= v <= max_ctx]
 
 
-# The sidebar's widget keys, written back to session state at the start of every run.  A widget
-# whose value the run set through session state goes to the browser with that value; one that
-# did not goes with its default (the first option, the minimum), and a browser that had not drawn
-# the widget yet when a click sent a rerun (a click right after opening a shared link) showed
-# that default and sent it back on the next interaction: the link's scenario was lost.
+# The sidebar's widget keys, written back to session state at the start of every run (with
+# LAZY_KEYS, below).  A widget whose value the run set through session state goes to the browser
+# with that value; one that did not goes with its default (the first option, the minimum), and
+# a browser that had not drawn the widget yet when a click sent a rerun (a click right after
+# opening a shared link) showed that default and sent it back on the next interaction: the
+# link's scenario was lost.
 SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec")
 
 
@@ -216,7 +217,7 @@ def sidebar_controls() -> None:
     """Render the scenario controls in the sidebar (app.py, before ``run()``)."""
     ss = st.session_state
     sb = st.sidebar
-    for key in SIDEBAR_KEYS:  # see SIDEBAR_KEYS
+    for key in (*SIDEBAR_KEYS, *LAZY_KEYS):  # see SIDEBAR_KEYS and LAZY_KEYS
         if key in ss:
             ss[key] = ss[key]
     ids = catalog.model_ids() + list(imported_models())
@@ -288,9 +289,6 @@ def sidebar_controls() -> None:
                 step=100.0,
                 help="Uncompressed KV bytes one GPU quantizes (or dequantizes) per second.",
             )
-    for key in LAZY_KEYS:  # keep values whose widgets a closed expander does not draw
-        if key in ss:
-            ss[key] = ss[key]
     hardware = sb.expander("Parallelism and hardware", key=HARDWARE_OPEN, on_change="rerun")
     times = sb.expander("Times and thresholds", key=TIMES_OPEN, on_change="rerun")
     if hardware.open:
@@ -350,6 +348,27 @@ def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=No
         ss[name] = from_widget(ss[wkey])
 
     return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
+
+
+def forget_when_removed(uploader_key: str, kept_key: str) -> None:
+    """Uploader callback: the uploader's ✕ forgets the kept upload for good (an uploader left
+    empty by a page switch does not call it, so the kept upload is shown again)."""
+    if st.session_state.get(uploader_key) is None:
+        st.session_state.pop(kept_key, None)
+
+
+def show_kept_upload(name: str, kept_key: str, button_key: str, note: str = "") -> None:
+    """Say that an earlier upload is shown, with a button that forgets it."""
+    st.caption(
+        f"Showing {name}, uploaded earlier in this session. Upload another file to replace it, "
+        f"or remove it with Forget.{' ' + note if note else ''}"
+    )
+    st.button(
+        "Forget this upload",
+        key=button_key,
+        icon=":material/close:",
+        on_click=lambda: st.session_state.pop(kept_key, None),
+    )
 
 
 def kept_widget(widget, label: str, name: str, default, **kwargs):

@@ -42,6 +42,9 @@ def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progre
 
 
 KEPT = "traffic_kept"  # session key: the last upload read in this session
+SOURCE = "traffic_source"  # session key of the page's source radio (widget: w_traffic_source)
+UPLOAD = "Upload"
+SOURCES = ["Sample trace", UPLOAD]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ def keep_upload(req, key: tuple, label: str) -> None:
 
 def kept_upload() -> KeptUpload | None:
     return st.session_state.get(KEPT)
+
+
+def upload_chosen() -> bool:
+    """The Traffic page is set to analyse an upload (whether or not one is loaded)."""
+    return st.session_state.get(SOURCE) == UPLOAD
 
 
 def columns_note(req, name: str) -> str:

@@ -117,7 +117,7 @@ def render() -> None:
     )
 
     trace = ss.get("trace")
-    kept = traffic_ui.kept_upload() if ss.get("traffic_source") == "Upload" else None
+    kept = traffic_ui.kept_upload() if traffic_ui.upload_chosen() else None
     if kept is not None or trace in tr.SAMPLES:
         if kept is not None:  # the Traffic page shows an upload: compare on it
             mix = traffic_ui.mix(kept.key, None, kept.req)
@@ -125,7 +125,7 @@ def render() -> None:
         else:
             mix = traffic_ui.mix(("sample", trace), None, traffic_ui.sample_requests(trace))
             source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
-            if ss.get("traffic_source") == "Upload":  # chosen there, but no file is loaded
+            if traffic_ui.upload_chosen():  # chosen there, but no file is loaded
                 source = f"{tr.SAMPLES[trace][1]} (a sample: no upload is loaded on Traffic)"
         gains = {
             label: tr.regions(

@@ -15,12 +15,6 @@ SOURCES = ["Sample", "Upload", "Paste"]
 KEPT = "measure_kept"  # session key: (bytes, name) of the last upload
 
 
-def _forget_removed_upload() -> None:
-    """The uploader's ✕ forgets the file (an uploader left empty by a page switch does not)."""
-    if st.session_state.get("measure_upload") is None:
-        st.session_state.pop(KEPT, None)
-
-
 def _upload() -> tuple[bytes, str]:
     """The uploaded file's bytes and name, kept for the session; stops the page without one."""
     up = st.file_uploader(
@@ -29,7 +23,8 @@ def _upload() -> tuple[bytes, str]:
         type=UPLOAD_TYPES,
         key="measure_upload",
         max_upload_size=mu.MAX_UPLOAD_MB,
-        on_change=_forget_removed_upload,
+        on_change=state.forget_when_removed,
+        args=("measure_upload", KEPT),
     )
     if up is not None:
         st.session_state[KEPT] = (up.getvalue(), up.name)
@@ -43,16 +38,7 @@ def _upload() -> tuple[bytes, str]:
             icon=":material/upload_file:",
         )
         st.stop()
-    st.caption(
-        f"Showing {kept[1]}, uploaded earlier in this session. Upload another file to replace "
-        "it, or remove it with Forget."
-    )
-    st.button(
-        "Forget this upload",
-        key="measure_forget",
-        icon=":material/close:",
-        on_click=lambda: st.session_state.pop(KEPT, None),
-    )
+    state.show_kept_upload(kept[1], KEPT, "measure_forget")
     return kept
 
 

@@ -11,21 +11,14 @@ from ui import exports_ui, figures, params, state, tables, traffic_ui
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
 
-SOURCE = "traffic_source"  # session key of the radio's value (the widget's is w_traffic_source)
-SOURCES = ["Sample trace", "Upload"]
-
-
 PICKS = ("pick_prompt", "pick_output", "pick_time")  # columns chosen by hand
 
 
 def _upload_changed() -> None:
-    """A new file starts with detected columns (the last file's picks may not exist in it);
-    the uploader's ✕ removes the file for good (an uploader left empty by a page switch does
-    not: the kept upload is shown again)."""
+    """A new file starts with detected columns (the last file's picks may not exist in it)."""
     for k in PICKS:
         st.session_state.pop(k, None)
-    if st.session_state.get("traffic_upload") is None:
-        st.session_state.pop(traffic_ui.KEPT, None)
+    state.forget_when_removed("traffic_upload", traffic_ui.KEPT)
 
 
 def _upload(limit_mb: int):
@@ -40,17 +33,8 @@ def _upload(limit_mb: int):
     if up is None:
         kept = traffic_ui.kept_upload()
         if kept is not None:
-            st.caption(
-                f"Showing {kept.label}, uploaded earlier in this session. Upload another file "
-                "to replace it, or remove it with Forget. "
-                + traffic_ui.columns_note(kept.req, kept.label)
-            )
-            st.button(
-                "Forget this upload",
-                key="traffic_forget",
-                icon=":material/close:",
-                on_click=lambda: st.session_state.pop(traffic_ui.KEPT, None),
-            )
+            note = traffic_ui.columns_note(kept.req, kept.label)
+            state.show_kept_upload(kept.label, traffic_ui.KEPT, "traffic_forget", note)
             return kept.req, kept.key, kept.label
         st.info(
             "Upload a file to analyse it. Uploaded traffic is not part of shared links; "
@@ -102,9 +86,14 @@ def render() -> None:
     limit_mb = st.get_option("server.maxUploadSize")
 
     source = state.kept_widget(
-        st.radio, "Traffic to analyse", SOURCE, SOURCES[0], options=SOURCES, horizontal=True
+        st.radio,
+        "Traffic to analyse",
+        traffic_ui.SOURCE,
+        traffic_ui.SOURCES[0],
+        options=traffic_ui.SOURCES,
+        horizontal=True,
     )
-    if source == "Sample trace":
+    if source != traffic_ui.UPLOAD:
         trace = state.page_widget(
             st.selectbox,
             "Sample",
