@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import catalog
+from .inputs import DEFAULT_SHARE_TARGET
 from .specs import LinkSpec, ModelSpec
 from .transfer import DEFAULT_CODEC_BYTES_PER_S, Scenario
 
@@ -64,7 +65,7 @@ def build_scenario(
     block_tokens: int = 16,
     descriptor_us: float = 0.0,
     k: float = 1.0,
-    share_target: float = 0.2,
+    share_target: float = DEFAULT_SHARE_TARGET,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
@@ -108,3 +109,98 @@ def build_scenario(
         k=k,
         share_target=share_target,
     )
+
+
+def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Scenario:
+    """A Scenario from display-unit values keyed by input name (``kvmodel.inputs``).
+
+    The app's link values and the CLI's options both come through here.  Missing names take
+    their row's default; ``None`` means "not given" (the link's latency, the model's KV dtype,
+    the prefill TP for decode, an estimated prefill).  ``link == "custom"`` needs ``bw``.
+    """
+    from . import inputs as I
+
+    def get(name):
+        return values.get(name, I.default(name))
+
+    link = get("link")
+    custom = link == I.CUSTOM_LINK
+    bw, lat = values.get("bw"), values.get("lat")
+    if custom and bw is None:
+        bw = I.default("bw")
+    prefill = values.get("prefill")
+    par = values.get("par")
+    return build_scenario(
+        model=model if model is not None else get("model"),
+        link=None if custom else link,
+        bandwidth_gbs=None if bw is None else float(bw),
+        latency_us=(I.default("lat") if custom else None) if lat is None else float(lat),
+        gpu=get("gpu"),
+        seq_len=int(get("seq")),
+        batch=int(get("batch")),
+        efficiency=float(get("eff")) * I.get("eff").scale,
+        parallel_links=int(par) if par else None,
+        kv_dtype=values.get("kvd"),
+        kv_scale_group=int(get("kv_scale_group")),
+        compression=get("comp"),
+        comp_group=int(get("comp_group")),
+        codec_gbs=float(get("codec")),
+        layerwise=bool(int(get("lw"))),
+        tp=int(get("tp")),
+        tp_decode=None if values.get("tpd") is None else int(values["tpd"]),
+        decode_step_ms=float(get("step")),
+        prefill_ms=None if prefill in (None, "est") else float(prefill),
+        mfu=float(get("mfu")),
+        block_tokens=int(get("block_tokens")),
+        descriptor_us=float(get("descriptor_us")),
+        k=float(get("k")),
+        share_target=float(get("share")) * I.get("share").scale,
+    )
+
+
+def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
+    """The reverse of :func:`scenario_from_inputs`: display-unit values by input name.
+
+    Also returns what the app's link cannot carry: the CLI-only inputs that differ from their
+    defaults, and a GPU, model or link outside the catalog (the caller may carry a model as
+    ``cfg``).  Links and models are given by id; ``bw``/``lat`` only for a link not in the
+    catalog (then ``link`` is ``custom``).
+    """
+    from . import inputs as I
+
+    values: dict = {}
+    gaps: list[str] = []
+    for row in I.INPUTS:
+        if not row.field:
+            continue
+        si = getattr(sc, row.field)
+        if row.name == "prefill":
+            value = "est" if si is None else float(si / row.scale)
+        elif row.name == "par":
+            value = int(si or 0)
+        elif row.kind == "flag":
+            value = int(bool(si))
+        elif row.kind == "int":
+            value = int(si)
+        elif row.kind == "float":
+            value = float(si / row.scale)
+        else:
+            value = si
+        if not row.url:
+            if value != row.default:
+                gaps.append(f"{row.label} {value:g}" if isinstance(value, float) else row.label)
+            continue
+        values[row.name] = value
+    if catalog.gpus().get(sc.gpu.id) != sc.gpu:
+        gaps.append("a GPU outside the catalog")
+    values["gpu"] = sc.gpu.id
+    values["model"] = sc.model.id
+    if catalog.links().get(sc.link.id) == sc.link:
+        values["link"] = sc.link.id
+    else:
+        values.update(
+            link=I.CUSTOM_LINK,
+            bw=sc.link.bandwidth_bytes_per_s / I.get("bw").scale,
+            lat=sc.link.latency_s / I.get("lat").scale,
+        )
+    return values, gaps

@@ -11,13 +11,11 @@ import json
 import sys
 
 from . import catalog
-from .build import DEFAULT_GPU, DEFAULT_LINK, DEFAULT_MODEL, build_scenario
-from .dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from . import inputs as I
+from .build import scenario_from_inputs
 from .size import bytes_per_token_full
 from .transfer import evaluate, transfer
 from .units import fmt_bytes, fmt_ms, fmt_tokens
-
-TABLE_LINKS_DEFAULT = "nvlink4,ib-ndr,ib-hdr,100gbe"
 
 
 class UsageError(Exception):
@@ -39,6 +37,13 @@ def _positive_int(text):
     return value
 
 
+def _whole(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def _number(text):
     try:
         value = float(text)
@@ -49,58 +54,57 @@ def _number(text):
     return value
 
 
+def _dest(row: I.Input) -> str:
+    return row.cli.lstrip("-").replace("-", "_")
+
+
+def add_input(p, row: I.Input) -> None:
+    """One CLI option from its ``kvmodel.inputs`` row: type, default, choices and help."""
+    default = row.default if row.cli_default == "same" else row.cli_default
+    if default is not None and row.cli_scale != 1 and row.kind == "float":
+        default = default / row.cli_scale
+    unit = "" if row.cli_scale != 1 or not row.unit else f" [{row.unit}]"
+    shown = f"{default:g}" if isinstance(default, float) else default
+    help_text = f"{row.help}{unit}" + ("" if default is None else f" (default {shown})")
+    kw = dict(dest=_dest(row), default=default, help=help_text.replace("%", "%%"))
+    if row.kind == "flag":
+        p.add_argument(row.cli, action="store_true", dest=kw["dest"], help=row.help)
+        return
+    if row.kind == "choice":
+        kw["choices"] = list(row.allowed())
+    elif row.kind == "int":
+        kw["type"] = _whole
+    elif row.name == "prefill":
+        kw["type"] = _number_or_est
+    elif row.kind == "float":
+        kw["type"] = _number
+    p.add_argument(row.cli, **kw)
+
+
+def _number_or_est(text):
+    return None if text.strip().lower() == "est" else _number(text)
+
+
+def check_inputs(args) -> None:
+    """Every numeric option against its row's limit; the message names the flag."""
+    for row in I.INPUTS:
+        if row.cli and row.kind in ("int", "float") and hasattr(args, _dest(row)):
+            value = getattr(args, _dest(row))
+            if value is not None and not (row.name == "prefill" and value == "est"):
+                row.check(value, what=row.cli, scale=row.cli_scale)
+
+
+SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
+
+
 def _scenario_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("scenario")
+    g = p.add_argument_group("scenario (one row each in kvmodel/inputs.py)")
     src = g.add_mutually_exclusive_group()
-    src.add_argument("--model", default=DEFAULT_MODEL, help=f"catalog id (default {DEFAULT_MODEL})")
+    add_input(src, I.get("model"))
     src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json instead")
     g.add_argument("--quant-config", metavar="PATH", help="hf_quant_config.json beside --config")
-    g.add_argument("--seq-len", type=_positive_int, default=1024, help="tokens (default 1024)")
-    g.add_argument("--batch", type=_positive_int, default=1, help="requests (default 1)")
-    g.add_argument("--link", default=DEFAULT_LINK, help=f"interconnect id (default {DEFAULT_LINK})")
-    g.add_argument("--bandwidth-gbs", type=_number, help="per-direction GB/s; overrides the link")
-    g.add_argument("--latency-us", type=_number, help="per-transfer latency µs (default: link's)")
-    g.add_argument("--efficiency", type=_number, default=1.0, help="achieved/nominal, 0-1 (1)")
-    g.add_argument(
-        "--links-parallel",
-        dest="parallel_links",
-        type=_positive_int,
-        help="parallel links (default: min(TP prefill, TP decode), one NIC per GPU)",
-    )
-    g.add_argument(
-        "--kv-dtype",
-        choices=sorted(KV_DTYPE_BITS),
-        help="KV storage dtype (default: the checkpoint's, else fp16)",
-    )
-    g.add_argument("--kv-scale-group", type=int, default=0, help="values per FP16 scale (0: none)")
-    g.add_argument(
-        "--compression",
-        choices=list(COMPRESSION_BITS),
-        default="none",
-        help="transfer-only compression (default none)",
-    )
-    g.add_argument("--comp-group", type=int, default=128, help="values per scale, int8/int4 (128)")
-    g.add_argument(
-        "--codec-gbs",
-        type=_number,
-        default=1000.0,
-        help="quantize/dequantize throughput, GB/s of uncompressed KV (1000)",
-    )
-    g.add_argument("--layerwise", action="store_true", help="send layer by layer during prefill")
-    g.add_argument("--tp", type=_positive_int, default=1, help="prefill tensor parallelism (1)")
-    g.add_argument("--tp-decode", type=_positive_int, help="decode TP (default: --tp)")
-    g.add_argument("--decode-step-ms", type=_number, default=30.0, help="decode step ms (30)")
-    g.add_argument("--prefill-ms", type=_number, help="prefill ms (default: estimated)")
-    g.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU for estimates (default {DEFAULT_GPU})")
-    g.add_argument("--mfu", type=_number, default=0.5, help="prefill MFU for the estimate (0.5)")
-    g.add_argument("--block-tokens", type=_positive_int, default=16, help="KV block tokens (16)")
-    g.add_argument(
-        "--descriptor-us",
-        type=_number,
-        default=0.0,
-        help="cost per transfer descriptor µs (0: off)",
-    )
-    g.add_argument("--k", type=_number, default=1.0, help="critical: transfer >= k x step (1)")
+    for row in SCENARIO_ROWS:
+        add_input(g, row)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -113,33 +117,17 @@ def _model_from_args(args):
 
 
 def _scenario(args, **overrides):
-    kw = dict(
-        model=_model_from_args(args),
-        link=args.link,
-        gpu=args.gpu,
-        bandwidth_gbs=args.bandwidth_gbs,
-        latency_us=args.latency_us,
-        seq_len=args.seq_len,
-        batch=args.batch,
-        efficiency=args.efficiency,
-        parallel_links=args.parallel_links,
-        kv_dtype=args.kv_dtype,
-        kv_scale_group=args.kv_scale_group,
-        compression=args.compression,
-        comp_group=args.comp_group,
-        codec_gbs=args.codec_gbs,
-        layerwise=args.layerwise,
-        tp=args.tp,
-        tp_decode=args.tp_decode,
-        decode_step_ms=args.decode_step_ms,
-        prefill_ms=args.prefill_ms,
-        mfu=args.mfu,
-        block_tokens=args.block_tokens,
-        descriptor_us=args.descriptor_us,
-        k=args.k,
-    )
-    kw.update(overrides)
-    return build_scenario(**kw)
+    """The scenario of the parsed options; ``overrides`` by input name, display units."""
+    check_inputs(args)
+    values = {"model": args.model}
+    for row in SCENARIO_ROWS:
+        value = getattr(args, _dest(row))
+        if value is not None and row.kind == "float":
+            value = value * row.cli_scale
+        values[row.name] = value
+    values.update(overrides)
+    model = _model_from_args(args)
+    return scenario_from_inputs(values, model=None if isinstance(model, str) else model)
 
 
 def _print_table(headers, rows):
@@ -358,7 +346,7 @@ def cmd_transfer(args):
         (
             "transfer share of TTFT",
             f"{ev.transfer_share_of_ttft:.1%}"
-            + (" — over the 20 % line" if ev.over_share_target else ""),
+            + (f" — over the {ev.scenario.share_target:.0%} line" if ev.over_share_target else ""),
         ),
         ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
     ]
@@ -438,10 +426,8 @@ def cmd_traffic(args):
         time_column=args.time_column,
         per_request=False,
     )
-    if args.hit_ratio is not None and not 0 <= args.hit_ratio < 1:
-        raise ValueError(f"--hit-ratio must be in [0, 1), got {args.hit_ratio!r}")
+    sc = _scenario(args)  # checks every option, --hit-ratio included
     mix = tr.mix_from_requests(req, hit_ratio=args.hit_ratio)
-    sc = _scenario(args, share_target=args.share_target)
     reg = tr.regions(sc, mix, min_seq_len=args.min_seq_len, criterion=args.criterion)
     ld = tr.load(sc, mix, rps=args.rps)
     win = tr.recommended_window(sc, mix, min_seq_len=args.min_seq_len, criterion=args.criterion)
@@ -670,7 +656,7 @@ def cmd_report(args):
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--out must end in .html or .htm, got {args.out!r}")
-    sc = _scenario(args, share_target=args.share_target)
+    sc = _scenario(args)
     url = share_link(sc, args.base_url or DEFAULT_BASE_URL)
     label = f"{sc.model.name} on {sc.link.name}"
     html = report_html([(label, sc)], share_url=url, title=args.title)
@@ -686,7 +672,35 @@ def cmd_report(args):
         print(f"no share link: the app's link cannot carry {'; '.join(gaps)}")
 
 
+def cmd_inputs(args):
+    if args.markdown:
+        print(I.markdown_table())
+        return
+    payload = [
+        dict(
+            name=r.name,
+            label=r.label,
+            unit=r.unit,
+            default=r.default,
+            url=r.name if r.url else None,
+            cli=r.cli,
+            si_scale=r.scale,
+            app_range=[r.lo, r.hi],
+            model_limit=list(r.bounds),
+            page=r.page or None,
+            help=r.help,
+        )
+        for r in I.INPUTS
+    ]
+    rows = [
+        (p["name"] if p["url"] else "–", p["cli"] or "–", p["unit"] or "–", str(p["default"]))
+        for p in payload
+    ]
+    _emit(args, payload, ("URL", "CLI", "unit", "default"), rows)
+
+
 COMMANDS = {
+    "inputs": (cmd_inputs, "every input: URL key, CLI flag, unit, range, default", False),
     "models": (cmd_models, "list catalog models", False),
     "links": (cmd_links, "list interconnects", False),
     "gpus": (cmd_gpus, "list GPUs", False),
@@ -712,18 +726,14 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "traffic":
             p.add_argument("file", help="trace: CSV/TSV(.gz), Parquet, JSONL, histogram, .prom")
-            p.add_argument("--min-seq-len", type=int, default=128, help="too short below (128)")
-            p.add_argument(
-                "--criterion",
-                choices=("step", "share"),
-                default="step",
-                help="transfer-bound: transfer ≥ k × step, or TTFT share > target",
-            )
-            p.add_argument("--share-target", type=_number, default=0.2, help="0-1 (0.2)")
-            p.add_argument("--hit-ratio", type=_number, help="prefix-cache hit ratio 0-1")
-            p.add_argument("--rps", type=_number, help="arrival rate (default: timestamps)")
+            for name in ("minlen", "crit"):
+                add_input(p, I.get(name))
+            for name in ("hit", "rps"):
+                add_input(p, I.get(name))
             p.add_argument("--prompt-column", help="prompt-length column, when not detected")
             p.add_argument("--time-column", help="timestamp column, when not detected")
+        if name == "inputs":
+            p.add_argument("--markdown", action="store_true", help="README's parameter table")
         if name == "calibrate":
             p.add_argument("file", help="perftest ib_*_bw output or --out_json, bytes,seconds CSV")
             p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")
@@ -731,15 +741,14 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("file", help="Prometheus text: vLLM/NIXL/SGLang /metrics scrape")
         if name == "report":
             p.add_argument("--out", required=True, metavar="FILE.html", help="report file")
-            p.add_argument("--share-target", type=_number, default=0.2, help="0-1 (0.2)")
             p.add_argument(
                 "--base-url",
                 help="app address for the share link (default http://localhost:8501/)",
             )
             p.add_argument("--title", default="KV transfer report", help="report title")
         if name == "table":
-            p.add_argument("--links", default=TABLE_LINKS_DEFAULT, help="comma-separated link ids")
-            p.add_argument("--batches", default="1,8,32", help="comma-separated batch sizes")
+            for name in ("links", "batches"):
+                add_input(p, I.get(name))
     return parser
 
 

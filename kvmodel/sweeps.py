@@ -11,10 +11,9 @@ import numpy as np
 import pandas as pd
 
 from . import catalog
+from .inputs import DEFAULT_BAND_MS
 from .size import bytes_per_token_full
 from .transfer import Scenario, Volume, chunk_times_s, critical_seq_len, evaluate, transfer
-
-DEFAULT_BAND_MS = (20.0, 50.0)  # the article: a decode step is 20-50 ms (Llama-3-70B, 8×A100)
 
 
 def decode_band_verdict(transfer_ms: float, band_ms=DEFAULT_BAND_MS) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import kv_dtype_bytes
+from .inputs import DEFAULT_MFU
 from .size import _as_tokens, kv_bytes
 from .specs import GpuSpec, ModelSpec
 
-DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 0.4-0.6
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
 
 

@@ -21,10 +21,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import catalog
+from .inputs import CRITERIA, DEFAULT_MIN_SEQ_LEN  # defined once, with every input
 from .transfer import Scenario, Volume, critical_seq_len, transfer
 
-CRITERIA = ("step", "share")
-DEFAULT_MIN_SEQ_LEN = 128  # the article: chatbot prompts of ~128 tokens gain nothing
 SIM_REQUESTS = 200_000  # Lindley recursion length for percentiles
 SEED = 20231116
 

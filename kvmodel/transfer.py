@@ -25,14 +25,17 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
+from .inputs import (
+    DEFAULT_BLOCK_TOKENS,
+    DEFAULT_CODEC_BYTES_PER_S,
+    DEFAULT_DECODE_STEP_S,
+    DEFAULT_MFU,
+    DEFAULT_SHARE_TARGET,
+    check_scenario_field,
+)
 from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, shard_heads
 from .specs import GpuSpec, LinkSpec, ModelSpec
-from .timing import DEFAULT_MFU, decode_step_lower_bound_s, estimate_prefill_s
-
-DEFAULT_DECODE_STEP_S = 0.030  # the article: 20-50 ms for Llama-3-70B on TP=8 A100
-DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompressed KV per s
-DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size
-DEFAULT_SHARE_TARGET = 0.20  # the article: a gap above 20 % of TTFT gives back the gains
+from .timing import decode_step_lower_bound_s, estimate_prefill_s
 
 
 @dataclass(frozen=True)
@@ -63,49 +66,29 @@ class Scenario:
     share_target: float = DEFAULT_SHARE_TARGET
 
     def __post_init__(self):
-        def bad(name, expected):
-            raise ValueError(f"{name} must be {expected}, got {getattr(self, name)!r}")
-
+        # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
         for name in ("seq_len", "batch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                bad(name, "a whole number >= 1")
+                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
         if self.seq_len > self.model.max_context_tokens:
             raise ValueError(
                 f"seq_len must be <= the model's max context of {self.model.max_context_tokens:,} "
                 f"tokens, got {self.seq_len:,}"
             )
-        if not (0 < self.efficiency <= 1):
-            bad("efficiency", "in (0, 1]")
         if self.parallel_links is not None and (
-            isinstance(self.parallel_links, bool)
-            or not isinstance(self.parallel_links, int)
-            or self.parallel_links < 1
+            isinstance(self.parallel_links, bool) or not isinstance(self.parallel_links, int)
         ):
-            bad("parallel_links", "a whole number >= 1")
+            raise ValueError(
+                f"parallel_links must be a whole number >= 1, got {self.parallel_links!r}"
+            )
+        for f in fields(self):
+            check_scenario_field(f.name, getattr(self, f.name))
         kv_dtype_bytes(self.kv_dtype, scale_group=self.kv_scale_group)
         compressed_bytes_per_value(self.compression, storage_bytes=2.0, group=self.comp_group)
-        if not (self.codec_bytes_per_s > 0 and math.isfinite(self.codec_bytes_per_s)):
-            bad("codec_bytes_per_s", "> 0")
         for g in self.model.groups:  # raises on an impossible TP
             shard_heads(g.kv_heads, self.tp_prefill)
             shard_heads(g.kv_heads, self.tp_decode)
-        if not (0 < self.decode_step_s < 3600):
-            bad("decode_step_s", "in (0, 3600) s")
-        if self.prefill_s is not None and not (0 <= self.prefill_s < 86400):
-            bad("prefill_s", "in [0, 86400) s or None (estimate)")
-        if not (0 < self.mfu <= 1):
-            bad("mfu", "in (0, 1]")
-        if isinstance(self.block_tokens, bool) or not isinstance(self.block_tokens, int):
-            bad("block_tokens", "a whole number >= 1")
-        if self.block_tokens < 1:
-            bad("block_tokens", "a whole number >= 1")
-        if not (0 <= self.descriptor_s < 1):
-            bad("descriptor_s", "in [0, 1) s")
-        if not (0 < self.k < 1e6):
-            bad("k", "> 0")
-        if not (0 < self.share_target < 1):
-            bad("share_target", "in (0, 1)")
 
     @property
     def streams(self) -> int:

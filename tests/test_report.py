@@ -152,7 +152,7 @@ def test_share_link_round_trips():
     assert (q["link"], q["bw"], q["lat"]) == ("custom", "40", "3")
     # inputs the app's link cannot carry: no link rather than a wrong one
     q, gaps = share_query(build_scenario(model="llama-3-70b", mfu=0.4))
-    assert q is None and gaps == ["MFU 0.4"]
+    assert q is None and gaps == ["Prefill MFU 0.4"]
     assert share_link(build_scenario(model="llama-3-70b", batch=10_000)) is None  # clamped
     with pytest.raises(ValueError, match="base_url"):
         share_link(sc, "file:///tmp/x")

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from kvmodel.inputs import DEFAULT_BAND_MS
+
 from .figkit import (
     BAND_COLOR,
     LAYOUT_COLORS,
@@ -209,7 +211,7 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
 
 @_finished
 def figure_transfer_vs_step(
-    transfer_ms: float, step_ms: float, band_ms=(20.0, 50.0), *, link: str = "", k: float = 1.0
+    transfer_ms: float, step_ms: float, band_ms=DEFAULT_BAND_MS, *, link: str = "", k: float = 1.0
 ) -> go.Figure:
     """One bar for the exposed transfer against the decode step and the usual band [ms]."""
     fig = _Fig()
@@ -243,7 +245,7 @@ def figure_transfer_vs_step(
 
 
 @_finished
-def figure_batch_sweep(df: pd.DataFrame, band_ms=(20.0, 50.0), *, seq_len: int) -> go.Figure:
+def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band."""
     fig = _Fig()
     _band_trace(

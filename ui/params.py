@@ -8,73 +8,21 @@ plus human-readable warnings for everything it had to replace or clamp.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from kvmodel import catalog
-from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from kvmodel import inputs as I
 from kvmodel.modelcodec import decode_model
 from kvmodel.size import shard_heads
-from kvmodel.traffic import CRITERIA, SAMPLES
 
-MAX_BATCH = 4096
-MAX_TP = 64
-CUSTOM_LINK = "custom"
-IMPORTED_PREFIX = "cfg-"  # model ids of imported configs carried in the link by their fields
+MAX_BATCH = I.MAX_BATCH
+MAX_TP = I.MAX_TP
+CUSTOM_LINK = I.CUSTOM_LINK
+IMPORTED_PREFIX = I.IMPORTED_PREFIX
 
-
-@dataclass(frozen=True)
-class Param:
-    name: str  # URL name == session-state key
-    label: str
-    default: object
-
-
-PARAMS = (
-    Param("model", "model id", "llama-3.1-70b"),
-    Param("seq", "sequence length [tokens]", 1024),
-    Param("batch", "batch [requests]", 1),
-    Param("link", "interconnect id", "100gbe"),
-    Param("bw", "custom bandwidth [GB/s per direction]", 12.5),
-    Param("lat", "custom latency [µs]", 5.0),
-    Param("eff", "link efficiency [%]", 100.0),
-    Param("par", "parallel links (0 = one per TP rank)", 0),
-    Param("kvd", "KV dtype", "fp16"),
-    Param("comp", "transfer compression", "none"),
-    Param("lw", "layer-wise sending (0/1)", 0),
-    Param("codec", "quantize/dequantize throughput [GB/s]", 1000.0),
-    Param("tp", "prefill TP", 1),
-    Param("tpd", "decode TP", 1),
-    Param("step", "decode step [ms]", 30.0),
-    Param("prefill", "prefill [ms] or 'est'", "est"),
-    Param("gpu", "GPU id", "h100-sxm"),
-    Param("k", "critical threshold k", 1.0),
-    Param("share", "TTFT share target [%]", 20.0),
-    Param("cfg", "imported model fields", ""),
-    # page inputs (also in the link)
-    Param("links", "interconnects compared", "nvlink4,ib-ndr,ib-hdr,100gbe"),
-    Param("batches", "batches compared", "1,8,32"),
-    Param("band", "decode-step band [ms]", "20-50"),
-    Param("tl", "timeline option (row number on Mitigations)", 4),
-    Param("trace", "traffic sample id (Traffic page)", "azure-conv"),
-    Param("minlen", "too short below [tokens] (Traffic page)", 128),
-    Param("crit", "transfer-bound criterion: step or share", "step"),
-    Param("hit", "prefix-cache hit ratio [%] (0 = the trace's own cached tokens, if any)", 0.0),
-    Param("rps", "arrival rate [requests/s] (0 = from timestamps)", 0.0),
-    Param(
-        "cmp",
-        "compared scenarios: overrides key:value~key:value, scenarios split by ;",
-        "comp:int8;link:ib-ndr;link:nvlink4",
-    ),
-    Param("present", "presentation mode (0/1)", 0),
-    Param(
-        "models",
-        "models compared",
-        "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
-    ),
-)
-LIST_PARAMS = ("links", "models")
+PARAMS = I.URL_INPUTS  # one row per link parameter, in the link's order (kvmodel.inputs)
+LIST_PARAMS = tuple(p.name for p in PARAMS if p.kind == "ids" and p.name != "batches")
 DEFAULTS = {p.name: p.default for p in PARAMS}
-LABELS = {p.name: p.label for p in PARAMS}
+LABELS = {p.name: p.label_unit for p in PARAMS}
 
 
 def link_ids() -> list[str]:
@@ -151,12 +99,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={q['gpu']!r} is not a known GPU; showing {DEFAULTS['gpu']}.")
-    choices = {
-        "kvd": sorted(KV_DTYPE_BITS),
-        "comp": list(COMPRESSION_BITS),
-        "crit": list(CRITERIA),
-        "trace": list(SAMPLES),
-    }
+    choices = {p.name: p.allowed() for p in PARAMS if p.kind == "choice"}
     if "kvd" not in q and spec.kv_dtype_native:
         v["kvd"] = spec.kv_dtype_native
     for name, allowed in choices.items():
@@ -169,24 +112,9 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                     f"{name}={q[name]!r} is not one of {', '.join(allowed)}; using {v[name]}."
                 )
     ranges = {
-        "seq": (1, spec.max_context_tokens, True),
-        "batch": (1, MAX_BATCH, True),
-        "bw": (0.001, 100_000, False),
-        "lat": (0, 1_000_000, False),
-        "eff": (1, 100, False),
-        "par": (0, 1024, True),
-        "lw": (0, 1, True),
-        "codec": (1, 100_000, False),
-        "tp": (1, MAX_TP, True),
-        "tpd": (1, MAX_TP, True),
-        "step": (0.1, 10_000, False),
-        "k": (0.05, 1000, False),
-        "share": (1, 99, False),
-        "tl": (0, 7, True),
-        "present": (0, 1, True),
-        "minlen": (0, 10_000_000, True),
-        "hit": (0, 95, False),
-        "rps": (0, 1_000_000, False),
+        p.name: (p.lo, spec.max_context_tokens if p.name == "seq" else p.hi, p.kind != "float")
+        for p in PARAMS
+        if p.kind in ("int", "float", "flag") and p.name != "prefill"
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:
@@ -209,8 +137,9 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         else:
             try:
                 float(raw)
+                row = I.get("prefill")
                 v["prefill"] = _number(
-                    raw, "prefill", 0, 3_600_000, integer=False, warnings=warnings, default=0.0
+                    raw, "prefill", row.lo, row.hi, integer=False, warnings=warnings, default=0.0
                 )
             except ValueError:
                 warnings.append(
@@ -221,7 +150,8 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
     if "batches" in q:
-        v["batches"] = _int_list(q["batches"], "batches", 1, MAX_BATCH, warnings, v["batches"])
+        row = I.get("batches")
+        v["batches"] = _int_list(q["batches"], "batches", row.lo, row.hi, warnings, v["batches"])
     if "band" in q:
         v["band"] = _band(q["band"], warnings)
     if "cmp" in q:
@@ -275,25 +205,7 @@ def _band(raw, warnings) -> str:
     return f"{lo:g}-{hi:g}"
 
 
-SCENARIO_KEYS = (
-    "model",
-    "seq",
-    "batch",
-    "link",
-    "bw",
-    "lat",
-    "eff",
-    "par",
-    "kvd",
-    "comp",
-    "lw",
-    "codec",
-    "tp",
-    "tpd",
-    "step",
-    "prefill",
-    "gpu",
-)
+SCENARIO_KEYS = I.SCENARIO_KEYS  # what a compared scenario (Compare, `cmp`) may change
 MAX_COMPARED = 3  # variants besides the sidebar's scenario
 
 
@@ -360,29 +272,10 @@ def to_query(values: dict) -> dict[str, str]:
 
 def scenario_from_values(values: dict, imported: dict | None = None):
     """A kvmodel Scenario from clean parameter values (``parse_query`` output)."""
-    from kvmodel.build import build_scenario
+    from kvmodel.build import scenario_from_inputs
 
-    v = values
-    custom = v["link"] == CUSTOM_LINK
+    v = dict(values)
+    if v["link"] != CUSTOM_LINK:  # bw and lat belong to a custom link only
+        v.pop("bw", None), v.pop("lat", None)
     spec = (imported or {}).get(v["model"]) or catalog.get_model(v["model"])
-    return build_scenario(
-        model=spec,
-        link=None if custom else v["link"],
-        bandwidth_gbs=float(v["bw"]) if custom else None,
-        latency_us=float(v["lat"]) if custom else None,
-        gpu=v["gpu"],
-        seq_len=int(v["seq"]),
-        batch=int(v["batch"]),
-        efficiency=float(v["eff"]) / 100,
-        parallel_links=int(v["par"]) or None,
-        kv_dtype=v["kvd"],
-        compression=v["comp"],
-        codec_gbs=float(v["codec"]),
-        layerwise=bool(int(v["lw"])),
-        tp=int(v["tp"]),
-        tp_decode=int(v["tpd"]),
-        decode_step_ms=float(v["step"]),
-        prefill_ms=None if v["prefill"] == "est" else float(v["prefill"]),
-        k=float(v["k"]),
-        share_target=float(v["share"]) / 100,
-    )
+    return scenario_from_inputs(v, model=spec)

@@ -17,12 +17,11 @@ import numpy as np
 import pandas as pd
 
 from kvmodel import catalog, solve
+from kvmodel.build import inputs_from_scenario
 from kvmodel.modelcodec import MAX_ENCODED_CHARS, encode_model
 from kvmodel.sensitivity import tornado
 from kvmodel.sweeps import Option, mitigation_options, mitigation_table, seq_grid, seq_sweep
-from kvmodel.timing import DEFAULT_MFU
 from kvmodel.transfer import (
-    DEFAULT_BLOCK_TOKENS,
     Evaluation,
     Scenario,
     critical_seq_len,
@@ -77,54 +76,14 @@ def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
     compression group, and clamps values to its input ranges; a scenario that needs any of that
     gets no link rather than a link to a different scenario.
     """
-    gaps = []
-    if sc.mfu != DEFAULT_MFU:
-        gaps.append(f"MFU {sc.mfu:g}")
-    if sc.block_tokens != DEFAULT_BLOCK_TOKENS:
-        gaps.append(f"KV block of {sc.block_tokens} tokens")
-    if sc.descriptor_s:
-        gaps.append("descriptor cost")
-    if sc.kv_scale_group:
-        gaps.append("KV scale group")
-    if sc.comp_group != 128:
-        gaps.append("compression group")
-    if catalog.gpus().get(sc.gpu.id) != sc.gpu:
-        gaps.append("a GPU outside the catalog")
-    values: dict = {}
-    if catalog.models().get(sc.model.id) == sc.model:
-        values["model"] = sc.model.id
-    else:
+    values, gaps = inputs_from_scenario(sc)  # every row of kvmodel.inputs, reversed
+    if catalog.models().get(sc.model.id) != sc.model:
         mid = sc.model.id
         mid = mid if mid.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{mid}"
         cfg = encode_model(replace(sc.model, id=mid))
         if len(cfg) > MAX_ENCODED_CHARS:
             gaps.append("a model too large to carry in a link")
         values.update(model=mid, cfg=cfg)
-    if catalog.links().get(sc.link.id) == sc.link:
-        values["link"] = sc.link.id
-    else:
-        values.update(
-            link=P.CUSTOM_LINK,
-            bw=sc.link.bandwidth_bytes_per_s / 1e9,
-            lat=sc.link.latency_s * 1e6,
-        )
-    values.update(
-        seq=int(sc.seq_len),
-        batch=int(sc.batch),
-        eff=float(sc.efficiency * 100),
-        par=int(sc.parallel_links or 0),
-        kvd=sc.kv_dtype,
-        comp=sc.compression,
-        lw=int(sc.layerwise),
-        codec=float(sc.codec_bytes_per_s / 1e9),
-        tp=int(sc.tp_prefill),
-        tpd=int(sc.tp_decode),
-        step=float(sc.decode_step_s * 1e3),
-        prefill="est" if sc.prefill_s is None else float(sc.prefill_s * 1e3),
-        gpu=sc.gpu.id,
-        k=float(sc.k),
-        share=float(sc.share_target * 100),
-    )
     query = P.to_query(values)
     _, warnings, _ = P.parse_query(query)
     gaps += warnings

@@ -14,6 +14,8 @@ from html import escape
 
 import pandas as pd
 
+from kvmodel.inputs import DEFAULT_BAND_MS
+
 BAND_CELL = {
     "below": "rgba(22, 163, 74, 0.25)",
     "within": "rgba(234, 179, 8, 0.30)",
@@ -63,7 +65,7 @@ def differences_table(shown: pd.DataFrame, differs: pd.DataFrame) -> str:
     return html_table(shown, styles=styles, label="Quantity")
 
 
-def band_table(table: pd.DataFrame, band_ms=(20.0, 50.0)) -> str:
+def band_table(table: pd.DataFrame, band_ms=DEFAULT_BAND_MS) -> str:
     """Link × batch table of ``sweeps.link_batch_table``: ms cells green below the decode-step
     band, amber within, red above."""
     from kvmodel.sweeps import decode_band_verdict

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from kvmodel.inputs import DEFAULT_SHARE_TARGET
 from kvmodel.measure_io import GAP_METRIC, TTFT_METRICS
 from ui import measure_ui as mu
 from ui import state
@@ -80,7 +81,7 @@ def render() -> None:
             if own_ttft
             else f"the engine's own {ttft} in the same scrape (vLLM and SGLang export them)"
         )
-        + ", and reports the gap's share of TTFT against the 20 % line."
+        + f", and reports the gap's share of TTFT against the {DEFAULT_SHARE_TARGET:.0%} line."
     )
     with st.expander("What a scrape of this code looks like", icon=":material/visibility:"):
         scrape = mu.example_scrape()

@@ -1,0 +1,359 @@
+"""Every input of the tool, defined once.
+
+One :class:`Input` row per input: its URL key, CLI flag, unit, SI scale, range, default, help
+text and how it is validated.  The app's URL parser and sidebar widgets (``ui.params``,
+``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, README's parameter
+table (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s validation
+all read these rows.  To add an input: add a row here, use it in the model, and regenerate the
+README table (README's "Adding an input").
+
+Values are in *display units* here (ms, GB/s, %); ``scale`` turns one into SI (seconds, bytes/s,
+a fraction), the unit ``Scenario`` holds.  A row has two ranges:
+
+- ``lo``/``hi``: what the app offers. A link's value outside it is clamped with a warning; the
+  widgets stop there.
+- ``limit``: what the model accepts (``Scenario`` and the CLI); the app's range when not given.
+  Outside it the CLI exits with a message naming the flag and the range.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from numbers import Real
+
+from .dtypes import COMPRESSION_BITS, DEFAULT_COMPRESSION_GROUP, KV_DTYPE_BITS
+
+# Thresholds, defined once (the source article's numbers).
+DEFAULT_SHARE_TARGET = 0.20  # a transfer above 20 % of TTFT gives back disaggregation's gains
+DEFAULT_K = 1.0  # critical length: the transfer takes k decode steps
+DEFAULT_DECODE_STEP_S = 0.030  # 20-50 ms for Llama-3-70B at TP 8 on A100
+DEFAULT_BAND_MS = (20.0, 50.0)  # the same article's decode-step band
+DEFAULT_MIN_SEQ_LEN = 128  # chatbot prompts of ~128 tokens gain nothing
+DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 0.4-0.6
+DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size
+DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompressed KV per s
+
+MAX_BATCH = 4096  # the app's batch range (the model itself takes any batch)
+MAX_TP = 64
+CUSTOM_LINK = "custom"
+IMPORTED_PREFIX = "cfg-"  # ids of imported models, carried in a link by their fields
+
+KINDS = ("int", "float", "choice", "id", "flag", "text", "ids", "path")
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input.  Numbers in display units (``unit``); ``value × scale`` is SI."""
+
+    name: str  # URL key and session-state key; for CLI-only inputs the CLI's dest
+    label: str  # what a person reads: widget label, README, messages
+    kind: str  # one of KINDS
+    default: object
+    unit: str = ""
+    scale: float = 1.0
+    lo: float | None = None
+    hi: float | None = None
+    limit: tuple[float | None, float | None] | None = None
+    lo_open: bool = False  # the limit's lower end is excluded (e.g. > 0)
+    hi_open: bool = False  # the limit's upper end is excluded (e.g. < 100 %)
+    field: str | None = None  # the Scenario attribute this sets (SI)
+    url: bool = True  # carried in the app's link
+    cli: str | None = None  # the CLI flag
+    cli_scale: float = 1.0  # CLI value × cli_scale = display value (e.g. a 0-1 CLI fraction → %)
+    cli_default: object = "same"  # "same": the default; None: absent = the model decides
+    choices: tuple | Callable[[], tuple] | None = None
+    help: str = ""
+    page: str = ""  # "" for the scenario (sidebar); else the page that reads it
+    accepted: str = ""  # README's "accepted" column when the range does not say it
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """The model's limit in display units (the app's range when none is given)."""
+        return self.limit if self.limit is not None else (self.lo, self.hi)
+
+    def allowed(self) -> tuple:
+        """The accepted values of a choice or id input."""
+        c = self.choices() if callable(self.choices) else self.choices
+        return tuple(c or ())
+
+    @property
+    def label_unit(self) -> str:
+        return f"{self.label} [{self.unit}]" if self.unit else self.label
+
+    def range_text(self, *, model: bool = False, scale: float = 1.0) -> str:
+        """'1 – 4,096' (the app's range) or the model's limit, in display units ÷ ``scale``."""
+        lo, hi = self.bounds if model else (self.lo, self.hi)
+        lo_txt = "" if lo is None else _num(lo / scale)
+        lo_open, hi_open = (self.lo_open, self.hi_open) if model else (False, False)
+        if hi is None:
+            return f"> {lo_txt}" if lo_open else f"≥ {lo_txt}"
+        hi_txt = f"{'<' if hi_open else '≤'} {_num(hi / scale)}"
+        if lo is None:
+            return hi_txt
+        if lo_open or hi_open:
+            return f"{'>' if lo_open else '≥'} {lo_txt} and {hi_txt}"
+        return f"{lo_txt} – {_num(hi / scale)}"
+
+    def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
+        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit."""
+        name = what or self.name
+        v = value * scale
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if self.kind == "int" and v != int(v):
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        lo, hi = self.bounds
+        low = lo is not None and (v <= lo if self.lo_open else v < lo)
+        high = hi is not None and (v >= hi if self.hi_open else v > hi)
+        if low or high:
+            unit = f" {self.unit}" if self.unit and scale == 1 else ""
+            raise ValueError(
+                f"{name} must be {self.range_text(model=True, scale=scale)}{unit}, got {value!r}"
+            )
+
+    def check_si(self, value_si: float) -> None:
+        """``Scenario`` validation: the SI value against the limit, named by its field."""
+        self.check(value_si, what=self.field, scale=1 / self.scale)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:,.6g}"
+
+
+def _model_ids() -> tuple:
+    from . import catalog
+
+    return tuple(catalog.model_ids())
+
+
+def _link_ids() -> tuple:
+    from . import catalog
+
+    return tuple(dict.fromkeys(lk.id for lk in catalog.links().values()))
+
+
+def _gpu_ids() -> tuple:
+    from . import catalog
+
+    return tuple(catalog.gpus())
+
+
+def _samples() -> tuple:
+    from .traffic import SAMPLES
+
+    return tuple(SAMPLES)
+
+
+CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
+
+INPUTS: tuple[Input, ...] = (
+    # --- the scenario (sidebar on every page; CLI scenario options) ---
+    Input("model", "Model", "id", "llama-3.1-70b", choices=_model_ids, cli="--model",
+          accepted="ids of `python -m kvmodel models`; aliases resolve to the id",
+          help="catalog id or alias (`python -m kvmodel models`), or an imported `cfg-…` id"),
+    Input("seq", "Sequence length", "int", 1024, unit="tokens", lo=1, hi=None, field="seq_len",
+          cli="--seq-len", help="prompt tokens per request; at most the model's max context"),
+    Input("batch", "Batch", "int", 1, unit="requests", lo=1, hi=MAX_BATCH, limit=(1, None),
+          field="batch", cli="--batch", help="requests prefilled and sent together"),
+    Input("link", "Interconnect", "id", "100gbe", choices=lambda: (*_link_ids(), CUSTOM_LINK),
+          cli="--link", accepted="ids of `python -m kvmodel links`, or `custom`",
+          help="interconnect id (`python -m kvmodel links`), or `custom`"),
+    Input("bw", "Custom bandwidth", "float", 12.5, unit="GB/s per direction", scale=1e9,
+          lo=0.001, hi=100_000, limit=(0, 1_000_000), lo_open=True, cli="--bandwidth-gbs",
+          cli_default=None,
+          help="overrides the link's bandwidth (the app: only with `link=custom`)"),
+    Input("lat", "Custom latency", "float", 5.0, unit="µs", scale=1e-6, lo=0, hi=1_000_000,
+          cli="--latency-us", cli_default=None,
+          help="per-transfer latency (default: the link's; the app: only with `link=custom`)"),
+    Input("eff", "Link efficiency", "float", 100.0, unit="%", scale=0.01, lo=1, hi=100,
+          limit=(0, 100), lo_open=True, field="efficiency", cli="--efficiency", cli_scale=100,
+          help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)"),
+    Input("par", "Parallel links", "int", 0, unit="links", lo=0, hi=1024, limit=(0, None),
+          field="parallel_links", cli="--links-parallel", cli_default=None,
+          help="links used at once; 0 = min(prefill TP, decode TP), one NIC per GPU"),
+    Input("kvd", "KV cache dtype", "choice", "fp16", choices=tuple(sorted(KV_DTYPE_BITS)),
+          field="kv_dtype", cli="--kv-dtype", cli_default=None,
+          help="KV storage dtype (default: the checkpoint's, e.g. `fp8`, else `fp16`)"),
+    Input("comp", "Transfer compression", "choice", "none", choices=tuple(COMPRESSION_BITS),
+          field="compression", cli="--compression",
+          help="quantize the KV for the trip only (scales included, codec time counted)"),
+    Input("lw", "Send layer by layer", "flag", 0, unit="0/1", lo=0, hi=1, field="layerwise",
+          cli="--layerwise", help="each layer's KV leaves as soon as prefill has computed it"),
+    Input("codec", "Quantize/dequantize throughput", "float", DEFAULT_CODEC_BYTES_PER_S / 1e9,
+          unit="GB/s", scale=1e9, lo=1, hi=100_000, limit=(0, None), lo_open=True,
+          field="codec_bytes_per_s", cli="--codec-gbs",
+          help="uncompressed KV bytes one GPU quantizes (or dequantizes) per second"),
+    Input("tp", "Prefill TP", "int", 1, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
+          field="tp_prefill", cli="--tp",
+          help="prefill tensor parallelism: a divisor or multiple of every KV-head count"),
+    Input("tpd", "Decode TP", "int", 1, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
+          field="tp_decode", cli="--tp-decode", cli_default=None,
+          help="decode tensor parallelism (default: the prefill TP)"),
+    Input("step", "Decode step", "float", DEFAULT_DECODE_STEP_S * 1e3, unit="ms", scale=1e-3,
+          lo=0.1, hi=10_000, limit=(0, 3_600_000), lo_open=True, hi_open=True,
+          field="decode_step_s",
+          cli="--decode-step-ms", help="time of one decode step (the article: 20–50 ms)"),
+    Input("prefill", "Prefill", "float", "est", unit="ms", scale=1e-3, lo=0, hi=3_600_000,
+          limit=(0, 86_400_000), hi_open=True, field="prefill_s", cli="--prefill-ms",
+          cli_default=None,
+          help="prefill time, or `est` to estimate it from the GPU"),
+    Input("gpu", "GPU", "id", "h100-sxm", choices=_gpu_ids, cli="--gpu",
+          accepted="ids of `python -m kvmodel gpus`",
+          help="GPU for the prefill estimate and the decode roofline"),
+    Input("k", "Critical at k × step", "float", DEFAULT_K, lo=0.05, hi=1000,
+          limit=(0, 1_000_000), lo_open=True, hi_open=True, field="k", cli="--k",
+          help="critical length: the transfer takes k decode steps"),
+    Input("share", "TTFT share target", "float", DEFAULT_SHARE_TARGET * 100, unit="%", scale=0.01,
+          lo=1, hi=99, limit=(0, 100), lo_open=True, hi_open=True, field="share_target",
+          cli="--share-target",
+          cli_scale=100, help="the transfer's share of TTFT drawn as the line to stay under "
+          "(the CLI takes a fraction, 0–1)"),
+    Input("cfg", "Imported model", "text", "", unit="base64url JSON",
+          help="an imported model's fields (when the model is not in the catalog); "
+          "≤ 4,000 characters, validated"),
+    # --- CLI-only model inputs (the app's link has no field for them) ---
+    Input("kv_scale_group", "KV scale group", "int", 0, unit="values", lo=0, hi=None,
+          field="kv_scale_group", url=False, cli="--kv-scale-group",
+          help="values per FP16 scale of a quantized KV cache (0: none)"),
+    Input("comp_group", "Compression group", "int", DEFAULT_COMPRESSION_GROUP, unit="values",
+          lo=0, hi=None, field="comp_group", url=False, cli="--comp-group",
+          help="values per scale, int8/int4 transfer compression (0: no scales)"),
+    Input("mfu", "Prefill MFU", "float", DEFAULT_MFU, lo=0, hi=1, lo_open=True, field="mfu",
+          url=False, cli="--mfu", help="model-FLOP utilisation of the prefill estimate"),
+    Input("block_tokens", "KV block", "int", DEFAULT_BLOCK_TOKENS, unit="tokens", lo=1, hi=None,
+          field="block_tokens", url=False, cli="--block-tokens",
+          help="tokens per KV block (the unit of the transfer descriptors)"),
+    Input("descriptor_us", "Descriptor cost", "float", 0.0, unit="µs", scale=1e-6, lo=0,
+          hi=1_000_000, hi_open=True, field="descriptor_s", url=False, cli="--descriptor-us",
+          help="cost per transfer descriptor (0: off)"),
+    # --- page inputs (in the link too) ---
+    Input("links", "Interconnects compared", "ids", "nvlink4,ib-ndr,ib-hdr,100gbe",
+          choices=_link_ids, cli="--links", page="Interconnects, Sequence length",
+          accepted="link ids",
+          help="link ids, comma-separated (CLI: `table`)"),
+    Input("batches", "Batches compared", "ids", "1,8,32", unit="requests", lo=1, hi=MAX_BATCH,
+          cli="--batches", page="Interconnects",
+          help="whole numbers, comma-separated (CLI: `table`)"),
+    Input("band", "Decode-step band", "text", "20-50", unit="ms", page="Interconnects",
+          accepted="`LOW-HIGH`, 0 < LOW < HIGH ≤ 100,000",
+          help="the band of typical decode steps drawn behind the bars"),
+    Input("tl", "Timeline option", "int", 4, lo=0, hi=7, page="Mitigations",
+          help="row of the option drawn on the timeline (4: layer-wise)"),
+    Input("trace", "Traffic sample", "choice", "azure-conv", choices=_samples, page="Traffic",
+          help="the shipped traffic sample shown"),
+    Input("minlen", "Too short below", "int", DEFAULT_MIN_SEQ_LEN, unit="tokens", lo=0,
+          hi=10_000_000, cli="--min-seq-len", page="Traffic",
+          help="prompts shorter than this gain nothing from disaggregation"),
+    Input("crit", "Transfer-bound criterion", "choice", "step", choices=CRITERIA,
+          cli="--criterion", page="Traffic",
+          help="`step`: transfer ≥ k × decode step; `share`: transfer share of TTFT > `share`"),
+    Input("hit", "Prefix-cache hit ratio", "float", 0.0, unit="%", scale=0.01, lo=0, hi=95,
+          limit=(0, 100), hi_open=True, cli="--hit-ratio", cli_scale=100, cli_default=None,
+          page="Traffic",
+          help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)"),
+    Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
+          cli="--rps", cli_default=None, page="Traffic",
+          help="0 = from the trace's timestamps"),
+    Input("cmp", "Compared scenarios", "text", "comp:int8;link:ib-ndr;link:nvlink4",
+          page="Compare", help="each `key:value~key:value` over the scenario keys, scenarios "
+          "split by `;`, at most 3", accepted="validated like the keys themselves"),
+    Input("present", "Presentation mode", "flag", 0, unit="0/1", lo=0, hi=1, page="every page",
+          help="large type, no sidebar"),
+    Input("models", "Models compared", "ids",
+          "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
+          choices=_model_ids, page="Sequence length", accepted="catalog model ids",
+          help="catalog model ids, comma-separated"),
+)  # fmt: skip
+
+BY_NAME = {i.name: i for i in INPUTS}
+URL_INPUTS = tuple(i for i in INPUTS if i.url)
+SCENARIO_KEYS = tuple(i.name for i in INPUTS if i.url and not i.page and i.name != "cfg")
+BY_FIELD = {i.field: i for i in INPUTS if i.field}
+
+
+def get(name: str) -> Input:
+    return BY_NAME[name]
+
+
+def default(name: str):
+    return BY_NAME[name].default
+
+
+def to_si(name: str, value: float) -> float:
+    return value * BY_NAME[name].scale
+
+
+def check_scenario_field(field: str, value) -> None:
+    """Validate one SI ``Scenario`` field against its input's limit (no-op for other fields)."""
+    row = BY_FIELD.get(field)
+    if row is None or row.kind not in ("int", "float") or value is None:
+        return
+    if row.kind == "int" and (isinstance(value, bool) or not float(value).is_integer()):
+        raise ValueError(f"{field} must be a whole number, got {value!r}")
+    if row.name == "par" and value == 0:
+        raise ValueError(f"{field} must be a whole number >= 1 or None, got {value!r}")
+    row.check_si(value)
+
+
+@cache
+def markdown_table() -> str:
+    """README's table of the app's link parameters, made from the rows."""
+    lines = [
+        "| name | meaning | unit | default | accepted | CLI |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i in URL_INPUTS:
+        lines.append(
+            f"| `{i.name}` | {i.label}: {i.help}"
+            + (f" ({i.page})" if i.page else "")
+            + f" | {i.unit or '–'} | {_default_text(i)} | {_accepted_text(i)} | "
+            + (f"`{i.cli}`" if i.cli else "–")
+            + " |"
+        )
+    lines += ["", "CLI-only inputs (the link has no field for them):", ""]
+    lines += ["| CLI | meaning | unit | default | accepted |", "|---|---|---|---|---|"]
+    for i in INPUTS:
+        if not i.url and i.cli:
+            lines.append(
+                f"| `{i.cli}` | {i.label}: {i.help} | {i.unit or '–'} | "
+                f"{_default_text(i)} | {i.range_text(model=True)}"
+                + (", whole" if i.kind == "int" else "")
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def _default_text(i: Input) -> str:
+    if i.name == "tpd":
+        return "`tp`"
+    d = i.default
+    return "empty" if d == "" else f"`{_num(d) if isinstance(d, float) else d}`"
+
+
+def _accepted_text(i: Input) -> str:
+    if i.name == "cmp":
+        return f"keys {' '.join(SCENARIO_KEYS)}; " + i.accepted
+    if i.accepted:
+        return i.accepted
+    if i.kind == "choice":
+        return " ".join(f"`{c}`" for c in i.allowed())
+    if i.kind in ("id", "ids"):
+        return "catalog ids" if i.name != "batches" else f"whole numbers {i.range_text()}"
+    if i.kind == "flag":
+        return "0, 1"
+    if i.name == "seq":
+        return "1 – the model's max context, whole"
+    if i.name == "prefill":
+        return f"{i.range_text()} or `est`"
+    if i.kind in ("int", "float") and i.lo is not None:
+        return i.range_text() + (", whole" if i.kind == "int" else "")
+    if i.name == "cfg":
+        return "≤ 4,000 characters"
+    return "see meaning"
