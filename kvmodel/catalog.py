@@ -12,7 +12,7 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
-from .specs import AttentionGroup, GpuSpec, LinkSpec, ModelSpec
+from .specs import AttentionGroup, GpuSpec, LinkSpec, ModelSpec, StackSpec
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -28,7 +28,9 @@ class UnknownIdError(ValueError):
         self.kind, self.given = kind, given
         self.closest = difflib.get_close_matches(str(given).lower(), list(valid), n=3, cutoff=0.3)
         hint = f"; closest: {', '.join(self.closest)}" if self.closest else ""
-        listing = {"model": "models", "link": "links", "GPU": "gpus"}.get(kind, kind)
+        listing = {"model": "models", "link": "links", "GPU": "gpus", "stack": "stacks"}.get(
+            kind, kind
+        )
         super().__init__(
             f"unknown {kind} {given!r}{hint} (all of them: python -m kvmodel {listing})"
         )
@@ -148,6 +150,7 @@ def _model_from_row(r: _Row) -> ModelSpec:
         aliases=tuple(a.strip() for a in r.text("aliases", required=False).split(";") if a.strip()),
         source=r.text("source"),
         kv_dtype_native=r.text("kv_dtype_native", required=False) or None,
+        weight_dtype=r.text("weight_dtype", required=False) or "bf16",
     )
 
 
@@ -161,6 +164,19 @@ GPU_COLUMNS = (
     "memory_gb",
     "nvlink",
     "nic",
+    "gpus_per_node",
+    "nics_per_node",
+    "nvlink_domain_gpus",
+    "source",
+)
+STACK_COLUMNS = (
+    "id",
+    "name",
+    "request_ms",
+    "chunk_us",
+    "efficiency_max",
+    "half_bandwidth_kb",
+    "message",
     "source",
 )
 
@@ -191,6 +207,24 @@ def _gpu_from_row(r: _Row) -> GpuSpec:
         nvlink=r.text("nvlink"),
         nic=r.text("nic"),
         source=r.text("source"),
+        gpus_per_node=r.number("gpus_per_node", integer=True),
+        nics_per_node=r.number("nics_per_node", integer=True),
+        nvlink_domain_gpus=r.number("nvlink_domain_gpus", integer=True),
+    )
+
+
+def _stack_from_row(r: _Row) -> StackSpec:
+    return r.build(
+        StackSpec,
+        id=r.text("id"),
+        name=r.text("name"),
+        request_s=r.number("request_ms") * 1e-3,
+        chunk_s=r.number("chunk_us") * 1e-6,
+        efficiency_max=r.number("efficiency_max"),
+        half_bandwidth_bytes=r.number("half_bandwidth_kb") * 1e3,
+        message=r.text("message"),
+        source=r.text("source"),
+        note=r.text("note", required=False),
     )
 
 
@@ -234,6 +268,16 @@ def gpus(path: Path = DATA_DIR / "gpus.csv") -> dict[str, GpuSpec]:
                     "interconnect id"
                 )
     return table
+
+
+@lru_cache(maxsize=4)
+def stacks(path: Path = DATA_DIR / "stacks.csv") -> dict[str, StackSpec]:
+    """Transfer stacks (data/stacks.csv): measured per-request, per-chunk and bandwidth costs."""
+    return _load(path, STACK_COLUMNS, _stack_from_row)
+
+
+def get_stack(stack_id: str) -> StackSpec:
+    return _get(stacks(), "stack", stack_id)
 
 
 def model_ids() -> list[str]:

@@ -175,6 +175,23 @@ def _kv_dtype(cfg: dict, quant_config) -> str | None:
     raise ValueError(f"{field} is {value!r}; expected FP8, INT8 or null")
 
 
+def _weight_dtype(cfg: dict, quant_config) -> str:
+    """The checkpoint's weight dtype: fp8 / mxfp4 / int4 from a quantization config, else bf16."""
+    qc = cfg.get("quantization_config")
+    method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
+    if quant_config is not None:
+        q, _ = _read_json(quant_config, "hf_quant_config.json")
+        inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+        method = str(inner.get("quant_algo") or method).lower()
+    if method.startswith(("fp8", "float8")) or method in ("fbgemm_fp8",):
+        return "fp8"
+    if method == "mxfp4":
+        return "mxfp4"
+    if method.startswith(("nvfp4", "w4a", "awq", "gptq", "int4")):
+        return "int4"
+    return "bf16"
+
+
 def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     """Rough (total, active) parameter counts from a merged config.
 
@@ -342,5 +359,6 @@ def load_hf_config(
         aliases=tuple(aliases),
         source=source or f"HF config.json {stem or '(given inline)'}; {note}",
         kv_dtype_native=_kv_dtype(cfg, quant_config),
+        weight_dtype=_weight_dtype(cfg, quant_config),
         layer_order=tuple(index[k] for k in kinds if k in index) if explicit else (),
     )

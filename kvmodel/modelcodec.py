@@ -36,6 +36,8 @@ def encode_model(spec: ModelSpec) -> str:
             for g in spec.groups
         ],
     }
+    if spec.weight_dtype != "bf16":  # written only when set: older links stay byte-identical
+        data["w"] = spec.weight_dtype
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -76,6 +78,7 @@ def decode_model(text: str) -> ModelSpec:
             state_layers=data["sl"],
             state_bytes_per_layer=data["sb"],
             kv_dtype_native=data.get("kv"),
+            weight_dtype=data.get("w", "bf16"),
             source="imported config.json (carried in the link)",
         )
     except (KeyError, IndexError, TypeError) as exc:

@@ -21,6 +21,10 @@ ATTENTION_LAYOUTS = (
     "hybrid-mamba",
 )
 WINDOW_KINDS = ("sliding", "chunked")
+# Bytes per weight of a checkpoint.  mxfp4: 4-bit values plus one 8-bit scale per 32 (4.25 bits),
+# as gpt-oss ships its experts (its attention stays BF16; the whole model is costed at mxfp4).
+WEIGHT_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "mxfp4": 4.25 / 8,
+                      "int4": 0.5}  # fmt: skip
 
 
 def _check_int(obj, name: str, *, minimum: int = 0) -> None:
@@ -106,6 +110,7 @@ class ModelSpec:
     source: str = ""
     kv_dtype_native: str | None = None
     layer_order: tuple[int, ...] = field(default=(), compare=False)
+    weight_dtype: str = "bf16"  # the checkpoint's weights (memory and decode-step estimates)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
@@ -120,6 +125,11 @@ class ModelSpec:
         _check_int(self, "state_bytes_per_layer", minimum=0)
         _check_pos(self, "params_total")
         _check_pos(self, "params_active")
+        if self.weight_dtype not in WEIGHT_DTYPE_BYTES:
+            raise ValueError(
+                f"weight_dtype must be one of {', '.join(WEIGHT_DTYPE_BYTES)}, "
+                f"got {self.weight_dtype!r}"
+            )
         if self.params_active > self.params_total:
             raise ValueError(
                 f"params_active ({self.params_active:g}) must not exceed params_total "
@@ -199,12 +209,85 @@ class GpuSpec:
     nvlink: str
     nic: str
     source: str = ""
+    gpus_per_node: int = 8
+    nics_per_node: int = 8  # scale-out NICs of the compute fabric
+    nvlink_domain_gpus: int = 8  # GPUs one scale-up (NVLink) domain joins: 8 on HGX, 72 on NVL72
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        for name in ("gpus_per_node", "nics_per_node", "nvlink_domain_gpus"):
+            _check_int(self, name, minimum=1)
         _check_pos(self, "hbm_bytes_per_s")
         _check_pos(self, "bf16_flops")
         _check_pos(self, "memory_bytes")
         if self.fp8_flops is not None:
             _check_pos(self, "fp8_flops")
+
+
+STACK_MESSAGES = ("block", "chunk")
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """A KV transfer stack (connector + transport) as measured, not as the wire allows.
+
+    One transfer costs ``request_s`` once, ``chunk_s`` per chunk (the whole cache is one chunk,
+    layer-wise sending one per layer) and ``bytes ÷ (bandwidth × efficiency(message))`` where
+
+        efficiency(m) = efficiency_max × m ÷ (m + half_bandwidth_bytes)
+
+    and the message ``m`` is one KV block of one tensor on one decode rank (``message="block"``,
+    paged connectors: NIXL, Mooncake) or the chunk a stream carries (``"chunk"``, NCCL).
+    """
+
+    id: str
+    name: str
+    request_s: float
+    chunk_s: float
+    efficiency_max: float
+    half_bandwidth_bytes: float
+    message: str = "block"
+    source: str = ""
+    note: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        _check_pos(self, "request_s", allow_zero=True)
+        _check_pos(self, "chunk_s", allow_zero=True)
+        _check_pos(self, "half_bandwidth_bytes", allow_zero=True)
+        _check_pos(self, "efficiency_max")
+        if self.efficiency_max > 1:
+            raise ValueError(f"efficiency_max must be <= 1, got {self.efficiency_max!r}")
+        if self.message not in STACK_MESSAGES:
+            raise ValueError(f"message must be one of {STACK_MESSAGES}, got {self.message!r}")
+
+    @property
+    def is_ideal(self) -> bool:
+        """Wire speed: no fixed costs, full efficiency at every message size."""
+        return (
+            self.request_s == 0
+            and self.chunk_s == 0
+            and self.efficiency_max == 1
+            and self.half_bandwidth_bytes == 0
+        )
+
+    def efficiency(self, message_bytes):
+        """Achieved ÷ nominal bandwidth at a message size [bytes] (arrays welcome)."""
+        if self.half_bandwidth_bytes == 0:
+            return self.efficiency_max
+        m = message_bytes
+        return self.efficiency_max * m / (m + self.half_bandwidth_bytes)
+
+
+IDEAL_STACK = StackSpec(
+    id="ideal",
+    name="Ideal (wire speed)",
+    request_s=0.0,
+    chunk_s=0.0,
+    efficiency_max=1.0,
+    half_bandwidth_bytes=0.0,
+    message="chunk",
+    source="no overhead: the source article's arithmetic, bytes ÷ bandwidth + link latency",
+)

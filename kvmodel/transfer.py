@@ -33,9 +33,23 @@ from .inputs import (
     DEFAULT_SHARE_TARGET,
     check_scenario_field,
 )
+from .memory import instance_memory, memory_notes
 from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, shard_heads
-from .specs import GpuSpec, LinkSpec, ModelSpec
+from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .timing import decode_step_lower_bound_s, estimate_prefill_s
+from .topology import default_streams, domain_gpus, is_scale_up, scale_up_feasible
+
+ATTENTION_PARALLEL = ("tp", "dp")
+WINDOW_TRANSFER = ("window", "full")
+
+
+@lru_cache(maxsize=64)
+def unwindowed(model: ModelSpec) -> ModelSpec:
+    """``model`` with every sliding/chunked group holding all tokens (sent whole)."""
+    if all(g.window_tokens is None for g in model.groups):
+        return model
+    groups = tuple(replace(g, window_tokens=None, window_kind=None) for g in model.groups)
+    return replace(model, groups=groups)
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,9 @@ class Scenario:
     descriptor_s: float = 0.0
     k: float = 1.0  # critical length: transfer ≥ k × decode step
     share_target: float = DEFAULT_SHARE_TARGET
+    stack: StackSpec = IDEAL_STACK  # the connector's measured costs (kvmodel.stacks)
+    attention_parallel: str = "tp"  # "dp": each request's KV lives on one decode rank
+    window_transfer: str = "window"  # "full": sliding-window layers cross the wire whole
 
     def __post_init__(self):
         # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
@@ -84,6 +101,17 @@ class Scenario:
             )
         for f in fields(self):
             check_scenario_field(f.name, getattr(self, f.name))
+        if self.attention_parallel not in ATTENTION_PARALLEL:
+            raise ValueError(
+                f"attention_parallel must be one of {ATTENTION_PARALLEL}, "
+                f"got {self.attention_parallel!r}"
+            )
+        if self.window_transfer not in WINDOW_TRANSFER:
+            raise ValueError(
+                f"window_transfer must be one of {WINDOW_TRANSFER}, got {self.window_transfer!r}"
+            )
+        if not isinstance(self.stack, StackSpec):
+            raise ValueError(f"stack must be a StackSpec, got {self.stack!r}")
         kv_dtype_bytes(self.kv_dtype, scale_group=self.kv_scale_group)
         compressed_bytes_per_value(self.compression, storage_bytes=2.0, group=self.comp_group)
         for g in self.model.groups:  # raises on an impossible TP
@@ -92,7 +120,28 @@ class Scenario:
 
     @property
     def streams(self) -> int:
-        return self.parallel_links or min(self.tp_prefill, self.tp_decode)
+        """Links used at once: as given, else the NICs (or per-GPU scale-up links) both
+        instances have (``kvmodel.topology``); with data-parallel attention a batch smaller
+        than that uses one stream per request."""
+        n = self.parallel_links or default_streams(
+            self.gpu, self.link, self.tp_prefill, self.tp_decode
+        )
+        return min(n, self.batch) if self.data_parallel_attention else n
+
+    @property
+    def data_parallel_attention(self) -> bool:
+        return self.attention_parallel == "dp"
+
+    @property
+    def kv_tp_decode(self) -> int:
+        """The decode TP the KV is split by: 1 with data-parallel attention (one rank per
+        request, no replicated heads)."""
+        return 1 if self.data_parallel_attention else self.tp_decode
+
+    @property
+    def wire_model(self) -> ModelSpec:
+        """The model as its KV crosses the wire (windows dropped when sent whole)."""
+        return unwindowed(self.model) if self.window_transfer == "full" else self.model
 
     @property
     def effective_bandwidth_bytes_per_s(self) -> float:
@@ -136,7 +185,7 @@ def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
 # Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).
 PER_LINK_FIELDS = ("link", "efficiency", "parallel_links", "compression", "comp_group",
                    "codec_bytes_per_s", "layerwise", "descriptor_s", "decode_step_s", "k",
-                   "share_target")  # fmt: skip
+                   "share_target", "stack")  # fmt: skip
 
 
 _VOLUME_FIELDS = tuple(f.name for f in fields(Scenario) if f.name not in PER_LINK_FIELDS)
@@ -156,13 +205,13 @@ class Volume:
         self.s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
         self.b = _as_tokens(sc.batch if batch is None else batch, "batch")
         self.raw = kv_bytes(
-            sc.model,
+            sc.wire_model,
             self.s,
             self.b,
             kv_dtype=sc.kv_dtype,
             kv_scale_group=sc.kv_scale_group,
             tp_prefill=sc.tp_prefill,
-            tp_decode=sc.tp_decode,
+            tp_decode=sc.kv_tp_decode,
         ).wire
         self.prefill = prefill_time_s(sc, self.s, self.b)
 
@@ -178,12 +227,12 @@ class Volume:
         """Wire bytes of one layer of each kind (``chunk_kind_bytes``), before compression."""
         sc = self.scenario
         return chunk_kind_bytes(
-            sc.model,
+            sc.wire_model,
             self.s,
             self.b,
             kv_dtype=sc.kv_dtype,
             kv_scale_group=sc.kv_scale_group,
-            tp_decode=sc.tp_decode,
+            tp_decode=sc.kv_tp_decode,
         )
 
     @cached_property
@@ -191,8 +240,8 @@ class Volume:
         """Descriptors per chunk type: (blocks × tensors) per layer per decode rank."""
         sc = self.scenario
         return [
-            np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.tp_decode
-            for g in sc.model.groups
+            np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.kv_tp_decode
+            for g in sc.wire_model.groups
         ]
 
 
@@ -204,19 +253,61 @@ def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
     return volume
 
 
+def _streams(sc: Scenario, vol: Volume):
+    """Links used at once, per batch entry: with data-parallel attention and no stream count
+    given, a batch smaller than the NICs uses one stream per request (``Scenario.streams``)."""
+    if sc.data_parallel_attention and not sc.parallel_links:
+        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode)
+        return np.minimum(n, vol.b)
+    return sc.streams
+
+
+def _kind_counts(sc: Scenario, vol: Volume) -> list:
+    """Transfer messages in one layer of each kind: KV blocks × tensors × decode ranks per
+    attention group, one per request and rank for a state layer."""
+    counts = list(vol.descriptor_counts)
+    if sc.model.state_layers:
+        counts.append(vol.b * sc.kv_tp_decode)
+    return counts
+
+
+def _stack_efficiency(sc: Scenario, vol: Volume, wire_rows, streams, *, whole: bool):
+    """The stack's efficiency for each layer kind (rows of ``wire_rows``), from its message size:
+    one KV block of one tensor on one rank, or the chunk a stream carries."""
+    stack = sc.stack
+    lead = (len(wire_rows),) + (1,) * (np.ndim(wire_rows) - 1)
+    if stack.message == "block":
+        counts = np.stack([np.broadcast_to(c, np.shape(wire_rows)[1:]) for c in
+                           _kind_counts(sc, vol)])  # fmt: skip
+        message = wire_rows / np.maximum(counts, 1)
+    elif whole:
+        per_layer = np.asarray(Counter(chunk_rows(sc.model)).most_common())
+        n = np.zeros(len(wire_rows))
+        n[per_layer[:, 0]] = per_layer[:, 1]
+        message = np.broadcast_to((wire_rows * n.reshape(lead)).sum(axis=0) / streams,
+                                  np.shape(wire_rows))  # fmt: skip
+    else:
+        message = wire_rows / streams
+    return stack.efficiency(message)
+
+
 def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     """Own send time of one layer of each kind (rows of ``chunk_kind_bytes``), shape (k, ...)."""
     raw = vol.kind_raw
     ratio = _wire_ratio(sc)
-    t = sc.link.latency_s + raw * ratio / sc.effective_bandwidth_bytes_per_s
+    streams = _streams(sc, vol)
+    bandwidth = sc.link.bandwidth_bytes_per_s * sc.efficiency * streams
+    if sc.stack.is_ideal:
+        t = sc.link.latency_s + raw * ratio / bandwidth
+    else:
+        eff = _stack_efficiency(sc, vol, raw * ratio, streams, whole=False)
+        t = sc.link.latency_s + sc.stack.chunk_s + raw * ratio / (bandwidth * eff)
     if ratio < 1:
-        t = t + 2 * raw / (sc.codec_bytes_per_s * sc.streams)
+        t = t + 2 * raw / (sc.codec_bytes_per_s * streams)
     if sc.descriptor_s:
         # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
         # which keeps the total exact
-        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / sc.streams / len(
-            chunk_rows(sc.model)
-        )
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(chunk_rows(sc.model))
     return t
 
 
@@ -225,7 +316,7 @@ def _descriptor_total(sc: Scenario, vol: Volume) -> np.ndarray:
     per_layer = Counter(chunk_rows(sc.model))  # layers of each kind (state: len(groups))
     return (
         sum(per_layer[gi] * c for gi, c in enumerate(vol.descriptor_counts))
-        + sc.model.state_layers * vol.b * sc.tp_decode
+        + sc.model.state_layers * vol.b * sc.kv_tp_decode
     )
 
 
@@ -264,17 +355,31 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
     ratio = _wire_ratio(sc)
     raw = vol.raw
     wire = raw * ratio
-    ser = wire / sc.effective_bandwidth_bytes_per_s
-    codec = 2 * raw / (sc.codec_bytes_per_s * sc.streams) if ratio < 1 else np.zeros_like(raw)
+    streams = _streams(sc, vol)
+    bandwidth = sc.link.bandwidth_bytes_per_s * sc.efficiency * streams
+    stack = sc.stack
+    if stack.is_ideal:
+        ser = wire / bandwidth
+        fixed = 0.0
+    else:  # per kind of layer: its bytes at the efficiency of its message size
+        rows = vol.kind_raw * ratio
+        eff = _stack_efficiency(sc, vol, rows, streams, whole=True)
+        per_layer = Counter(chunk_rows(sc.model))
+        lead = (len(rows),) + (1,) * (rows.ndim - 1)
+        n = np.array([per_layer[k] for k in range(len(rows))], dtype=float).reshape(lead)
+        ser = np.broadcast_to((rows * n / (bandwidth * eff)).sum(axis=0), raw.shape)
+        fixed = stack.request_s
+    codec = 2 * raw / (sc.codec_bytes_per_s * streams) if ratio < 1 else np.zeros_like(raw)
     if sc.descriptor_s:
         count = _descriptor_total(sc, vol)
-        desc = np.broadcast_to(count * sc.descriptor_s / sc.streams, raw.shape)
+        desc = np.broadcast_to(count * sc.descriptor_s / streams, raw.shape)
     else:
         desc = np.zeros_like(raw)
-    whole = sc.link.latency_s + ser + desc + codec
+    whole = sc.link.latency_s + stack.chunk_s + fixed + ser + desc + codec
     prefill = vol.prefill
-    if sc.layerwise:
+    if sc.layerwise:  # the stack's per-request cost is paid once, its per-chunk cost per layer
         whole, exposed = _layerwise(sc, vol, prefill)
+        whole, exposed = whole + fixed, exposed + fixed
     else:
         exposed = whole
     return Transfer(
@@ -386,6 +491,14 @@ class Evaluation:
     over_share_target: bool
     critical_seq_len: int | None
     notes: tuple[str, ...] = field(default=())
+    # the same transfer at wire speed (stack "ideal"): the source article's arithmetic
+    ideal_transfer_s: float = 0.0
+    ideal_exposed_s: float = 0.0
+    scale_up_feasible: bool = True  # prefill + decode GPUs fit in one NVLink domain
+    weights_bytes_per_gpu: float = 0.0  # decode instance
+    weights_bytes_per_gpu_prefill: float = 0.0
+    max_concurrent_requests: int = 0  # requests of this length one decode instance holds
+    fits_in_memory: bool = True  # weights and the batch's KV fit on both instances
 
 
 @lru_cache(maxsize=1024)
@@ -423,8 +536,29 @@ def evaluate(sc: Scenario) -> Evaluation:
         notes.append(
             f"{sc.compression} transfer compression saves nothing on a {sc.kv_dtype} cache"
         )
-    if float(kv.wire) > float(kv.total) * (1 + 1e-12):
+    if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
         notes.append("replicated KV heads cross the link once per decode GPU")
+    ideal = t if sc.stack.is_ideal else transfer(replace(sc, stack=IDEAL_STACK))
+    scale_up_ok = scale_up_feasible(
+        sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
+    )
+    if is_scale_up(sc.link) and not scale_up_ok:
+        notes.append(
+            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
+            f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
+            "cannot carry the transfer"
+        )
+    mem_kw = dict(seq_len=sc.seq_len, batch=sc.batch, kv_dtype=sc.kv_dtype,
+                  kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    mem_d = instance_memory(
+        sc.model,
+        sc.gpu,
+        tp=sc.tp_decode,
+        data_parallel_attention=sc.data_parallel_attention,
+        **mem_kw,
+    )
+    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, **mem_kw)  # fmt: skip
+    notes.extend(memory_notes(sc, mem_p, mem_d))
     return Evaluation(
         scenario=sc,
         kv_total_bytes=float(kv.total),
@@ -454,4 +588,11 @@ def evaluate(sc: Scenario) -> Evaluation:
         over_share_target=exposed / ttft > sc.share_target,
         critical_seq_len=critical_seq_len(sc),
         notes=tuple(notes),
+        ideal_transfer_s=float(ideal.transfer_s),
+        ideal_exposed_s=float(ideal.exposed_s),
+        scale_up_feasible=scale_up_ok,
+        weights_bytes_per_gpu=mem_d.weights_bytes_per_gpu,
+        weights_bytes_per_gpu_prefill=mem_p.weights_bytes_per_gpu,
+        max_concurrent_requests=mem_d.max_concurrent_requests,
+        fits_in_memory=mem_p.fits and mem_d.fits,
     )

@@ -22,7 +22,7 @@ COLUMNS = (
     "id,name,attention,layers,q_heads,head_dim_qk,global_layers,global_kv_heads,"
     "global_k_head_dim,global_v_head_dim,local_layers,local_kv_heads,local_k_head_dim,"
     "local_v_head_dim,local_window_tokens,local_kind,state_layers,state_bytes_per_layer,"
-    "max_context_tokens,params_total_b,params_active_b,kv_dtype_native,aliases,source"
+    "max_context_tokens,params_total_b,params_active_b,kv_dtype_native,weight_dtype,aliases,source"
 ).split(",")
 
 # Catalog rows backed by a file in shared/data/model-configs: catalog id -> file stem.
@@ -311,6 +311,7 @@ def test_import_agrees_with_catalog(rid):
         spec = load_hf_config(INLINE_ROWS[rid])
     assert spec.groups == _row_groups(row)
     assert spec.attention == row["attention"]
+    assert spec.weight_dtype == row["weight_dtype"]  # fp8 for DeepSeek, mxfp4 for gpt-oss
     assert spec.layers == int(row["layers"])
     assert spec.q_heads == int(row["q_heads"])
     assert spec.head_dim_qk == int(row["head_dim_qk"])

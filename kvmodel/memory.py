@@ -1,0 +1,103 @@
+"""GPU memory: do the weights fit, and how many requests of this length one instance holds.
+
+Per GPU of an instance at tensor parallelism ``tp``:
+
+    weights  = params_total × bytes_per_weight ÷ tp           (every expert of an MoE is held)
+    usable   = memory × USABLE_FRACTION − weights              (vLLM's gpu_memory_utilization)
+    requests = ⌊usable ÷ KV of one request on one GPU⌋          (tensor-parallel attention)
+             = tp × ⌊usable ÷ KV of one request⌋                (data-parallel attention: each
+                                                                request lives on one rank)
+
+Activations, CUDA graphs and the framework's own buffers come out of the 10 % left over.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .size import kv_bytes
+from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
+
+USABLE_FRACTION = 0.9  # vLLM's default gpu_memory_utilization; SGLang's mem_fraction_static ≈ 0.88
+
+
+def weights_bytes_per_gpu(model: ModelSpec, tp: int) -> float:
+    """Weight bytes one GPU holds at tensor parallelism ``tp`` [bytes]."""
+    return model.params_total * WEIGHT_DTYPE_BYTES[model.weight_dtype] / tp
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Memory of one instance (prefill or decode) for a scenario [bytes]."""
+
+    weights_bytes_per_gpu: float
+    usable_bytes_per_gpu: float  # after weights: what the KV cache may take
+    kv_bytes_per_request_per_gpu: float  # one request at the scenario's length
+    max_concurrent_requests: int  # requests of this length the instance holds
+    batch: int
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.usable_bytes_per_gpu > 0
+
+    @property
+    def fits(self) -> bool:
+        return self.weights_fit and self.batch <= self.max_concurrent_requests
+
+
+def instance_memory(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    *,
+    tp: int,
+    seq_len: int,
+    batch: int,
+    kv_dtype: str,
+    kv_scale_group: int = 0,
+    data_parallel_attention: bool = False,
+) -> Memory:
+    """Memory of an instance of ``tp`` GPUs holding ``batch`` requests of ``seq_len`` tokens."""
+    weights = weights_bytes_per_gpu(model, tp)
+    usable = gpu.memory_bytes * USABLE_FRACTION - weights
+    kv = kv_bytes(
+        model,
+        seq_len,
+        1,
+        kv_dtype=kv_dtype,
+        kv_scale_group=kv_scale_group,
+        tp_prefill=tp,
+        tp_decode=1 if data_parallel_attention else tp,
+    )
+    if data_parallel_attention:
+        per_request = float(kv.total)  # the whole request on one rank
+        slots = math.floor(usable / per_request) * tp if usable > 0 else 0
+    else:
+        per_request = float(kv.per_gpu_decode)
+        slots = math.floor(usable / per_request) if usable > 0 else 0
+    return Memory(
+        weights_bytes_per_gpu=weights,
+        usable_bytes_per_gpu=usable,
+        kv_bytes_per_request_per_gpu=per_request,
+        max_concurrent_requests=max(0, slots),
+        batch=int(batch),
+    )
+
+
+def memory_notes(sc, prefill: Memory, decode: Memory) -> list[str]:
+    """Plain-language warnings when a scenario does not fit (empty when it does)."""
+    notes = []
+    for side, mem, tp in (("prefill", prefill, sc.tp_prefill), ("decode", decode, sc.tp_decode)):
+        if not mem.weights_fit:
+            notes.append(
+                f"the weights do not fit on the {side} GPUs: {sc.model.name} needs "
+                f"{mem.weights_bytes_per_gpu / 1e9:,.1f} GB per GPU at TP {tp} "
+                f"({sc.model.weight_dtype}), {sc.gpu.name} offers "
+                f"{sc.gpu.memory_bytes * USABLE_FRACTION / 1e9:,.1f} GB usable"
+            )
+        elif not mem.fits:
+            notes.append(
+                f"the {side} instance holds at most {mem.max_concurrent_requests:,} requests of "
+                f"{sc.seq_len:,} tokens; the batch of {sc.batch:,} does not fit in memory"
+            )
+    return notes

@@ -1,0 +1,46 @@
+"""Where the GPUs sit: nodes, NICs and scale-up (NVLink) domains.
+
+A scale-out link (InfiniBand, Ethernet, EFA) is one NIC: an instance of ``tp`` GPUs drives as
+many NICs as its GPUs have (``tp × nics_per_node ÷ gpus_per_node``, at least one), so a node
+with 4 NICs for 8 GPUs gives a TP 8 instance 4 streams, not 8.  A scale-up link (NVLink,
+Infinity Fabric, PCIe inside one host) is per GPU and only joins GPUs of one domain: prefill
+and decode must fit in it together (``tp_prefill + tp_decode ≤ domain``), 8 GPUs on HGX, 72 on
+GB200 NVL72, the host's GPUs over PCIe.
+"""
+
+from __future__ import annotations
+
+from .specs import GpuSpec, LinkSpec
+
+SCALE_UP_KINDS = ("nvlink", "fabric", "pcie")
+
+
+def is_scale_up(link: LinkSpec) -> bool:
+    return link.kind in SCALE_UP_KINDS
+
+
+def domain_gpus(gpu: GpuSpec, link: LinkSpec | None = None) -> int:
+    """GPUs one scale-up domain joins: the NVLink domain, or one host over PCIe."""
+    if link is not None and link.kind == "pcie":
+        return gpu.gpus_per_node
+    return gpu.nvlink_domain_gpus
+
+
+def nics(gpu: GpuSpec, tp: int) -> int:
+    """Scale-out NICs an instance of ``tp`` GPUs has (whole NICs, at least one)."""
+    return max(1, tp * gpu.nics_per_node // gpu.gpus_per_node)
+
+
+def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: int) -> int:
+    """Links used at once when the user gives none: per-GPU links over scale-up, NICs otherwise.
+
+    The KV of each decode rank travels on its own stream; the side with fewer links bounds it.
+    """
+    if is_scale_up(link):
+        return min(tp_prefill, tp_decode)
+    return min(nics(gpu, tp_prefill), nics(gpu, tp_decode))
+
+
+def scale_up_feasible(gpu: GpuSpec, tp_prefill: int, tp_decode: int, link=None) -> bool:
+    """True when prefill and decode instances fit in one scale-up domain together."""
+    return tp_prefill + tp_decode <= domain_gpus(gpu, link)
