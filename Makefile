@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test lint bench chromium clean
+.PHONY: run test lint bench chromium clean readme-inputs
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,11 @@ bench: $(VENV)/.dev-installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts
+
+# Rewrite README's parameter table from kvmodel/inputs.py (tests/test_inputs.py checks it).
+readme-inputs: $(VENV)/.installed
+	$(PY) -c "import re, pathlib; from kvmodel.inputs import markdown_table as t; \
+	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
+	s = re.sub(r'(<!-- inputs table:[^\n]*-->\n).*?(<!-- end inputs table -->)', \
+	lambda m: m.group(1) + t() + '\n' + m.group(2), s, flags=re.S); \
+	p.write_text(s, encoding='utf-8')"

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import catalog
-from .inputs import DEFAULT_SHARE_TARGET
-from .specs import LinkSpec, ModelSpec
+from .inputs import DEFAULT_SHARE_TARGET, DEFAULT_STACK
+from .specs import LinkSpec, ModelSpec, StackSpec
 from .transfer import DEFAULT_CODEC_BYTES_PER_S, Scenario
 
 DEFAULT_MODEL = "llama-3.1-70b"
@@ -66,10 +66,14 @@ def build_scenario(
     descriptor_us: float = 0.0,
     k: float = 1.0,
     share_target: float = DEFAULT_SHARE_TARGET,
+    stack: str | StackSpec = DEFAULT_STACK,
+    attention_parallel: str | None = None,
+    window_transfer: str = "window",
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
     ``kv_dtype`` None means the model's native KV dtype when its checkpoint ships one, else fp16.
+    ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
     base = catalog.get_link(link) if link else None
@@ -108,7 +112,15 @@ def build_scenario(
         descriptor_s=descriptor_us * 1e-6,
         k=k,
         share_target=share_target,
+        stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
+        attention_parallel=attention_parallel or default_attention_parallel(spec),
+        window_transfer=window_transfer,
     )
+
+
+def default_attention_parallel(model: ModelSpec) -> str:
+    """How the model is usually served: MLA models (DeepSeek) with data-parallel attention."""
+    return "dp" if model.attention == "mla" else "tp"
 
 
 def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Scenario:
@@ -155,6 +167,9 @@ def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Sce
         descriptor_us=float(get("descriptor_us")),
         k=float(get("k")),
         share_target=float(get("share")) * I.get("share").scale,
+        stack=get("stack"),
+        attention_parallel=values.get("attn"),
+        window_transfer=get("win"),
     )
 
 
@@ -174,6 +189,9 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
         if not row.field:
             continue
         si = getattr(sc, row.field)
+        if row.kind == "choice":
+            values[row.name] = si
+            continue
         if row.name == "prefill":
             value = "est" if si is None else float(si / row.scale)
         elif row.name == "par":
@@ -193,6 +211,9 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
         values[row.name] = value
     if catalog.gpus().get(sc.gpu.id) != sc.gpu:
         gaps.append("a GPU outside the catalog")
+    if catalog.stacks().get(sc.stack.id) != sc.stack:
+        gaps.append("a transfer stack outside the catalog")
+    values["stack"] = sc.stack.id
     values["gpu"] = sc.gpu.id
     values["model"] = sc.model.id
     if catalog.links().get(sc.link.id) == sc.link:

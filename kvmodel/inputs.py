@@ -145,12 +145,21 @@ def _gpu_ids() -> tuple:
     return tuple(catalog.gpus())
 
 
+def _stack_ids() -> tuple:
+    from . import catalog
+
+    return tuple(catalog.stacks())
+
+
 def _samples() -> tuple:
     from .traffic import SAMPLES
 
     return tuple(SAMPLES)
 
 
+ATTENTION_PARALLEL = ("tp", "dp")
+WINDOW_TRANSFER = ("window", "full")
+DEFAULT_STACK = "ideal"
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (
@@ -218,6 +227,19 @@ INPUTS: tuple[Input, ...] = (
     Input("cfg", "Imported model", "text", "", unit="base64url JSON",
           help="an imported model's fields (when the model is not in the catalog); "
           "≤ 4,000 characters, validated"),
+    Input("stack", "Transfer stack", "id", DEFAULT_STACK, choices=_stack_ids, cli="--stack",
+          accepted="ids of `python -m kvmodel stacks`",
+          help="the connector's measured costs: per request, per chunk, and bandwidth by "
+          "message size; `ideal` is wire speed (the source article)"),
+    Input("attn", "Attention parallelism", "choice", None, choices=ATTENTION_PARALLEL,
+          field="attention_parallel", cli="--attention-parallel",
+          help="`tp`: every decode rank holds its share of each request's KV (replicated when "
+          "TP exceeds the KV heads); `dp`: each request's KV lives on one decode rank. Default: "
+          "`dp` for MLA models (as DeepSeek is served), else `tp`"),
+    Input("win", "Sliding layers on the wire", "choice", "window", choices=WINDOW_TRANSFER,
+          field="window_transfer", cli="--window-transfer",
+          help="`window`: sliding-window layers send their window; `full`: they send every "
+          "token (connectors without hybrid-allocator support)"),
     # --- CLI-only model inputs (the app's link has no field for them) ---
     Input("kv_scale_group", "KV scale group", "int", 0, unit="values", lo=0, hi=None,
           field="kv_scale_group", url=False, cli="--kv-scale-group",
@@ -333,6 +355,8 @@ def markdown_table() -> str:
 def _default_text(i: Input) -> str:
     if i.name == "tpd":
         return "`tp`"
+    if i.name == "attn":
+        return "`dp` for MLA, else `tp`"
     d = i.default
     return "empty" if d == "" else f"`{_num(d) if isinstance(d, float) else d}`"
 

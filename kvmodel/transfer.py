@@ -26,11 +26,13 @@ import numpy as np
 
 from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
 from .inputs import (
+    ATTENTION_PARALLEL,
     DEFAULT_BLOCK_TOKENS,
     DEFAULT_CODEC_BYTES_PER_S,
     DEFAULT_DECODE_STEP_S,
     DEFAULT_MFU,
     DEFAULT_SHARE_TARGET,
+    WINDOW_TRANSFER,
     check_scenario_field,
 )
 from .memory import instance_memory, memory_notes
@@ -38,9 +40,6 @@ from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, k
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .timing import decode_step_lower_bound_s, estimate_prefill_s
 from .topology import default_streams, domain_gpus, is_scale_up, scale_up_feasible
-
-ATTENTION_PARALLEL = ("tp", "dp")
-WINDOW_TRANSFER = ("window", "full")
 
 
 @lru_cache(maxsize=64)

@@ -11,6 +11,7 @@ import math
 
 from kvmodel import catalog
 from kvmodel import inputs as I
+from kvmodel.build import default_attention_parallel
 from kvmodel.modelcodec import decode_model
 from kvmodel.size import shard_heads
 
@@ -99,6 +100,22 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={q['gpu']!r} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    if "stack" in q:
+        sid = str(q["stack"]).strip().lower()
+        if sid in catalog.stacks():
+            v["stack"] = sid
+        else:
+            warnings.append(
+                f"stack={q['stack']!r} is not a known transfer stack"
+                f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
+            )
+    elif any(k in q for k in SCENARIO_KEYS):
+        # A link made before transfer stacks existed: keep its meaning (wire speed, TP
+        # attention), as README's "What changed" says.
+        v["stack"] = "ideal"
+        v["attn"] = "tp"
+    if v["attn"] is None:
+        v["attn"] = default_attention_parallel(spec)
     choices = {p.name: p.allowed() for p in PARAMS if p.kind == "choice"}
     if "kvd" not in q and spec.kv_dtype_native:
         v["kvd"] = spec.kv_dtype_native
