@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test lint bench chromium clean readme-inputs
+.PHONY: run test test-fast lint bench chromium clean readme-inputs
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ chromium:
 test: $(VENV)/.dev-installed chromium
 	$(PY) -m ruff check kvmodel ui tests pages app.py bench
 	$(PY) -m pytest -q
+
+# Everything but the seconds-long kaleido exports and the browser tests (a quick loop while editing).
+test-fast: $(VENV)/.dev-installed
+	$(PY) -m pytest -q -m "not slow and not e2e"
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check kvmodel ui tests pages app.py bench

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from refdata import model_config
 
 from kvmodel.cli import main
 
@@ -95,9 +96,7 @@ def test_listings(capsys):
 
 
 def test_config_import(capsys):
-    cfg = ROOT.parent / "shared" / "data" / "model-configs" / "meta-llama--Meta-Llama-3.1-70B.json"
-    if not cfg.exists():
-        pytest.skip("shared model configs not present")
+    cfg = model_config("meta-llama--Meta-Llama-3.1-70B")
     out = run_json(capsys, "transfer", "--config", str(cfg), "--link", "100gbe")
     assert out["kv_bytes"] == 335_544_320
 

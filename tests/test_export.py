@@ -55,11 +55,13 @@ def _static_or_skip(fn):
         pytest.skip(f"no Chromium/Chrome for kaleido here: {exc}")
 
 
+@pytest.mark.slow  # kaleido drives chromium: ~4 s per image
 def test_png():
     data = _static_or_skip(figure_png)
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.slow  # kaleido drives chromium: ~4 s per image
 def test_svg():
     data = _static_or_skip(figure_svg)
     assert b"<svg" in data

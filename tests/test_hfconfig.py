@@ -8,15 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
+from refdata import QUANT_SUFFIX, model_config, model_configs, quant_config
 
 from kvmodel.hfconfig import load_hf_config
 from kvmodel.specs import ATTENTION_LAYOUTS, AttentionGroup
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "model-configs"
 CATALOG = ROOT / "data" / "models.csv"
-NO_CONFIGS = f"reference configs not found at {CONFIG_DIR} (shared/ sits beside the repo)"
-QUANT_SUFFIX = ".hf_quant_config.json"
 
 COLUMNS = (
     "id,name,attention,layers,q_heads,head_dim_qk,global_layers,global_kv_heads,"
@@ -25,7 +23,7 @@ COLUMNS = (
     "max_context_tokens,params_total_b,params_active_b,kv_dtype_native,weight_dtype,aliases,source"
 ).split(",")
 
-# Catalog rows backed by a file in shared/data/model-configs: catalog id -> file stem.
+# Catalog rows backed by a file in tests/data/model-configs: catalog id -> file stem.
 CONFIG_ROWS = {
     "llama-3.1-8b": "meta-llama--Meta-Llama-3.1-8B",
     "llama-3.1-70b": "meta-llama--Meta-Llama-3.1-70B",
@@ -46,8 +44,8 @@ CONFIG_ROWS = {
     "nemotron-h-56b": "nvidia--Nemotron-H-56B-Base-8K",
 }
 
-# Inline configs for catalog rows whose config.json is not in shared/ (fields as published;
-# the attention facts are the ones shared/data/README.md lists).
+# Inline configs for catalog rows whose config.json is not vendored (fields as published;
+# the attention facts are the ones tests/data/README.md lists).
 INLINE_ROWS = {
     "llama-2-7b": dict(
         num_hidden_layers=32,
@@ -131,22 +129,15 @@ INLINE_ROWS = {
 
 
 def _config_files() -> list[Path]:
-    return sorted(p for p in CONFIG_DIR.glob("*.json") if not p.name.endswith(QUANT_SUFFIX))
+    return model_configs()
 
 
 def _config_params():
-    if not CONFIG_DIR.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_CONFIGS))]
     return [pytest.param(p, id=p.stem) for p in _config_files()]
 
 
 def _load(stem: str, **kwargs):
-    if not CONFIG_DIR.is_dir():
-        pytest.skip(NO_CONFIGS)
-    quant = CONFIG_DIR / f"{stem}{QUANT_SUFFIX}"
-    return load_hf_config(
-        CONFIG_DIR / f"{stem}.json", quant_config=quant if quant.exists() else None, **kwargs
-    )
+    return load_hf_config(model_config(stem), quant_config=quant_config(stem), **kwargs)
 
 
 def _catalog() -> dict[str, dict]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from html_tables import read_html_table
+from refdata import model_config
 from streamlit.testing.v1 import AppTest
 
 from kvmodel.build import build_scenario
@@ -20,7 +21,6 @@ PAGES = [
     "pages/mitigations.py",
     "pages/models.py",
 ]
-SHARED = ROOT.parent / "shared" / "data" / "model-configs"
 
 
 def app(query=None, page=None) -> AppTest:
@@ -220,9 +220,7 @@ def test_mitigations_page_rows_and_timeline():
 
 
 def test_models_page_imports_a_config_and_carries_it_in_the_link():
-    cfg = SHARED / "deepseek-ai--DeepSeek-V3.json"
-    if not cfg.exists():
-        pytest.skip("shared model configs not present")
+    cfg = model_config("deepseek-ai--DeepSeek-V3")
     at = app(page="pages/models.py")
     at.text_area(key="cfg_paste").set_value(cfg.read_text())
     at.button(key="cfg_import").click().run()
@@ -258,9 +256,7 @@ def test_models_page_bad_config_shows_error(text, fragment):
 
 
 def test_two_pasted_configs_of_one_model_type_stay_two_models():
-    small, big = SHARED / "Qwen--Qwen3-8B.json", SHARED / "Qwen--Qwen3-32B.json"
-    if not (small.exists() and big.exists()):
-        pytest.skip("shared model configs not present")
+    small, big = model_config("Qwen--Qwen3-8B"), model_config("Qwen--Qwen3-32B")
     at = app(page="pages/models.py")
     ids = []
     for cfg in (small, big):

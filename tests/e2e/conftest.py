@@ -34,6 +34,16 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 HEALTH_TIMEOUT_S = 60
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test in this folder ``e2e`` (``make test-fast`` leaves them out with -m).
+
+    The hook sees the whole session's items, so only those under this folder are marked."""
+    for item in items:
+        if item.path.resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.e2e)
 
 
 def _chromium() -> str | None:
