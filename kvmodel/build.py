@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import catalog
-from .inputs import DEFAULT_SHARE_TARGET, DEFAULT_STACK
+from .inputs import DEFAULT_DECODE_STEP_S, DEFAULT_SHARE_TARGET, DEFAULT_STACK
 from .specs import LinkSpec, ModelSpec, StackSpec
 from .transfer import DEFAULT_CODEC_BYTES_PER_S, Scenario
 
@@ -59,7 +59,7 @@ def build_scenario(
     layerwise: bool = False,
     tp: int = 1,
     tp_decode: int | None = None,
-    decode_step_ms: float = 30.0,
+    decode_step_ms: float | None = 30.0,
     prefill_ms: float | None = None,
     mfu: float = 0.5,
     block_tokens: int = 16,
@@ -73,6 +73,7 @@ def build_scenario(
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
     ``kv_dtype`` None means the model's native KV dtype when its checkpoint ships one, else fp16.
+    ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
@@ -105,7 +106,8 @@ def build_scenario(
         layerwise=layerwise,
         tp_prefill=tp,
         tp_decode=tp if tp_decode is None else tp_decode,
-        decode_step_s=decode_step_ms / 1e3,
+        decode_step_s=DEFAULT_DECODE_STEP_S if decode_step_ms is None else decode_step_ms / 1e3,
+        decode_step_estimated=decode_step_ms is None,
         prefill_s=None if prefill_ms is None else prefill_ms / 1e3,
         mfu=mfu,
         block_tokens=block_tokens,
@@ -160,7 +162,7 @@ def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Sce
         layerwise=bool(int(get("lw"))),
         tp=int(get("tp")),
         tp_decode=None if values.get("tpd") is None else int(values["tpd"]),
-        decode_step_ms=float(get("step")),
+        decode_step_ms=None if get("step") in (None, "est") else float(get("step")),
         prefill_ms=None if prefill in (None, "est") else float(prefill),
         mfu=float(get("mfu")),
         block_tokens=int(get("block_tokens")),

@@ -108,7 +108,13 @@ def _numeric_rows(sc: Scenario, rel: float):
     rows.append(
         (
             "decode step",
-            *((replace(sc, decode_step_s=step * f), fmt_time(step * f)) for f in (lo_f, hi_f)),
+            *(
+                (
+                    replace(sc, decode_step_s=step * f, decode_step_estimated=False),
+                    fmt_time(step * f),
+                )
+                for f in (lo_f, hi_f)
+            ),
         )
     )
     if sc.prefill_s is not None:

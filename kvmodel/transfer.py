@@ -38,7 +38,7 @@ from .inputs import (
 from .memory import instance_memory, memory_notes
 from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
-from .timing import decode_step_lower_bound_s, estimate_prefill_s
+from .timing import decode_step_lower_bound_s, estimate_decode_step_s, estimate_prefill_s
 from .topology import default_streams, domain_gpus, is_scale_up, scale_up_feasible
 
 
@@ -49,6 +49,21 @@ def unwindowed(model: ModelSpec) -> ModelSpec:
         return model
     groups = tuple(replace(g, window_tokens=None, window_kind=None) for g in model.groups)
     return replace(model, groups=groups)
+
+
+def _estimated_step_s(sc) -> float:
+    for g in sc.model.groups:  # an impossible TP is reported by the checks that follow
+        shard_heads(g.kv_heads, sc.tp_decode)
+    return _step_cached(sc.model, sc.gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len), sc.kv_dtype)
+
+
+@lru_cache(maxsize=4096)
+def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype) -> float:
+    return float(
+        estimate_decode_step_s(
+            model, min(seq_len, model.max_context_tokens), batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype
+        )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,9 @@ class Scenario:
     stack: StackSpec = IDEAL_STACK  # the connector's measured costs (kvmodel.stacks)
     attention_parallel: str = "tp"  # "dp": each request's KV lives on one decode rank
     window_transfer: str = "window"  # "full": sliding-window layers cross the wire whole
+    # True: decode_step_s is estimated (kvmodel.timing) at this scenario's model, GPU, decode
+    # TP, batch and prompt length, and follows them through dataclasses.replace
+    decode_step_estimated: bool = False
 
     def __post_init__(self):
         # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
@@ -98,6 +116,8 @@ class Scenario:
             raise ValueError(
                 f"parallel_links must be a whole number >= 1, got {self.parallel_links!r}"
             )
+        if self.decode_step_estimated:
+            object.__setattr__(self, "decode_step_s", _estimated_step_s(self))
         for f in fields(self):
             check_scenario_field(f.name, getattr(self, f.name))
         if self.attention_parallel not in ATTENTION_PARALLEL:

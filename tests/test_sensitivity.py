@@ -112,7 +112,8 @@ def test_figure_tornado(metric, unit):
     scale = 1e3 if metric == "ttft" else 100
     key = "ttft_s" if metric == "ttft" else "share"
     assert bars[0].base[0] == pytest.approx(df.attrs[key] * scale)
-    assert any(f"base {df.attrs[key] * scale:,.1f}" in (t.name or "") for t in fig.data)
+    shown = f"{df.attrs[key] * scale:,.1f} ms" if metric == "ttft" else f"{df.attrs[key]:.2%}"
+    assert any(f"base {shown}".replace("%", " %") in (t.name or "") for t in fig.data)
 
 
 def test_figure_tornado_axes_never_read_negative_and_long_ttft_in_seconds():

@@ -101,7 +101,9 @@ def test_max_seq_len_edges():
     fast = article(link="nvlink5", k=2.0)
     assert critical_seq_len(fast) is None
     assert solve.max_seq_len(fast) == fast.model.max_context_tokens
-    slow = article(latency_us=100.0, decode_step_ms=0.05)  # even 1 token misses
+    # even 1 token misses (a given 0.01 ms prefill: the estimate's per-layer floor alone is
+    # 43 ms, which would keep the share small)
+    slow = article(latency_us=100.0, decode_step_ms=0.05, prefill_ms=0.01)
     assert solve.max_seq_len(slow) is None
     assert solve.max_seq_len(slow, criterion="share") is None
 

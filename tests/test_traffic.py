@@ -56,7 +56,7 @@ def test_min_seq_len_and_share_criterion():
     # share criterion: bound when exposed / (estimated prefill + exposed + step) > 20 %;
     # on 25GbE (3.125 GB/s) check each length against that definition directly
     slow = build_scenario(model="llama-3-70b", link="25gbe")
-    lengths = [300, 3000, 100_000]
+    lengths = [300, 3000, 100_000]  # 300 tokens: 16 % (the 43 ms prefill floor), 3,000: bound
     got = classify(slow, np.array(lengths), min_seq_len=128, criterion="share")
     t = transfer(replace(slow, prefill_s=None), seq_len=np.array(lengths))
     share = t.exposed_s / (t.prefill_s + t.exposed_s + slow.decode_step_s)
@@ -65,7 +65,7 @@ def test_min_seq_len_and_share_criterion():
     # the share falls again at 100k tokens (quadratic prefill hides the transfer), so the
     # critical length is the first bound S, not a boundary for all longer prompts
     crit = critical_for_traffic(slow, criterion="share")
-    assert crit is not None and crit <= 300
+    assert crit is not None and 300 < crit <= 3000
 
 
 def test_prefix_cache_hit_ratio_and_per_request_cached_tokens():

@@ -128,9 +128,14 @@ def test_ttft_and_share():
 
 def test_prefill_estimate_formula():
     # 2 × 70.6e9 × 1024 dense + 4 × 64 × 128 × 80 × (1024·1025/2) attention FLOPs over
-    # 989e12 × 0.5 (H100 SXM dense BF16 at 50 % MFU)
+    # 989e12 × 0.5 (H100 SXM dense BF16 at 50 % MFU at TP 1), plus the fitted floor of
+    # 0.542 ms per layer × 80 layers (kvmodel.timing)
     flops = 2 * 70.6e9 * 1024 + 4 * 64 * 128 * 80 * 1024 * 1025 / 2
-    assert_allclose(evaluate(article()).prefill_s, flops / (989e12 * 0.5), rtol=1e-9)
+    floor = 0.542e-3 * 80
+    assert_allclose(evaluate(article()).prefill_s, floor + flops / (989e12 * 0.5), rtol=1e-9)
+    # TP 8: the MFU falls as 8^-0.214 (0.50 → 0.32)
+    tp8 = evaluate(article(tp=8)).prefill_s
+    assert_allclose(tp8, floor + flops / (989e12 * 8 * 0.5 * 8**-0.214), rtol=1e-9)
 
 
 def test_decode_lower_bound():
