@@ -59,7 +59,7 @@ def build_scenario(
     layerwise: bool = False,
     tp: int = 1,
     tp_decode: int | None = None,
-    decode_step_ms: float | None = 30.0,
+    decode_step_ms: float | None = None,
     prefill_ms: float | None = None,
     mfu: float = 0.5,
     block_tokens: int = 16,
@@ -196,6 +196,8 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
             continue
         if row.name == "prefill":
             value = "est" if si is None else float(si / row.scale)
+        elif row.name == "step" and sc.decode_step_estimated:
+            value = "est"
         elif row.name == "par":
             value = int(si or 0)
         elif row.kind == "flag":

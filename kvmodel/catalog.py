@@ -77,6 +77,12 @@ class _Row:
             return int(value)
         return value
 
+    def flag(self, field: str) -> bool:
+        raw = self.text(field).lower()
+        if raw not in ("yes", "no"):
+            self.fail(field, f"{raw!r} must be yes or no")
+        return raw == "yes"
+
     def build(self, factory, **kwargs):
         try:
             return factory(**kwargs)
@@ -174,9 +180,10 @@ STACK_COLUMNS = (
     "name",
     "request_ms",
     "chunk_us",
+    "message_us",
     "efficiency_max",
-    "half_bandwidth_kb",
     "message",
+    "overlap",
     "source",
 )
 
@@ -220,9 +227,10 @@ def _stack_from_row(r: _Row) -> StackSpec:
         name=r.text("name"),
         request_s=r.number("request_ms") * 1e-3,
         chunk_s=r.number("chunk_us") * 1e-6,
+        message_s=r.number("message_us") * 1e-6,
         efficiency_max=r.number("efficiency_max"),
-        half_bandwidth_bytes=r.number("half_bandwidth_kb") * 1e3,
         message=r.text("message"),
+        overlap=r.flag("overlap"),
         source=r.text("source"),
         note=r.text("note", required=False),
     )

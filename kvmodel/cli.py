@@ -74,7 +74,7 @@ def add_input(p, row: I.Input) -> None:
         kw["choices"] = list(row.allowed())
     elif row.kind == "int":
         kw["type"] = _whole
-    elif row.name == "prefill":
+    elif row.default == "est":  # prefill, decode step
         kw["type"] = _number_or_est
     elif row.kind == "float":
         kw["type"] = _number
@@ -90,7 +90,7 @@ def check_inputs(args) -> None:
     for row in I.INPUTS:
         if row.cli and row.kind in ("int", "float") and hasattr(args, _dest(row)):
             value = getattr(args, _dest(row))
-            if value is not None and not (row.name == "prefill" and value == "est"):
+            if value is not None and value != "est":
                 row.check(value, what=row.cli, scale=row.cli_scale)
 
 

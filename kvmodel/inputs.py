@@ -159,7 +159,7 @@ def _samples() -> tuple:
 
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
-DEFAULT_STACK = "ideal"
+DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (
@@ -205,10 +205,11 @@ INPUTS: tuple[Input, ...] = (
     Input("tpd", "Decode TP", "int", 1, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
           field="tp_decode", cli="--tp-decode", cli_default=None,
           help="decode tensor parallelism (default: the prefill TP)"),
-    Input("step", "Decode step", "float", DEFAULT_DECODE_STEP_S * 1e3, unit="ms", scale=1e-3,
+    Input("step", "Decode step", "float", "est", unit="ms", scale=1e-3,
           lo=0.1, hi=10_000, limit=(0, 3_600_000), lo_open=True, hi_open=True,
-          field="decode_step_s",
-          cli="--decode-step-ms", help="time of one decode step (the article: 20–50 ms)"),
+          field="decode_step_s", cli="--decode-step-ms",
+          help="time of one decode step, or `est` to estimate it for the model, GPU, decode "
+          "TP, batch and prompt length (the article assumed 30 ms)"),
     Input("prefill", "Prefill", "float", "est", unit="ms", scale=1e-3, lo=0, hi=3_600_000,
           limit=(0, 86_400_000), hi_open=True, field="prefill_s", cli="--prefill-ms",
           cli_default=None,

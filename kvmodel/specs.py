@@ -225,38 +225,39 @@ class GpuSpec:
             _check_pos(self, "fp8_flops")
 
 
-STACK_MESSAGES = ("block", "chunk")
+STACK_MESSAGES = ("block", "layer")
 
 
 @dataclass(frozen=True)
 class StackSpec:
     """A KV transfer stack (connector + transport) as measured, not as the wire allows.
 
-    One transfer costs ``request_s`` once, ``chunk_s`` per chunk (the whole cache is one chunk,
-    layer-wise sending one per layer) and ``bytes ÷ (bandwidth × efficiency(message))`` where
-
-        efficiency(m) = efficiency_max × m ÷ (m + half_bandwidth_bytes)
-
-    and the message ``m`` is one KV block of one tensor on one decode rank (``message="block"``,
-    paged connectors: NIXL, Mooncake) or the chunk a stream carries (``"chunk"``, NCCL).
+    One transfer pays ``request_s`` once (handshake, metadata, completion), ``chunk_s`` per chunk
+    (the whole cache is one chunk; layer-wise sending makes one per layer), ``message_s`` per
+    message, and moves its bytes at ``efficiency_max`` of the link.  A message is one KV block
+    of one tensor on one decode rank (``"block"``: paged RDMA connectors such as NIXL and
+    Mooncake) or one layer's tensor per rank (``"layer"``: NCCL send/recv).  With ``overlap``
+    the messages are posted while earlier ones move (RDMA engines): a stream takes
+    max(posting, bytes ÷ bandwidth); without it (one NCCL kernel per send) the two add.  Small
+    messages therefore lose efficiency: see :meth:`efficiency`.
     """
 
     id: str
     name: str
     request_s: float
     chunk_s: float
+    message_s: float
     efficiency_max: float
-    half_bandwidth_bytes: float
     message: str = "block"
+    overlap: bool = True
     source: str = ""
     note: str = ""
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
-        _check_pos(self, "request_s", allow_zero=True)
-        _check_pos(self, "chunk_s", allow_zero=True)
-        _check_pos(self, "half_bandwidth_bytes", allow_zero=True)
+        for name in ("request_s", "chunk_s", "message_s"):
+            _check_pos(self, name, allow_zero=True)
         _check_pos(self, "efficiency_max")
         if self.efficiency_max > 1:
             raise ValueError(f"efficiency_max must be <= 1, got {self.efficiency_max!r}")
@@ -269,16 +270,22 @@ class StackSpec:
         return (
             self.request_s == 0
             and self.chunk_s == 0
+            and self.message_s == 0
             and self.efficiency_max == 1
-            and self.half_bandwidth_bytes == 0
         )
 
-    def efficiency(self, message_bytes):
-        """Achieved ÷ nominal bandwidth at a message size [bytes] (arrays welcome)."""
-        if self.half_bandwidth_bytes == 0:
-            return self.efficiency_max
+    def efficiency(self, message_bytes, bandwidth_bytes_per_s: float):
+        """Achieved ÷ nominal bandwidth of a long run of messages of one size on one stream."""
         m = message_bytes
-        return self.efficiency_max * m / (m + self.half_bandwidth_bytes)
+        data = m / (bandwidth_bytes_per_s * self.efficiency_max)
+        post = self.message_s
+        t = max(data, post) if self.overlap else data + post
+        return m / (bandwidth_bytes_per_s * t) if t > 0 else self.efficiency_max
+
+    def half_bandwidth_bytes(self, bandwidth_bytes_per_s: float) -> float:
+        """Message size at which a stream reaches half its large-message bandwidth [bytes]."""
+        b = bandwidth_bytes_per_s * self.efficiency_max
+        return self.message_s * b * (0.5 if self.overlap else 1.0)
 
 
 IDEAL_STACK = StackSpec(
@@ -286,8 +293,9 @@ IDEAL_STACK = StackSpec(
     name="Ideal (wire speed)",
     request_s=0.0,
     chunk_s=0.0,
+    message_s=0.0,
     efficiency_max=1.0,
-    half_bandwidth_bytes=0.0,
-    message="chunk",
+    message="layer",
+    overlap=False,
     source="no overhead: the source article's arithmetic, bytes ÷ bandwidth + link latency",
 )

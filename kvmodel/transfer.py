@@ -281,33 +281,33 @@ def _streams(sc: Scenario, vol: Volume):
     return sc.streams
 
 
-def _kind_counts(sc: Scenario, vol: Volume) -> list:
-    """Transfer messages in one layer of each kind: KV blocks × tensors × decode ranks per
-    attention group, one per request and rank for a state layer."""
-    counts = list(vol.descriptor_counts)
+def _kind_messages(sc: Scenario, vol: Volume) -> np.ndarray:
+    """The stack's messages in one layer of each kind (rows of ``Volume.kind_raw``): KV blocks ×
+    tensors × decode ranks ("block"), or tensors × decode ranks per request ("layer"); a state
+    layer is one message per request and rank."""
+    shape = np.shape(vol.kind_raw)[1:]
+    rows = []
+    for g, blocks in zip(sc.wire_model.groups, vol.descriptor_counts, strict=True):
+        n = blocks if sc.stack.message == "block" else g.tensors * vol.b * sc.kv_tp_decode
+        rows.append(np.broadcast_to(n, shape))
     if sc.model.state_layers:
-        counts.append(vol.b * sc.kv_tp_decode)
-    return counts
+        rows.append(np.broadcast_to(vol.b * sc.kv_tp_decode, shape))
+    return np.stack(rows).astype(float)
 
 
-def _stack_efficiency(sc: Scenario, vol: Volume, wire_rows, streams, *, whole: bool):
-    """The stack's efficiency for each layer kind (rows of ``wire_rows``), from its message size:
-    one KV block of one tensor on one rank, or the chunk a stream carries."""
-    stack = sc.stack
-    lead = (len(wire_rows),) + (1,) * (np.ndim(wire_rows) - 1)
-    if stack.message == "block":
-        counts = np.stack([np.broadcast_to(c, np.shape(wire_rows)[1:]) for c in
-                           _kind_counts(sc, vol)])  # fmt: skip
-        message = wire_rows / np.maximum(counts, 1)
-    elif whole:
-        per_layer = np.asarray(Counter(chunk_rows(sc.model)).most_common())
-        n = np.zeros(len(wire_rows))
-        n[per_layer[:, 0]] = per_layer[:, 1]
-        message = np.broadcast_to((wire_rows * n.reshape(lead)).sum(axis=0) / streams,
-                                  np.shape(wire_rows))  # fmt: skip
-    else:
-        message = wire_rows / streams
-    return stack.efficiency(message)
+def _posters(sc: Scenario, vol: Volume):
+    """Decode ranks posting messages in parallel (each rank's agent posts its own): all of them
+    with tensor-parallel attention, one per request (up to TP) with data-parallel attention."""
+    return np.minimum(sc.tp_decode, vol.b) if sc.data_parallel_attention else sc.tp_decode
+
+
+def _stack_s(sc: Scenario, vol: Volume, wire, messages, bandwidth):
+    """Time of ``wire`` bytes in ``messages`` messages through the stack: the bytes at the
+    stack's efficiency of ``bandwidth``, the messages' posting spread over the decode ranks,
+    overlapped (RDMA engines) or one after the other (NCCL kernels)."""
+    data = wire / (bandwidth * sc.stack.efficiency_max)
+    post = messages * sc.stack.message_s / _posters(sc, vol)
+    return np.maximum(data, post) if sc.stack.overlap else data + post
 
 
 def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
@@ -319,14 +319,16 @@ def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     if sc.stack.is_ideal:
         t = sc.link.latency_s + raw * ratio / bandwidth
     else:
-        eff = _stack_efficiency(sc, vol, raw * ratio, streams, whole=False)
-        t = sc.link.latency_s + sc.stack.chunk_s + raw * ratio / (bandwidth * eff)
+        moved = _stack_s(sc, vol, raw * ratio, _kind_messages(sc, vol), bandwidth)
+        t = sc.link.latency_s + sc.stack.chunk_s + moved
     if ratio < 1:
         t = t + 2 * raw / (sc.codec_bytes_per_s * streams)
     if sc.descriptor_s:
         # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
         # which keeps the total exact
-        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(chunk_rows(sc.model))
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(
+            chunk_rows(sc.model)
+        )
     return t
 
 
@@ -380,13 +382,13 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
     if stack.is_ideal:
         ser = wire / bandwidth
         fixed = 0.0
-    else:  # per kind of layer: its bytes at the efficiency of its message size
-        rows = vol.kind_raw * ratio
-        eff = _stack_efficiency(sc, vol, rows, streams, whole=True)
+    else:  # every layer's messages and bytes, posted and moved as one chunk
+        rows = _kind_messages(sc, vol)
         per_layer = Counter(chunk_rows(sc.model))
         lead = (len(rows),) + (1,) * (rows.ndim - 1)
         n = np.array([per_layer[k] for k in range(len(rows))], dtype=float).reshape(lead)
-        ser = np.broadcast_to((rows * n / (bandwidth * eff)).sum(axis=0), raw.shape)
+        messages = (rows * n).sum(axis=0)
+        ser = np.broadcast_to(_stack_s(sc, vol, wire, messages, bandwidth), raw.shape)
         fixed = stack.request_s
     codec = 2 * raw / (sc.codec_bytes_per_s * streams) if ratio < 1 else np.zeros_like(raw)
     if sc.descriptor_s:

@@ -111,9 +111,10 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             )
     elif any(k in q for k in SCENARIO_KEYS):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
-        # attention), as README's "What changed" says.
+        # attention, a 30 ms step when it gave none), as README's "What changed" says.
         v["stack"] = "ideal"
         v["attn"] = "tp"
+        v["step"] = I.DEFAULT_DECODE_STEP_S * 1e3
     if v["attn"] is None:
         v["attn"] = default_attention_parallel(spec)
     choices = {p.name: p.allowed() for p in PARAMS if p.kind == "choice"}
@@ -131,7 +132,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     ranges = {
         p.name: (p.lo, spec.max_context_tokens if p.name == "seq" else p.hi, p.kind != "float")
         for p in PARAMS
-        if p.kind in ("int", "float", "flag") and p.name != "prefill"
+        if p.kind in ("int", "float", "flag") and p.default != "est"
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:
@@ -147,22 +148,24 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v[name] = 1
     if "tpd" not in q:
         v["tpd"] = v["tp"]
-    if "prefill" in q:
-        raw = str(q["prefill"]).strip().lower()
+    for row in (r for r in PARAMS if r.default == "est" and r.name in q):  # prefill, step
+        raw = str(q[row.name]).strip().lower()
         if raw in ("", "est", "estimate", "estimated"):
-            v["prefill"] = "est"
-        else:
-            try:
-                float(raw)
-                row = I.get("prefill")
-                v["prefill"] = _number(
-                    raw, "prefill", row.lo, row.hi, integer=False, warnings=warnings, default=0.0
-                )
-            except ValueError:
-                warnings.append(
-                    f"prefill={q['prefill']!r} is neither milliseconds nor 'est'; "
-                    "estimating it from the GPU."
-                )
+            v[row.name] = "est"
+            continue
+        try:
+            float(raw)
+        except ValueError:
+            warnings.append(
+                f"{row.name}={q[row.name]!r} is neither milliseconds nor 'est'; "
+                "estimating it from the model and GPU."
+            )
+            continue
+        v[row.name] = _number(
+            raw, row.name, row.lo, row.hi, integer=False, warnings=warnings, default=0.0
+        )
+        if row.name == "step" and v["step"] == 0.0:
+            v["step"] = "est"
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])

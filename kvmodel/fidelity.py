@@ -1,0 +1,199 @@
+"""The model against published measurements: fits of the transfer stacks and the errors of
+every time figure, fitted and held out (README's fidelity table; ``bench/fit_stacks.py``).
+
+``data/fidelity/transfer.csv`` holds measured transfers, one row each, with its source:
+
+- ``request``: one P/D request's KV transfer in a serving stack (model, GPU, link, TP and
+  prompt length known): predicted by :func:`kvmodel.transfer.transfer` for that scenario.
+- ``raw``: one message of ``bytes`` over one NIC (NCCL send/recv, NIXL RDMA): predicted from
+  the stack's costs alone.
+- ``posting``: the time a connector took to post ``messages`` descriptors.
+
+``data/fidelity/compute.csv`` holds measured prefill (TTFT) and decode (TPOT) times of served
+models, compared with :mod:`kvmodel.timing`.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from . import catalog
+from .build import build_scenario
+from .calibrate import fit_latency_bandwidth
+from .specs import StackSpec
+from .timing import estimate_decode_step_s, estimate_prefill_s
+from .topology import default_streams
+
+FIDELITY_DIR = catalog.DATA_DIR / "fidelity"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement and the model's value for it [s]."""
+
+    what: str  # "transfer", "posting", "prefill" or "decode step"
+    stack: str  # the stack or framework it measures
+    part: str  # "fit" or "holdout"
+    label: str  # what was measured, for a table row
+    measured_s: float
+    predicted_s: float
+    source: str
+    source_ref: str
+
+    @property
+    def error(self) -> float:
+        """(model − measured) ÷ measured."""
+        return self.predicted_s / self.measured_s - 1
+
+
+def _read(name: str) -> list[dict]:
+    with (FIDELITY_DIR / name).open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _request_scenario(row: dict, stack: StackSpec):
+    model = catalog.get_model(row["model"])
+    tp = int(row["tp"])
+    probe = build_scenario(model=model, gpu=row["gpu"], link=row["link"], tp=tp, seq_len=1,
+                           stack=stack, attention_parallel="tp")  # fmt: skip
+    per_token = float(np.asarray(_wire_bytes(probe)))
+    tokens = max(1, round(float(row["bytes"]) / per_token))  # the benchmark's own prompt length
+    return replace(probe, seq_len=tokens)
+
+
+def _wire_bytes(sc) -> float:
+    from .transfer import transfer
+
+    return float(transfer(sc).raw_wire_bytes)
+
+
+def _raw_time_s(row: dict, stack: StackSpec) -> float:
+    link = catalog.get_link(row["link"])
+    data = float(row["bytes"]) / (link.bandwidth_bytes_per_s * stack.efficiency_max)
+    post = int(row["messages"]) * stack.message_s
+    moved = max(data, post) if stack.overlap else data + post
+    return stack.request_s + link.latency_s + moved
+
+
+def transfer_points(stacks: dict[str, StackSpec] | None = None) -> list[Point]:
+    """Every measured transfer with the model's value for it."""
+    from .transfer import transfer
+
+    stacks = stacks or catalog.stacks()
+    out = []
+    for row in _read("transfer.csv"):
+        stack = stacks[row["stack"]]
+        measured = float(row["measured_ms"]) / 1e3
+        if row["kind"] == "request":
+            sc = _request_scenario(row, stack)
+            predicted = float(transfer(sc).transfer_s)
+            label = f"{sc.model.name}, {sc.seq_len:,} tokens, TP {sc.tp_prefill}, {row['gpu']}"
+            what = "transfer"
+        elif row["kind"] == "raw":
+            predicted = _raw_time_s(row, stack)
+            label = f"{float(row['bytes']):,.0f} B on one {row['link']} NIC"
+            what = "transfer"
+        else:
+            predicted = int(row["messages"]) * stack.message_s
+            label = f"{int(row['messages']):,} descriptors posted"
+            what = "posting"
+        out.append(Point(what, row["stack"], row["set"], label, measured, predicted,
+                         row["source"], row["source_ref"]))  # fmt: skip
+    return out
+
+
+def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
+    """Refit ``base`` on the ``fit`` rows of ``stack_id`` with ``calibrate.fit_latency_bandwidth``.
+
+    request rows → per-request cost (intercept less the link latency) and efficiency (slope ÷
+    the link × the NICs the scenario uses); raw rows → the per-message cost (NCCL: every send
+    pays it) or the per-request cost (NIXL), and the efficiency of one NIC; posting rows → the
+    per-message cost.
+    """
+    rows = [r for r in _read("transfer.csv") if r["stack"] == stack_id and r["set"] == "fit"]
+    out = base
+    req = [r for r in rows if r["kind"] == "request"]
+    if req:
+        sc = _request_scenario(req[0], base)
+        fit = fit_latency_bandwidth(
+            [float(r["bytes"]) for r in req], [float(r["measured_ms"]) / 1e3 for r in req]
+        )
+        nominal = sc.link.bandwidth_bytes_per_s * default_streams(
+            sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode
+        )
+        out = replace(out, request_s=max(0.0, fit.latency_s - sc.link.latency_s),
+                      efficiency_max=min(1.0, fit.bandwidth_bytes_per_s / nominal))  # fmt: skip
+    raw = [r for r in rows if r["kind"] == "raw"]
+    if raw:
+        link = catalog.get_link(raw[0]["link"])
+        fit = fit_latency_bandwidth(
+            [float(r["bytes"]) for r in raw], [float(r["measured_ms"]) / 1e3 for r in raw]
+        )
+        fixed = max(0.0, fit.latency_s - link.latency_s)
+        eff = fit.bandwidth_bytes_per_s / link.bandwidth_bytes_per_s
+        if eff > 1:  # faster than the line: the largest message's throughput bounds it
+            big = max(raw, key=lambda r: float(r["bytes"]))
+            small = min(raw, key=lambda r: float(r["bytes"]))
+            eff = float(big["bytes"]) / (float(big["measured_ms"]) / 1e3) / link.bandwidth_bytes_per_s
+            data = float(small["bytes"]) / (link.bandwidth_bytes_per_s * eff)
+            fixed = max(0.0, float(small["measured_ms"]) / 1e3 - link.latency_s - data)
+        out = replace(out, efficiency_max=eff)
+        out = replace(out, message_s=fixed) if base.message == "layer" else replace(
+            out, request_s=fixed
+        )
+    posting = [r for r in rows if r["kind"] == "posting"]
+    if posting:
+        per = [float(r["measured_ms"]) / 1e3 / int(r["messages"]) for r in posting]
+        out = replace(out, message_s=float(np.mean(per)))
+    return out
+
+
+def compute_points() -> list[Point]:
+    """Measured prefill (TTFT at low concurrency) and decode (TPOT) against kvmodel.timing.
+
+    A served TPOT includes the prefills that interleave with decoding: the model's value is the
+    decode step at the mean context plus concurrency × prefill ÷ output tokens.
+    """
+    out = []
+    for row in _read("compute.csv"):
+        model = catalog.get_model(row["model"])
+        gpu = catalog.get_gpu(row["gpu"])
+        tp, batch = int(row["tp"]), int(row["batch"])
+        isl, osl = int(row["input_tokens"]), int(row["output_tokens"])
+        wd = "fp8" if row["precision"].startswith("fp8") else model.weight_dtype
+        prefill = float(estimate_prefill_s(model, isl, 1, gpu=gpu, tp=tp, weight_dtype=wd))
+        if row["kind"] == "prefill":
+            predicted, what = prefill, "prefill"
+        else:
+            ctx = min(isl + osl // 2, model.max_context_tokens)
+            step = float(estimate_decode_step_s(model, ctx, batch, gpu=gpu, tp=tp,
+                                                kv_dtype="bf16", weight_dtype=wd))  # fmt: skip
+            predicted, what = step + batch * prefill / osl, "decode step"
+        label = (
+            f"{model.name} {row['precision']}, {gpu.name}, TP {tp}, {batch} concurrent, "
+            f"{isl:,} in / {osl:,} out ({row['framework']})"
+        )
+        out.append(Point(what, row["framework"], row["set"], label,
+                         float(row["measured_ms"]) / 1e3, predicted, row["source"],
+                         row["source_ref"]))  # fmt: skip
+    return out
+
+
+def summary(points: list[Point]) -> list[dict]:
+    """Mean and worst absolute error per (what, stack or framework, fit/holdout)."""
+    groups: dict = {}
+    for p in points:
+        groups.setdefault((p.what, p.stack, p.part), []).append(abs(p.error))
+    return [
+        dict(what=w, stack=s, part=part, n=len(e), mean_abs_error=float(np.mean(e)),
+             max_abs_error=float(np.max(e)))  # fmt: skip
+        for (w, s, part), e in sorted(groups.items())
+    ]
+
+
+def fidelity_path(name: str) -> Path:
+    return FIDELITY_DIR / name
