@@ -5,7 +5,7 @@ import streamlit as st
 from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
 from kvmodel.measure_io import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, routing, urlstate, widgets
 from ui import measure_ui as mu
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
@@ -23,7 +23,7 @@ def _upload() -> tuple[bytes, str]:
         type=UPLOAD_TYPES,
         key="measure_upload",
         max_upload_size=mu.MAX_UPLOAD_MB,
-        on_change=state.forget_when_removed,
+        on_change=widgets.forget_when_removed,
         args=("measure_upload", KEPT),
     )
     if up is not None:
@@ -38,26 +38,26 @@ def _upload() -> tuple[bytes, str]:
             icon=":material/upload_file:",
         )
         st.stop()
-    state.show_kept_upload(kept[1], KEPT, "measure_forget")
+    widgets.show_kept_upload(kept[1], KEPT, "measure_forget")
     return kept
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Measured vs model")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     mu.show_apply_result()
     ss = st.session_state
 
     c = st.columns([3, 2])
     with c[0]:
-        source = state.kept_widget(
+        source = widgets.kept_widget(
             st.radio, "Measurement", "measure_source", "Sample", options=SOURCES, horizontal=True
         )
     with c[1]:
-        read_as = state.kept_widget(
+        read_as = widgets.kept_widget(
             st.selectbox,
             "Read as",
             "measure_kind",
@@ -69,7 +69,7 @@ def render() -> None:
         )
     if source == "Sample":
         files = mu.sample_files()
-        name = state.kept_widget(
+        name = widgets.kept_widget(
             st.selectbox,
             "Sample file",
             "measure_sample",

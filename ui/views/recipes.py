@@ -5,14 +5,14 @@ import streamlit as st
 from kvmodel.inputs import DEFAULT_SHARE_TARGET
 from kvmodel.measure_io import GAP_METRIC, TTFT_METRICS
 from ui import measure_ui as mu
-from ui import state
+from ui import routing, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Recipes")
-    state.show_notices()
+    urlstate.show_notices()
     st.info(
         "Three ways to measure what the model predicts: export the transfer gap from the serving "
         "stack, measure the link with perftest, profile the transfer with Nsight Systems. Each "
