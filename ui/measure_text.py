@@ -11,7 +11,6 @@ import pandas as pd
 from kvmodel.calibrate import Fit
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 
-
 # --------------------------------------------------------------------------- formatting
 
 
