@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import state
+from ui import perf, present, routing, share, sidebar, urlstate
 
 st.set_page_config(
     page_title="KV Transfer Planner",
@@ -12,9 +12,9 @@ st.set_page_config(
     layout="wide",
 )
 
-state.ensure_router()  # before any widget, so widget ids never change between runs
-state.init_from_url()
-state.sidebar_controls()
+routing.ensure_router()  # before any widget, so widget ids never change between runs
+urlstate.init_from_url()
+sidebar.sidebar_controls()
 
 PAGES = (  # file, title, icon, url path
     ("overview", "Overview", "dashboard", None),
@@ -33,8 +33,8 @@ pages = [
     for f, t, i, u in PAGES
 ]
 page = st.navigation(pages, position="top")
-state.sync_url()
-state.share_box()
-state.presentation_mode()
+urlstate.sync_url()
+share.share_box()
+present.presentation_mode()
 page.run()
-state.settle_gc()  # once per process, after the first full run
+perf.settle_gc()  # once per process, after the first full run

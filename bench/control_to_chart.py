@@ -81,7 +81,7 @@ def choose_control(page: str | None) -> tuple | None:
             at.switch_page(page).run()
         if not at.exception and not at.get("plotly_chart"):
             return None
-        from ui.state import HARDWARE_OPEN, TIMES_OPEN
+        from ui.sidebar import HARDWARE_OPEN, TIMES_OPEN
 
         for key in (HARDWARE_OPEN, TIMES_OPEN):  # lazy expanders draw their inputs when open
             at.session_state[key] = True

@@ -16,7 +16,7 @@ A page that raises or draws no chart is reported as an error; the others are sti
 
 (Within a round the order is change, toggle, plain, so "toggle" always follows a change.)
 
-Each AppTest run includes the extra ``st.rerun`` from ``ui.state.ensure_router()`` (AppTest
+Each AppTest run includes the extra ``st.rerun`` from ``ui.routing.ensure_router()`` (AppTest
 resets Streamlit's pages-folder flag on every run), so one ``at.run()`` executes app.py twice;
 that is part of the measured cost.  Targets (2-core machine): median <= 100 ms and p95 <= 200 ms
 for every page and mode.  Every figure is also given as a ratio to the trivial page.
@@ -97,9 +97,9 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     _quiet_logs()
     found = pages()
     st.cache_data.clear()
-    from ui import state as ui_state
+    from ui import perf
 
-    ui_state.clear_cache()
+    perf.clear_cache()
     apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if only:
         apps = [a for a in apps if a[0] == TRIVIAL_LABEL or a[0] in only]

@@ -75,7 +75,7 @@ def _profiling_script_thread(prof: cProfile.Profile):
 
 
 TIMED_PACKAGES = ("kvmodel", "ui")  # every public function of every module in them
-TIMED_PRIVATE = ("ui.state:_roofline_caption", "ui.figures:_layout")  # plus these
+TIMED_PRIVATE = ("ui.sidebar:_roofline_caption", "ui.figures:_layout")  # plus these
 TIMED_ELEMENTS = ("plotly_chart", "dataframe", "metric", "info", "caption", "markdown", "title",
                   "subheader", "selectbox", "number_input", "select_slider", "slider", "toggle",
                   "multiselect", "radio", "columns", "expander", "file_uploader", "text_area",
@@ -107,7 +107,7 @@ class _Timers:
                 acc[1] += 1
                 acc[2].append(dt)
 
-        functools.update_wrapper(timed, fn)  # keep __qualname__: state.cached keys on it
+        functools.update_wrapper(timed, fn)  # keep __qualname__: perf.cached keys on it
         return timed
 
     def patch(self, owner, attr: str, name: str, fn=None):
@@ -270,9 +270,9 @@ def main(argv=None) -> int:
     _quiet_logs()
     found = pages()
     st.cache_data.clear()
-    from ui import state as ui_state
+    from ui import perf
 
-    ui_state.clear_cache()
+    perf.clear_cache()
     apps = [(TRIVIAL_LABEL, TRIVIAL, None)] + [(label, APP, page) for label, page, _ in found]
     if args.pages:
         apps = [a for a in apps if a[0] in args.pages]

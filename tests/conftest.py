@@ -25,8 +25,8 @@ for name in (
 def _clear_streamlit_cache():
     import streamlit as st
 
-    from ui import state
+    from ui import perf
 
     st.cache_data.clear()
-    state.clear_cache()
+    perf.clear_cache()
     yield

@@ -114,7 +114,7 @@ def test_per_request_gauge_is_read_and_warned_about():
 
 
 def test_the_recipes_scrape_reads_on_the_page():
-    from ui.measure_ui import example_scrape
+    from ui.recipes_ui import example_scrape
 
     text = example_scrape()
     at = measure_page()

@@ -1,52 +1,17 @@
-"""Every page through AppTest: shown numbers follow kvmodel, links restore, bad links warn."""
+"""Every page through AppTest: shown numbers follow kvmodel.
+
+Links (tests/test_urlstate.py), the sidebar (tests/test_sidebar.py), config import
+(tests/test_config_import.py) and presentation mode (tests/test_present.py) have their own files.
+"""
 
 import json
-from pathlib import Path
 
 import pytest
-from html_tables import read_html_table
-from refdata import model_config
-from streamlit.testing.v1 import AppTest
+from app_helpers import app, metric, shown_table
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
-
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
-PAGES = [
-    "pages/overview.py",
-    "pages/interconnects.py",
-    "pages/sequence.py",
-    "pages/mitigations.py",
-    "pages/models.py",
-]
-
-
-def app(query=None, page=None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    if query:
-        at.query_params.update(query)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def shown_table(at, index=False):
-    """The first HTML table (ui.tables) on the page, as texts."""
-    for md in at.markdown:
-        if "<table" in md.value:
-            return read_html_table(md.value, index=index)[0]
-    raise AssertionError("no table on the page")
-
-
-def metric(at, label):
-    for m in at.metric:
-        if m.label == label:
-            return m.value
-    raise AssertionError(f"no metric {label!r} in {[m.label for m in at.metric]}")
+from kvmodel.units import fmt_bytes, fmt_ms, fmt_time
 
 
 def test_overview_default_is_the_article_example():
@@ -72,123 +37,6 @@ def test_changing_inputs_changes_numbers_as_kvmodel_predicts():
     )
     assert metric(at, "On the wire") == fmt_bytes(ev8.wire_bytes)
     assert metric(at, "Exposed transfer") == fmt_ms(ev8.exposed_s, 2)
-
-
-def test_exact_sequence_length_input():
-    at = app()
-    at.number_input(key="seq_exact").set_value(3000).run()
-    assert at.select_slider(key="seq").value == 3000
-    ev = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe", seq_len=3000))
-    assert metric(at, "Whole cache") == fmt_bytes(ev.kv_total_bytes)
-
-
-LINK = {
-    "model": "llama-3.1-8b",
-    "seq": "4096",
-    "batch": "8",
-    "link": "ib-ndr",
-    "comp": "int8",
-    "step": "25",
-    "tp": "2",
-    "lw": "1",
-    "prefill": "120",
-}
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_link_restores_scenario_on_every_page(page):
-    at = app(LINK, page)
-    assert at.selectbox(key="model").value == "llama-3.1-8b"
-    assert at.select_slider(key="seq").value == 4096
-    assert at.number_input(key="batch").value == 8
-    assert at.selectbox(key="link").value == "ib-ndr"
-    assert at.selectbox(key="comp").value == "int8"
-    assert at.toggle(key="lw").value is True
-    # the closed "Times" and "Parallelism" expanders do not draw their widgets; the values live
-    # in session state (test_closed_sidebar_expanders_keep_their_values opens them)
-    assert at.session_state["step"] == 25
-    assert at.session_state["tp"] == 2
-    assert at.session_state["prefill_ms"] == 120
-    assert not at.warning
-    for key, value in LINK.items():
-        got = at.query_params[key]
-        assert (got[0] if isinstance(got, list) else got) == value
-
-
-def test_link_numbers_on_overview():
-    at = app(LINK)
-    ev = evaluate(
-        build_scenario(
-            model="llama-3.1-8b",
-            seq_len=4096,
-            batch=8,
-            link="ib-ndr",
-            compression="int8",
-            decode_step_ms=25,
-            tp=2,
-            layerwise=True,
-            prefill_ms=120,
-        )
-    )
-    assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
-    assert metric(at, "TTFT") == fmt_time(ev.ttft_s)
-    assert metric(at, "Critical sequence length") == fmt_tokens(ev.critical_seq_len)
-
-
-TAMPERED = {
-    "model": "gpt-5",
-    "seq": "abc",
-    "batch": "-4",
-    "link": "warp-drive",
-    "tp": "3",
-    "comp": "zip",
-    "eff": "900",
-    "band": "x",
-    "links": "nvlink4,bogus",
-    "cfg": "not-base64!",
-}
-
-
-def test_tampered_link_warns_and_recovers():
-    at = app(TAMPERED)
-    text = at.warning[0].value
-    for fragment in (
-        "model='gpt-5'",
-        "seq='abc'",
-        "batch=-4",
-        "link='warp-drive'",
-        "tp",
-        "comp",
-        "eff=900",
-        "bogus",
-        "cfg",
-    ):
-        assert fragment in text, fragment
-    assert at.selectbox(key="model").value == "llama-3.1-70b"
-    assert at.number_input(key="batch").value == 1
-    assert at.slider(key="eff").value == 100
-    assert metric(at, "Whole cache") == "335.5 MB"
-
-
-@pytest.mark.parametrize("page", PAGES[1:])
-def test_tampered_link_then_every_page_works(page):
-    at = app(TAMPERED, page)
-    assert not at.exception and at.info  # the takeaway is there
-    got = at.query_params["links"]
-    assert (got[0] if isinstance(got, list) else got) == "nvlink4"
-
-
-def test_seq_clamped_to_model_context_with_warning():
-    at = app({"model": "llama-2-7b", "seq": "100000"})
-    assert "4096" in at.warning[0].value
-    assert at.select_slider(key="seq").value == 4096
-
-
-def test_model_change_clamps_sequence_and_says_so():
-    at = app({"seq": "100000"})
-    at.selectbox(key="model").set_value("phi-3-mini").run()
-    assert at.select_slider(key="seq").value == 4096
-    assert "max context" in at.warning[0].value
 
 
 def test_interconnects_page_table_is_the_articles():
@@ -217,75 +65,6 @@ def test_mitigations_page_rows_and_timeline():
     assert at.query_params["tl"] in ("0", ["0"])
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
     assert "Baseline" in spec["layout"]["title"]["text"]
-
-
-def test_models_page_imports_a_config_and_carries_it_in_the_link():
-    cfg = model_config("deepseek-ai--DeepSeek-V3")
-    at = app(page="pages/models.py")
-    at.text_area(key="cfg_paste").set_value(cfg.read_text())
-    at.button(key="cfg_import").click().run()
-    assert not at.exception
-    assert "Imported" in at.success[0].value
-    mid = at.selectbox(key="model").value
-    assert mid.startswith("cfg-")
-    query = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
-    assert query["model"] == mid and query["cfg"]
-    # a fresh session opened from that link gets the same model and numbers
-    again = app(query)
-    assert again.selectbox(key="model").value == mid
-    ev = evaluate(build_scenario(model="deepseek-v3", link="100gbe"))
-    assert metric(again, "Whole cache") == fmt_bytes(ev.kv_total_bytes)
-
-
-@pytest.mark.parametrize(
-    "text, fragment",
-    [
-        ("", "Nothing to import"),
-        ('{"num_hidden_layers": 2', "malformed JSON"),
-        ('{"num_attention_heads": 8, "hidden_size": 64}', "num_hidden_layers"),
-        ("not json {", "malformed JSON at line 1 column 1"),  # once read as a file path
-    ],
-)
-def test_models_page_bad_config_shows_error(text, fragment):
-    at = app(page="pages/models.py")
-    at.text_area(key="cfg_paste").set_value(text)
-    at.button(key="cfg_import").click().run()
-    assert not at.exception
-    assert fragment in at.error[0].value
-    assert metric_free_ok(at)
-
-
-def test_two_pasted_configs_of_one_model_type_stay_two_models():
-    small, big = model_config("Qwen--Qwen3-8B"), model_config("Qwen--Qwen3-32B")
-    at = app(page="pages/models.py")
-    ids = []
-    for cfg in (small, big):
-        at.text_area(key="cfg_paste").set_value(cfg.read_text())
-        at.button(key="cfg_import").click().run()
-        assert not at.exception
-        ids.append(at.selectbox(key="model").value)
-    assert ids[0] != ids[1] and ids[1] == ids[0] + "-2"  # the second did not replace the first
-    labels = [at.selectbox(key="model").format_func(i) for i in ids]
-    assert all(label.startswith("qwen3 (") and "B params)" in label for label in labels)
-    assert labels[0] != labels[1]
-
-
-def test_kv_dtype_follows_an_fp8_checkpoint_and_comes_back():
-    at = app({"model": "llama-3.1-70b-fp8"})
-    assert at.session_state["kvd"] == "fp8" and metric(at, "Whole cache") == "167.8 MB"
-    at.selectbox(key="model").set_value("llama-3.1-70b").run()
-    assert at.session_state["kvd"] == "fp16"  # was left at fp8: half the bytes
-    assert metric(at, "Whole cache") == "335.5 MB"
-    assert any("KV cache dtype set to fp16" in w.value for w in at.warning)
-    # a dtype the user chose stays when the model changes
-    at.session_state["kvd"] = "fp8"
-    at.selectbox(key="model").set_value("llama-3.1-8b").run()
-    assert at.session_state["kvd"] == "fp8"
-
-
-def metric_free_ok(at) -> bool:
-    """The page still renders its takeaway after an error."""
-    return bool(at.info) and "kB per token" in at.info[0].value
 
 
 # ---- Traffic --------------------------------------------------------------------------------
@@ -474,13 +253,6 @@ def test_compare_bad_link_part_warns():
     assert at.info[0].value.startswith("A (the sidebar) already has the lowest TTFT")
 
 
-def test_presentation_mode_from_link():
-    at = app({"present": "1"})
-    assert at.toggle(key="present").value is True
-    at.button(key="present_exit").click().run()
-    assert at.query_params["present"] in ("0", ["0"])
-
-
 def test_plan_page_numbers_follow_the_solver():
     from kvmodel import solve
 
@@ -494,40 +266,6 @@ def test_plan_page_numbers_follow_the_solver():
     assert at.query_params["crit"] in ("share", ["share"])
     need_share = solve.min_bandwidth(sc, criterion="share")
     assert metric(at, "Minimum bandwidth") == f"{need_share / 1e9:,.4g} GB/s"
-
-
-def test_closed_sidebar_expanders_keep_their_values():
-    at = app(LINK)
-    assert "step" not in [n.key for n in at.number_input]  # closed: not drawn
-    for batch in (3, 4):  # reruns with the expanders closed keep the values
-        at.number_input(key="batch").set_value(batch).run()
-    assert (at.session_state["step"], at.session_state["tp"]) == (25, 2)
-    at.session_state["sb_times_open"] = True
-    at.session_state["sb_hardware_open"] = True
-    at.run()
-    assert at.number_input(key="step").value == 25
-    assert at.selectbox(key="tp").value == 2
-    assert "roofline" in " ".join(c.value for c in at.sidebar.caption).lower()
-    at.number_input(key="step").set_value(40).run()
-    at.session_state["sb_times_open"] = False
-    at.run()
-    at.number_input(key="batch").set_value(5).run()
-    assert at.session_state["step"] == 40
-    assert at.query_params["step"] in ("40", ["40"], "40.0", ["40.0"])
-    # the shown numbers use the hidden value: a 40 ms step in the Overview's ratio
-    sc = build_scenario(
-        model="llama-3.1-8b",
-        link="ib-ndr",
-        seq_len=4096,
-        batch=5,
-        compression="int8",
-        layerwise=True,
-        decode_step_ms=40,
-        tp=2,
-        prefill_ms=120,
-    )
-    ev = evaluate(sc)
-    assert fmt_ms(ev.exposed_s, 2) in " ".join(m.value for m in at.metric)
 
 
 def test_lazy_menus_draw_their_contents_when_opened():

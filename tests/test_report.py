@@ -2,8 +2,11 @@
 
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from html.parser import HTMLParser
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import plotly.offline
@@ -11,9 +14,9 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.cli import main
-from ui import params as P
-from ui.report import report_html, share_link, share_query
+from ui.report import report_html
 
+ROOT = Path(__file__).resolve().parents[1]
 SHARE = "http://localhost:8501/?model=llama-3.1-70b&link=100gbe"
 
 
@@ -137,25 +140,13 @@ def test_bad_input(kwargs, match):
         report_html(scenarios, **kwargs)
 
 
-def test_share_link_round_trips():
-    sc = build_scenario(
-        model="llama-3-70b", link="ib-hdr", seq_len=4096, batch=4, compression="int8",
-        layerwise=True, tp=2, prefill_ms=120.0, efficiency=0.8, share_target=0.25,
-    )  # fmt: skip
-    url = share_link(sc, "https://planner.example/app")
-    assert url.startswith("https://planner.example/app?")
-    values, warnings, imported = P.parse_query(dict(parse_qsl(urlsplit(url).query)))
-    assert warnings == []
-    assert P.scenario_from_values(values, imported) == sc
-    custom = build_scenario(model="llama-3-70b", bandwidth_gbs=40.0, latency_us=3.0)
-    q, _ = share_query(custom)
-    assert (q["link"], q["bw"], q["lat"]) == ("custom", "40", "3")
-    # inputs the app's link cannot carry: no link rather than a wrong one
-    q, gaps = share_query(build_scenario(model="llama-3-70b", mfu=0.4))
-    assert q is None and gaps == ["Prefill MFU 0.4"]
-    assert share_link(build_scenario(model="llama-3-70b", batch=10_000)) is None  # clamped
-    with pytest.raises(ValueError, match="base_url"):
-        share_link(sc, "file:///tmp/x")
+def test_report_modules_do_not_import_streamlit():
+    # the CLI builds reports: ui.report and what it imports must work without streamlit loaded
+    code = "import sys, ui.report; print('streamlit' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_cli_writes_the_report(tmp_path, capsys):

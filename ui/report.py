@@ -11,14 +11,11 @@ import math
 from dataclasses import replace
 from datetime import UTC, datetime
 from html import escape
-from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 import pandas as pd
 
-from kvmodel import catalog, solve
-from kvmodel.build import inputs_from_scenario
-from kvmodel.modelcodec import MAX_ENCODED_CHARS, encode_model
+from kvmodel import catalog
 from kvmodel.sensitivity import tornado
 from kvmodel.sweeps import Option, mitigation_options, mitigation_table, seq_grid, seq_sweep
 from kvmodel.transfer import (
@@ -28,15 +25,20 @@ from kvmodel.transfer import (
     evaluate,
     transfer,
 )
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
-from kvmodel.verdicts import mitigation_takeaway, overview_takeaway, step_verdict
+from kvmodel.verdicts import mitigation_takeaway, overview_takeaway
 
 from . import figures
-from . import params as P
 from .export import figure_div, plotlyjs_inline
+from .report_text import assumptions, key_numbers, requirements, scenario_inputs
+from .scenario_link import DEFAULT_BASE_URL, check_url, share_link, share_query
 
-DEFAULT_BASE_URL = "http://localhost:8501/"
-BATCH_LIMIT = 65536
+__all__ = [  # the link functions are re-exported for kvmodel.cli, which imports them from here
+    "DEFAULT_BASE_URL",
+    "report_html",
+    "share_link",
+    "share_query",
+]
+
 _PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#ca8a04", "#7c3aed", "#0891b2", "#db2777")
 
 CSS = """
@@ -64,217 +66,6 @@ ul.assumptions li { margin-bottom: .25rem; }
 footer { margin-top: 3rem; color: #6b7280; font-size: .85rem; }
 @media print { .chart { break-inside: avoid; } }
 """
-
-
-# --------------------------------------------------------------------------- share link
-
-
-def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
-    """The app's URL query for ``sc`` (``ui.params.to_query``), or None and what it cannot carry.
-
-    The app's link has no field for MFU, KV block tokens, descriptor cost, KV scale group or
-    compression group, and clamps values to its input ranges; a scenario that needs any of that
-    gets no link rather than a link to a different scenario.
-    """
-    values, gaps = inputs_from_scenario(sc)  # every row of kvmodel.inputs, reversed
-    if catalog.models().get(sc.model.id) != sc.model:
-        mid = sc.model.id
-        mid = mid if mid.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{mid}"
-        cfg = encode_model(replace(sc.model, id=mid))
-        if len(cfg) > MAX_ENCODED_CHARS:
-            gaps.append("a model too large to carry in a link")
-        values.update(model=mid, cfg=cfg)
-    query = P.to_query(values)
-    _, warnings, _ = P.parse_query(query)
-    gaps += warnings
-    return (None, gaps) if gaps else (query, [])
-
-
-def _check_url(url: str, name: str) -> None:
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{name} must be an http:// or https:// address, got {url!r}")
-
-
-def share_link(sc: Scenario, base_url: str = DEFAULT_BASE_URL) -> str | None:
-    """``base_url?<query>`` opening ``sc`` in the app, or None when the link cannot carry it."""
-    _check_url(base_url, "base_url")
-    query, _ = share_query(sc)
-    if query is None:
-        return None
-    return f"{base_url.split('?')[0]}?{urlencode(query)}"
-
-
-# --------------------------------------------------------------------------- tables of text
-
-
-def _pct(x: float, digits: int = 0) -> str:
-    return f"{x * 100:,.{digits}f} %"
-
-
-def scenario_inputs(sc: Scenario) -> list[tuple[str, str]]:
-    """(quantity, value with unit) rows describing the scenario's inputs."""
-    m = sc.model
-    comp = "none"
-    if sc.compression != "none":
-        group = f", one scale per {sc.comp_group} values" if sc.compression != "fp8" else ""
-        comp = (
-            f"{sc.compression.upper()}{group}; quantize/dequantize at "
-            f"{fmt_bandwidth(sc.codec_bytes_per_s)} of uncompressed KV"
-        )
-    prefill = (
-        f"estimated (MFU {_pct(sc.mfu)})" if sc.prefill_s is None else f"{fmt_ms(sc.prefill_s)}"
-    )
-    streams = f"{sc.streams}" + (" (one per TP rank)" if sc.parallel_links is None else "")
-    desc = (
-        f"{fmt_time(sc.descriptor_s)} per descriptor, {sc.block_tokens} tokens per block"
-        if sc.descriptor_s
-        else "not counted"
-    )
-    kvd = sc.kv_dtype + (f", one scale per {sc.kv_scale_group} values" if sc.kv_scale_group else "")
-    return [
-        ("Model", f"{m.name} ({m.id}; {m.attention}, {m.layers} layers)"),
-        ("Sequence length", f"{sc.seq_len:,} tokens"),
-        ("Batch", f"{sc.batch:,} request{'s' if sc.batch != 1 else ''}"),
-        ("Interconnect", f"{sc.link.name} ({sc.link.id})"),
-        ("Bandwidth", f"{fmt_bandwidth(sc.link.bandwidth_bytes_per_s)} per direction"),
-        ("Link efficiency", _pct(sc.efficiency)),
-        ("Parallel links", streams),
-        ("Latency per transfer", fmt_time(sc.link.latency_s)),
-        ("KV cache dtype", kvd),
-        ("Transfer compression", comp),
-        ("Layer-wise sending", "on" if sc.layerwise else "off"),
-        ("TP prefill → decode", f"{sc.tp_prefill} → {sc.tp_decode}"),
-        ("GPU", sc.gpu.name),
-        ("Decode step (given)", fmt_ms(sc.decode_step_s)),
-        ("Prefill (input)", prefill),
-        ("Descriptor cost", desc),
-        ("Critical threshold", f"transfer ≥ {sc.k:g} × decode step"),
-        ("TTFT share target", _pct(sc.share_target)),
-    ]
-
-
-def key_numbers(ev: Evaluation) -> list[tuple[str, str]]:
-    """(quantity, value with unit) rows of the headline numbers."""
-    sc = ev.scenario
-    wire = fmt_bytes(ev.wire_bytes)
-    if ev.compression_ratio < 1:
-        wire += f" ({ev.compression_ratio:.1%} of {fmt_bytes(ev.raw_wire_bytes)})"
-    rows = [
-        ("KV cache", fmt_bytes(ev.kv_total_bytes)),
-        ("On the wire", wire),
-        (
-            "Effective bandwidth",
-            f"{fmt_bandwidth(ev.effective_bandwidth_bytes_per_s)} per direction",
-        ),
-        ("Exposed transfer", fmt_ms(ev.exposed_s, 2)),
-    ]
-    if sc.layerwise:
-        rows.append(("Whole transfer (overlapped)", fmt_ms(ev.transfer_s, 2)))
-    rows += [
-        (
-            "Decode step",
-            f"{fmt_ms(ev.decode_step_s)} (roofline lower bound "
-            f"{fmt_ms(ev.decode_step_lower_bound_s)})",
-        ),
-        (
-            "Transfer ÷ decode step",
-            f"{ev.transfer_over_decode:.2f}× ({step_verdict(ev.transfer_over_decode)})",
-        ),
-        ("Prefill", fmt_time(ev.prefill_s) + (" (estimated)" if ev.prefill_estimated else "")),
-        ("TTFT", fmt_time(ev.ttft_s)),
-        (
-            "Transfer share of TTFT",
-            f"{ev.transfer_share_of_ttft:.1%} "
-            f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line)",
-        ),
-        ("Critical sequence length", fmt_tokens(ev.critical_seq_len)),
-    ]
-    return rows
-
-
-def _bw_text(sc: Scenario, criterion: str) -> str:
-    bw = solve.min_bandwidth(sc, criterion=criterion)
-    if bw is None:
-        return solve.unreachable_reason(sc, criterion=criterion) or "unreachable"
-    now = sc.link.bandwidth_bytes_per_s
-    rel = "the current link already does" if bw <= now else f"{bw / now:,.2f}× the current link"
-    return f"{fmt_bandwidth(bw)} per direction ({bw * 8 / 1e9:,.4g} Gb/s; {rel})"
-
-
-def _mitigation_text(sc: Scenario, criterion: str) -> tuple[str, bool]:
-    m = solve.cheapest_mitigation(sc, criterion=criterion)
-    if m is None:
-        n = len(solve.mitigation_ladder(sc))
-        return f"none of the {n} options (compression, layer-wise, faster links) meets it", False
-    ev = m.evaluation
-    return (
-        f"{m.label}: exposed transfer {fmt_ms(ev.exposed_s, 2)}, TTFT {fmt_time(ev.ttft_s)}, "
-        f"{ev.transfer_share_of_ttft:.1%} of TTFT (option {len(m.tried)} in cost order)",
-        True,
-    )
-
-
-def requirements(sc: Scenario) -> list[tuple[str, str]]:
-    """(question, answer) rows from ``kvmodel.solve`` for both criteria."""
-    step = f"transfer < {sc.k:g} × decode step ({fmt_ms(sc.k * sc.decode_step_s)})"
-    share = f"transfer ≤ {sc.share_target:.0%} of TTFT"
-    s_max = solve.max_seq_len(sc, criterion="step")
-    b_max = solve.max_batch(sc, criterion="step", limit=BATCH_LIMIT)
-    s_text = "none: even a 1-token prompt misses it" if s_max is None else f"{s_max:,} tokens"
-    if s_max == sc.model.max_context_tokens:
-        s_text += " (the model's max context)"
-    b_text = (
-        "none: even one request misses it"
-        if b_max is None
-        else f"{b_max:,} request{'s' if b_max != 1 else ''}"
-    )
-    if b_max == BATCH_LIMIT:
-        b_text += " (the search limit)"
-    return [
-        (f"Minimum bandwidth for {step}", _bw_text(sc, "step")),
-        (f"Minimum bandwidth for {share}", _bw_text(sc, "share")),
-        (f"Longest prompt with {step}, batch {sc.batch:,}", s_text),
-        (f"Largest batch with {step}, {sc.seq_len:,} tokens", b_text),
-        (f"Cheapest option for {step}", _mitigation_text(sc, "step")[0]),
-        (f"Cheapest option for {share}", _mitigation_text(sc, "share")[0]),
-    ]
-
-
-def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
-    """Plain sentences: what the numbers of ``sc`` rest on."""
-    link, gpu, m = sc.link, sc.gpu, sc.model
-    out = [
-        f"Bandwidth is per direction: {link.name} moves "
-        f"{fmt_bandwidth(link.bandwidth_bytes_per_s)} each way"
-        + (f" (source: {link.source})." if link.source else "."),
-        f"Link efficiency {_pct(sc.efficiency)} of nominal over {sc.streams} parallel link(s): "
-        f"{fmt_bandwidth(ev.effective_bandwidth_bytes_per_s)} effective; latency "
-        f"{fmt_time(link.latency_s)} per transfer"
-        + (" (paid once per layer chunk when sent layer-wise)." if sc.layerwise else "."),
-    ]
-    if sc.prefill_s is None:
-        out.append(
-            f"Prefill time is estimated: prefill FLOPs ÷ ({gpu.name} dense BF16 "
-            f"{gpu.bf16_flops / 1e12:,.0f} TFLOP/s × TP {sc.tp_prefill} × MFU {_pct(sc.mfu)}) "
-            f"= {fmt_time(ev.prefill_s)}."
-        )
-    else:
-        out.append(f"Prefill time is given: {fmt_time(sc.prefill_s)}.")
-    out.append(
-        f"The decode step ({fmt_ms(sc.decode_step_s)}) is an input, not computed; the roofline "
-        f"lower bound on {sc.tp_decode}× {gpu.name} is {fmt_ms(ev.decode_step_lower_bound_s)} "
-        "(weights and KV read once from HBM; real steps are 2–4× longer)."
-    )
-    if sc.compression != "none":
-        out.append(
-            f"{sc.compression.upper()} transfer compression quantizes before and dequantizes "
-            f"after the trip at {fmt_bandwidth(sc.codec_bytes_per_s)} of uncompressed KV per GPU; "
-            "that time is counted in the transfer."
-        )
-    out.append(f"Model: {m.name}" + (f", from {m.source}." if m.source else "."))
-    out.extend(ev.notes)
-    return out
 
 
 # --------------------------------------------------------------------------- HTML pieces
@@ -436,7 +227,7 @@ def _check_inputs(scenarios, share_url, traffic_summary) -> None:
     if len(set(labels)) != len(labels):
         raise ValueError(f"scenarios labels must be distinct, got {labels}")
     if share_url is not None:
-        _check_url(share_url, "share_url")
+        check_url(share_url, "share_url")
     if traffic_summary is not None and not isinstance(traffic_summary, dict):
         raise ValueError(
             f"traffic_summary must be a dict or None, got {type(traffic_summary).__name__}"

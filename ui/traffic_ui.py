@@ -15,7 +15,7 @@ import streamlit as st
 from kvmodel.traffic import mix_from_requests, sample_path
 from kvmodel.traffic_io import load_traffic
 
-from . import state
+from . import perf
 from .memo import Memo
 
 
@@ -25,7 +25,7 @@ def sample_requests(sample_id: str):
 
 
 _UPLOADS = Memo(max_entries=4)  # parsed uploads, shared by sessions like st.cache_resource
-state._OTHER_MEMOS.append(_UPLOADS)
+perf._OTHER_MEMOS.append(_UPLOADS)
 
 
 def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progress=None):
@@ -134,7 +134,7 @@ def analyse(sc, minlen: int, crit: str, links: tuple, mix):
 
     ``mix`` comes from ``mix()`` (one object per trace and hit ratio), so it keys by identity.
     """
-    return state.cached_with_spinner(
+    return perf.cached_with_spinner(
         "Analysing the traffic…", _analyse, sc, minlen, crit, links, mix
     )
 
@@ -143,4 +143,4 @@ def load(sc, rps, mix):
     """Link load and queueing; independent of the region thresholds."""
     from kvmodel import traffic as tr
 
-    return state.cached_with_spinner("Simulating the link queue…", tr.load, sc, mix, rps=rps)
+    return perf.cached_with_spinner("Simulating the link queue…", tr.load, sc, mix, rps=rps)

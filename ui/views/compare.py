@@ -6,18 +6,18 @@ from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, compare_table, mitigation_table
 from kvmodel.transfer import evaluate
-from ui import exports_ui, figures, state, tables, traffic_ui
+from ui import exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
 from ui import params as P
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Compare")
-    state.show_notices()
-    base_sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    base_sc = urlstate.scenario_or_stop()
     ss = st.session_state
-    base_values = state.current_values()
+    base_values = urlstate.current_values()
     variants = [P.parse_overrides(t) for t in str(ss["cmp"]).split(";") if t.strip()]
     links = P.link_ids()
 
@@ -75,7 +75,7 @@ def render() -> None:
             st.button("Remove", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
         values, _ = P.variant_values(base_values, over)
         try:
-            labelled.append((label, P.scenario_from_values(values, state.imported_models())))
+            labelled.append((label, P.scenario_from_values(values, urlstate.imported_models())))
         except ValueError as exc:
             problems.append(f"{label}: {exc}")
     if len(variants) < P.MAX_COMPARED:
@@ -84,7 +84,7 @@ def render() -> None:
         st.error(f"Scenario {text}")
 
     evs = [(label, evaluate(sc)) for label, sc in labelled]
-    table = state.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
+    table = perf.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
     best = table.loc[table["ttft_ms"].idxmin()]
     if len(labelled) == 1:
         said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
@@ -100,15 +100,15 @@ def render() -> None:
             f"{best['transfer_share']:.1%} of TTFT."
         )
     st.info(said, icon=":material/lightbulb:")
-    shown, differs = state.cached(compare_table, evs)
+    shown, differs = perf.cached(compare_table, evs)
     st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
     exports_ui.table_download(shown, "comparison")
     st.caption("Highlighted: differs from A.")
-    state.report_download(
+    share.report_download(
         labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
     )
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_ttft,
             table,
             title="TTFT per scenario: prefill + exposed transfer + first decode step",

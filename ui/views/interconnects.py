@@ -5,26 +5,28 @@ import streamlit as st
 
 from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvmodel.verdicts import interconnect_takeaway
-from ui import exports_ui, figures, params, state, tables
+from ui import exports_ui, figures, params, perf, routing, tables, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Interconnects")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
 
-    links = state.id_multiselect(
+    links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
     c1, c2 = st.columns([3, 2])
     with c1:
-        choices = sorted({2**i for i in range(13)} | set(map(int, state.id_list("batches"))))
-        batch_ids = state.id_multiselect("Batches [requests]", "batches", [str(b) for b in choices])
+        choices = sorted({2**i for i in range(13)} | set(map(int, widgets.id_list("batches"))))
+        batch_ids = widgets.id_multiselect(
+            "Batches [requests]", "batches", [str(b) for b in choices]
+        )
         batches = [int(b) for b in batch_ids]
     with c2:
-        band = state.page_widget(
+        band = widgets.page_widget(
             st.slider,
             "Decode-step band [ms]",
             "band",
@@ -38,7 +40,7 @@ def render() -> None:
         )
     lo_hi = params.band_ms(band)
 
-    table = state.cached(link_batch_table, sc, links, batches)
+    table = perf.cached(link_batch_table, sc, links, batches)
     st.info(
         interconnect_takeaway(
             table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
@@ -54,13 +56,13 @@ def render() -> None:
     st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
     exports_ui.table_download(table, "link-by-batch")
 
-    sweep = state.cached(
+    sweep = perf.cached(
         batch_sweep,
         sc,
         links,
         np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int)),
     )
     exports_ui.chart(
-        state.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len),
+        perf.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len),
         "transfer-vs-batch",
     )

@@ -5,7 +5,8 @@ import streamlit as st
 from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
 from kvmodel.measure_io import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, routing, urlstate, widgets
+from ui import measure_text as mt
 from ui import measure_ui as mu
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
@@ -23,7 +24,7 @@ def _upload() -> tuple[bytes, str]:
         type=UPLOAD_TYPES,
         key="measure_upload",
         max_upload_size=mu.MAX_UPLOAD_MB,
-        on_change=state.forget_when_removed,
+        on_change=widgets.forget_when_removed,
         args=("measure_upload", KEPT),
     )
     if up is not None:
@@ -38,26 +39,26 @@ def _upload() -> tuple[bytes, str]:
             icon=":material/upload_file:",
         )
         st.stop()
-    state.show_kept_upload(kept[1], KEPT, "measure_forget")
+    widgets.show_kept_upload(kept[1], KEPT, "measure_forget")
     return kept
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Measured vs model")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     mu.show_apply_result()
     ss = st.session_state
 
     c = st.columns([3, 2])
     with c[0]:
-        source = state.kept_widget(
+        source = widgets.kept_widget(
             st.radio, "Measurement", "measure_source", "Sample", options=SOURCES, horizontal=True
         )
     with c[1]:
-        read_as = state.kept_widget(
+        read_as = widgets.kept_widget(
             st.selectbox,
             "Read as",
             "measure_kind",
@@ -69,7 +70,7 @@ def render() -> None:
         )
     if source == "Sample":
         files = mu.sample_files()
-        name = state.kept_widget(
+        name = widgets.kept_widget(
             st.selectbox,
             "Sample file",
             "measure_sample",
@@ -133,7 +134,7 @@ def render() -> None:
     if res.kind == "prometheus":
         d = m.data
         cmp = compare_to_model(sc, d)
-        st.info(mu.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
+        st.info(mt.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
         gap = d.summaries.get(d.gap_source) if d.gap_source else None
         if gap is not None and gap.kind == "gauge" and gap.label_sets > 1:
             st.warning(
@@ -194,15 +195,15 @@ def render() -> None:
         k[3].metric(
             "Model's share of TTFT",
             f"{cmp['transfer_share_of_ttft']['model']:.1%}",
-            help=f"For the sidebar's scenario: {mu.scenario_label(sc)}",
+            help=f"For the sidebar's scenario: {mt.scenario_label(sc)}",
         )
 
         st.subheader("Model vs measured")
         st.caption(
-            f"Model side: the sidebar's scenario ({mu.scenario_label(sc)}). Set its model, prompt "
+            f"Model side: the sidebar's scenario ({mt.scenario_label(sc)}). Set its model, prompt "
             "length, batch, TP and link to what the cluster served for a like-for-like comparison."
         )
-        table = mu.prometheus_table(cmp)
+        table = mt.prometheus_table(cmp)
         st.dataframe(table, hide_index=True, width="stretch")
         exports_ui.table_download(table, "model-vs-measured")
         notes = list(d.notes) + [
@@ -236,14 +237,14 @@ def render() -> None:
         fit = res.fit
         link = sc.link
         eff = link_efficiency(link, fit)
-        st.info(mu.fit_takeaway(fit, link, m.name), icon=":material/lightbulb:")
+        st.info(mt.fit_takeaway(fit, link, m.name), icon=":material/lightbulb:")
         k = st.columns(4)
         k[0].metric(
             "Fitted bandwidth",
             fmt_bandwidth(fit.bandwidth_bytes_per_s),
             help="Per direction, one stream: the asymptote for large messages",
         )
-        intercept_label = mu.intercept_label(fit)
+        intercept_label = mt.intercept_label(fit)
         k[1].metric(
             intercept_label,
             f"{fit.latency_s * 1e6:,.3g} µs",
@@ -265,7 +266,7 @@ def render() -> None:
             help=f"Of the fitted times over {fit.n} points",
         )
         st.caption(
-            f"Half the fitted bandwidth is reached at {fmt_bytes(mu.half_bandwidth_bytes(fit))} "
+            f"Half the fitted bandwidth is reached at {fmt_bytes(mt.half_bandwidth_bytes(fit))} "
             f"messages ({intercept_label.lower()} × bandwidth); {fit.n} points fitted, weighting "
             "each by its relative error so small and large messages count alike."
         )
@@ -294,7 +295,7 @@ def render() -> None:
                 f"{fmt_bandwidth(fit.bandwidth_bytes_per_s)}, efficiency 100 %)"
             )
         }
-        if mu.can_set_efficiency(fit, link) and ss.get("link") != "custom":
+        if mt.can_set_efficiency(fit, link) and ss.get("link") != "custom":
             modes["efficiency"] = f"Keep {link.name}, set link efficiency to {eff:.0%}"
         if ss.get("measure_apply_mode") not in modes:
             ss["measure_apply_mode"] = "link"
@@ -317,7 +318,7 @@ def render() -> None:
     elif res.kind == "nsys":
         nsys = m.data
         cmp = compare_nsys_to_model(sc, nsys)
-        st.info(mu.nsys_takeaway(cmp, nsys, sc), icon=":material/lightbulb:")
+        st.info(mt.nsys_takeaway(cmp, nsys, sc), icon=":material/lightbulb:")
         k = st.columns(5)
         k[0].metric("Transfers", f"{nsys.count:,}", help=f"From {nsys.report}")
         k[1].metric("Mean", fmt_time(nsys.mean_s), help="Total time ÷ transfers")
@@ -333,7 +334,7 @@ def render() -> None:
         )
         ratio = cmp["per_layer_s"]["ratio"]
         k[1].metric("Measured ÷ model", f"{ratio:,.2f}×" if ratio is not None else "–")
-        table = mu.nsys_table(cmp, nsys)
+        table = mt.nsys_table(cmp, nsys)
         st.dataframe(table, hide_index=True, width="stretch")
         exports_ui.table_download(table, "nsys-vs-model")
         if nsys.durations_s:

@@ -5,21 +5,21 @@ import streamlit as st
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
 from kvmodel.units import fmt_bytes, fmt_tokens
 from kvmodel.verdicts import mitigation_takeaway
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, perf, routing, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Mitigations")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     options = mitigation_options(sc)
-    table = state.cached(mitigation_table, sc, options)
+    table = perf.cached(mitigation_table, sc, options)
     st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
     exports_ui.chart(
-        state.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
+        perf.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
         "mitigations-per-option",
     )
     shown = table.assign(
@@ -65,7 +65,7 @@ def render() -> None:
 
     st.subheader("Timeline")
     labels = [o.label for o in options]
-    pick = state.page_widget(
+    pick = widgets.page_widget(
         st.selectbox,
         "Option shown",
         "tl",
@@ -74,9 +74,9 @@ def render() -> None:
     )
     chosen = options[pick].scenario
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_timeline,
-            state.cached(timeline, chosen),
+            perf.cached(timeline, chosen),
             title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
         ),
         "timeline",

@@ -4,23 +4,23 @@ import streamlit as st
 
 from kvmodel.sweeps import models_table
 from kvmodel.verdicts import models_takeaway
-from ui import exports_ui, figures, state, tables
+from ui import config_import, exports_ui, figures, perf, routing, tables, urlstate
 
 MAX_CONFIG_BYTES = 1_000_000
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Models")
-    state.show_notices()
-    sc = state.scenario_or_stop()
-    table = state.cached(
-        models_table, sc.kv_dtype, sc.seq_len, extra=tuple(state.imported_models().values())
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
+    table = perf.cached(
+        models_table, sc.kv_dtype, sc.seq_len, extra=tuple(urlstate.imported_models().values())
     )
     st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_bytes_per_token, table, highlight=sc.model.id, kv_dtype=sc.kv_dtype
         ),
         "bytes-per-token",
@@ -83,7 +83,7 @@ def render() -> None:
         "Import model",
         type="primary",
         key="cfg_import",
-        on_click=state.import_config,
+        on_click=config_import.import_config,
         args=(MAX_CONFIG_BYTES,),
     )
-    state.show_import_result()
+    config_import.show_import_result()

@@ -5,15 +5,15 @@ import streamlit as st
 from kvmodel.transfer import evaluate
 from kvmodel.units import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvmodel.verdicts import overview_takeaway
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, perf, routing, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Overview")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     ev = evaluate(sc)  # memoised per scenario in kvmodel
     st.info(overview_takeaway(ev), icon=":material/lightbulb:")
 
@@ -90,7 +90,7 @@ def render() -> None:
 
     left, right = st.columns(2)
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_transfer_vs_step,
             ev.exposed_s * 1e3,
             ev.decode_step_s * 1e3,
@@ -101,7 +101,7 @@ def render() -> None:
         left,
     )
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_ttft_waterfall,
             ev.prefill_s * 1e3,
             ev.exposed_s * 1e3,

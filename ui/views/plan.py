@@ -6,17 +6,17 @@ import streamlit as st
 from kvmodel import solve
 from kvmodel.sensitivity import tornado
 from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_tokens
-from ui import exports_ui, figures, state
+from ui import exports_ui, figures, perf, routing, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Plan")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
 
-    crit = state.page_widget(
+    crit = widgets.page_widget(
         st.radio,
         "Target",
         "crit",
@@ -29,8 +29,8 @@ def render() -> None:
             "share": f"transfer ≤ {sc.share_target:.0%} of TTFT",
         }[k],
     )
-    need = state.cached(solve.min_bandwidth, sc, criterion=crit)
-    mit, tried = state.cached(solve.search_mitigations, sc, criterion=crit)
+    need = perf.cached(solve.min_bandwidth, sc, criterion=crit)
+    mit, tried = perf.cached(solve.search_mitigations, sc, criterion=crit)
     have = sc.link.bandwidth_bytes_per_s
     if need is None:
         headline = f"No bandwidth meets the target: {solve.unreachable_reason(sc, criterion=crit)}"
@@ -56,8 +56,8 @@ def render() -> None:
         fmt_bandwidth(need) if need else "unreachable",
         help="Per direction; efficiency, streams, latency and mitigations kept",
     )
-    max_s = state.cached(solve.max_seq_len, sc, criterion=crit)
-    max_b = state.cached(solve.max_batch, sc, criterion=crit)
+    max_s = perf.cached(solve.max_seq_len, sc, criterion=crit)
+    max_b = perf.cached(solve.max_batch, sc, criterion=crit)
     c[1].metric(
         f"Longest prompt at batch {sc.batch}",
         fmt_tokens(max_s) if max_s else "none",
@@ -91,8 +91,8 @@ def render() -> None:
         "Each input moved ±50 % (catalog choices: every value) around this scenario, the "
         "others kept; bars run from the low to the high setting."
     )
-    table = state.cached(tornado, sc)
-    exports_ui.chart(state.cached(figures.figure_tornado_panels, table), "sensitivity")
+    table = perf.cached(tornado, sc)
+    exports_ui.chart(perf.cached(figures.figure_tornado_panels, table), "sensitivity")
     exports_ui.table_download(table, "sensitivity")
 
 

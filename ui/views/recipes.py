@@ -4,15 +4,14 @@ import streamlit as st
 
 from kvmodel.inputs import DEFAULT_SHARE_TARGET
 from kvmodel.measure_io import GAP_METRIC, TTFT_METRICS
-from ui import measure_ui as mu
-from ui import state
+from ui import recipes_ui, routing, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Recipes")
-    state.show_notices()
+    urlstate.show_notices()
     st.info(
         "Three ways to measure what the model predicts: export the transfer gap from the serving "
         "stack, measure the link with perftest, profile the transfer with Nsight Systems. Each "
@@ -43,7 +42,7 @@ def render() -> None:
         "cancelled requests cannot leak memory either (they are counted as dropped)."
     )
     st.code(
-        mu.recipe_text("kv_gap_metrics.py"),
+        recipes_ui.recipe_text("kv_gap_metrics.py"),
         language="python",
         line_numbers=True,
         wrap_lines=True,
@@ -84,7 +83,7 @@ def render() -> None:
         + f", and reports the gap's share of TTFT against the {DEFAULT_SHARE_TARGET:.0%} line."
     )
     with st.expander("What a scrape of this code looks like", icon=":material/visibility:"):
-        scrape = mu.example_scrape()
+        scrape = recipes_ui.example_scrape()
         st.caption(
             "Rendered by the code above for 400 simulated requests, in a fresh CollectorRegistry. "
             "Download it and upload it on the Measured page to see what it reads."
@@ -112,7 +111,9 @@ def render() -> None:
         "print the same number as `MiB/sec`), so 45,693 MB/sec is 47.9 GB/s, not 45.7; "
         "`--report_gbits` prints Gbit/s. The page converts all three to GB/s (10^9 B/s)."
     )
-    st.code(mu.recipe_text("perftest.sh"), language="bash", line_numbers=True, wrap_lines=True)
+    st.code(
+        recipes_ui.recipe_text("perftest.sh"), language="bash", line_numbers=True, wrap_lines=True
+    )
     st.markdown(
         "**What the Measured page reads:** the client's output, `ib_write_bw.txt` (MB/sec), "
         "`ib_write_bw_gbits.txt` (Gb/sec) or `ib_write_bw.json` (`--out_json`); ib_send_bw and "
@@ -127,7 +128,7 @@ def render() -> None:
         "duration of each per-layer transfer, which the page sets beside the model's per-layer "
         "time."
     )
-    st.code(mu.recipe_text("nsys.sh"), language="bash", line_numbers=True, wrap_lines=True)
+    st.code(recipes_ui.recipe_text("nsys.sh"), language="bash", line_numbers=True, wrap_lines=True)
     st.markdown(
         "**What the Measured page reads:** one CSV at a time: "
         "`kv_transfer_profile_cuda_gpu_kern_sum.csv` (count, mean, median of all transfers), "

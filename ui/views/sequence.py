@@ -5,27 +5,27 @@ import streamlit as st
 from kvmodel import catalog
 from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
 from kvmodel.verdicts import sequence_takeaway
-from ui import exports_ui, figures, params, state
+from ui import exports_ui, figures, params, perf, routing, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Sequence length")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     threshold_ms = sc.k * sc.decode_step_s * 1e3
 
-    links = state.id_multiselect(
+    links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    curves, critical = state.cached(seq_sweep, sc, links)
+    curves, critical = perf.cached(seq_sweep, sc, links)
     names = {lid: figures.link_name(lid) for lid in links}
     st.info(
         sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:"
     )
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_seq_sweep,
             curves,
             critical,
@@ -36,7 +36,7 @@ def render() -> None:
     )
 
     st.subheader("Attention layouts side by side")
-    models = state.id_multiselect(
+    models = widgets.id_multiselect(
         "Models",
         "models",
         catalog.model_ids(),
@@ -44,9 +44,9 @@ def render() -> None:
     )
     grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_models_seq,
-            state.cached(model_seq_sweep, sc, models, grid),
+            perf.cached(model_seq_sweep, sc, models, grid),
             threshold_ms=threshold_ms,
             link=sc.link.name,
         ),

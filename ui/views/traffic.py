@@ -6,7 +6,7 @@ from kvmodel import traffic as tr
 from kvmodel.traffic_io import TrafficError, table_columns
 from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvmodel.verdicts import traffic_takeaway, window_sentence
-from ui import exports_ui, figures, params, state, tables, traffic_ui
+from ui import exports_ui, figures, params, perf, routing, tables, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
@@ -18,7 +18,7 @@ def _upload_changed() -> None:
     """A new file starts with detected columns (the last file's picks may not exist in it)."""
     for k in PICKS:
         st.session_state.pop(k, None)
-    state.forget_when_removed("traffic_upload", traffic_ui.KEPT)
+    widgets.forget_when_removed("traffic_upload", traffic_ui.KEPT)
 
 
 def _upload(limit_mb: int):
@@ -34,7 +34,7 @@ def _upload(limit_mb: int):
         kept = traffic_ui.kept_upload()
         if kept is not None:
             note = traffic_ui.columns_note(kept.req, kept.label)
-            state.show_kept_upload(kept.label, traffic_ui.KEPT, "traffic_forget", note)
+            widgets.show_kept_upload(kept.label, traffic_ui.KEPT, "traffic_forget", note)
             return kept.req, kept.key, kept.label
         st.info(
             "Upload a file to analyse it. Uploaded traffic is not part of shared links; "
@@ -79,13 +79,13 @@ def _column_pickers(cols: list[str]) -> None:
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    state.ensure_router()
+    routing.ensure_router()
     st.title("Traffic")
-    state.show_notices()
-    sc = state.scenario_or_stop()
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
     limit_mb = st.get_option("server.maxUploadSize")
 
-    source = state.kept_widget(
+    source = widgets.kept_widget(
         st.radio,
         "Traffic to analyse",
         traffic_ui.SOURCE,
@@ -94,7 +94,7 @@ def render() -> None:
         horizontal=True,
     )
     if source != traffic_ui.UPLOAD:
-        trace = state.page_widget(
+        trace = widgets.page_widget(
             st.selectbox,
             "Sample",
             "trace",
@@ -117,7 +117,7 @@ def render() -> None:
 
     c = st.columns(3)
     with c[0]:
-        minlen = state.page_widget(
+        minlen = widgets.page_widget(
             st.number_input,
             "Too short below [tokens]",
             "minlen",
@@ -127,7 +127,7 @@ def render() -> None:
             help="Prompts this short prefill fast enough locally.",
         )
     with c[1]:
-        crit = state.page_widget(
+        crit = widgets.page_widget(
             st.radio,
             "Transfer-bound when",
             "crit",
@@ -139,7 +139,7 @@ def render() -> None:
             }[k],
         )
     with c[2]:
-        hit = state.page_widget(
+        hit = widgets.page_widget(
             st.slider,
             "Prefix-cache hit ratio [%]",
             "hit",
@@ -153,7 +153,7 @@ def render() -> None:
     hit_ratio = hit / 100 if hit else None
     mix = traffic_ui.mix(key, hit_ratio, req)
     tsc = tr.per_request_scenario(sc)
-    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(state.id_list("links")), mix)
+    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(widgets.id_list("links")), mix)
     reg = res["regions"]
     if reg.n_over_context:
         n = reg.n_over_context
@@ -190,7 +190,7 @@ def render() -> None:
         help=f"From {fmt_tokens(reg.critical_seq_len)}",
     )
     exports_ui.chart(
-        state.cached(
+        perf.cached(
             figures.figure_traffic_histogram,
             mix.tokens,
             mix.weights,
@@ -203,13 +203,15 @@ def render() -> None:
     st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
     st.subheader("What moves the share that gains")
-    state.id_multiselect("Interconnects", "links", params.link_ids(), format_func=figures.link_name)
+    widgets.id_multiselect(
+        "Interconnects", "links", params.link_ids(), format_func=figures.link_name
+    )
     table = figures.traffic_comparison_frame(res["comparison"])
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
     exports_ui.table_download(table, "traffic-options")
 
     st.subheader("Load on the link")
-    state.page_widget(
+    widgets.page_widget(
         st.number_input,
         "Arrival rate [requests/s] (0 = from the timestamps)",
         "rps",

@@ -1,0 +1,56 @@
+"""AppTest helpers shared by the page tests: open the app (with a link, on a page), read its
+tables and metrics."""
+
+from pathlib import Path
+
+from html_tables import read_html_table
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+PAGES = [
+    "pages/overview.py",
+    "pages/interconnects.py",
+    "pages/sequence.py",
+    "pages/mitigations.py",
+    "pages/models.py",
+]
+
+
+def app(query=None, page=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if query:
+        at.query_params.update(query)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def shown_table(at, index=False):
+    """The first HTML table (ui.tables) on the page, as texts."""
+    for md in at.markdown:
+        if "<table" in md.value:
+            return read_html_table(md.value, index=index)[0]
+    raise AssertionError("no table on the page")
+
+
+def metric(at, label):
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise AssertionError(f"no metric {label!r} in {[m.label for m in at.metric]}")
+
+
+LINK = {
+    "model": "llama-3.1-8b",
+    "seq": "4096",
+    "batch": "8",
+    "link": "ib-ndr",
+    "comp": "int8",
+    "step": "25",
+    "tp": "2",
+    "lw": "1",
+    "prefill": "120",
+}

@@ -1,0 +1,178 @@
+"""Figure builders (ui.figures and the modules it re-exports), tested directly: titles, units,
+hover, one colour per link, every trace where it belongs."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from kvmodel.build import build_scenario
+from kvmodel.sweeps import (
+    batch_sweep,
+    mitigation_options,
+    mitigation_table,
+    model_seq_sweep,
+    models_table,
+    seq_grid,
+    seq_sweep,
+    timeline,
+)
+from ui import figures
+
+
+def _axis_titles(fig):
+    return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+
+
+def test_figures_have_titles_units_and_hover():
+    sc = build_scenario(model="llama-3-70b")
+    curves, crit = seq_sweep(sc, ["100gbe", "ib-ndr"])
+    figs = [
+        figures.figure_seq_sweep(curves, crit, threshold_ms=30, title="t"),
+        figures.figure_batch_sweep(batch_sweep(sc, ["100gbe"], [1, 8]), seq_len=1024),
+        figures.figure_ttft(mitigation_table(sc, mitigation_options(sc))),
+        figures.figure_timeline(timeline(sc), title="tl"),
+        figures.figure_bytes_per_token(models_table()),
+        figures.figure_models_seq(
+            model_seq_sweep(sc, ["llama-2-7b"], [128, 1024]), threshold_ms=30, link="x"
+        ),
+        figures.figure_transfer_vs_step(26.8, 30),
+    ]
+    for fig in figs:
+        assert fig.layout.title.text
+        x, y = _axis_titles(fig)
+        assert "[" in (x or "") + (y or "")  # a unit in brackets on at least one axis
+        for trace in fig.data:
+            if trace.hoverinfo == "skip":  # the shaded decode-step band
+                continue
+            hover = trace.hovertemplate or ""
+            assert any(unit in hover for unit in ("ms", "B/", "tokens")), hover
+
+
+def test_one_colour_per_link_everywhere():
+    sc = build_scenario(model="llama-3-70b")
+    curves, crit = seq_sweep(sc, ["100gbe", "ib-ndr"])
+    f1 = figures.figure_seq_sweep(curves, crit, threshold_ms=30, title="t")
+    f2 = figures.figure_batch_sweep(batch_sweep(sc, ["100gbe", "ib-ndr"], [1, 8]), seq_len=1024)
+    names = {"100 GbE (RoCE)", "InfiniBand NDR 400G"}
+    c1 = {t.name: t.line.color for t in f1.data if t.name in names}
+    c2 = {t.name: t.line.color for t in f2.data if t.name in names}
+    assert c1 == c2 and len(set(c1.values())) == 2
+    assert figures.link_color("100gbe@20") == figures.link_color("100gbe")
+
+
+def test_critical_markers_only_for_links_that_reach_it():
+    sc = build_scenario(model="llama-3-70b", k=4)
+    curves, crit = seq_sweep(sc, ["100gbe", "nvlink4"])  # NVLink never reaches 120 ms
+    fig = figures.figure_seq_sweep(curves, crit, threshold_ms=120, title="t")
+    markers = [t for t in fig.data if t.mode == "markers"][0]
+    assert list(markers.customdata) == ["100 GbE (RoCE)"]
+
+
+def test_timeline_figure_draws_every_chunk():
+    # one bar per timeline row, in its lane (a regression drew 3 of the 80 chunks)
+    tl = timeline(build_scenario(model="llama-3-70b", prefill_ms=100, layerwise=True))
+    fig = figures.figure_timeline(tl, title="t")
+    for trace in fig.data:
+        rows = tl[tl["lane"] == trace.name]
+        assert len(trace.y) == len(trace.x) == len(trace.base) == len(rows) > 0
+        assert set(trace.y) == {trace.name}
+        assert_allclose(np.asarray(trace.base, dtype=float), rows["start_ms"])
+        assert_allclose(np.asarray(trace.x, dtype=float), rows["end_ms"] - rows["start_ms"])
+    assert sum(len(t.x) for t in fig.data) == len(tl) == 82
+
+
+def test_grouped_figures_keep_each_group_whole():
+    from kvmodel.sweeps import model_seq_sweep, seq_sweep
+
+    sc = build_scenario(model="llama-3-70b")
+    curves, critical = seq_sweep(sc, ["100gbe", "ib-ndr"])
+    fig = figures.figure_seq_sweep(curves, critical, threshold_ms=30, title="t")
+    lines = [t for t in fig.data if t.mode == "lines" and t.name.startswith(("100", "Infini"))]
+    assert [len(t.x) for t in lines] == [
+        int((curves["link"] == k).sum()) for k in ("100gbe", "ib-ndr")
+    ]
+    df = model_seq_sweep(sc, ["llama-3-70b", "mistral-7b"], seq_grid(32_768, points=40))
+    fig = figures.figure_models_seq(df, threshold_ms=30, link="x")
+    named = {t.name: t for t in fig.data if t.name and "(" in t.name}
+    for mid in ("llama-3-70b", "mistral-7b"):
+        part = df[df["model"] == mid]
+        (trace,) = [t for n, t in named.items() if n.startswith(mid)]
+        assert_allclose(trace.y, part["transfer_ms"])
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"batch": 64, "seq_len": 32_768}, {"model": "deepseek-v3", "layerwise": True}],
+)
+def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
+    from kvmodel.sensitivity import tornado
+
+    sc = build_scenario(**({"model": "llama-3.1-70b"} | kw))
+    table = mitigation_table(sc, mitigation_options(sc))
+    pair = figures.figure_mitigation_panels(table, step_ms=30.0)
+    left = figures.figure_option_transfer(table, step_ms=30.0)
+    right = figures.figure_ttft(table, title="t")
+    assert len(pair.data) == len(left.data) + len(right.data)
+    assert {t.xaxis for t in pair.data[: len(left.data)]} == {"x"}
+    assert {t.xaxis for t in pair.data[len(left.data) :]} == {"x2"}
+    assert_allclose(np.asarray(pair.data[0].x, dtype=float), table["exposed_transfer_ms"])
+    lo1, hi1 = pair.layout.xaxis.domain
+    lo2, hi2 = pair.layout.xaxis2.domain
+    assert 0 <= lo1 < hi1 < lo2 < hi2 <= 1
+    # the decode-step line stays on the left panel
+    assert [s.xref for s in pair.layout.shapes] == ["x"]
+
+    df = tornado(sc)
+    rows = figures.figure_tornado_panels(df)
+    ttft, share = (figures.figure_tornado(df, metric=m) for m in ("ttft", "share"))
+    assert len(rows.data) == len(ttft.data) + len(share.data)
+    assert {(t.xaxis, t.yaxis) for t in rows.data[: len(ttft.data)]} == {("x", "y")}
+    assert {(t.xaxis, t.yaxis) for t in rows.data[len(ttft.data) :]} == {("x2", "y2")}
+    top, bottom = rows.layout.yaxis.domain, rows.layout.yaxis2.domain
+    assert 0 <= bottom[0] < bottom[1] < top[0] < top[1] <= 1
+    assert rows.layout.xaxis.range == ttft.layout.xaxis.range
+    assert rows.layout.height == ttft.layout.height + share.layout.height
+
+
+def test_option_labels_never_sit_on_the_decode_step_line():
+    from ui.figures import figure_option_transfer
+
+    table = pd.DataFrame({"option": ["a", "b", "c"], "exposed_transfer_ms": [20.0, 100.0, 2.0]})
+    bar = figure_option_transfer(table, step_ms=30.0).data[0]
+    # axis 0-130 ms: 20 ms ends just before the 30 ms line, so its label goes inside the bar
+    # (outside it would cross the line); 100 ms is long; 2 ms is far from the line
+    assert list(bar.textposition) == ["inside", "inside", "outside"]
+
+
+def test_efficiency_chart_names_the_nominal_bandwidth_once():
+    from types import SimpleNamespace
+
+    from ui.figures import figure_efficiency_curve
+
+    fit = SimpleNamespace(bandwidth_at=lambda s: np.full(np.shape(s), 40e9))
+    sizes, bws = [1e3, 1e6], [20e9, 40e9]
+    title = figure_efficiency_curve(sizes, bws, fit, nominal=48.02e9, link="Custom 48.02 GB/s")
+    assert title.layout.title.text.endswith("achieved ÷ nominal (Custom 48.02 GB/s)")
+    ndr = figure_efficiency_curve(sizes, bws, fit, nominal=50e9, link="InfiniBand NDR 400G")
+    assert ndr.layout.title.text.endswith("achieved ÷ nominal (InfiniBand NDR 400G, 50 GB/s)")
+
+
+def test_histogram_bars_cover_their_buckets_exactly_on_a_log_axis():
+    from ui.figures import figure_gap_distribution
+
+    buckets = [(0.001, 0), (0.0025, 10), (0.005, 30), (float("inf"), 30)]  # cumulative, s
+    bar = figure_gap_distribution(buckets).data[0]
+    # drawn from each lower edge across its width (a centre and a width were asymmetric on a
+    # log axis: the 1-2.5 ms bucket started at 0.83 ms)
+    assert list(bar.x) == [0.5, 1.0, 2.5] and bar.offset == 0
+    assert_allclose(np.add(bar.x, bar.width), [1.0, 2.5, 5.0])
+    assert list(bar.y) == [0, 10, 20]
+
+
+def test_overview_bar_labels_switch_to_seconds_when_huge():
+    from ui.figures import figure_transfer_vs_step, figure_ttft_waterfall
+
+    assert list(figure_transfer_vs_step(26.85, 30.0).data[0].text) == ["26.85 ms", "30.0 ms"]
+    big = figure_ttft_waterfall(339_819_204.9, 14_073_748.8, 30.0).data[0].text
+    assert list(big) == ["339,819.2 s", "14,073.7 s", "30.0 ms", "353,893.0 s"]

@@ -1,0 +1,77 @@
+"""Sweeps and tables (kvmodel.sweeps) against kvmodel.transfer and the article's numbers."""
+
+import numpy as np
+from numpy.testing import assert_allclose
+
+from kvmodel.build import build_scenario
+from kvmodel.sweeps import (
+    batch_sweep,
+    link_batch_table,
+    mitigation_options,
+    mitigation_table,
+    model_seq_sweep,
+    models_table,
+    seq_grid,
+    seq_sweep,
+    timeline,
+)
+from kvmodel.transfer import evaluate
+
+
+def test_link_batch_table_matches_transfer():
+    sc = build_scenario(model="llama-3-70b", latency_us=0)
+    t = link_batch_table(sc, ["ib-ndr", "100gbe"], (1, 32))
+    # article: IB NDR 6.7 / 214 ms; 100GbE 27 / 856 ms (exact 26.8 / 859.0)
+    assert_allclose(t["batch 1"], [6.71, 26.84], atol=0.01)
+    assert_allclose(t["batch 32"], [214.75, 859.0], atol=0.01)
+    long = batch_sweep(sc, ["ib-ndr"], [1, 32])
+    assert_allclose(long["transfer_ms"], [6.71, 214.75], atol=0.01)
+
+
+def test_seq_grid_and_sweep():
+    g = seq_grid(131_072)
+    assert g[0] == 128 and g[-1] == 131_072 and np.all(np.diff(g) > 0)
+    sc = build_scenario(model="llama-3-70b")
+    curves, crit = seq_sweep(sc, ["100gbe", "nvlink4"])
+    assert set(curves["link"]) == {"100gbe", "nvlink4"}
+    assert dict(zip(crit["link"], crit["critical_seq_len"], strict=True))["100gbe"] == 1145
+
+
+def test_model_seq_sweep_clips_to_context():
+    sc = build_scenario(model="llama-3-70b")
+    df = model_seq_sweep(sc, ["llama-2-7b", "llama-3.1-8b"], [1024, 8192])
+    assert list(df[df["model"] == "llama-2-7b"]["seq_len"]) == [1024]  # 4,096-token model
+
+
+def test_models_table_bytes_per_token():
+    t = models_table("fp16", 1024).set_index("model")
+    assert t.loc["llama-3.1-70b", "bytes_per_token_short"] == 327_680
+    assert t.loc["deepseek-v3", "bytes_per_token_short"] == 70_272
+    # gemma-3-27b at 8,192 tokens: (10 × 8,192 × 8,192 + 52 × 8,192 × 1,024) / 8,192 B/token
+    t8 = models_table("fp16", 8192).set_index("model")
+    assert_allclose(
+        t8.loc["gemma-3-27b", "bytes_per_token_at_seq"],
+        (10 * 8192 * 8192 + 52 * 8192 * 1024) / 8192,
+    )
+
+
+def test_mitigation_table_savings_and_order():
+    sc = build_scenario(model="llama-3-70b", prefill_ms=200)
+    opts = mitigation_options(sc)
+    t = mitigation_table(sc, opts)
+    assert t.iloc[0]["option"] == "Baseline" and t.iloc[0]["ttft_saving_ms"] == 0
+    base = evaluate(sc)
+    int8 = t[t["option"] == "INT8 transfer"].iloc[0]
+    ev8 = evaluate(build_scenario(model="llama-3-70b", prefill_ms=200, compression="int8"))
+    assert_allclose(int8["ttft_saving_ms"], (base.ttft_s - ev8.ttft_s) * 1e3)
+    assert any("NVLink 4" in o for o in t["option"])  # the H100's scale-up link
+
+
+def test_timeline_ends_where_ttft_ends():
+    for kw in ({}, {"layerwise": True}, {"layerwise": True, "compression": "int8"}):
+        sc = build_scenario(model="llama-3-70b", prefill_ms=100, **kw)
+        tl = timeline(sc)
+        ev = evaluate(sc)
+        assert_allclose(tl["end_ms"].max(), ev.ttft_s * 1e3, rtol=1e-9)
+        n_chunks = (tl["lane"] == "KV transfer").sum()
+        assert n_chunks == (80 if kw.get("layerwise") else 1)

@@ -1,0 +1,33 @@
+"""The small coloured HTML tables (ui.tables)."""
+
+import pandas as pd
+from html_tables import read_html_table
+
+from kvmodel.build import build_scenario
+from kvmodel.sweeps import link_batch_table
+from ui import tables
+
+
+def test_band_table_styles_cells():
+    sc = build_scenario(model="llama-3-70b", latency_us=0)
+    html = tables.band_table(link_batch_table(sc, ["nvlink4", "100gbe"], (1, 32)), (20, 50))
+    cells, styles = read_html_table(html)
+    assert list(cells.columns) == [
+        "Interconnect", "GB/s per direction", "batch 1 [ms]", "batch 32 [ms]"
+    ]  # fmt: skip
+    # 100GbE: 26.8 ms at batch 1 (within 20-50 ms), 859.0 ms at batch 32 (above); NVLink 4 at
+    # batch 32: 23.9 ms (within), batch 1: 0.7 ms (below)
+    assert cells.loc[1, "batch 32 [ms]"] == "859.0"
+    assert tables.BAND_CELL["above"] in styles.loc[1, "batch 32 [ms]"]
+    assert tables.BAND_CELL["within"] in styles.loc[1, "batch 1 [ms]"]
+    assert tables.BAND_CELL["below"] in styles.loc[0, "batch 1 [ms]"]
+    assert "background" not in styles.loc[0, "Interconnect"]
+
+
+def test_differences_table_marks_changed_cells_and_escapes():
+    shown = pd.DataFrame({"A": ["1 ms", "<b>x</b>"], "B": ["2 ms", "<b>x</b>"]}, index=["t", "n"])
+    differs = shown.apply(lambda col: col != shown["A"])
+    cells, styles = read_html_table(tables.differences_table(shown, differs), index=True)
+    assert cells.loc["n", "B"] == "<b>x</b>"  # shown as text, not markup
+    assert tables.DIFFERS_CELL in styles.loc["t", "B"]
+    assert tables.DIFFERS_CELL not in styles.loc["t", "A"] + styles.loc["n", "B"]

@@ -1,0 +1,167 @@
+"""Sweep figures: transfer vs batch and vs sequence length per link, attention layouts compared,
+KV bytes per token across models (Interconnects, Sequence and Models pages; the report).
+
+Pure functions, no ``st.*`` calls; re-exported by ``ui.figures``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from kvmodel.inputs import DEFAULT_BAND_MS
+
+from .figkit import (
+    LAYOUT_COLORS,
+    _band_trace,
+    _Fig,
+    _finished,
+    _groups,
+    _layout,
+    _threshold_trace,
+    link_color,
+    link_name,
+)
+
+
+@_finished
+def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int) -> go.Figure:
+    """Transfer vs batch per link, log-log, with the decode-step band."""
+    fig = _Fig()
+    _band_trace(
+        fig,
+        (df["batch"].min(), df["batch"].max()),
+        band_ms,
+        f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
+    )
+    for lid, part in _groups(df, "link", ("name", "batch", "transfer_ms")):
+        name = part["name"][0]
+        fig.add_scatter(
+            x=part["batch"],
+            y=part["transfer_ms"],
+            name=name,
+            mode="lines+markers",
+            line_color=link_color(lid),
+            hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms<extra></extra>",
+        )
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
+    return _layout(
+        fig,
+        f"KV transfer time vs batch at {seq_len:,} tokens",
+        "batch [requests, log scale]",
+        "transfer time [ms, log scale]",
+    )
+
+
+@_finished
+def figure_seq_sweep(
+    curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str
+) -> go.Figure:
+    """Transfer vs sequence length per link, the threshold line, critical S marked."""
+    fig = _Fig()
+    for lid, part in _groups(curves, "link", ("seq_len", "transfer_ms")):
+        name = link_name(lid)
+        fig.add_scatter(
+            x=part["seq_len"],
+            y=part["transfer_ms"],
+            name=name,
+            mode="lines",
+            line_color=link_color(lid),
+            hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
+        )
+    _threshold_trace(
+        fig,
+        (curves["seq_len"].min(), curves["seq_len"].max()),
+        threshold_ms,
+        f"threshold {threshold_ms:,.1f} ms",
+    )
+    hits = critical.dropna(subset=["critical_seq_len"])
+    if len(hits):
+        fig.add_scatter(
+            x=hits["critical_seq_len"],
+            y=[threshold_ms] * len(hits),
+            mode="markers",
+            name="critical length",
+            marker={
+                "size": 11,
+                "symbol": "diamond",
+                "color": [link_color(i) for i in hits["link"]],
+                "line": {"width": 1, "color": "#111827"},
+            },
+            customdata=[link_name(i) for i in hits["link"]],
+            hovertemplate="%{customdata}: critical at %{x:,} tokens<extra></extra>",
+        )
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
+    return _layout(
+        fig, title, "sequence length [tokens, log scale]", "exposed transfer time [ms, log scale]"
+    )
+
+
+@_finished
+def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
+    """Transfer vs S for several models on one link; dash style by attention layout."""
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+    fig = _Fig()
+    for n, (mid, part) in enumerate(_groups(df, "model", ("attention", "seq_len", "transfer_ms"))):
+        layout = part["attention"][0]
+        fig.add_scatter(
+            x=part["seq_len"],
+            y=part["transfer_ms"],
+            name=f"{mid} ({layout})",
+            mode="lines",
+            line={"color": LAYOUT_COLORS.get(layout, "#475569"), "dash": dashes[n % len(dashes)]},
+            hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
+            "transfer %{y:,.2f} ms<extra></extra>",
+        )
+    _threshold_trace(
+        fig,
+        (df["seq_len"].min(), df["seq_len"].max()),
+        threshold_ms,
+        f"threshold {threshold_ms:,.1f} ms",
+    )
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_yaxes(type="log", dtick=1)
+    return _layout(
+        fig,
+        f"Attention layouts compared on {link}",
+        "sequence length [tokens, log scale]",
+        "transfer time [ms, log scale]",
+    )
+
+
+@_finished
+def figure_bytes_per_token(
+    df: pd.DataFrame, *, highlight: str | None = None, kv_dtype: str = "fp16"
+) -> go.Figure:
+    """KV bytes per token across models (log bars), coloured by attention layout."""
+    d = df.sort_values("bytes_per_token_at_seq", ascending=False)
+    fig = _Fig()
+    for layout, part in _groups(
+        d, "attention", ("model", "bytes_per_token_at_seq", "seq_len", "bytes_per_token_short")
+    ):
+        fig.add_bar(
+            x=part["model"],
+            y=part["bytes_per_token_at_seq"],
+            name=layout,
+            marker_color=LAYOUT_COLORS.get(layout, "#64748b"),
+            marker_line={
+                "width": [3 if m == highlight else 0 for m in part["model"]],
+                "color": "#111827",
+            },
+            customdata=list(zip(part["seq_len"], part["bytes_per_token_short"], strict=True)),
+            hovertemplate="%{x}<br>%{y:,.0f} B/token at %{customdata[0]:,} tokens"
+            "<br>%{customdata[1]:,.0f} B/token while every layer holds all tokens"
+            "<extra>" + layout + "</extra>",
+        )
+    fig.update_yaxes(type="log", dtick=1)
+    fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
+    seq = int(d["seq_len"].max())
+    return _layout(
+        fig,
+        f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
+        "",
+        "bytes per token [B, log scale]",
+        height=480,
+    )

@@ -1,0 +1,90 @@
+"""Traffic figures: request lengths by region, and the comparison of options as a table.
+
+Pure functions, no ``st.*`` calls; re-exported by ``ui.figures``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .figkit import _Fig, _finished, _layout
+
+REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
+REGION_NAMES = ("too short", "gains", "transfer-bound")
+
+
+@_finished
+def figure_traffic_histogram(
+    tokens, weights, region, *, min_seq_len: int, critical: int | None, bins: int = 60
+) -> go.Figure:
+    """Requests per log-spaced length bin, stacked by region, with the two boundaries marked.
+
+    ``tokens``/``weights`` are the distinct moved-token counts and their request counts;
+    ``region`` is 0/1/2 (too short / gains / transfer-bound) per distinct length.
+    """
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
+    fig = _Fig()
+    for r, name in enumerate(REGION_NAMES):
+        sel = region == r
+        counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
+        fig.add_bar(  # from each bin's lower edge across its width: exact on a log axis
+            x=edges[:-1],
+            y=counts,
+            width=np.diff(edges),
+            offset=0,
+            name=name,
+            marker_color=REGION_COLORS[name],
+            customdata=np.stack([edges[:-1], edges[1:]], axis=1),
+            hovertemplate=f"{name}<br>%{{customdata[0]:,.0f}}–%{{customdata[1]:,.0f}} tokens"
+            "<br>%{y:,.0f} requests<extra></extra>",
+        )
+    fig.update_layout(barmode="stack", bargap=0)
+    fig.update_xaxes(type="log", dtick=1)
+    marks = [(min_seq_len, f"min {min_seq_len:,} tokens")]
+    if critical:
+        marks.append((critical, f"critical {critical:,} tokens"))
+    for x, label in marks:
+        if x and x > 0:
+            fig.add_vline(x=float(x), line_dash="dash", line_color="#475569")  # data units
+            fig.add_annotation(
+                x=float(np.log10(x)),
+                y=1,
+                yref="paper",
+                yanchor="bottom",
+                text=label,
+                showarrow=False,
+                font={"size": 11},
+            )
+    return _layout(
+        fig,
+        "Request lengths by region (tokens that must move)",
+        "tokens per request [log scale]",
+        "requests",
+    )
+
+
+def traffic_comparison_frame(rows) -> pd.DataFrame:
+    """traffic.comparison rows → a readable table, best first."""
+    df = pd.DataFrame(rows)
+    df = df.sort_values("fraction_requests_gain", ascending=False)
+    return pd.DataFrame(
+        {
+            "Option": [
+                f"{n} + {c.upper() if c != 'none' else 'no compression'}"
+                + (" + layer-wise" if lw else "")
+                for n, c, lw in zip(
+                    df["link_name"], df["compression"], df["layerwise"], strict=True
+                )
+            ],
+            "Requests that gain": df["fraction_requests_gain"].map("{:.1%}".format),
+            "Tokens that gain": df["fraction_tokens_gain"].map("{:.1%}".format),
+            "Transfer-bound": df["fraction_transfer_bound"].map("{:.1%}".format),
+            "Critical length": [
+                ("never" if c is None or c != c else f"{int(c):,} tokens")
+                for c in df["critical_seq_len"]
+            ],
+        }
+    )

@@ -1,0 +1,69 @@
+"""Performance tricks, each named with the bench number that justifies it (bench/README.md).
+
+- ``cached`` / ``cached_with_spinner``: one process-wide memo with cheap keys ("What made the
+  difference", item 3: Streamlit's hasher walked the frozen Scenario on every cached call,
+  5-10 ms per page).
+- ``settle_gc``: ``gc.freeze()`` after the first full run (item 5: a full collection took
+  134 ms on a random rerun, the p95 spikes).
+
+Lazy widgets stay with the widgets they draw, each with its comment: the sidebar's closed
+expanders in ``ui.sidebar`` (item 8, ~6 ms per rerun), the share box in ``ui.share``, the chart
+Export menus in ``ui.exports_ui`` and Plan's "Options tried" (item 9, 2-4 ms per page).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import streamlit as st
+
+from .memo import Memo
+
+# process-wide, like st.cache_resource: pure results, read-only.  Bench: bench/README.md, "What
+# made the difference" item 3 (cheap cache keys: 5-10 ms per page saved).
+_MEMO = Memo(max_entries=512)
+
+
+def cached(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` computed once per distinct inputs and shared, not copied.
+
+    For pure sweeps and figure builders: a rerun whose inputs did not change (or changed only
+    in what this piece does not use) costs a dictionary lookup instead of a rebuild.  Results
+    are read-only.  Keys are cheap (see ``ui.memo``): Streamlit's own cache hashing of a
+    scenario cost more than most computations it saved.
+    """
+    return _MEMO(fn, *args, **kwargs)
+
+
+def cached_with_spinner(text: str, fn, *args, **kwargs):
+    """``cached`` that shows ``text`` in a spinner while a miss computes (long analyses)."""
+    return _MEMO.call(fn, args, kwargs, around_miss=lambda: st.spinner(text))
+
+
+def clear_cache() -> None:
+    """Forget every memoised result (tests; a changed catalog file)."""
+    _MEMO.clear()
+    for memo in _OTHER_MEMOS:
+        memo.clear()
+
+
+_OTHER_MEMOS: list = []  # module memos cleared with this one (traffic_ui's uploads)
+
+
+_GC_SETTLED: list[bool] = []  # process-wide: becomes [True] after the first full run
+
+
+def settle_gc() -> None:
+    """Once per process, at the end of the first full run: freeze what is alive now.
+
+    After the first run the process holds ~150,000 long-lived objects (modules, catalogs,
+    plotly's validators, Streamlit's registries).  Every full (generation 2) collection walks
+    them all: about 130 ms, landing on a random rerun every few dozen.  ``gc.freeze`` moves
+    them to a permanent generation the collector skips; garbage made later is collected as
+    before (bench/README.md, "What made the difference" item 5: 134 ms per full collection).
+    """
+    if _GC_SETTLED:
+        return
+    _GC_SETTLED.append(True)
+    gc.collect()
+    gc.freeze()

@@ -1,0 +1,49 @@
+"""The Recipes page's files: the tested recipe texts, and a scrape the gap recipe produces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
+
+
+def recipe_text(name: str) -> str:
+    """The text of ``recipes/<name>`` (the Recipes page shows exactly the tested files)."""
+    return (RECIPES_DIR / name).read_text(encoding="utf-8")
+
+
+def load_gap_recipe():
+    """``recipes/kv_gap_metrics.py`` as a fresh module (importing it registers nothing)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "kv_gap_metrics_recipe", RECIPES_DIR / "kv_gap_metrics.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def example_scrape(n: int = 400, seed: int = 7) -> str:
+    """The exposition the recipe produces for ``n`` simulated requests (fresh registry)."""
+    import numpy as np
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    recipe = load_gap_recipe()
+    registry = CollectorRegistry()
+    metrics = recipe.KvGapMetrics(registry)
+    rng = np.random.default_rng(seed)
+    t = 0.0
+    for i in range(n):
+        rid = f"req-{i}"
+        arrived = t
+        t += float(rng.uniform(0.04, 0.3))  # prefill
+        metrics.on_prefill_done(rid, arrived_at=arrived, at=t)
+        t += float(rng.lognormal(np.log(0.004), 0.5))  # KV transfer and scheduling
+        metrics.on_first_decode_step(rid, at=t)
+        t += 0.025  # first decode step
+        metrics.on_first_token(rid, at=t)
+    return generate_latest(registry).decode("utf-8")

@@ -1,0 +1,55 @@
+"""The sidebar's "Share this scenario" box and the HTML report download button."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .urlstate import scenario, share_url
+
+
+def share_box() -> None:
+    """Sidebar: the link to this exact scenario, with a copy button."""
+    st.sidebar.toggle(
+        "Presentation mode",
+        key="present",
+        help="Large type, no sidebar; a link with present=1 opens this way.",
+    )
+    box = st.sidebar.expander(
+        "Share this scenario", icon=":material/link:", key="sb_share_open", on_change="rerun"
+    )
+    # drawn only while open: the link is built when someone wants it (a lazy menu: bench/README.md,
+    # "What made the difference" item 9, 2-4 ms per page)
+    if not box.open:
+        return
+    with box:
+        st.code(share_url(), language=None, wrap_lines=True)
+        st.caption(
+            "Copy the link with the button at the top right of the box; it opens this "
+            "page with every input above."
+        )
+        report_download([("This scenario", scenario)], "kv-transfer-report", key="dl_report")
+
+
+def report_download(labelled, file_stem: str, *, key: str, title: str = "KV transfer report"):
+    """A button that builds the standalone HTML report when pressed (offline, self-contained).
+
+    ``labelled`` holds (label, Scenario or a zero-argument function returning one).
+    """
+    from .report import report_html
+
+    link = share_url()
+
+    def build() -> str:
+        items = [(label, sc() if callable(sc) else sc) for label, sc in labelled]
+        return report_html(items, share_url=link if link.startswith("http") else None, title=title)
+
+    st.download_button(
+        "Download report (HTML)",
+        build,
+        file_name=f"{file_stem}.html",
+        mime="text/html",
+        icon=":material/description:",
+        key=key,
+        on_click="ignore",
+        help="One self-contained page: inputs, verdicts, charts, assumptions and a link back.",
+    )

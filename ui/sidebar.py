@@ -1,0 +1,223 @@
+"""The shared scenario controls in the sidebar (app.py calls ``sidebar_controls`` before
+``run()``) and their callbacks: a model change keeps the other inputs valid and says so."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from kvmodel import catalog
+from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
+from kvmodel.size import valid_tp
+from kvmodel.specs import ModelSpec
+from kvmodel.timing import decode_step_lower_bound_s
+from kvmodel.units import fmt_ms
+
+from . import params as P
+from .urlstate import add_notice, imported_models, model_spec
+
+
+def on_model_change() -> None:
+    """Keep the other inputs valid for the newly chosen model, and say what changed."""
+    ss = st.session_state
+    spec = model_spec()
+    if ss["seq"] > spec.max_context_tokens:
+        add_notice(
+            f"Sequence length lowered to {spec.name}'s max context of "
+            f"{spec.max_context_tokens:,} tokens."
+        )
+        ss["seq"] = spec.max_context_tokens
+    tps = valid_tp(spec, P.MAX_TP)
+    for key in ("tp", "tpd"):
+        if ss[key] not in tps:
+            add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
+            ss[key] = 1
+    new = _kv_dtype_after_switch(ss["kvd"], ss.get(_MODEL_SHOWN), spec)
+    if new != ss["kvd"]:
+        why = (
+            f"{spec.name} keeps its KV cache in {new}"
+            if spec.kv_dtype_native
+            else f"{ss['kvd']} was the previous model's own cache dtype"
+        )
+        add_notice(f"KV cache dtype set to {new}: {why}.")
+        ss["kvd"] = new
+
+
+_MODEL_SHOWN = "_model_shown"  # the model of the last run (on_change sees the new one only)
+
+
+def _kv_dtype_after_switch(kvd: str, previous: str | None, spec: ModelSpec) -> str:
+    """The KV cache dtype after switching to ``spec``: its native dtype when it has one (an FP8
+    checkpoint); back to the default when the dtype was the previous model's native one (not
+    the user's choice); otherwise unchanged."""
+    if spec.kv_dtype_native:
+        return spec.kv_dtype_native
+    try:
+        before = model_spec(previous).kv_dtype_native if previous else None
+    except ValueError:  # the previous model is gone (an imported one, in a new session)
+        before = None
+    return P.DEFAULTS["kvd"] if before and kvd == before else kvd
+
+
+def _set_seq_from_exact() -> None:
+    st.session_state["seq"] = int(st.session_state["seq_exact"])
+
+
+def _seq_options(max_ctx: int, current: int) -> list[int]:
+    nice = [int(v) for base in (128 * 2**k for k in range(20)) for v in (base, base * 3 // 2)]
+    opts = sorted({v for v in nice if v <= max_ctx} | {max_ctx, current})
+    return [v for v in opts if 1 <= v <= max_ctx]
+
+
+# The sidebar's widget keys, written back to session state at the start of every run (with
+# LAZY_KEYS, below).  A widget whose value the run set through session state goes to the browser
+# with that value; one that did not goes with its default (the first option, the minimum), and
+# a browser that had not drawn the widget yet when a click sent a rerun (a click right after
+# opening a shared link) showed that default and sent it back on the next interaction: the
+# link's scenario was lost.
+SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec")
+
+
+def sidebar_controls() -> None:
+    """Render the scenario controls in the sidebar (app.py, before ``run()``)."""
+    ss = st.session_state
+    sb = st.sidebar
+    for key in (*SIDEBAR_KEYS, *LAZY_KEYS):  # see SIDEBAR_KEYS and LAZY_KEYS
+        if key in ss:
+            ss[key] = ss[key]
+    ids = catalog.model_ids() + list(imported_models())
+    if ss["model"] not in ids:
+        ss["model"] = P.DEFAULTS["model"]
+    labels = {i: f"{model_spec(i).name} · {model_spec(i).attention}" for i in ids}
+    sb.selectbox("Model", ids, key="model", on_change=on_model_change, format_func=labels.get)
+    ss[_MODEL_SHOWN] = ss["model"]
+    spec = model_spec()
+    ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
+    sb.select_slider(
+        "Sequence length [tokens]",
+        _seq_options(spec.max_context_tokens, ss["seq"]),
+        key="seq",
+        format_func=lambda v: f"{v:,}",
+        help="Prompt tokens per request (log-spaced steps; type an exact value below).",
+    )
+    ss["seq_exact"] = ss["seq"]
+    c1, c2 = sb.columns(2)
+    c1.number_input(
+        "Exact tokens",
+        1,
+        spec.max_context_tokens,
+        key="seq_exact",
+        step=1,
+        on_change=_set_seq_from_exact,
+    )
+    c2.number_input("Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
+    links = P.link_ids() + [P.CUSTOM_LINK]
+    sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
+    if ss["link"] != P.CUSTOM_LINK:
+        lk = catalog.get_link(ss["link"])
+        sb.caption(
+            f"{lk.bandwidth_bytes_per_s / 1e9:,.4g} GB/s per direction, "
+            f"{lk.latency_s * 1e6:,.3g} µs latency"
+        )
+    if ss["link"] == P.CUSTOM_LINK:
+        c1, c2 = sb.columns(2)
+        c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
+        c2.number_input("Latency [µs]", 0.0, 1_000_000.0, key="lat")
+    sb.slider(
+        "Link efficiency [%]",
+        1.0,
+        100.0,
+        key="eff",
+        step=1.0,
+        format="%.0f %%",
+        help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.",
+    )
+    with sb.expander("Mitigations", expanded=True):
+        st.selectbox(
+            "Transfer compression",
+            list(COMPRESSION_BITS),
+            key="comp",
+            help="Quantize the KV only for the trip (scales included, quantize + "
+            "dequantize time counted).",
+        )
+        st.toggle(
+            "Send layer by layer",
+            key="lw",
+            help="Each layer's KV leaves as soon as prefill has computed it.",
+        )
+        if ss["comp"] != "none":
+            st.number_input(
+                "Quantize/dequantize throughput [GB/s]",
+                1.0,
+                100_000.0,
+                key="codec",
+                step=100.0,
+                help="Uncompressed KV bytes one GPU quantizes (or dequantizes) per second.",
+            )
+    hardware = sb.expander("Parallelism and hardware", key=HARDWARE_OPEN, on_change="rerun")
+    times = sb.expander("Times and thresholds", key=TIMES_OPEN, on_change="rerun")
+    if hardware.open:
+        _hardware_controls(hardware, spec)
+    if times.open:
+        _times_controls(times, spec)
+
+
+# Widgets in the two closed-by-default expanders are drawn only while the expander is open (a
+# rerun opens it): about 6 ms less per rerun on every page.  Their values live on in session
+# state under the same keys (re-saved every run, so Streamlit does not drop them).
+# Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
+HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
+LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "step", "prefill_mode", "prefill_ms", "k", "share")
+
+
+def _hardware_controls(box, spec) -> None:
+    with box:
+        tps = valid_tp(spec, P.MAX_TP)
+        c1, c2 = st.columns(2)
+        c1.selectbox("Prefill TP", tps, key="tp")
+        c2.selectbox("Decode TP", tps, key="tpd")
+        st.number_input("Parallel links (0 = one per TP rank)", 0, 1024, key="par", step=1)
+        st.selectbox(
+            "GPU (for estimates)",
+            list(catalog.gpus()),
+            key="gpu",
+            format_func=lambda g: catalog.get_gpu(g).name,
+        )
+        st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
+
+
+def _times_controls(box, spec) -> None:
+    ss = st.session_state
+    with box:
+        st.number_input("Decode step [ms]", 0.1, 10_000.0, key="step", step=1.0)
+        st.caption(_roofline_caption(spec))
+        st.radio("Prefill time", ("Estimate", "Given"), key="prefill_mode", horizontal=True)
+        if ss["prefill_mode"] == "Given":
+            st.number_input("Prefill [ms]", 0.0, 3_600_000.0, key="prefill_ms", step=10.0)
+        c1, c2 = st.columns(2)
+        c1.number_input("Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
+        c2.number_input("TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
+
+
+def _link_label(link_id: str) -> str:
+    if link_id == P.CUSTOM_LINK:
+        return "Custom bandwidth…"
+    return catalog.get_link(link_id).name
+
+
+def _roofline_caption(spec: ModelSpec) -> str:
+    ss = st.session_state
+    try:
+        lb = decode_step_lower_bound_s(
+            spec,
+            ss["seq"],
+            ss["batch"],
+            gpu=catalog.get_gpu(ss["gpu"]),
+            tp=ss["tpd"],
+            kv_dtype=ss["kvd"],
+        )
+    except ValueError:
+        return ""
+    return (
+        f"Roofline lower bound on {ss['tpd']}× {catalog.get_gpu(ss['gpu']).name}: "
+        f"{fmt_ms(float(lb))} (weights + KV read once from HBM; real steps are 2–4× longer)."
+    )

@@ -1,0 +1,105 @@
+"""The shared scenario in session state: URL ⇄ session, the scenario it makes, and notices.
+
+Streamlit's sidebar navigation drops the query string, and a widget that is not rendered loses
+its value.  So the scenario lives in session state under the URL names (``ui.params``), is read
+from the URL once per session (``init_from_url``), rendered in the sidebar on every page
+(``ui.sidebar``), and written back to the URL on every run (``sync_url``).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from kvmodel import catalog
+from kvmodel.modelcodec import encode_model
+from kvmodel.specs import ModelSpec
+from kvmodel.transfer import Scenario
+
+from . import params as P
+
+_INIT = "_scenario_initialised"
+NOTICES = "_notices"
+
+
+def imported_models() -> dict[str, ModelSpec]:
+    return st.session_state.setdefault("_imported", {})
+
+
+def model_spec(model_id: str | None = None) -> ModelSpec:
+    mid = model_id or st.session_state["model"]
+    return imported_models().get(mid) or catalog.get_model(mid)
+
+
+def init_from_url() -> None:
+    """Read the query string once per session into session state; keep warnings to show."""
+    if st.session_state.get(_INIT):
+        return
+    values, warnings, imported = P.parse_query(st.query_params.to_dict())
+    imported_models().update(imported)
+    for name, value in values.items():
+        st.session_state[name] = value
+    st.session_state["lw"] = bool(values["lw"])
+    st.session_state["present"] = bool(values["present"])
+    st.session_state["prefill_mode"] = "Estimate" if values["prefill"] == "est" else "Given"
+    st.session_state["prefill_ms"] = 200.0 if values["prefill"] == "est" else values["prefill"]
+    st.session_state[NOTICES] = warnings
+    st.session_state[_INIT] = True
+
+
+def add_notice(text: str) -> None:
+    st.session_state.setdefault(NOTICES, []).append(text)
+
+
+def current_values() -> dict:
+    ss = st.session_state
+    values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
+    values["lw"] = int(bool(ss.get("lw")))
+    values["present"] = int(bool(ss.get("present")))
+    values["prefill"] = "est" if ss.get("prefill_mode") != "Given" else float(ss["prefill_ms"])
+    mid = values["model"]
+    values["cfg"] = encode_model(imported_models()[mid]) if mid in imported_models() else ""
+    return values
+
+
+def sync_url() -> None:
+    """Write the scenario to the URL (every run, every page)."""
+    query = P.to_query(current_values())
+    if st.query_params.to_dict() != query:
+        st.query_params.from_dict(query)
+
+
+def share_url() -> str:
+    """The current page's address with the whole scenario in its query string."""
+    base = ""
+    try:
+        base = (st.context.url or "").split("?")[0]
+    except Exception:  # noqa: BLE001 - st.context.url is missing outside a browser session
+        base = ""
+    return f"{base}?{urlencode(P.to_query(current_values()))}"
+
+
+def scenario() -> Scenario:
+    """The scenario as the sidebar holds it.  Raises ValueError on an impossible combination."""
+    return P.scenario_from_values(current_values(), imported_models())
+
+
+def scenario_or_stop() -> Scenario:
+    """The scenario, or a readable error and a stopped page."""
+    try:
+        return scenario()
+    except ValueError as exc:
+        st.error(f"This scenario cannot be computed: {exc}. Change the inputs in the sidebar.")
+        st.stop()
+
+
+def show_notices() -> None:
+    """Show (once) what the link or a model change altered."""
+    notes = st.session_state.get(NOTICES) or []
+    if notes:
+        st.warning(
+            "Some inputs were adjusted:\n\n" + "\n".join(f"- {n}" for n in notes),
+            icon=":material/warning:",
+        )
+        st.session_state[NOTICES] = []

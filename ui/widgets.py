@@ -1,0 +1,77 @@
+"""Page-level inputs kept in session state, and the keep/forget helpers of uploads.
+
+A page's own inputs (``page_widget``) are stored under their URL name, so they survive pages
+that do not draw them; ``kept_widget`` does the same for inputs outside the URL.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):
+    """A page-level input stored under its URL name, so it survives pages that do not draw it.
+
+    The widget gets the key ``w_<name>``; its value is copied to ``name`` on change.
+    """
+    ss = st.session_state
+    to_widget = to_widget or (lambda v: v)
+    from_widget = from_widget or (lambda v: v)
+    wkey = f"w_{name}"
+    ss[wkey] = to_widget(ss[name])
+
+    def _store():
+        ss[name] = from_widget(ss[wkey])
+
+    return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
+
+
+def forget_when_removed(uploader_key: str, kept_key: str) -> None:
+    """Uploader callback: the uploader's ✕ forgets the kept upload for good (an uploader left
+    empty by a page switch does not call it, so the kept upload is shown again)."""
+    if st.session_state.get(uploader_key) is None:
+        st.session_state.pop(kept_key, None)
+
+
+def show_kept_upload(name: str, kept_key: str, button_key: str, note: str = "") -> None:
+    """Say that an earlier upload is shown, with a button that forgets it."""
+    st.caption(
+        f"Showing {name}, uploaded earlier in this session. Upload another file to replace it, "
+        f"or remove it with Forget.{' ' + note if note else ''}"
+    )
+    st.button(
+        "Forget this upload",
+        key=button_key,
+        icon=":material/close:",
+        on_click=lambda: st.session_state.pop(kept_key, None),
+    )
+
+
+def kept_widget(widget, label: str, name: str, default, **kwargs):
+    """A page-level input outside the URL whose value survives leaving the page: ``name``
+    holds it in session state (from ``default``), the widget is ``w_<name>``."""
+    st.session_state.setdefault(name, default)
+    return page_widget(widget, label, name, **kwargs)
+
+
+def id_list(name: str) -> list[str]:
+    return [i for i in str(st.session_state[name]).split(",") if i]
+
+
+def id_multiselect(label: str, name: str, options: list[str], format_func=str, **kwargs):
+    """Multiselect of ids kept as a comma-separated URL value; never empty."""
+
+    def _from(v):
+        return ",".join(v) if v else st.session_state[name]
+
+    chosen = page_widget(
+        st.multiselect,
+        label,
+        name,
+        options=options,
+        format_func=format_func,
+        to_widget=lambda v: [i for i in str(v).split(",") if i in options],
+        from_widget=_from,
+        **kwargs,
+    )
+    return [i for i in chosen.split(",") if i]
