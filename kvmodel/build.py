@@ -8,10 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import catalog
-from .inputs import DEFAULT_DECODE_STEP_S, DEFAULT_SHARE_TARGET, DEFAULT_STACK
+from .inputs import DEFAULT_DECODE_STEP_S, DEFAULT_SHARE_TARGET
 from .specs import LinkSpec, ModelSpec, StackSpec
 from .transfer import DEFAULT_CODEC_BYTES_PER_S, Scenario
 
+ARTICLE_STACK = "ideal"  # build_scenario's defaults: version 1's (see its docstring)
+ARTICLE_DECODE_STEP_MS = 30.0
 DEFAULT_MODEL = "llama-3.1-70b"
 DEFAULT_LINK = "100gbe"
 DEFAULT_GPU = "h100-sxm"
@@ -59,20 +61,24 @@ def build_scenario(
     layerwise: bool = False,
     tp: int = 1,
     tp_decode: int | None = None,
-    decode_step_ms: float | None = None,
+    decode_step_ms: float | None = ARTICLE_DECODE_STEP_MS,
     prefill_ms: float | None = None,
     mfu: float = 0.5,
     block_tokens: int = 16,
     descriptor_us: float = 0.0,
     k: float = 1.0,
     share_target: float = DEFAULT_SHARE_TARGET,
-    stack: str | StackSpec = DEFAULT_STACK,
+    stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = "window",
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
     ``kv_dtype`` None means the model's native KV dtype when its checkpoint ships one, else fp16.
+    This Python API keeps version 1's defaults, the source article's wire-speed arithmetic
+    (``stack="ideal"``, a 30 ms decode step), so scripts written against it keep their numbers;
+    the app and the CLI start from ``kvmodel.inputs``' defaults (a measured stack, an estimated
+    step) through :func:`scenario_from_inputs`.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
     """

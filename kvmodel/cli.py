@@ -204,6 +204,47 @@ def cmd_links(args):
     _emit(args, payload, ("id", "name", "GB/s per direction", "latency µs"), rows)
 
 
+def cmd_stacks(args):
+    items = list(catalog.stacks().values())
+    nic = catalog.get_link("ib-ndr").bandwidth_bytes_per_s
+    payload = [
+        dict(
+            id=st.id,
+            name=st.name,
+            request_ms=st.request_s * 1e3,
+            chunk_us=st.chunk_s * 1e6,
+            message_us=st.message_s * 1e6,
+            efficiency_max=st.efficiency_max,
+            message=st.message,
+            overlap=st.overlap,
+            half_bandwidth_bytes_ib_ndr=st.half_bandwidth_bytes(nic),
+            source=st.source,
+            note=st.note,
+        )
+        for st in items
+    ]
+    rows = [
+        (
+            p["id"],
+            f"{p['request_ms']:g}",
+            f"{p['message_us']:g}",
+            f"{p['efficiency_max']:.0%}",
+            p["message"],
+            fmt_bytes(p["half_bandwidth_bytes_ib_ndr"])
+            if p["half_bandwidth_bytes_ib_ndr"]
+            else "–",
+        )
+        for p in payload
+    ]
+    _emit(
+        args,
+        payload,
+        ("id", "per request ms", "per message µs", "efficiency", "message", "half-BW msg @ NDR"),
+        rows,
+        ["Sources: data/stacks.csv (python -m kvmodel stacks --json prints them)."],
+    )
+
+
 def cmd_gpus(args):
     items = list(catalog.gpus().values())
     payload = [
@@ -283,6 +324,18 @@ def _evaluation_payload(ev):
         "critical_seq_len": ev.critical_seq_len,
         "k": sc.k,
         "notes": list(ev.notes),
+        # realistic time (v2): the stack, its wire-speed twin, compute estimates, feasibility
+        "stack": sc.stack.id,
+        "ideal_transfer_ms": ev.ideal_transfer_s * 1e3,
+        "ideal_exposed_transfer_ms": ev.ideal_exposed_s * 1e3,
+        "decode_step_estimated": sc.decode_step_estimated,
+        "attention_parallel": sc.attention_parallel,
+        "window_transfer": sc.window_transfer,
+        "scale_up_feasible": ev.scale_up_feasible,
+        "weights_bytes_per_gpu": ev.weights_bytes_per_gpu,
+        "weights_bytes_per_gpu_prefill": ev.weights_bytes_per_gpu_prefill,
+        "fits_in_memory": ev.fits_in_memory,
+        "max_concurrent_requests": ev.max_concurrent_requests,
     }
 
 
@@ -333,12 +386,21 @@ def cmd_transfer(args):
             f"{ev.scenario.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
             f"effective per direction",
         ),
+        ("transfer stack", f"{ev.scenario.stack.name} ({ev.scenario.stack.id})"),
         ("transfer", fmt_ms(ev.transfer_s, 2)),
         ("exposed transfer", fmt_ms(ev.exposed_s, 2)),
+        ("at wire speed (stack ideal)", fmt_ms(ev.ideal_exposed_s, 2)),
         (
             "decode step",
-            f"{fmt_ms(ev.decode_step_s)} (roofline lower bound "
-            f"{fmt_ms(ev.decode_step_lower_bound_s)})",
+            f"{fmt_ms(ev.decode_step_s)}"
+            + (" estimated" if ev.scenario.decode_step_estimated else " given")
+            + f" (roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)})",
+        ),
+        (
+            "memory",
+            f"weights {fmt_bytes(ev.weights_bytes_per_gpu)} per decode GPU; "
+            f"{ev.max_concurrent_requests:,} requests of this length fit"
+            + ("" if ev.fits_in_memory else " — DOES NOT FIT (see notes)"),
         ),
         ("transfer / decode step", f"{ev.transfer_over_decode:.2f}×"),
         ("prefill", fmt_ms(ev.prefill_s) + (" (estimated)" if ev.prefill_estimated else "")),
@@ -704,6 +766,7 @@ COMMANDS = {
     "models": (cmd_models, "list catalog models", False),
     "links": (cmd_links, "list interconnects", False),
     "gpus": (cmd_gpus, "list GPUs", False),
+    "stacks": (cmd_stacks, "list transfer stacks (measured connector costs)", False),
     "size": (cmd_size, "KV bytes: total, per token, per layer, per GPU, on the wire", True),
     "transfer": (cmd_transfer, "transfer time, TTFT, share, critical length", True),
     "critical": (cmd_critical, "critical sequence length", True),

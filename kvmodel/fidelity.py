@@ -138,12 +138,15 @@ def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
         if eff > 1:  # faster than the line: the largest message's throughput bounds it
             big = max(raw, key=lambda r: float(r["bytes"]))
             small = min(raw, key=lambda r: float(r["bytes"]))
-            eff = float(big["bytes"]) / (float(big["measured_ms"]) / 1e3) / link.bandwidth_bytes_per_s
+            rate = float(big["bytes"]) / (float(big["measured_ms"]) / 1e3)
+            eff = rate / link.bandwidth_bytes_per_s
             data = float(small["bytes"]) / (link.bandwidth_bytes_per_s * eff)
             fixed = max(0.0, float(small["measured_ms"]) / 1e3 - link.latency_s - data)
         out = replace(out, efficiency_max=eff)
-        out = replace(out, message_s=fixed) if base.message == "layer" else replace(
-            out, request_s=fixed
+        out = (
+            replace(out, message_s=fixed)
+            if base.message == "layer"
+            else replace(out, request_s=fixed)
         )
     posting = [r for r in rows if r["kind"] == "posting"]
     if posting:
@@ -189,8 +192,14 @@ def summary(points: list[Point]) -> list[dict]:
     for p in points:
         groups.setdefault((p.what, p.stack, p.part), []).append(abs(p.error))
     return [
-        dict(what=w, stack=s, part=part, n=len(e), mean_abs_error=float(np.mean(e)),
-             max_abs_error=float(np.max(e)))  # fmt: skip
+        dict(
+            what=w,
+            stack=s,
+            part=part,
+            n=len(e),
+            mean_abs_error=float(np.mean(e)),
+            max_abs_error=float(np.max(e)),
+        )  # fmt: skip
         for (w, s, part), e in sorted(groups.items())
     ]
 

@@ -36,6 +36,7 @@ DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 
 DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size
 DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompressed KV per s
 
+DEFAULT_TP = 8  # Llama-3.1-70B in BF16 fits one HGX H100 node at TP 8 (not on one GPU)
 MAX_BATCH = 4096  # the app's batch range (the model itself takes any batch)
 MAX_TP = 64
 CUSTOM_LINK = "custom"
@@ -199,10 +200,10 @@ INPUTS: tuple[Input, ...] = (
           unit="GB/s", scale=1e9, lo=1, hi=100_000, limit=(0, None), lo_open=True,
           field="codec_bytes_per_s", cli="--codec-gbs",
           help="uncompressed KV bytes one GPU quantizes (or dequantizes) per second"),
-    Input("tp", "Prefill TP", "int", 1, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
+    Input("tp", "Prefill TP", "int", DEFAULT_TP, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
           field="tp_prefill", cli="--tp",
           help="prefill tensor parallelism: a divisor or multiple of every KV-head count"),
-    Input("tpd", "Decode TP", "int", 1, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
+    Input("tpd", "Decode TP", "int", DEFAULT_TP, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
           field="tp_decode", cli="--tp-decode", cli_default=None,
           help="decode tensor parallelism (default: the prefill TP)"),
     Input("step", "Decode step", "float", "est", unit="ms", scale=1e-3,

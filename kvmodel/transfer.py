@@ -326,9 +326,7 @@ def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     if sc.descriptor_s:
         # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
         # which keeps the total exact
-        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(
-            chunk_rows(sc.model)
-        )
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(chunk_rows(sc.model))
     return t
 
 

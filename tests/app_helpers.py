@@ -17,8 +17,15 @@ PAGES = [
 ]
 
 
-def app(query=None, page=None) -> AppTest:
+# The source article's arithmetic (wire speed, a 30 ms step, TP 1): the scenario the page tests
+# compare with kvmodel.build.build_scenario's defaults.  The app's own defaults (a measured
+# stack, an estimated step, TP 8) are tested with article=False.
+ARTICLE = {"stack": "ideal", "step": "30", "tp": "1"}
+
+
+def app(query=None, page=None, *, article=True) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
+    query = {**ARTICLE, **(query or {})} if article else query
     if query:
         at.query_params.update(query)
     at.run()

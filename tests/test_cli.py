@@ -13,6 +13,10 @@ from kvmodel.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The source article's arithmetic: wire speed and a 30 ms decode step (no longer the defaults).
+ARTICLE = ("--stack", "ideal", "--decode-step-ms", "30", "--tp", "1")
+
+
 def run_json(capsys, *argv):
     assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -22,6 +26,7 @@ def test_transfer_json_reproduces_the_article(capsys):
     out = run_json(
         capsys,
         "transfer",
+        *ARTICLE,
         "--model",
         "llama-3-70b",
         "--seq-len",
@@ -52,7 +57,7 @@ def test_transfer_json_reproduces_the_article(capsys):
 
 
 def test_critical_json(capsys):
-    out = run_json(capsys, "critical", "--model", "llama-3-70b", "--link", "100gbe")
+    out = run_json(capsys, "critical", *ARTICLE, "--model", "llama-3-70b", "--link", "100gbe")
     assert out["critical_seq_len"] == 1145
 
 
@@ -60,6 +65,7 @@ def test_table_json_article_grid(capsys):
     out = run_json(
         capsys,
         "table",
+        *ARTICLE,
         "--model",
         "llama-3-70b",
         "--latency-us",
@@ -78,7 +84,15 @@ def test_table_json_article_grid(capsys):
 
 def test_table_with_article_nvlink_bandwidth(capsys):
     out = run_json(
-        capsys, "table", "--model", "llama-3-70b", "--latency-us", "0", "--bandwidth-gbs", "900"
+        capsys,
+        "table",
+        *ARTICLE,
+        "--model",
+        "llama-3-70b",
+        "--latency-us",
+        "0",
+        "--bandwidth-gbs",
+        "900",
     )
     assert out["links"][0]["transfer_ms"]["32"] == pytest.approx(11.93, abs=0.01)
 
@@ -130,7 +144,7 @@ def test_bad_input_exit_2_one_line(capsys, argv, fragment):
 
 def test_module_entry_point():
     proc = subprocess.run(
-        [sys.executable, "-m", "kvmodel", "critical", "--json"],
+        [sys.executable, "-m", "kvmodel", "critical", *ARTICLE, "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -153,6 +167,7 @@ def test_traffic_json(capsys):
         capsys,
         "traffic",
         str(ROOT / "data/traces/azure2023/AzureLLMInferenceTrace_conv.csv"),
+        *ARTICLE,
         "--model",
         "llama-3-70b",
         "--link",

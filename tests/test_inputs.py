@@ -77,7 +77,7 @@ def test_cli_rejects_a_value_past_the_model_limit_naming_the_flag(row, capsys):
 def test_cli_defaults_are_the_rows_defaults():
     sub = make_parser()._subparsers._group_actions[0].choices["transfer"]
     actions = {a.option_strings[0]: a for a in sub._actions if a.option_strings}
-    assert actions["--decode-step-ms"].default == 30.0
+    assert actions["--decode-step-ms"].default == "est"  # estimated unless given
     assert actions["--efficiency"].default == 1.0  # 100 % as the CLI's fraction
     assert actions["--share-target"].default == pytest.approx(0.2)
     assert actions["--tp-decode"].default is None  # absent = the prefill TP

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from app_helpers import ARTICLE
 from streamlit.testing.v1 import AppTest
 
 from kvmodel import catalog
@@ -26,8 +27,7 @@ DEFAULT_SC = build_scenario(model="llama-3.1-70b", link="100gbe")
 
 def measure_page(query=None, sample=None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
-    if query:
-        at.query_params.update(query)
+    at.query_params.update({**ARTICLE, **(query or {})})  # the scenario build_scenario gives
     at.run()
     at.switch_page(PAGE).run()
     if sample:

@@ -151,7 +151,8 @@ def test_report_modules_do_not_import_streamlit():
 
 def test_cli_writes_the_report(tmp_path, capsys):
     out = tmp_path / "r.html"
-    assert main(["report", "--model", "llama-3-70b", "--out", str(out)]) == 0
+    article = ["--stack", "ideal", "--decode-step-ms", "30", "--tp", "1"]
+    assert main(["report", "--model", "llama-3-70b", *article, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert str(out) in printed and "bytes" in printed
     html = out.read_text(encoding="utf-8")
@@ -161,6 +162,7 @@ def test_cli_writes_the_report(tmp_path, capsys):
     query = dict(parse_qsl(urlsplit(links[0]).query))
     assert query["model"] == "llama-3.1-70b" and query["link"] == "100gbe"
     assert query["seq"] == "1024" and query["prefill"] == "est"
+    assert query["stack"] == "ideal" and query["step"] == "30"  # the link keeps its meaning
 
 
 def test_cli_base_url_and_json(tmp_path, capsys):

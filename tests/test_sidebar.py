@@ -38,21 +38,22 @@ def test_kv_dtype_follows_an_fp8_checkpoint_and_comes_back():
 
 def test_closed_sidebar_expanders_keep_their_values():
     at = app(LINK)
-    assert "step" not in [n.key for n in at.number_input]  # closed: not drawn
+    assert "step_ms" not in [n.key for n in at.number_input]  # closed: not drawn
     for batch in (3, 4):  # reruns with the expanders closed keep the values
         at.number_input(key="batch").set_value(batch).run()
-    assert (at.session_state["step"], at.session_state["tp"]) == (25, 2)
+    assert (at.session_state["step_ms"], at.session_state["tp"]) == (25, 2)
+    assert at.session_state["step_mode"] == "Given"
     at.session_state["sb_times_open"] = True
     at.session_state["sb_hardware_open"] = True
     at.run()
-    assert at.number_input(key="step").value == 25
+    assert at.number_input(key="step_ms").value == 25
     assert at.selectbox(key="tp").value == 2
     assert "roofline" in " ".join(c.value for c in at.sidebar.caption).lower()
-    at.number_input(key="step").set_value(40).run()
+    at.number_input(key="step_ms").set_value(40).run()
     at.session_state["sb_times_open"] = False
     at.run()
     at.number_input(key="batch").set_value(5).run()
-    assert at.session_state["step"] == 40
+    assert at.session_state["step_ms"] == 40
     assert at.query_params["step"] in ("40", ["40"], "40.0", ["40.0"])
     # the shown numbers use the hidden value: a 40 ms step in the Overview's ratio
     sc = build_scenario(

@@ -6,10 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from kvmodel import catalog
+from kvmodel import inputs as I
+from kvmodel.build import default_attention_parallel
 from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.size import valid_tp
 from kvmodel.specs import ModelSpec
-from kvmodel.timing import decode_step_lower_bound_s
+from kvmodel.timing import decode_step_lower_bound_s, estimate_decode_step_s
 from kvmodel.units import fmt_ms
 
 from . import params as P
@@ -40,6 +42,11 @@ def on_model_change() -> None:
         )
         add_notice(f"KV cache dtype set to {new}: {why}.")
         ss["kvd"] = new
+    attn = default_attention_parallel(spec)
+    if ss.get("attn") != attn:
+        how = "one decode rank per request" if attn == "dp" else "every rank holds its share"
+        add_notice(f"Attention parallelism set to {attn} ({how}): how {spec.name} is served.")
+        ss["attn"] = attn
 
 
 _MODEL_SHOWN = "_model_shown"  # the model of the last run (on_change sees the new one only)
@@ -118,6 +125,24 @@ def sidebar_controls() -> None:
             f"{lk.bandwidth_bytes_per_s / 1e9:,.4g} GB/s per direction, "
             f"{lk.latency_s * 1e6:,.3g} µs latency"
         )
+    stacks = catalog.stacks()
+    if ss.get("stack") not in stacks:
+        ss["stack"] = P.DEFAULTS["stack"]
+    sb.selectbox(
+        "Transfer stack",
+        list(stacks),
+        key="stack",
+        format_func=lambda i: stacks[i].name,
+        help=I.get("stack").help.replace("`", ""),
+    )
+    st_ = stacks[ss["stack"]]
+    sb.caption(
+        "Wire speed, no overhead: the source article's arithmetic."
+        if st_.is_ideal
+        else f"Measured: {st_.request_s * 1e3:,.3g} ms per request"
+        + (f", {st_.message_s * 1e6:,.3g} µs per message" if st_.message_s else "")
+        + f", {st_.efficiency_max:.0%} of the link."
+    )
     if ss["link"] == P.CUSTOM_LINK:
         c1, c2 = sb.columns(2)
         c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
@@ -166,7 +191,8 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "step", "prefill_mode", "prefill_ms", "k", "share")
+LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step_ms",
+             "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
 def _hardware_controls(box, spec) -> None:
@@ -183,12 +209,36 @@ def _hardware_controls(box, spec) -> None:
             format_func=lambda g: catalog.get_gpu(g).name,
         )
         st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
+        row = I.get("attn")
+        st.radio(
+            row.label,
+            I.ATTENTION_PARALLEL,
+            key="attn",
+            horizontal=True,
+            format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get,
+            help=row.help.replace("`", ""),
+        )
+        if spec.attention == "mla" and st.session_state.get("attn") == "dp":
+            st.caption(f"{spec.name} is served with data-parallel attention (as DeepSeek is).")
+        if any(g.window_tokens for g in spec.groups):
+            row = I.get("win")
+            st.radio(
+                row.label,
+                I.WINDOW_TRANSFER,
+                key="win",
+                horizontal=True,
+                help=row.help.replace("`", ""),
+            )
 
 
 def _times_controls(box, spec) -> None:
     ss = st.session_state
     with box:
-        st.number_input("Decode step [ms]", 0.1, 10_000.0, key="step", step=1.0)
+        st.radio("Decode step", ("Estimate", "Given"), key="step_mode", horizontal=True,
+                 help=I.get("step").help.replace("`", ""))  # fmt: skip
+        if ss["step_mode"] == "Given":
+            row = I.get("step")
+            st.number_input("Decode step [ms]", row.lo, float(row.hi), key="step_ms", step=1.0)
         st.caption(_roofline_caption(spec))
         st.radio("Prefill time", ("Estimate", "Given"), key="prefill_mode", horizontal=True)
         if ss["prefill_mode"] == "Given":
@@ -217,7 +267,13 @@ def _roofline_caption(spec: ModelSpec) -> str:
         )
     except ValueError:
         return ""
+    gpu = catalog.get_gpu(ss["gpu"])
+    try:
+        est = estimate_decode_step_s(spec, ss["seq"], ss["batch"], gpu=gpu, tp=ss["tpd"],
+                                     kv_dtype=ss["kvd"])  # fmt: skip
+    except ValueError:
+        return ""
     return (
-        f"Roofline lower bound on {ss['tpd']}× {catalog.get_gpu(ss['gpu']).name}: "
-        f"{fmt_ms(float(lb))} (weights + KV read once from HBM; real steps are 2–4× longer)."
+        f"Estimate on {ss['tpd']}× {gpu.name}: {fmt_ms(float(est))} (fitted on measured vLLM "
+        f"steps; README, Fidelity). Roofline lower bound: {fmt_ms(float(lb))}."
     )

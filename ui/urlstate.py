@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from kvmodel import catalog
+from kvmodel import inputs as I
 from kvmodel.modelcodec import encode_model
 from kvmodel.specs import ModelSpec
 from kvmodel.transfer import Scenario
@@ -42,8 +43,10 @@ def init_from_url() -> None:
         st.session_state[name] = value
     st.session_state["lw"] = bool(values["lw"])
     st.session_state["present"] = bool(values["present"])
-    st.session_state["prefill_mode"] = "Estimate" if values["prefill"] == "est" else "Given"
-    st.session_state["prefill_ms"] = 200.0 if values["prefill"] == "est" else values["prefill"]
+    for name, given in (("prefill", 200.0), ("step", I.DEFAULT_DECODE_STEP_S * 1e3)):
+        est = values[name] == "est"  # an estimate, or a time the user gave [ms]
+        st.session_state[f"{name}_mode"] = "Estimate" if est else "Given"
+        st.session_state[f"{name}_ms"] = given if est else values[name]
     st.session_state[NOTICES] = warnings
     st.session_state[_INIT] = True
 
@@ -57,7 +60,9 @@ def current_values() -> dict:
     values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
     values["lw"] = int(bool(ss.get("lw")))
     values["present"] = int(bool(ss.get("present")))
-    values["prefill"] = "est" if ss.get("prefill_mode") != "Given" else float(ss["prefill_ms"])
+    for name in ("prefill", "step"):
+        given = ss.get(f"{name}_mode") == "Given"
+        values[name] = float(ss[f"{name}_ms"]) if given else "est"
     mid = values["model"]
     values["cfg"] = encode_model(imported_models()[mid]) if mid in imported_models() else ""
     return values
