@@ -430,7 +430,7 @@ def cmd_table(args):
 
 def cmd_traffic(args):
     from . import traffic as tr
-    from .traffic_io import load_traffic
+    from .traffic import load_traffic
 
     req = load_traffic(
         args.file,

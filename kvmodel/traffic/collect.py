@@ -15,21 +15,22 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from .traffic_base import _MAX_EXAMPLES, MOONCAKE_BLOCK_TOKENS, Requests, TrafficError, _examples
-from .traffic_checks import _UNIT_SCALE, _Part, _prefix_hits
+from .checks import UNIT_SCALE, Part, prefix_hits
+from .columns import MOONCAKE_BLOCK_TOKENS
+from .result import MAX_EXAMPLES, Requests, TrafficError, examples
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass
-class _Hints:
+class Hints:
     """What the first piece of a table tells the readers of the others."""
 
     types: dict | None = None  # CSV column types
     time_kind: str | None = None  # "numeric" or "datetime"
 
 
-def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints, timed: bool):
+def run_jobs(jobs: Iterator[Callable[[Hints], list[Part]]], hints: Hints, timed: bool):
     """Run the jobs on a few threads and yield their parts in order.
 
     Unless ``hints`` already say what the first piece would tell (the column types of a CSV,
@@ -37,7 +38,7 @@ def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints, timed: 
     others; while a time column's kind is still open (empty so far) jobs run one at a time.
     """
 
-    def learn(parts: list[_Part]) -> list[_Part]:
+    def learn(parts: list[Part]) -> list[Part]:
         for part in parts:
             if hints.types is None:
                 hints.types = {c: t for c, t in part.types.items() if not pa.types.is_null(t)}
@@ -71,7 +72,7 @@ def _run(jobs: Iterator[Callable[[_Hints], list[_Part]]], hints: _Hints, timed: 
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-class _Collect:
+class Collect:
     """The table's columns, one array per field, filled piece by piece.
 
     Each piece's values are written straight into place, by the thread that parsed it where it
@@ -117,7 +118,7 @@ class _Collect:
             self._turn.notify_all()
         return start
 
-    def put(self, part: _Part, start: int) -> None:
+    def put(self, part: Part, start: int) -> None:
         """Write a part's values at row ``start`` if the arrays are there and hold them (any
         thread: parts never overlap); otherwise :meth:`add` does it."""
         cols = self.cols
@@ -129,13 +130,13 @@ class _Collect:
             cols[f][start : start + part.n] = v
         part.values = {}
 
-    def add(self, part: _Part) -> None:
+    def add(self, part: Part) -> None:
         """Take the next part in row order (the main thread only)."""
         a, b = self.n, self.n + part.n
-        self._keep(part, a, b)
+        self.keep(part, a, b)
         self.n_bad += part.n_bad
         self.n_dropped += part.n_dropped
-        if len(self.skipped) < _MAX_EXAMPLES:
+        if len(self.skipped) < MAX_EXAMPLES:
             self.skipped += [
                 (self.offset + num, f"{self.unit} {self.offset + num}: {reason}")
                 for num, reason in part.examples
@@ -148,7 +149,7 @@ class _Collect:
         self.offset += part.rows_seen
         self.n = b
 
-    def _keep(self, part: _Part, a: int, b: int) -> None:
+    def keep(self, part: Part, a: int, b: int) -> None:
         """Keep the values and bad rows of the part that holds rows ``a:b``."""
         if part.values and b <= self.cap and not self.over:
             for f, v in part.values.items():
@@ -191,27 +192,25 @@ class _Collect:
         return num, f"{self.unit} {num}"
 
 
-def _usable(col: _Collect, name: str, where: str) -> None:
+def check_usable(col: Collect, name: str, where: str) -> None:
     """Raise when no row of the table can be used."""
     n = col.n
     if n == 0:
         if col.skipped:
-            raise TrafficError(
-                f"{name}: no usable rows; first problem: {_examples(col.skipped)[0]}"
-            )
+            raise TrafficError(f"{name}: no usable rows; first problem: {examples(col.skipped)[0]}")
         raise TrafficError(
             f"{name}: there is only a header ({where}), no data; expected one row per request"
         )
     if col.n_bad == n:
-        shown = "; ".join(_examples(col.skipped))
+        shown = "; ".join(examples(col.skipped))
         raise TrafficError(
             f"{name}: none of the {n} data {col.unit}s is usable; first problems: {shown}; "
             "if a column was guessed wrong, pick the columns by hand"
         )
 
 
-def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -> Requests:
-    _usable(col, name, where)
+def assemble(col: Collect, det: dict, container: str, name: str, where: str) -> Requests:
+    check_usable(col, name, where)
     n = col.n
     keep = None if col.bad is None else ~col.bad[:n]
     values = {}
@@ -236,7 +235,7 @@ def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -
         hashes = pa.chunked_array(col.hashes)
         if keep is not None:
             hashes = hashes.filter(pa.array(keep))
-        cached = _prefix_hits(hashes, prompt_tokens)
+        cached = prefix_hits(hashes, prompt_tokens)
         info["cached_tokens"] = det["cached_tokens"]
         info["block_tokens"] = MOONCAKE_BLOCK_TOKENS
     if det["fmt"] == "burstgpt" and output_tokens is not None:
@@ -250,7 +249,7 @@ def _assemble(col: _Collect, det: dict, container: str, name: str, where: str) -
         fmt=det["fmt"],
         columns=info,
         skipped_rows=skipped_rows,
-        skipped_examples=_examples(col.skipped),
+        skipped_examples=examples(col.skipped),
         span_s=span_s or None,
     )
 
@@ -263,14 +262,14 @@ def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
         secs = x.astype(np.float64)
         secs /= 1e9  # exact for whole seconds, unlike * 1e-9
         return secs, "date-time"
-    unit = _time_unit(x[:: max(1, len(x) // 100_000)], det)
+    unit = time_unit(x[:: max(1, len(x) // 100_000)], det)
     x -= x.min()
     if unit != "s":
-        x *= _UNIT_SCALE[unit]
+        x *= UNIT_SCALE[unit]
     return x, unit
 
 
-def _time_unit(sample: np.ndarray, det: dict) -> str:
+def time_unit(sample: np.ndarray, det: dict) -> str:
     """The unit of a numeric time column: from the layout or the column's name, else from the
     magnitude of a sample of its values (epoch ms / us / ns are > 1e11 / 1e14 / 1e17)."""
     column = det["arrival_s"]
@@ -282,7 +281,7 @@ def _time_unit(sample: np.ndarray, det: dict) -> str:
     return "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
 
 
-def _histogram(values, keep, det, info, col: _Collect, skipped_rows, name) -> Requests:
+def _histogram(values, keep, det, info, col: Collect, skipped_rows, name) -> Requests:
     bounds, w = values["prompt_tokens"], values["weights"]
     skipped = list(col.skipped)
     overflow = np.isinf(bounds)
@@ -329,5 +328,5 @@ def _histogram(values, keep, det, info, col: _Collect, skipped_rows, name) -> Re
         fmt=det["fmt"],
         columns=info,
         skipped_rows=skipped_rows,
-        skipped_examples=_examples(skipped),
+        skipped_examples=examples(skipped),
     )
