@@ -16,8 +16,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from kvmodel.calibrate import Fit, apply_fit, fit_from_bandwidth_points, fit_latency_bandwidth
-from kvmodel.measure_io import (
+from kvmodel.calibrate import (
+    Fit,
+    NsysComparison,
+    ScrapeComparison,
+    apply_fit,
+    fit_from_bandwidth_points,
+    fit_latency_bandwidth,
+)
+from kvmodel.measure import (
     DEFAULT_MAX_BYTES,
     MeasureError,
     Measurement,
@@ -120,7 +127,6 @@ def load(
     name: str,
     kind: str,
     pattern: str | None,
-    share_target: float,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Loaded:
     """Parse ``data`` as ``kind`` (and fit it, for perftest and pairs); cached on the content."""
@@ -130,20 +136,14 @@ def load(
             name,
             kind=kind,
             pattern=pattern,
-            share_target=share_target,
             max_bytes=max_bytes,
         )
         fit = None
         if m.kind in ("perftest", "perftest-json"):
-            fit = fit_from_bandwidth_points(m.data)
+            fit = fit_from_bandwidth_points(m.data.points)
         elif m.kind == "pairs":
-            sizes, seconds = zip(*m.data, strict=True)
-            fit = fit_latency_bandwidth(sizes, seconds)
-        unit = None
-        if m.kind == "perftest":
-            head = data[: 1 << 16].decode("utf-8", "replace")
-            found = re.search(r"BW\s*average\[([^\]]+)\]", head, re.I)
-            unit = found.group(1) if found else None
+            fit = fit_latency_bandwidth(m.data.sizes_bytes, m.data.seconds)
+        unit = m.data.unit if m.kind == "perftest" else None
         return Loaded(kind=m.kind, measurement=m, fit=fit, unit=unit)
     except MeasureError as exc:
         return Loaded(kind=kind, error=str(exc))
@@ -158,14 +158,14 @@ def recognised(res: Loaded) -> str:
     if res.kind == "prometheus":
         detail = f"metrics used: {', '.join(m.data.metrics_found)}"
     elif res.kind in ("perftest", "perftest-json"):
-        sizes = [s for s, _ in m.data]
+        sizes = m.data.sizes_bytes
         unit = f"; bandwidth column in {res.unit}" if res.unit else ""
         detail = f"{len(sizes)} message sizes, {fmt_bytes(min(sizes))} – {fmt_bytes(max(sizes))}"
         detail += unit
     elif res.kind == "nsys":
         detail = f"report {m.data.report}, {m.data.count:,} transfers selected"
     else:
-        sizes = [s for s, _ in m.data]
+        sizes = m.data.sizes_bytes
         detail = f"{len(sizes)} transfers, {fmt_bytes(min(sizes))} – {fmt_bytes(max(sizes))}"
     return f":material/fact_check: Read **{m.name}** as {what}: {detail}."
 
@@ -205,28 +205,26 @@ PROM_ROWS = (  # key, label, formatter
 )
 
 
-def prometheus_table(cmp: dict) -> pd.DataFrame:
+def prometheus_table(cmp: ScrapeComparison) -> pd.DataFrame:
     """``compare_to_model`` → a readable table: quantity, model, measured, measured ÷ model."""
     rows = []
     for key, label, fmt in PROM_ROWS:
-        r = cmp[key]
+        r = getattr(cmp, key)
         rows.append(
             {
                 "Quantity": label,
-                "Model": fmt(r["model"]),
-                "Measured": fmt(r["measured"]) if r["measured"] is not None else "not in scrape",
-                "Measured ÷ model": _ratio(r["ratio"]),
+                "Model": fmt(r.model),
+                "Measured": fmt(r.measured) if r.measured is not None else "not in scrape",
+                "Measured ÷ model": _ratio(r.ratio),
             }
         )
-    v = cmp["verdict"]
+    v = cmp.verdict
     rows.append(
         {
-            "Quantity": f"Verdict vs the {v['share_target']:.0%} line",
-            "Model": v["model"],
-            "Measured": v["measured"] or "no TTFT in scrape",
-            "Measured ÷ model": "–"
-            if v["agree"] is None
-            else ("agree" if v["agree"] else "disagree"),
+            "Quantity": f"Verdict vs the {v.share_target:.0%} line",
+            "Model": v.model,
+            "Measured": v.measured or "no TTFT in scrape",
+            "Measured ÷ model": "–" if v.agree is None else ("agree" if v.agree else "disagree"),
         }
     )
     return pd.DataFrame(rows)
@@ -236,13 +234,13 @@ def scenario_label(sc) -> str:
     return f"{sc.model.name}, {sc.seq_len:,} tokens × {sc.batch} on {sc.link.name}"
 
 
-def prometheus_takeaway(metrics, cmp: dict, sc) -> str:
+def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
     """One sentence: the measured share and its verdict, beside the model's."""
     target = sc.share_target
-    model_share = cmp["transfer_share_of_ttft"]["model"]
+    model_share = cmp.transfer_share_of_ttft.model
     model_part = (
         f"The model for this scenario ({scenario_label(sc)}) predicts {model_share:.1%}"
-        f" ({cmp['verdict']['model']} the line)"
+        f" ({cmp.verdict.model} the line)"
     )
     share = metrics.transfer_share_of_ttft
     if metrics.gap_mean_s is None:
@@ -255,13 +253,13 @@ def prometheus_takeaway(metrics, cmp: dict, sc) -> str:
             f"The measured transfer gap averages {_ms(metrics.gap_mean_s)}, but the scrape has no "
             f"TTFT, so its share of TTFT is unknown. {model_part}."
         )
-    over = share > target
+    over = cmp.verdict.measured == "over"
     verdict = (
         f"over the {target:.0%} line: this deployment gives back much of what disaggregation gains"
         if over
         else f"under the {target:.0%} line: the transfer is not what limits TTFT"
     )
-    agree = "; the model agrees" if cmp["verdict"]["agree"] else "; the model disagrees"
+    agree = "; the model agrees" if cmp.verdict.agree else "; the model disagrees"
     return (
         f"Measured: the KV transfer gap is {share:.1%} of TTFT ({_ms(metrics.gap_mean_s)} of "
         f"{_ms(metrics.ttft_mean_s)} on average), {verdict}. {model_part}{agree}."
@@ -274,10 +272,10 @@ def prometheus_takeaway(metrics, cmp: dict, sc) -> str:
 def fit_points(res: Loaded) -> tuple[list[float], list[float]]:
     """(sizes [bytes], achieved bandwidth [bytes/s]) of a perftest or pairs measurement."""
     data = res.measurement.data
-    sizes = [float(s) for s, _ in data]
+    sizes = [float(s) for s in data.sizes_bytes]
     if res.kind == "pairs":
-        return sizes, [s / t for s, t in data]
-    return sizes, [float(b) for _, b in data]
+        return sizes, [s / t for s, t in data.points]
+    return sizes, [float(b) for b in data.bandwidths_bytes_per_s]
 
 
 def half_bandwidth_bytes(fit: Fit) -> float:
@@ -371,13 +369,13 @@ def take_paste() -> None:
 # --------------------------------------------------------------------------- nsys
 
 
-def nsys_table(cmp: dict, nsys) -> pd.DataFrame:
-    model_mean = cmp["per_layer_s"]["model"]
+def nsys_table(cmp: NsysComparison, nsys) -> pd.DataFrame:
+    model_mean = cmp.per_layer_s.model
     rows = [
         ("Mean per transfer", model_mean, nsys.mean_s),
-        ("Median per transfer", cmp["per_layer_median_s"]["model"], nsys.median_s),
-        ("Shortest", cmp["model_min_s"], nsys.min_s),
-        ("Longest", cmp["model_max_s"], nsys.max_s),
+        ("Median per transfer", cmp.per_layer_median_s.model, nsys.median_s),
+        ("Shortest", cmp.model_min_s, nsys.min_s),
+        ("Longest", cmp.model_max_s, nsys.max_s),
     ]
     return pd.DataFrame(
         {
@@ -391,16 +389,16 @@ def nsys_table(cmp: dict, nsys) -> pd.DataFrame:
     )
 
 
-def nsys_takeaway(cmp: dict, nsys, sc) -> str:
-    ratio = cmp["per_layer_s"]["ratio"]
+def nsys_takeaway(cmp: NsysComparison, nsys, sc) -> str:
+    ratio = cmp.per_layer_s.ratio
     what = {"nvtx": "NVTX ranges", "nccl-kernels": "NCCL send/recv kernels"}.get(
         nsys.selection, "selected kernels"
     )
     median = f" (median {fmt_time(nsys.median_s)})" if nsys.median_s is not None else ""
     head = (
         f"The {nsys.count:,} profiled {what} take {fmt_time(nsys.mean_s)} on average{median}; "
-        f"the model sends one layer's KV ({cmp['model_layers']} layers, {scenario_label(sc)}) "
-        f"in {fmt_time(cmp['per_layer_s']['model'])}"
+        f"the model sends one layer's KV ({cmp.model_layers} layers, {scenario_label(sc)}) "
+        f"in {fmt_time(cmp.per_layer_s.model)}"
     )
     if ratio is None:
         return head + "."

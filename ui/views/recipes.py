@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kvmodel.measure_io import GAP_METRIC, TTFT_METRICS
+from kvmodel.measure import GAP_METRIC, TTFT_METRICS
 from ui import measure_ui as mu
 from ui import state
 
