@@ -24,7 +24,6 @@ from kvmodel.measure import MeasureError, load_measurement, parse_prometheus_met
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
-MIB = 2**20
 
 
 def test_fit_recovers_latency_and_bandwidth_exactly():
@@ -152,3 +151,17 @@ def test_compare_nsys_to_model():
     )
     # Llama-3.1-70B's 80 layers carry the same KV: the mean, min and max layer agree
     assert cmp.model_min_s == cmp.model_max_s == pytest.approx(cmp.per_layer_s.model)
+
+
+@pytest.mark.parametrize(
+    ("model", "measured", "ratio"),
+    [
+        (2.0, 3.0, 1.5),
+        (None, 3.0, None),  # no model value
+        (2.0, None, None),  # not in the scrape
+        (0.0, 3.0, None),  # a zero model value gives no ratio
+        (float("inf"), 3.0, None),
+    ],
+)
+def test_model_vs_measured_ratio(model, measured, ratio):
+    assert ModelVsMeasured(model, measured).ratio == ratio

@@ -12,7 +12,6 @@ from kvmodel.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
-MIB = 2**20
 
 
 def run_json(capsys, *argv):

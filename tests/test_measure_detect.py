@@ -1,16 +1,26 @@
 """Telling the measurement formats apart (kvmodel.measure.detect) and loading any source
 (kvmodel.measure.load_measurement)."""
 
+import dataclasses
+import gzip
 import io
 from pathlib import Path
 
 import pytest
 
-from kvmodel.measure import MeasureError, detect_measurement, load_measurement
+from kvmodel.measure import (
+    BandwidthPoints,
+    MeasureError,
+    Measurement,
+    Metrics,
+    NsysResult,
+    TransferPairs,
+    detect_measurement,
+    load_measurement,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
-MIB = 2**20
 
 
 def test_measure_error_is_a_value_error():
@@ -60,3 +70,26 @@ def test_detect_and_load_from_every_source_type():
         load_measurement(b"  \n")
     with pytest.raises(MeasureError, match="line 2 holds binary data"):
         load_measurement(b"bytes,seconds\n\x00\x01")
+
+
+@pytest.mark.parametrize(
+    ("name", "data_type"),
+    [
+        ("vllm_pd_metrics.prom", Metrics),
+        ("ib_write_bw.txt", BandwidthPoints),
+        ("ib_write_bw.json", BandwidthPoints),
+        ("nsys_nvtx_sum.csv", NsysResult),
+        ("transfer_pairs.csv", TransferPairs),
+    ],
+)
+def test_each_kind_loads_as_its_frozen_dataclass(name, data_type):
+    m = load_measurement(DATA / name)
+    assert isinstance(m, Measurement) and isinstance(m.data, data_type)
+    assert dataclasses.is_dataclass(m.data) and m.data.__dataclass_params__.frozen
+    assert not hasattr(m.data, "verdict")  # readers read; kvmodel.verdicts judges
+
+
+def test_a_gzipped_measurement_is_read_through_the_text_layer():
+    text = (DATA / "transfer_pairs.csv").read_bytes()
+    packed = load_measurement(gzip.compress(text), "transfer_pairs.csv.gz")
+    assert packed.kind == "pairs" and packed.data == load_measurement(text).data

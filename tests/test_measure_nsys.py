@@ -9,7 +9,6 @@ from kvmodel.measure import MeasureError, NsysResult, load_measurement, parse_ns
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
-MIB = 2**20
 
 
 def test_nsys_samples():

@@ -53,3 +53,13 @@ def test_pairs_variants(text, expected):
 def test_pairs_errors(text, pattern):
     with pytest.raises(MeasureError, match=pattern):
         parse_pairs_csv(text)
+
+
+def test_pairs_are_typed():
+    pts = parse_pairs_csv("size_kb,latency_us\n4,2.5\n8,3.5\n")
+    assert isinstance(pts, TransferPairs)
+    assert pts.sizes_bytes == (4000, 8000) and pts.seconds == pytest.approx((2.5e-6, 3.5e-6))
+    assert pts.points == ((4000, pts.seconds[0]), (8000, pts.seconds[1]))
+    assert pts == parse_pairs_csv("size_kb;latency_us\n4;2.5\n8;3.5\n")  # compared by value
+    with pytest.raises(AttributeError):
+        pts.seconds = ()  # frozen

@@ -8,7 +8,7 @@ import pytest
 
 from kvmodel import catalog
 from kvmodel.calibrate import fit_from_bandwidth_points
-from kvmodel.measure import MeasureError, load_measurement, parse_perftest
+from kvmodel.measure import BandwidthPoints, MeasureError, load_measurement, parse_perftest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
@@ -156,3 +156,32 @@ def test_perftest_json_garbled_names_the_line():
         parse_perftest(cut, "ib_write_bw.json")
     with pytest.raises(MeasureError, match="expected MsgSize and BW_average"):
         parse_perftest(json.dumps({"results": [{"size_kb": 1, "bw": 2}]}))
+
+
+@pytest.mark.parametrize(
+    ("sample", "unit", "n"),
+    [
+        ("ib_write_bw.txt", "MB/sec", 23),
+        ("ib_send_bw_mib.txt", "MiB/sec", None),
+        ("ib_read_bw_gbits.txt", "Gb/sec", None),
+        ("ib_write_bw.json", "MiB/sec", 23),  # test_info's "BW_unit"
+    ],
+)
+def test_bandwidth_points_are_typed_with_their_unit(sample, unit, n):
+    pts = load_measurement(DATA / sample).data
+    assert isinstance(pts, BandwidthPoints) and pts.unit == unit
+    assert len(pts.sizes_bytes) == len(pts.bandwidths_bytes_per_s) == len(pts.points)
+    assert n is None or len(pts.points) == n
+    assert pts.points[0] == (pts.sizes_bytes[0], pts.bandwidths_bytes_per_s[0])
+    with pytest.raises(AttributeError):
+        pts.unit = "Gb/sec"  # frozen
+
+
+def test_the_first_header_names_the_unit():
+    # MB/sec and MiB/sec are both 2^20 B/s, so one file may print both; the first is reported
+    text = (
+        " #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]\n 2 5000 1 1 1\n"
+        " #bytes #iterations BW peak[MiB/sec] BW average[MiB/sec] MsgRate[Mpps]\n 4 5000 2 2 1\n"
+    )
+    pts = parse_perftest(text)
+    assert pts.unit == "MB/sec" and pts.points == ((2, MIB), (4, 2 * MIB))

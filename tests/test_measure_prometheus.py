@@ -12,7 +12,6 @@ from kvmodel.verdicts import share_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
-MIB = 2**20
 
 
 def test_vllm_sample():
