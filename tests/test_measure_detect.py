@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "measurements"
 
 
-def test_measure_error_is_a_value_error():
-    assert issubclass(MeasureError, ValueError)
-
-
 @pytest.mark.parametrize(
     "name, kind",
     [

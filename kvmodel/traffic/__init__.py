@@ -63,9 +63,10 @@ CSV parse alone, 0.4-0.5 × the columns' memory at peak; ``bench/traffic_parse.p
 Modules, one job each: ``reader`` (:func:`load_traffic`), ``source`` (opening, the format; the
 bytes come from :mod:`kvmodel.textio`), ``columns`` (which column holds what), ``csv``,
 ``jsonl``, ``parquet`` and ``prometheus`` (one per format), ``checks`` (values and bad rows),
-``collect`` (threads, assembly), ``tally`` (counting instead of keeping), ``result``
-(:class:`Requests`, :class:`TrafficError`); then the analyses: ``analysis`` (regions, the
-disaggregation window), ``queue`` (link load and queueing), ``samples`` (the shipped traces).
+``collect`` (threads, columns filled in place), ``assemble`` (the result), ``tally`` (counting
+instead of keeping), ``result`` (:class:`Requests`, :class:`TrafficError`); then the analyses:
+``analysis`` (regions, the disaggregation window), ``queue`` (link load and queueing),
+``samples`` (the shipped traces).
 """
 
 from ..textio import GZIP_EXPANSION

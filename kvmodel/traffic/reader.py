@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from ..textio import Source
+from .assemble import assemble
 from .checks import schema_time_kind
-from .collect import Collect, Hints, assemble, run_jobs
+from .collect import Collect, Hints, run_jobs
 from .columns import flatten, plan
 from .csv import PieceError, csv_jobs, csv_names
 from .jsonl import json_jobs, read_json_array, read_json_lines

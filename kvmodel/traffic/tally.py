@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .assemble import check_usable, time_unit
 from .checks import UNIT_SCALE, Part
-from .collect import Collect, check_usable, time_unit
+from .collect import Collect
 from .result import Requests, examples
 
 _DENSE_MAX = 50_000_000  # counts by bincount up to this length, by sorting above it
