@@ -43,7 +43,7 @@ mode, path = sys.argv[1], sys.argv[2]
 import numpy as np, pandas, pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq, pyarrow.json
 from kvmodel.build import build_scenario
 from kvmodel import traffic as tr
-from kvmodel.traffic_io import load_traffic
+from kvmodel.traffic import load_traffic
 sc = tr.per_request_scenario(build_scenario(model="llama-3.1-70b", link="100gbe"))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0 = time.perf_counter()

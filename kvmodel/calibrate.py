@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .measure_io import MeasureError, Metrics, NsysResult
+from .measure import MeasureError, Metrics, NsysResult
 from .specs import LinkSpec
 from .transfer import Scenario, chunk_times_s, evaluate
+from .verdicts import ShareVerdict, share_verdict
 
 
 @dataclass(frozen=True)
@@ -181,31 +182,60 @@ def apply_fit(
     raise ValueError(f"mode must be 'link' or 'efficiency', got {mode!r}")
 
 
-def _row(model: float | None, measured: float | None) -> dict:
-    ratio = (
-        measured / model
-        if model is not None and measured is not None and model > 0 and math.isfinite(model)
-        else None
-    )
-    return {"model": model, "measured": measured, "ratio": ratio}
+@dataclass(frozen=True)
+class ModelVsMeasured:
+    """One quantity from the model and as measured (SI units; None where a side is missing)."""
+
+    model: float | None
+    measured: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured ÷ model (None without both, or for a model value ≤ 0 or infinite)."""
+        model, measured = self.model, self.measured
+        if model is None or measured is None or not (model > 0 and math.isfinite(model)):
+            return None
+        return measured / model
 
 
-def compare_to_model(scenario: Scenario, metrics: Metrics) -> dict:
+@dataclass(frozen=True)
+class ScrapeComparison:
+    """The model's numbers for a scenario next to a /metrics scrape's (:func:`compare_to_model`)."""
+
+    exposed_transfer_s: ModelVsMeasured  # model exposed transfer vs the measured gap
+    transfer_s: ModelVsMeasured  # model whole transfer vs NIXL's mean transfer time
+    prefill_s: ModelVsMeasured
+    ttft_s: ModelVsMeasured
+    transfer_share_of_ttft: ModelVsMeasured
+    bandwidth_per_stream_bytes_per_s: ModelVsMeasured  # link × efficiency vs per transfer
+    verdict: ShareVerdict  # against the scenario's share target
+    notes: tuple[str, ...]  # what differs in what is measured
+
+
+@dataclass(frozen=True)
+class NsysComparison:
+    """The model's per-layer transfer next to profiled transfers (:func:`compare_nsys_to_model`)."""
+
+    per_layer_s: ModelVsMeasured  # model mean per layer vs the profiled mean
+    per_layer_median_s: ModelVsMeasured
+    model_min_s: float
+    model_max_s: float
+    model_layers: int
+
+
+def compare_to_model(scenario: Scenario, metrics: Metrics) -> ScrapeComparison:
     """The model's numbers for ``scenario`` next to a scrape's, ``ratio = measured ÷ model``.
 
-    Keys (each ``{"model", "measured", "ratio"}``, seconds / bytes per second, None where a side
-    is missing): ``exposed_transfer_s`` (model exposed transfer vs measured gap),
-    ``transfer_s`` (model whole transfer vs NIXL's mean transfer time), ``prefill_s``,
-    ``ttft_s``, ``transfer_share_of_ttft``, ``bandwidth_per_stream_bytes_per_s`` (link ×
-    efficiency vs NIXL bytes ÷ time or SGLang's speed, which are per transfer, i.e. per NIC
-    path).  ``verdict``: ``{"model", "measured", "agree"}`` against the scenario's share target;
+    Each quantity is a :class:`ModelVsMeasured` in seconds / bytes per second:
+    ``exposed_transfer_s`` (model exposed transfer vs measured gap), ``transfer_s`` (model
+    whole transfer vs NIXL's mean transfer time), ``prefill_s``, ``ttft_s``,
+    ``transfer_share_of_ttft``, ``bandwidth_per_stream_bytes_per_s`` (link × efficiency vs NIXL
+    bytes ÷ time or SGLang's speed, which are per transfer, i.e. per NIC path).  ``verdict``:
+    :func:`~kvmodel.verdicts.share_verdict` of both shares against the scenario's share target;
     ``notes``: what differs in what is measured.
     """
     ev = evaluate(scenario)
-    target = scenario.share_target
     share = metrics.transfer_share_of_ttft
-    measured_verdict = None if share is None else ("over" if share > target else "under")
-    model_verdict = "over" if ev.over_share_target else "under"
     notes = [
         "model TTFT = prefill + exposed transfer + one decode step; measured TTFT also holds "
         "queueing and scheduling",
@@ -214,39 +244,32 @@ def compare_to_model(scenario: Scenario, metrics: Metrics) -> dict:
     ]
     if metrics.gap_source and metrics.gap_source != "llm_kv_transfer_gap_seconds":
         notes.append(f"measured gap taken from {metrics.gap_source}")
-    return {
-        "exposed_transfer_s": _row(ev.exposed_s, metrics.gap_mean_s),
-        "transfer_s": _row(ev.transfer_s, metrics.nixl_xfer_mean_s),
-        "prefill_s": _row(ev.prefill_s, metrics.prefill_mean_s),
-        "ttft_s": _row(ev.ttft_s, metrics.ttft_mean_s),
-        "transfer_share_of_ttft": _row(ev.transfer_share_of_ttft, share),
-        "bandwidth_per_stream_bytes_per_s": _row(
+    return ScrapeComparison(
+        exposed_transfer_s=ModelVsMeasured(ev.exposed_s, metrics.gap_mean_s),
+        transfer_s=ModelVsMeasured(ev.transfer_s, metrics.nixl_xfer_mean_s),
+        prefill_s=ModelVsMeasured(ev.prefill_s, metrics.prefill_mean_s),
+        ttft_s=ModelVsMeasured(ev.ttft_s, metrics.ttft_mean_s),
+        transfer_share_of_ttft=ModelVsMeasured(ev.transfer_share_of_ttft, share),
+        bandwidth_per_stream_bytes_per_s=ModelVsMeasured(
             scenario.link.bandwidth_bytes_per_s * scenario.efficiency,
             metrics.effective_bandwidth_bytes_per_s,
         ),
-        "verdict": {
-            "model": model_verdict,
-            "measured": measured_verdict,
-            "agree": None if measured_verdict is None else measured_verdict == model_verdict,
-            "share_target": target,
-        },
-        "notes": notes,
-    }
+        verdict=share_verdict(
+            share, share_target=scenario.share_target, model_share=ev.transfer_share_of_ttft
+        ),
+        notes=tuple(notes),
+    )
 
 
-def compare_nsys_to_model(scenario: Scenario, nsys: NsysResult) -> dict:
+def compare_nsys_to_model(scenario: Scenario, nsys: NsysResult) -> NsysComparison:
     """The model's per-layer transfer time (layer-wise sending, one chunk per cache-carrying
-    layer) next to the profiled per-transfer durations; ``ratio = measured ÷ model``."""
+    layer) next to the profiled per-transfer durations; ``ratio = measured ÷ model``.  The
+    profile's own count, extremes and names stay on ``nsys``."""
     chunks = np.asarray(chunk_times_s(scenario), dtype=float).ravel()
-    model_mean = float(chunks.mean())
-    return {
-        "per_layer_s": _row(model_mean, nsys.mean_s),
-        "per_layer_median_s": _row(float(np.median(chunks)), nsys.median_s),
-        "model_min_s": float(chunks.min()),
-        "model_max_s": float(chunks.max()),
-        "model_layers": int(chunks.size),
-        "measured_count": nsys.count,
-        "measured_min_s": nsys.min_s,
-        "measured_max_s": nsys.max_s,
-        "measured_names": list(nsys.names),
-    }
+    return NsysComparison(
+        per_layer_s=ModelVsMeasured(float(chunks.mean()), nsys.mean_s),
+        per_layer_median_s=ModelVsMeasured(float(np.median(chunks)), nsys.median_s),
+        model_min_s=float(chunks.min()),
+        model_max_s=float(chunks.max()),
+        model_layers=int(chunks.size),
+    )

@@ -480,7 +480,7 @@ def cmd_table(args):
 
 def cmd_traffic(args):
     from . import traffic as tr
-    from .traffic_io import load_traffic
+    from .traffic import load_traffic
 
     req = load_traffic(
         args.file,
@@ -566,13 +566,12 @@ def cmd_traffic(args):
 
 def _fit_measurement(m):
     from .calibrate import fit_from_bandwidth_points, fit_latency_bandwidth
-    from .measure_io import MeasureError
+    from .measure import MeasureError
 
     if m.kind in ("perftest", "perftest-json"):
-        return fit_from_bandwidth_points(m.data)
+        return fit_from_bandwidth_points(m.data.points)
     if m.kind == "pairs":
-        sizes, seconds = zip(*m.data, strict=True)
-        return fit_latency_bandwidth(sizes, seconds)
+        return fit_latency_bandwidth(m.data.sizes_bytes, m.data.seconds)
     raise MeasureError(
         f"{m.name}: {m.kind} output has no (size, time) pairs to fit; calibrate reads perftest "
         "ib_*_bw output (text or --out_json) or a bytes,seconds CSV"
@@ -588,7 +587,7 @@ def cmd_calibrate(args):
     from pathlib import Path
 
     from .calibrate import link_efficiency
-    from .measure_io import load_measurement
+    from .measure import load_measurement
 
     link = catalog.get_link(args.link) if args.link else None
     m = load_measurement(Path(args.file))
@@ -635,7 +634,9 @@ def cmd_calibrate(args):
 def cmd_metrics(args):
     from pathlib import Path
 
-    from .measure_io import MeasureError, load_measurement
+    from .measure import MeasureError, load_measurement
+    from .transfer import DEFAULT_SHARE_TARGET
+    from .verdicts import share_verdict
 
     m = load_measurement(Path(args.file))
     if m.kind != "prometheus":
@@ -644,6 +645,7 @@ def cmd_metrics(args):
             "scrape (for perftest or bytes,seconds files use: python -m kvmodel calibrate FILE)"
         )
     d = m.data
+    verdict = share_verdict(d.transfer_share_of_ttft, share_target=DEFAULT_SHARE_TARGET)
 
     def ms(x):
         return None if x is None else x * 1e3
@@ -668,8 +670,8 @@ def cmd_metrics(args):
         else d.effective_bandwidth_bytes_per_s / 1e9,
         "bandwidth_source": d.bandwidth_source,
         "transfer_share_of_ttft": d.transfer_share_of_ttft,
-        "share_target": d.share_target,
-        "verdict": d.verdict,
+        "share_target": verdict.share_target,
+        "verdict": verdict.measured,
         "metrics_found": list(d.metrics_found),
         "notes": list(d.notes),
     }
@@ -703,7 +705,9 @@ def cmd_metrics(args):
         ),
         (
             "transfer share of TTFT",
-            "–" if share is None else f"{share:.1%} — {d.verdict} the {d.share_target:.0%} line",
+            "–"
+            if share is None
+            else f"{share:.1%} — {verdict.measured} the {verdict.share_target:.0%} line",
         ),
     ]
     footer = [f"metrics found: {', '.join(d.metrics_found)}", *(f"note: {n}" for n in d.notes)]

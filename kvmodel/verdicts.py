@@ -1,6 +1,9 @@
-"""One-sentence takeaways computed from the numbers (pages show them above the charts)."""
+"""Verdicts on the numbers, and one-sentence takeaways computed from them (pages show them above
+the charts)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .transfer import Evaluation
 from .units import fmt_ms, fmt_time, fmt_tokens
@@ -14,6 +17,41 @@ def step_verdict(ratio: float) -> str:
     if ratio < FINE_BELOW:
         return "comfortable"
     return "borderline" if ratio <= BOUND_ABOVE else "transfer-bound"
+
+
+@dataclass(frozen=True)
+class ShareVerdict:
+    """Is the transfer's share of TTFT over the target: as measured, as modelled, and do they
+    agree.  ``"over"`` / ``"under"``; None where that side has no share."""
+
+    share_target: float
+    measured: str | None
+    model: str | None = None
+
+    @property
+    def agree(self) -> bool | None:
+        """Measured and model give the same verdict (None when either is missing)."""
+        if self.measured is None or self.model is None:
+            return None
+        return self.measured == self.model
+
+
+def share_verdict(
+    measured_share: float | None, *, share_target: float, model_share: float | None = None
+) -> ShareVerdict:
+    """The over/under verdict of a transfer share of TTFT (the one place it is computed).
+
+    A share is ``"over"`` when share > ``share_target`` (strictly: a share exactly at the target
+    is ``"under"``) — a gap above 20 % of TTFT gives back much of the disaggregation gain —
+    and ``"under"`` otherwise; a missing share (None) gets no verdict.
+    """
+    if not 0 < share_target < 1:
+        raise ValueError(f"share_target must be in (0, 1), got {share_target!r}")
+
+    def side(share: float | None) -> str | None:
+        return None if share is None else ("over" if share > share_target else "under")
+
+    return ShareVerdict(share_target, side(measured_share), side(model_share))
 
 
 def overview_takeaway(ev: Evaluation) -> str:

@@ -14,7 +14,7 @@ from kvmodel.calibrate import (
     fit_from_bandwidth_points,
     fit_latency_bandwidth,
 )
-from kvmodel.measure_io import load_measurement
+from kvmodel.measure import load_measurement
 from kvmodel.transfer import evaluate
 from kvmodel.units import fmt_bandwidth, fmt_time
 
@@ -89,7 +89,7 @@ def test_vllm_scrape_numbers_are_the_engines():
     ev = evaluate(DEFAULT_SC)
     assert table.loc["Time to first token", "Model"] == f"{ev.ttft_s * 1e3:,.2f} ms"
     assert table.loc["Time to first token", "Measured"] == f"{m.ttft_mean_s * 1e3:,.2f} ms"
-    ratio = cmp["ttft_s"]["ratio"]
+    ratio = cmp.ttft_s.ratio
     assert table.loc["Time to first token", "Measured ÷ model"] == f"{ratio:,.2f}×"
     assert len(at.get("plotly_chart")) == 2  # bars and the gap buckets
 
@@ -101,7 +101,7 @@ def test_sglang_scrape_is_over_the_line_and_model_follows_the_sidebar():
     assert "over the 20% line" in at.info[0].value
     sc = build_scenario(model="llama-3.1-8b", link="ib-ndr")
     cmp = compare_to_model(sc, m)
-    assert metric(at, "Model's share of TTFT") == f"{cmp['transfer_share_of_ttft']['model']:.1%}"
+    assert metric(at, "Model's share of TTFT") == f"{cmp.transfer_share_of_ttft.model:.1%}"
     assert "InfiniBand NDR" in at.info[0].value
 
 
@@ -132,7 +132,7 @@ def test_the_recipes_scrape_reads_on_the_page():
 )
 def test_perftest_fit_numbers_are_the_engines(sample):
     at = measure_page({"link": "ib-ndr"}, sample)
-    fit = fit_from_bandwidth_points(load_measurement(DATA / sample).data)
+    fit = fit_from_bandwidth_points(load_measurement(DATA / sample).data.points)
     ndr = catalog.get_link("ib-ndr")
     assert metric(at, "Fitted bandwidth") == fmt_bandwidth(fit.bandwidth_bytes_per_s)
     assert metric(at, "Per-message cost") == f"{fit.latency_s * 1e6:,.3g} µs"
@@ -146,7 +146,7 @@ def test_perftest_fit_numbers_are_the_engines(sample):
 def test_pairs_fit_numbers_are_the_engines():
     at = measure_page(sample="transfer_pairs.csv")
     pts = load_measurement(DATA / "transfer_pairs.csv").data
-    fit = fit_latency_bandwidth(*zip(*pts, strict=True))
+    fit = fit_latency_bandwidth(pts.sizes_bytes, pts.seconds)
     assert metric(at, "Fitted bandwidth") == fmt_bandwidth(fit.bandwidth_bytes_per_s)
     assert metric(at, "Latency") == f"{fit.latency_s * 1e6:,.3g} µs" == "2.1 µs"
     assert "not 100 GbE" in at.info[0].value  # 46.6 GB/s cannot be the sidebar's 100 GbE
@@ -163,9 +163,9 @@ def test_nsys_numbers_are_the_engines(sample):
     cmp = compare_nsys_to_model(sc, nsys)
     assert metric(at, "Transfers") == f"{nsys.count:,}"
     assert metric(at, "Mean") == fmt_time(nsys.mean_s)
-    assert metric(at, "Model per layer") == fmt_time(cmp["per_layer_s"]["model"])
-    assert metric(at, "Measured ÷ model") == f"{cmp['per_layer_s']['ratio']:,.2f}×"
-    assert f"{cmp['per_layer_s']['ratio']:.2f}× the model" in at.info[0].value
+    assert metric(at, "Model per layer") == fmt_time(cmp.per_layer_s.model)
+    assert metric(at, "Measured ÷ model") == f"{cmp.per_layer_s.ratio:,.2f}×"
+    assert f"{cmp.per_layer_s.ratio:.2f}× the model" in at.info[0].value
     table = at.dataframe[0].value.set_index("Quantity")
     assert table.loc["Mean per transfer", "Measured"] == fmt_time(nsys.mean_s)
 
@@ -186,7 +186,7 @@ def test_nsys_regex_selects_other_rows_and_a_bad_regex_is_an_error():
 
 def test_apply_fit_sets_a_custom_link_in_the_sidebar_and_the_link():
     at = measure_page(sample="ib_write_bw.txt")
-    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data)
+    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data.points)
     assert at.radio(key="measure_apply_mode").options == [
         "Replace the interconnect with the measured link (custom, "
         f"{fmt_bandwidth(fit.bandwidth_bytes_per_s)}, efficiency 100 %)"
@@ -209,7 +209,7 @@ def test_apply_fit_sets_a_custom_link_in_the_sidebar_and_the_link():
 
 def test_apply_fit_as_efficiency_keeps_the_nominal_link():
     at = measure_page({"link": "ib-ndr"}, "ib_write_bw.txt")
-    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data)
+    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data.points)
     pct = round(fit.bandwidth_bytes_per_s / 50e9 * 100)
     at.radio(key="measure_apply_mode").set_value("efficiency").run()
     at.button(key="measure_apply").click().run()
@@ -221,9 +221,8 @@ def test_apply_fit_as_efficiency_keeps_the_nominal_link():
 
 def test_pairs_fit_applies_its_latency():
     at = measure_page(sample="transfer_pairs.csv")
-    fit = fit_latency_bandwidth(
-        *zip(*load_measurement(DATA / "transfer_pairs.csv").data, strict=True)
-    )
+    pts = load_measurement(DATA / "transfer_pairs.csv").data
+    fit = fit_latency_bandwidth(pts.sizes_bytes, pts.seconds)
     at.button(key="measure_apply").click().run()
     assert qp(at, "link") == "custom"
     assert qp(at, "lat") == f"{fit.latency_s * 1e6:.3g}"
@@ -240,7 +239,7 @@ def test_upload_is_read_and_detected():
     data = (DATA / "ib_write_bw.txt").read_bytes()
     at.file_uploader(key="measure_upload").set_value(("my_ndr.txt", data, "text/plain")).run()
     assert not at.exception, [e.value for e in at.exception]
-    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data)
+    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data.points)
     assert metric(at, "Fitted bandwidth") == fmt_bandwidth(fit.bandwidth_bytes_per_s)
     assert any("Read **my_ndr.txt** as perftest" in c.value for c in at.caption)
     assert any("bandwidth column in MB/sec" in c.value for c in at.caption)
@@ -343,9 +342,9 @@ def test_paste_button_without_text_asks_for_it():
 def test_figure_builders_have_titles_units_and_hover_units():
     from ui import figures
 
-    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data)
-    sizes = [s for s, _ in load_measurement(DATA / "ib_write_bw.txt").data]
-    bws = [b for _, b in load_measurement(DATA / "ib_write_bw.txt").data]
+    fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data.points)
+    sizes = list(load_measurement(DATA / "ib_write_bw.txt").data.sizes_bytes)
+    bws = list(load_measurement(DATA / "ib_write_bw.txt").data.bandwidths_bytes_per_s)
     m = load_measurement(DATA / "vllm_pd_metrics.prom").data
     gap = m.summaries[m.gap_source]
     figs = [

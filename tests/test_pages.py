@@ -72,7 +72,7 @@ def test_mitigations_page_rows_and_timeline():
 
 def test_traffic_page_sample_matches_kvmodel():
     from kvmodel import traffic as tr
-    from kvmodel.traffic_io import load_traffic
+    from kvmodel.traffic import load_traffic
 
     at = app(page="pages/traffic.py")
     req = load_traffic(tr.sample_path("azure-conv"))
@@ -112,7 +112,7 @@ def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
 
 def test_an_upload_survives_page_switches_and_feeds_compare():
     from kvmodel import traffic as tr
-    from kvmodel.traffic_io import load_traffic
+    from kvmodel.traffic import load_traffic
 
     at = app(page="pages/traffic.py")
     at.radio(key="w_traffic_source").set_value("Upload").run()
@@ -143,7 +143,7 @@ def test_an_upload_survives_page_switches_and_feeds_compare():
 
 def test_traffic_load_metrics_match_kvmodel():
     from kvmodel import traffic as tr
-    from kvmodel.traffic_io import load_traffic
+    from kvmodel.traffic import load_traffic
     from kvmodel.units import fmt_bandwidth, fmt_sig
 
     at = app({"trace": "azure-code", "link": "ib-ndr"}, "pages/traffic.py")
@@ -170,7 +170,7 @@ def test_traffic_thresholds_change_numbers_and_link():
         {"trace": "azure-code", "minlen": "512", "crit": "share", "hit": "50"}, "pages/traffic.py"
     )
     from kvmodel import traffic as tr
-    from kvmodel.traffic_io import load_traffic
+    from kvmodel.traffic import load_traffic
 
     req = load_traffic(tr.sample_path("azure-code"))
     reg = tr.regions(

@@ -9,9 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kvmodel import traffic as tr
-from kvmodel import traffic_tally
 from kvmodel.build import build_scenario
-from kvmodel.traffic_io import TrafficError, load_traffic
+from kvmodel.traffic import TrafficError, load_traffic, tally
 
 
 def _counts(req) -> dict[int, float]:
@@ -50,11 +49,11 @@ def test_burstgpt_counts_by_hand():
 def test_counts_across_many_parts_and_both_counting_paths(tmp_path, monkeypatch, dense_max):
     """Lengths counted by bincount (below ``_DENSE_MAX``) and by sorting (above), mixed across
     12 row groups read on several threads, add up to a plain Counter of the lengths."""
-    from kvmodel import traffic_tables
+    from kvmodel.traffic import parquet
 
-    monkeypatch.setattr(traffic_tally, "_DENSE_MAX", dense_max)
-    monkeypatch.setattr(traffic_tables, "_JOB_ROWS", 1000)
-    monkeypatch.setattr(traffic_tables, "_BATCH_ROWS", 300)
+    monkeypatch.setattr(tally, "_DENSE_MAX", dense_max)
+    monkeypatch.setattr(parquet, "_JOB_ROWS", 1000)
+    monkeypatch.setattr(parquet, "_BATCH_ROWS", 300)
     rng = np.random.default_rng(3)
     prompt = rng.integers(0, 3000, 6000)
     prompt[::97] = 10**12 + rng.integers(0, 5, prompt[::97].size)  # huge: sorted, not binned

@@ -1,8 +1,11 @@
-"""Verdicts and takeaway sentences (kvmodel.verdicts) carry the numbers."""
+"""Verdicts (kvmodel.verdicts): the takeaway sentences carry the numbers, and the share-of-TTFT
+verdict, the one place "over" / "under" and "agree" are decided, against hand-computed shares."""
 
 import pytest
 
 from kvmodel.build import build_scenario
+from kvmodel.calibrate import compare_to_model
+from kvmodel.measure import parse_prometheus_metrics
 from kvmodel.sweeps import (
     link_batch_table,
     mitigation_options,
@@ -12,11 +15,13 @@ from kvmodel.sweeps import (
 )
 from kvmodel.transfer import evaluate
 from kvmodel.verdicts import (
+    ShareVerdict,
     interconnect_takeaway,
     mitigation_takeaway,
     models_takeaway,
     overview_takeaway,
     sequence_takeaway,
+    share_verdict,
     step_verdict,
 )
 
@@ -42,3 +47,76 @@ def test_takeaways_carry_the_numbers():
     mt = mitigation_takeaway(mitigation_table(sc, mitigation_options(sc)))
     assert mt.startswith("Baseline TTFT is 256.8 ms")
     assert "64× spread" in models_takeaway(models_table("fp16", 1024), "llama-3.1-70b")
+
+
+# Two engines' gap histograms and one TTFT histogram (the same numbers as
+# tests/test_measure_prometheus.py's HIST): gap mean = (12.0 + 12.0) s / (40 + 20) = 0.4 s,
+# TTFT mean = 90.0 s / 60 = 1.5 s, so the gap is 0.4 / 1.5 = 26.7 % of TTFT.
+SCRAPE = """\
+llm_kv_transfer_gap_seconds_bucket{engine="0",le="+Inf"} 40
+llm_kv_transfer_gap_seconds_count{engine="0"} 40
+llm_kv_transfer_gap_seconds_sum{engine="0"} 12.0
+llm_kv_transfer_gap_seconds_bucket{engine="1",le="+Inf"} 20
+llm_kv_transfer_gap_seconds_count{engine="1"} 20
+llm_kv_transfer_gap_seconds_sum{engine="1"} 12.0
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 60
+vllm:time_to_first_token_seconds_count 60
+vllm:time_to_first_token_seconds_sum 90.0
+"""
+
+
+def test_hand_computed_share_over_and_under():
+    share = parse_prometheus_metrics(SCRAPE).transfer_share_of_ttft
+    assert share == pytest.approx(0.4 / 1.5)
+    assert share_verdict(share, share_target=0.2) == ShareVerdict(0.2, "over", None)
+    assert share_verdict(share, share_target=0.3).measured == "under"
+
+
+@pytest.mark.parametrize(
+    ("share", "target", "expected"),
+    [
+        (0.0, 0.2, "under"),
+        (0.2, 0.2, "under"),  # the line itself is not over it: share > target, strictly
+        (0.2000001, 0.2, "over"),
+        (5.36e-3 / 183.6e-3, 0.2, "under"),  # vllm_pd_metrics.prom: 5.36 ms of 183.6 ms, 2.9 %
+        (1.0, 0.99, "over"),
+        (None, 0.2, None),  # no TTFT in the scrape: no share, no verdict
+    ],
+)
+def test_limit_cases(share, target, expected):
+    assert share_verdict(share, share_target=target).measured == expected
+
+
+@pytest.mark.parametrize(
+    ("measured", "model", "agree"),
+    [
+        (0.1, 0.15, True),  # both under 20 %
+        (0.3, 0.25, True),  # both over
+        (0.3, 0.1, False),
+        (0.1, 0.3, False),
+        (None, 0.3, None),  # nothing measured to agree with
+        (0.3, None, None),
+    ],
+)
+def test_agree(measured, model, agree):
+    v = share_verdict(measured, share_target=0.2, model_share=model)
+    assert v.agree is agree
+    assert v.model == (None if model is None else "over" if model > 0.2 else "under")
+
+
+@pytest.mark.parametrize("target", [0.0, 1.0, -0.1, 1.5])
+def test_a_target_outside_0_1_is_refused(target):
+    with pytest.raises(ValueError, match="share_target must be in"):
+        share_verdict(0.1, share_target=target)
+
+
+@pytest.mark.parametrize("link", ["100gbe", "25gbe", "ib-ndr", "nvlink4"])
+def test_the_model_side_is_the_evaluations_own_verdict(link):
+    sc = build_scenario(model="llama-3-70b", link=link)
+    ev = evaluate(sc)
+    cmp = compare_to_model(sc, parse_prometheus_metrics(SCRAPE))
+    assert cmp.verdict == share_verdict(
+        0.4 / 1.5, share_target=sc.share_target, model_share=ev.transfer_share_of_ttft
+    )
+    assert cmp.verdict.model == ("over" if ev.over_share_target else "under")
+    assert cmp.verdict.agree is (cmp.verdict.model == "over")

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from kvmodel.calibrate import Fit
+from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 
 # --------------------------------------------------------------------------- formatting
@@ -46,28 +46,26 @@ PROM_ROWS = (  # key, label, formatter
 )
 
 
-def prometheus_table(cmp: dict) -> pd.DataFrame:
+def prometheus_table(cmp: ScrapeComparison) -> pd.DataFrame:
     """``compare_to_model`` → a readable table: quantity, model, measured, measured ÷ model."""
     rows = []
     for key, label, fmt in PROM_ROWS:
-        r = cmp[key]
+        r = getattr(cmp, key)
         rows.append(
             {
                 "Quantity": label,
-                "Model": fmt(r["model"]),
-                "Measured": fmt(r["measured"]) if r["measured"] is not None else "not in scrape",
-                "Measured ÷ model": _ratio(r["ratio"]),
+                "Model": fmt(r.model),
+                "Measured": fmt(r.measured) if r.measured is not None else "not in scrape",
+                "Measured ÷ model": _ratio(r.ratio),
             }
         )
-    v = cmp["verdict"]
+    v = cmp.verdict
     rows.append(
         {
-            "Quantity": f"Verdict vs the {v['share_target']:.0%} line",
-            "Model": v["model"],
-            "Measured": v["measured"] or "no TTFT in scrape",
-            "Measured ÷ model": "–"
-            if v["agree"] is None
-            else ("agree" if v["agree"] else "disagree"),
+            "Quantity": f"Verdict vs the {v.share_target:.0%} line",
+            "Model": v.model,
+            "Measured": v.measured or "no TTFT in scrape",
+            "Measured ÷ model": "–" if v.agree is None else ("agree" if v.agree else "disagree"),
         }
     )
     return pd.DataFrame(rows)
@@ -77,13 +75,13 @@ def scenario_label(sc) -> str:
     return f"{sc.model.name}, {sc.seq_len:,} tokens × {sc.batch} on {sc.link.name}"
 
 
-def prometheus_takeaway(metrics, cmp: dict, sc) -> str:
+def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
     """One sentence: the measured share and its verdict, beside the model's."""
     target = sc.share_target
-    model_share = cmp["transfer_share_of_ttft"]["model"]
+    model_share = cmp.transfer_share_of_ttft.model
     model_part = (
         f"The model for this scenario ({scenario_label(sc)}) predicts {model_share:.1%}"
-        f" ({cmp['verdict']['model']} the line)"
+        f" ({cmp.verdict.model} the line)"
     )
     share = metrics.transfer_share_of_ttft
     if metrics.gap_mean_s is None:
@@ -96,20 +94,17 @@ def prometheus_takeaway(metrics, cmp: dict, sc) -> str:
             f"The measured transfer gap averages {_ms(metrics.gap_mean_s)}, but the scrape has no "
             f"TTFT, so its share of TTFT is unknown. {model_part}."
         )
-    over = share > target
+    over = cmp.verdict.measured == "over"
     verdict = (
         f"over the {target:.0%} line: this deployment gives back much of what disaggregation gains"
         if over
         else f"under the {target:.0%} line: the transfer is not what limits TTFT"
     )
-    agree = "; the model agrees" if cmp["verdict"]["agree"] else "; the model disagrees"
+    agree = "; the model agrees" if cmp.verdict.agree else "; the model disagrees"
     return (
         f"Measured: the KV transfer gap is {share:.1%} of TTFT ({_ms(metrics.gap_mean_s)} of "
         f"{_ms(metrics.ttft_mean_s)} on average), {verdict}. {model_part}{agree}."
     )
-
-
-# --------------------------------------------------------------------------- fits
 
 
 def half_bandwidth_bytes(fit: Fit) -> float:
@@ -151,13 +146,13 @@ def can_set_efficiency(fit: Fit, link) -> bool:
 # --------------------------------------------------------------------------- nsys
 
 
-def nsys_table(cmp: dict, nsys) -> pd.DataFrame:
-    model_mean = cmp["per_layer_s"]["model"]
+def nsys_table(cmp: NsysComparison, nsys) -> pd.DataFrame:
+    model_mean = cmp.per_layer_s.model
     rows = [
         ("Mean per transfer", model_mean, nsys.mean_s),
-        ("Median per transfer", cmp["per_layer_median_s"]["model"], nsys.median_s),
-        ("Shortest", cmp["model_min_s"], nsys.min_s),
-        ("Longest", cmp["model_max_s"], nsys.max_s),
+        ("Median per transfer", cmp.per_layer_median_s.model, nsys.median_s),
+        ("Shortest", cmp.model_min_s, nsys.min_s),
+        ("Longest", cmp.model_max_s, nsys.max_s),
     ]
     return pd.DataFrame(
         {
@@ -171,16 +166,16 @@ def nsys_table(cmp: dict, nsys) -> pd.DataFrame:
     )
 
 
-def nsys_takeaway(cmp: dict, nsys, sc) -> str:
-    ratio = cmp["per_layer_s"]["ratio"]
+def nsys_takeaway(cmp: NsysComparison, nsys, sc) -> str:
+    ratio = cmp.per_layer_s.ratio
     what = {"nvtx": "NVTX ranges", "nccl-kernels": "NCCL send/recv kernels"}.get(
         nsys.selection, "selected kernels"
     )
     median = f" (median {fmt_time(nsys.median_s)})" if nsys.median_s is not None else ""
     head = (
         f"The {nsys.count:,} profiled {what} take {fmt_time(nsys.mean_s)} on average{median}; "
-        f"the model sends one layer's KV ({cmp['model_layers']} layers, {scenario_label(sc)}) "
-        f"in {fmt_time(cmp['per_layer_s']['model'])}"
+        f"the model sends one layer's KV ({cmp.model_layers} layers, {scenario_label(sc)}) "
+        f"in {fmt_time(cmp.per_layer_s.model)}"
     )
     if ratio is None:
         return head + "."

@@ -16,8 +16,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from kvmodel.calibrate import Fit, apply_fit, fit_from_bandwidth_points, fit_latency_bandwidth
-from kvmodel.measure_io import (
+from kvmodel.calibrate import (
+    Fit,
+    apply_fit,
+    fit_from_bandwidth_points,
+    fit_latency_bandwidth,
+)
+from kvmodel.measure import (
     DEFAULT_MAX_BYTES,
     MeasureError,
     Measurement,
@@ -121,7 +126,6 @@ def load(
     name: str,
     kind: str,
     pattern: str | None,
-    share_target: float,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Loaded:
     """Parse ``data`` as ``kind`` (and fit it, for perftest and pairs); cached on the content."""
@@ -131,20 +135,14 @@ def load(
             name,
             kind=kind,
             pattern=pattern,
-            share_target=share_target,
             max_bytes=max_bytes,
         )
         fit = None
         if m.kind in ("perftest", "perftest-json"):
-            fit = fit_from_bandwidth_points(m.data)
+            fit = fit_from_bandwidth_points(m.data.points)
         elif m.kind == "pairs":
-            sizes, seconds = zip(*m.data, strict=True)
-            fit = fit_latency_bandwidth(sizes, seconds)
-        unit = None
-        if m.kind == "perftest":
-            head = data[: 1 << 16].decode("utf-8", "replace")
-            found = re.search(r"BW\s*average\[([^\]]+)\]", head, re.I)
-            unit = found.group(1) if found else None
+            fit = fit_latency_bandwidth(m.data.sizes_bytes, m.data.seconds)
+        unit = m.data.unit if m.kind == "perftest" else None
         return Loaded(kind=m.kind, measurement=m, fit=fit, unit=unit)
     except MeasureError as exc:
         return Loaded(kind=kind, error=str(exc))
@@ -159,14 +157,14 @@ def recognised(res: Loaded) -> str:
     if res.kind == "prometheus":
         detail = f"metrics used: {', '.join(m.data.metrics_found)}"
     elif res.kind in ("perftest", "perftest-json"):
-        sizes = [s for s, _ in m.data]
+        sizes = m.data.sizes_bytes
         unit = f"; bandwidth column in {res.unit}" if res.unit else ""
         detail = f"{len(sizes)} message sizes, {fmt_bytes(min(sizes))} – {fmt_bytes(max(sizes))}"
         detail += unit
     elif res.kind == "nsys":
         detail = f"report {m.data.report}, {m.data.count:,} transfers selected"
     else:
-        sizes = [s for s, _ in m.data]
+        sizes = m.data.sizes_bytes
         detail = f"{len(sizes)} transfers, {fmt_bytes(min(sizes))} – {fmt_bytes(max(sizes))}"
     return f":material/fact_check: Read **{m.name}** as {what}: {detail}."
 
@@ -177,10 +175,10 @@ def recognised(res: Loaded) -> str:
 def fit_points(res: Loaded) -> tuple[list[float], list[float]]:
     """(sizes [bytes], achieved bandwidth [bytes/s]) of a perftest or pairs measurement."""
     data = res.measurement.data
-    sizes = [float(s) for s, _ in data]
+    sizes = [float(s) for s in data.sizes_bytes]
     if res.kind == "pairs":
-        return sizes, [s / t for s, t in data]
-    return sizes, [float(b) for _, b in data]
+        return sizes, [s / t for s, t in data.points]
+    return sizes, [float(b) for b in data.bandwidths_bytes_per_s]
 
 
 def apply_fit_to_sidebar(sc, fit: Fit, name: str) -> None:

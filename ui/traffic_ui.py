@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from kvmodel.traffic import mix_from_requests, sample_path
-from kvmodel.traffic_io import load_traffic
+from kvmodel.traffic import load_traffic, mix_from_requests, sample_path
 
 from . import perf
 from .memo import Memo

@@ -254,11 +254,11 @@ def test_measure_upload_in_the_browser(page, app_url, wait_ready, screenshot):
     from pathlib import Path
 
     from kvmodel.calibrate import fit_from_bandwidth_points
-    from kvmodel.measure_io import load_measurement
+    from kvmodel.measure import load_measurement
     from kvmodel.units import fmt_bandwidth
 
     sample = Path(__file__).resolve().parents[2] / "data" / "measurements" / "ib_write_bw.txt"
-    fit = fit_from_bandwidth_points(load_measurement(sample).data)
+    fit = fit_from_bandwidth_points(load_measurement(sample).data.points)
     page.goto(f"{app_url}/measure?link=ib-ndr")
     wait_ready(page)
     expect(title(page, r"measured")).to_be_visible()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
-from kvmodel.measure_io import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
+from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 from ui import exports_ui, figures, routing, urlstate, widgets
 from ui import measure_text as mt
@@ -123,7 +123,7 @@ def render() -> None:
             ).strip()
             or None
         )
-    res = mu.load(data, name, kind, pattern, sc.share_target)
+    res = mu.load(data, name, kind, pattern)
     if res.error:
         st.error(res.error, icon=":material/error:")
         st.stop()
@@ -179,7 +179,7 @@ def render() -> None:
         )
         k[1].metric(
             f"Verdict vs {sc.share_target:.0%}",
-            {"over": "over", "under": "under"}.get(d.verdict, "–"),
+            cmp.verdict.measured or "–",
             help=f"A gap above {sc.share_target:.0%} of TTFT gives back much of the "
             "disaggregation gain",
         )
@@ -194,7 +194,7 @@ def render() -> None:
         )
         k[3].metric(
             "Model's share of TTFT",
-            f"{cmp['transfer_share_of_ttft']['model']:.1%}",
+            f"{cmp.transfer_share_of_ttft.model:.1%}",
             help=f"For the sidebar's scenario: {mt.scenario_label(sc)}",
         )
 
@@ -207,18 +207,18 @@ def render() -> None:
         st.dataframe(table, hide_index=True, width="stretch")
         exports_ui.table_download(table, "model-vs-measured")
         notes = list(d.notes) + [
-            n for n in cmp["notes"] if not (n.startswith("measured gap taken from") and d.notes)
+            n for n in cmp.notes if not (n.startswith("measured gap taken from") and d.notes)
         ]
         st.caption("Notes: " + "; ".join(notes) + ".")
         rows = [
-            (label, cmp[key]["model"], cmp[key]["measured"])
+            (label, getattr(cmp, key).model, getattr(cmp, key).measured)
             for key, label in (
                 ("exposed_transfer_s", "KV transfer gap"),
                 ("transfer_s", "whole KV transfer"),
                 ("prefill_s", "prefill"),
                 ("ttft_s", "TTFT"),
             )
-            if cmp[key]["measured"] is not None
+            if getattr(cmp, key).measured is not None
         ]
         if rows:
             exports_ui.chart(figures.figure_model_vs_measured(rows), "model-vs-measured")
@@ -227,7 +227,7 @@ def render() -> None:
                 figures.figure_gap_distribution(
                     gap.buckets,
                     gap.samples,
-                    model_s=cmp["exposed_transfer_s"]["model"],
+                    model_s=cmp.exposed_transfer_s.model,
                     source=d.gap_source,
                 ),
                 "measured-gap",
@@ -272,7 +272,7 @@ def render() -> None:
         )
         sizes, bws = mu.fit_points(res)
         if res.kind == "pairs":
-            seconds = [t for _, t in m.data]
+            seconds = list(m.data.seconds)
             exports_ui.chart(figures.figure_time_fit(sizes, seconds, fit), "fit-time")
         else:
             exports_ui.chart(
@@ -328,28 +328,26 @@ def render() -> None:
         k = st.columns(5)
         k[0].metric(
             "Model per layer",
-            fmt_time(cmp["per_layer_s"]["model"]),
-            help=f"One layer's KV over {sc.link.name} ({cmp['model_layers']} layers), whether or "
+            fmt_time(cmp.per_layer_s.model),
+            help=f"One layer's KV over {sc.link.name} ({cmp.model_layers} layers), whether or "
             "not layer-wise sending is on",
         )
-        ratio = cmp["per_layer_s"]["ratio"]
+        ratio = cmp.per_layer_s.ratio
         k[1].metric("Measured ÷ model", f"{ratio:,.2f}×" if ratio is not None else "–")
         table = mt.nsys_table(cmp, nsys)
         st.dataframe(table, hide_index=True, width="stretch")
         exports_ui.table_download(table, "nsys-vs-model")
         if nsys.durations_s:
             exports_ui.chart(
-                figures.figure_transfer_durations(
-                    nsys.durations_s, model_s=cmp["per_layer_s"]["model"]
-                ),
+                figures.figure_transfer_durations(nsys.durations_s, model_s=cmp.per_layer_s.model),
                 "transfer-durations",
             )
         else:
             exports_ui.chart(
                 figures.figure_model_vs_measured(
                     [
-                        ("mean per transfer", cmp["per_layer_s"]["model"], nsys.mean_s),
-                        ("median per transfer", cmp["per_layer_median_s"]["model"], nsys.median_s),
+                        ("mean per transfer", cmp.per_layer_s.model, nsys.mean_s),
+                        ("median per transfer", cmp.per_layer_median_s.model, nsys.median_s),
                     ],
                     title="Model per layer vs profiled per transfer",
                     unit="µs",

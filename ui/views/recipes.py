@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kvmodel.inputs import DEFAULT_SHARE_TARGET
-from kvmodel.measure_io import GAP_METRIC, TTFT_METRICS
+from kvmodel.measure import GAP_METRIC, TTFT_METRICS
 from ui import recipes_ui, routing, urlstate
 
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kvmodel import traffic as tr
-from kvmodel.traffic_io import TrafficError, table_columns
+from kvmodel.traffic import TrafficError, table_columns
 from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvmodel.verdicts import traffic_takeaway, window_sentence
 from ui import exports_ui, figures, params, perf, routing, tables, traffic_ui, urlstate, widgets

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from .traffic_base import _MAX_EXAMPLES, MOONCAKE_BLOCK_TOKENS, TrafficError
+from .columns import MOONCAKE_BLOCK_TOKENS
+from .result import MAX_EXAMPLES, TrafficError
 
 
 @dataclass
-class _Part:
+class Part:
     """The checked columns of one piece of a table (a CSV piece, a Parquet batch, a JSON file).
 
     Row numbers here are local: the reader adds the piece's offset.  ``number(i)`` is the
@@ -174,7 +175,7 @@ def _bounds(arr: pa.ChunkedArray, column: str) -> _Checked:
     return _Checked(np.where(bad, 0.0, x), _any(bad), arr, column, expected)
 
 
-_UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _TIME = "a time: seconds, epoch milliseconds or a date-time"
 
@@ -222,7 +223,7 @@ def _times(arr: pa.ChunkedArray, column: str, kind: str | None) -> tuple[_Checke
     return _Checked(np.where(nat, 0, ticks), _any(nat), arr, column, _TIME, kind), kind
 
 
-def _time_kind(schema_table: pa.Table, det: dict) -> str | None:
+def schema_time_kind(schema_table: pa.Table, det: dict) -> str | None:
     """The kind of time column a type alone tells (None for text: its values tell)."""
     t = schema_table.schema.field(det["arrival_s"]).type
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
@@ -232,7 +233,7 @@ def _time_kind(schema_table: pa.Table, det: dict) -> str | None:
     return None
 
 
-def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) -> _Part:
+def check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) -> Part:
     """Check one piece's columns: values per field, the bad rows, the first problems."""
     checks: list[tuple[str, _Checked]] = []
     p = det["prompt_tokens"]
@@ -253,7 +254,7 @@ def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) 
     examples, n_bad = [], 0
     if bad is not None:
         n_bad = int(bad.sum())
-        for i in np.flatnonzero(bad)[:_MAX_EXAMPLES]:
+        for i in np.flatnonzero(bad)[:MAX_EXAMPLES]:
             first = next(c for _, c in checks if c.bad is not None and c.bad[i])
             examples.append((number(int(i)), first.reason(int(i))))
     hashes = None
@@ -261,7 +262,7 @@ def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) 
         column = table[det["cached_tokens"]]
         if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
             hashes = column
-    return _Part(
+    return Part(
         n=table.num_rows,
         values={f: c.values for f, c in checks if f != "arrival_s" or time_kind},
         bad=bad,
@@ -275,7 +276,7 @@ def _check(table: pa.Table, det: dict, number: Callable[[int], int], time_kind) 
     )
 
 
-def _prefix_hits(lists: pa.ChunkedArray, prompt: np.ndarray) -> np.ndarray:
+def prefix_hits(lists: pa.ChunkedArray, prompt: np.ndarray) -> np.ndarray:
     """Mooncake prefix-cache hits: 512 × the leading blocks an earlier request already holds."""
     lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
     import pyarrow.compute as pc

@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .traffic_base import Requests, _examples
-from .traffic_checks import _UNIT_SCALE, _Part
-from .traffic_collect import _Collect, _time_unit, _usable
+from .assemble import check_usable, time_unit
+from .checks import UNIT_SCALE, Part
+from .collect import Collect
+from .result import Requests, examples
 
 _DENSE_MAX = 50_000_000  # counts by bincount up to this length, by sorting above it
 _SAMPLE = 4_096  # times kept per part to tell their unit
@@ -57,7 +58,7 @@ class _PartTally:
     failed: int = 0  # rows with 0 output tokens (BurstGPT's failed requests)
 
 
-def _tally(part: _Part) -> _PartTally:
+def _tally(part: Part) -> _PartTally:
     keep = None if part.bad is None else ~part.bad
 
     def kept(x: np.ndarray) -> np.ndarray:
@@ -80,8 +81,8 @@ def _tally(part: _Part) -> _PartTally:
     return out
 
 
-class _Tally(_Collect):
-    """A :class:`_Collect` that keeps counts instead of columns: each part is tallied by the
+class Tally(Collect):
+    """A :class:`Collect` that keeps counts instead of columns: each part is tallied by the
     thread that parsed it (or by :meth:`add` when its reader does not), then let go."""
 
     def __init__(self, unit: str, first_row: int, capacity: int = 0):
@@ -93,7 +94,7 @@ class _Tally(_Collect):
     def prepare(self, det: dict, time_kind: str | None) -> None:
         pass  # nothing to reserve
 
-    def put(self, part: _Part, start: int) -> None:
+    def put(self, part: Part, start: int) -> None:
         if not part.values:
             return
         tally = _tally(part)
@@ -108,11 +109,11 @@ class _Tally(_Collect):
                 tally.dense = None
             self.tallies.append(tally)
 
-    def _keep(self, part: _Part, a: int, b: int) -> None:
+    def keep(self, part: Part, a: int, b: int) -> None:
         self.put(part, a)
 
     def assemble(self, det: dict, container: str, name: str, where: str) -> Requests:
-        _usable(self, name, where)
+        check_usable(self, name, where)
         nz = np.flatnonzero(self.dense)
         sparse = [t for t in self.tallies if t.lengths is not None]  # parts with huge lengths
         if sparse:
@@ -141,13 +142,13 @@ class _Tally(_Collect):
             fmt=det["fmt"],
             columns=info,
             skipped_rows=self.n_dropped + self.n_bad,
-            skipped_examples=_examples(self.skipped),
+            skipped_examples=examples(self.skipped),
             span_s=span,
         )
 
 
 def _span(tallies: list[_PartTally], kind: str, det: dict) -> tuple[float | None, str]:
-    """Seconds from the first to the last arrival (computed as ``_seconds`` computes the
+    """Seconds from the first to the last arrival (computed as :mod:`.collect` computes the
     latest arrival, so both ways agree to the last bit), and the column's unit."""
     n = sum(t.n for t in tallies)
     first = min(t.first for t in tallies)
@@ -155,8 +156,8 @@ def _span(tallies: list[_PartTally], kind: str, det: dict) -> tuple[float | None
     if kind == "datetime":
         span, unit = float(np.int64(last) - np.int64(first)) / 1e9, "date-time"
     else:
-        unit = _time_unit(np.concatenate([t.sample for t in tallies]), det)
-        span = float((np.float64(last) - np.float64(first)) * _UNIT_SCALE[unit])
+        unit = time_unit(np.concatenate([t.sample for t in tallies]), det)
+        span = float((np.float64(last) - np.float64(first)) * UNIT_SCALE[unit])
     return (span or None) if n > 1 else None, unit
 
 

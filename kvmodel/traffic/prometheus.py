@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .traffic_base import Requests, TrafficError, _examples
+from ..textio import decode, labels_text, parse_exposition
+from .result import Requests, TrafficError, examples
 
 PROMETHEUS_PROMPT_METRICS = {
     "vllm:request_prompt_tokens": "prometheus-vllm",
@@ -13,54 +14,19 @@ PROMETHEUS_PROMPT_METRICS = {
 }
 
 
-def _prom_parse(text: str, name: str) -> list:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    try:
-        return list(text_string_to_metric_families(text))
-    except Exception as exc:  # the parser raises several types on malformed text
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                list(text_string_to_metric_families(line + "\n"))
-            except Exception:
-                raise TrafficError(
-                    f"{name}: line {n} is not Prometheus text exposition ({line[:80]!r}); "
-                    'expected lines like vllm:request_prompt_tokens_bucket{le="100.0"} 42'
-                ) from None
-        raise TrafficError(f"{name}: not valid Prometheus text ({exc})") from None
+_EXPECTED = 'expected lines like vllm:request_prompt_tokens_bucket{le="100.0"} 42'
 
 
-def _prom_line(text: str, sample_name: str, labels: dict) -> int | None:
-    """The line number of a sample, for error messages."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.startswith(sample_name + "{") and not line.startswith(sample_name + " "):
-            continue
-        try:
-            for fam in text_string_to_metric_families(line + "\n"):
-                if any(s.labels == labels for s in fam.samples):
-                    return n
-        except Exception:  # a line the parser refuses is not the one sought
-            continue
-    return None
-
-
-def _labels_text(labels: dict) -> str:
-    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
-
-
-def _load_prometheus(text: str, name: str) -> Requests:
-    families = _prom_parse(text, name)
+def load_prometheus(data: bytes, name: str) -> Requests:
+    """The prompt-length histogram of a /metrics scrape: the first of
+    :data:`PROMETHEUS_PROMPT_METRICS` found, de-cumulated, summed over label sets."""
+    text = decode(data, name, expected="Prometheus text", error=TrafficError)
     series: dict[str, dict[tuple, list]] = {}
-    for fam in families:
-        for s in fam.samples:
-            if s.name.endswith("_bucket") and "le" in s.labels:
-                base = s.name.removesuffix("_bucket")
-                key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-                series.setdefault(base, {}).setdefault(key, []).append(s)
+    for s in parse_exposition(text, name, expected=_EXPECTED, error=TrafficError):
+        if s.name.endswith("_bucket") and "le" in s.labels:
+            base = s.name.removesuffix("_bucket")
+            key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+            series.setdefault(base, {}).setdefault(key, []).append(s)
     metric = next((m for m in PROMETHEUS_PROMPT_METRICS if m in series), None)
     if metric is None:
         found = ", ".join(sorted(series)) or "none"
@@ -79,9 +45,8 @@ def _load_prometheus(text: str, name: str) -> Requests:
             try:
                 le = float(s.labels["le"])
             except ValueError:
-                n = _prom_line(text, bucket_name, s.labels)
                 raise TrafficError(
-                    f"{name}: line {n}: le={s.labels['le']!r} is not a number; "
+                    f"{name}: line {s.line}: le={s.labels['le']!r} is not a number; "
                     "expected a bucket upper bound such as 100.0 or +Inf"
                 ) from None
             rows.append((le, float(s.value), s))
@@ -90,7 +55,6 @@ def _load_prometheus(text: str, name: str) -> Requests:
         bucket_counts = []
         for le, value, s in rows:
             if not np.isfinite(value) or value < prev or le < 0:
-                n = _prom_line(text, bucket_name, s.labels)
                 problem = (
                     f'is {value:g}, below {prev:g} at le="{prev_le:g}"'
                     if value < prev
@@ -99,7 +63,7 @@ def _load_prometheus(text: str, name: str) -> Requests:
                     else f"has a negative bound le={le:g}"
                 )
                 raise TrafficError(
-                    f"{name}: line {n}: {bucket_name}{_labels_text(s.labels)} {problem}; "
+                    f"{name}: line {s.line}: {bucket_name}{labels_text(s.labels)} {problem}; "
                     "expected cumulative counts that never decrease as le grows"
                 )
             bucket_counts.append((le, value - prev, s))
@@ -111,12 +75,12 @@ def _load_prometheus(text: str, name: str) -> Requests:
             per_bound[int(np.floor(le))] = per_bound.get(int(np.floor(le)), 0.0) + c
         for le, c, s in bucket_counts:
             if np.isinf(le) and c > 0:
-                n = _prom_line(text, bucket_name, s.labels) or 0
+                n = s.line
                 overflow += c
                 skipped.append(
                     (
                         n,
-                        f"line {n}: +Inf bucket {_labels_text(dict(key))}: {c:g} requests above "
+                        f"line {n}: +Inf bucket {labels_text(dict(key))}: {c:g} requests above "
                         f"{label_top} tokens have no upper bound; left out",
                     )
                 )
@@ -134,7 +98,7 @@ def _load_prometheus(text: str, name: str) -> Requests:
         "prompt_tokens": f"{bucket_name} (le, upper bound)",
         "weights": f"{bucket_name} (de-cumulated)",
         "weights_kind": "count",
-        "label_sets": "; ".join(_labels_text(dict(k)) for k in series[metric]),
+        "label_sets": "; ".join(labels_text(dict(k)) for k in series[metric]),
     }
     if overflow:
         info["overflow_requests"] = overflow
@@ -148,5 +112,5 @@ def _load_prometheus(text: str, name: str) -> Requests:
         fmt=fmt,
         columns=info,
         skipped_rows=len(skipped),
-        skipped_examples=_examples(skipped),
+        skipped_examples=examples(skipped),
     )

@@ -1,30 +1,23 @@
-"""Traffic regions, prefix caching, load and the window, against hand-computed values."""
+"""Traffic regions, prefix caching and the window (kvmodel.traffic.analysis), against
+hand-computed values."""
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from traffic_helpers import requests_like
 
 from kvmodel.build import build_scenario
 from kvmodel.traffic import (
     classify,
     comparison,
     critical_for_traffic,
-    load,
     mix_from_requests,
     recommended_window,
     regions,
 )
 from kvmodel.transfer import transfer
-
-
-def requests(prompt, weights=None, cached=None, arrival=None):
-    return SimpleNamespace(
-        prompt_tokens=np.asarray(prompt), weights=weights, cached_tokens=cached, arrival_s=arrival
-    )
-
 
 SC = build_scenario(model="llama-3-70b", link="100gbe")  # critical length 1,145 (article)
 
@@ -32,7 +25,7 @@ SC = build_scenario(model="llama-3-70b", link="100gbe")  # critical length 1,145
 def test_regions_by_requests_and_tokens():
     # 64 and 100 are below 128 (too short); 500, 1000, 1144 gain; 1145 and 5000 are
     # transfer-bound (≥ 30 ms on 100GbE from 1,145 tokens)
-    mix = mix_from_requests(requests([64, 100, 500, 1000, 1144, 1145, 5000]))
+    mix = mix_from_requests(requests_like([64, 100, 500, 1000, 1144, 1145, 5000]))
     r = regions(SC, mix)
     assert r.n_requests == 7 and r.critical_seq_len == 1145
     assert_allclose(
@@ -44,14 +37,14 @@ def test_regions_by_requests_and_tokens():
 
 
 def test_histogram_weights_equal_repeated_requests():
-    a = regions(SC, mix_from_requests(requests([200, 2000], weights=np.array([3.0, 1.0]))))
-    b = regions(SC, mix_from_requests(requests([200, 200, 200, 2000])))
+    a = regions(SC, mix_from_requests(requests_like([200, 2000], weights=np.array([3.0, 1.0]))))
+    b = regions(SC, mix_from_requests(requests_like([200, 200, 200, 2000])))
     assert a == b
     assert a.fraction_gain == 0.75
 
 
 def test_min_seq_len_and_share_criterion():
-    mix = mix_from_requests(requests([100, 300, 3000, 30_000]))
+    mix = mix_from_requests(requests_like([100, 300, 3000, 30_000]))
     assert regions(SC, mix, min_seq_len=500).fraction_too_short == 0.5
     # share criterion: bound when exposed / (estimated prefill + exposed + step) > 20 %;
     # on 25GbE (3.125 GB/s) check each length against that definition directly
@@ -70,16 +63,18 @@ def test_min_seq_len_and_share_criterion():
 
 def test_prefix_cache_hit_ratio_and_per_request_cached_tokens():
     # 2,000-token prompts: 60 % cached leaves 800 to move (gains); none cached → bound
-    plain = regions(SC, mix_from_requests(requests([2000, 2000])))
+    plain = regions(SC, mix_from_requests(requests_like([2000, 2000])))
     assert plain.fraction_transfer_bound == 1
-    hit = regions(SC, mix_from_requests(requests([2000, 2000]), hit_ratio=0.6))
+    hit = regions(SC, mix_from_requests(requests_like([2000, 2000]), hit_ratio=0.6))
     assert hit.fraction_gain == 1
-    per_req = regions(SC, mix_from_requests(requests([2000, 2000], cached=np.array([1536, 0]))))
+    per_req = regions(
+        SC, mix_from_requests(requests_like([2000, 2000], cached=np.array([1536, 0])))
+    )
     assert per_req.fraction_gain == 0.5 and per_req.fraction_transfer_bound == 0.5
 
 
 def test_comparison_rows_and_compression_moves_the_boundary():
-    mix = mix_from_requests(requests([200, 1500, 3000]))
+    mix = mix_from_requests(requests_like([200, 1500, 3000]))
     rows = comparison(
         SC, mix, link_ids=["100gbe", "ib-ndr"], compressions=("none", "int8"), layerwise=(False,)
     )
@@ -91,34 +86,8 @@ def test_comparison_rows_and_compression_moves_the_boundary():
     assert by[("ib-ndr", "none")]["fraction_requests_gain"] == pytest.approx(1.0)
 
 
-def test_load_md1_against_pollaczek_khinchine():
-    # 20 req/s of 1,000-token requests on 100GbE: x = 4 µs + 327,680,000 B / 12.5 GB/s
-    x = 4e-6 + 327_680_000 / 12.5e9
-    mix = mix_from_requests(
-        requests([1000] * 10),
-    )
-    ld = load(SC, mix, rps=20.0, sim_requests=50_000)
-    rho = 20 * x
-    assert_allclose(ld.utilization, rho)
-    assert_allclose(ld.mean_wait_s, 20 * x * x / (2 * (1 - rho)))
-    assert_allclose(ld.bytes_per_s, 20 * 327_680_000)
-    assert ld.stable and ld.p50_s <= ld.p90_s <= ld.p99_s
-    assert ld.p50_s >= x  # at least the transfer itself
-    assert_allclose(ld.decode_idle_s_per_s / 20, x + ld.mean_wait_s, rtol=0.06)
-    assert ld.bandwidth_for_target_bytes_per_s is not None
-
-
-def test_load_from_timestamps_and_unstable_link():
-    arrivals = np.linspace(0, 1, 101)  # 101 requests in 1 s → 101 req/s
-    mix = mix_from_requests(requests([4000] * 101, arrival=arrivals))
-    ld = load(SC, mix)
-    assert_allclose(ld.rps, 101)
-    assert not ld.stable and ld.utilization > 1 and ld.p99_s == float("inf")
-    assert load(SC, mix_from_requests(requests([100, 200]))) is None  # no rate known
-
-
 def test_window():
-    mix = mix_from_requests(requests([50, 500, 1000, 2000]))
+    mix = mix_from_requests(requests_like([50, 500, 1000, 2000]))
     w = recommended_window(SC, mix)
     assert (w.l_min, w.l_max, w.exists) == (128, 1145, True)
     assert_allclose(
@@ -131,29 +100,14 @@ def test_window():
 @pytest.mark.parametrize("bad", [-0.1, 1.0])
 def test_bad_hit_ratio(bad):
     with pytest.raises(ValueError, match="hit_ratio"):
-        mix_from_requests(requests([10]), hit_ratio=bad)
-
-
-def test_queue_simulation_matches_lindley_loop():
-    # the vectorised form against the recursion W_{n+1} = max(0, W_n + X_n − A_n), same draws
-    from kvmodel.traffic import _simulate
-
-    service = np.random.default_rng(3).exponential(0.008, size=5_000)
-    got = _simulate(service, 100.0, np.random.default_rng(11))
-    gaps = np.random.default_rng(11).exponential(1 / 100.0, size=5_000)
-    want, w = [], 0.0
-    for x, a in zip(service, gaps, strict=True):
-        want.append(w)
-        w = max(0.0, w + x - a)
-    assert_allclose(got, want, rtol=1e-9, atol=1e-12)
-    assert got[0] == 0.0 and (got >= 0).all()
+        mix_from_requests(requests_like([10]), hit_ratio=bad)
 
 
 def test_requests_longer_than_the_max_context_count_as_that_long():
     # Llama-3.1-70B serves 131,072 tokens: a 10^12-token "request" (bad data, or a trace from
     # another model) counts as 131,072 tokens for its share of tokens, as for its transfer.
     assert SC.model.max_context_tokens == 131_072
-    reg = regions(SC, mix_from_requests(requests([100, 2_000, 10**12])))
+    reg = regions(SC, mix_from_requests(requests_like([100, 2_000, 10**12])))
     assert reg.n_over_context == 1
     assert (reg.tokens_too_short, reg.tokens_gain, reg.tokens_transfer_bound) == (
         100,
@@ -161,4 +115,4 @@ def test_requests_longer_than_the_max_context_count_as_that_long():
         2_000 + 131_072,
     )
     assert reg.fraction_transfer_bound == pytest.approx(2 / 3)  # 2,000 and the long one
-    assert regions(SC, mix_from_requests(requests([100, 2_000]))).n_over_context == 0
+    assert regions(SC, mix_from_requests(requests_like([100, 2_000]))).n_over_context == 0

@@ -1,17 +1,16 @@
-"""What every part of the traffic reader shares: :class:`Requests`, :class:`TrafficError`, the
-column names it recognises and :func:`detect_columns` (documented in :mod:`kvmodel.traffic_io`).
-"""
+"""Which column holds what: the names the traffic reader recognises, :func:`detect_columns`
+(from the names alone) and :func:`plan` (with the columns picked by hand); nested JSON and
+Parquet columns are flattened to ``outer.inner`` names first (:func:`flatten`)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-import numpy as np
+import pyarrow as pa
+
+from .result import TrafficError
 
 MOONCAKE_BLOCK_TOKENS = 512
-_MAX_EXAMPLES = 5
-
 PROMPT_NAMES = (
     "prompt_tokens",
     "input_tokens",
@@ -54,56 +53,17 @@ PROBABILITY_NAMES = ("probability", "prob", "fraction", "share", "pct", "percent
 HASH_NAMES = ("hash_ids",)
 
 
-class TrafficError(ValueError):
-    """A traffic file cannot be read; the message names the problem, where, and what is expected."""
-
-
-@dataclass(frozen=True)
-class Requests:
-    """Request lengths read from one file.  All arrays have one entry per request, or one per
-    histogram bucket or distinct length (then ``weights`` says how many requests it stands for).
-    """
-
-    prompt_tokens: np.ndarray  # int64 >= 0; per request, or a bucket's upper bound
-    weights: np.ndarray | None  # float64 requests per entry (histograms); None = one each
-    output_tokens: np.ndarray | None  # int64 >= 0
-    arrival_s: np.ndarray | None  # float64 seconds since the earliest request, file order
-    cached_tokens: np.ndarray | None  # int64 prefix-cache hit tokens (Mooncake hash_ids)
-    fmt: str
-    columns: dict = field(default_factory=dict)
-    skipped_rows: int = 0
-    skipped_examples: tuple[str, ...] = ()
-    span_s: float | None = None  # first to last kept arrival (None: no times, or all at once)
-
-    def __post_init__(self):
-        n = len(self.prompt_tokens)
-        for name in ("weights", "output_tokens", "arrival_s", "cached_tokens"):
-            arr = getattr(self, name)
-            if arr is not None and len(arr) != n:
-                raise ValueError(f"Requests.{name} has {len(arr)} entries; expected {n}")
-
-    @property
-    def n_requests(self) -> float:
-        """Requests represented: the entry count, or the sum of the histogram weights."""
-        return float(len(self.prompt_tokens) if self.weights is None else self.weights.sum())
-
-    @property
-    def count_known(self) -> bool:
-        """False for a histogram of shares (probabilities): its weights sum to 1, not to a
-        number of requests."""
-        return self.columns.get("total_requests") != "unknown"
-
-
-def _key(name: str) -> str:
+def key(name: str) -> str:
+    """A column name compared case-insensitively, ignoring spaces, ``_`` and ``-``."""
     return re.sub(r"[^0-9a-z]", "", str(name).lower())
 
 
 def _find(columns: list[str], names: tuple[str, ...]) -> str | None:
     """The first column (file order) matching the best-ranked name; a dotted (flattened JSON)
     column also matches by its last part."""
-    keys = [(_key(c), _key(str(c).rsplit(".", 1)[-1])) for c in columns]
+    keys = [(key(c), key(str(c).rsplit(".", 1)[-1])) for c in columns]
     for name in names:
-        want = _key(name)
+        want = key(name)
         for col, (full, last) in zip(columns, keys, strict=True):
             if want in (full, last):
                 return col
@@ -120,7 +80,7 @@ def detect_columns(columns: list[str]) -> dict:
     ``weights_kind`` is ``"count"``, ``"probability"`` or ``None``.
     """
     columns = [str(c) for c in columns]
-    keys = {_key(c) for c in columns}
+    keys = {key(c) for c in columns}
     prompt = _find(columns, PROMPT_NAMES)
     bucket = _find(columns, BUCKET_NAMES)
     count = _find(columns, COUNT_NAMES if bucket else COUNT_NAMES[:-1])  # "n" only beside a bucket
@@ -153,10 +113,52 @@ def detect_columns(columns: list[str]) -> dict:
     return out
 
 
-def _examples(skipped: list[tuple[int, str]]) -> tuple[str, ...]:
-    return tuple(reason for _, reason in sorted(skipped, key=lambda s: s[0])[:_MAX_EXAMPLES])
+def flatten(table: pa.Table) -> pa.Table:
+    """Nested (struct) columns as ``outer.inner`` columns."""
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    return table
 
 
-def _arrow_msg(exc: Exception) -> str:
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return msg.removeprefix("CSV parse error: ").removeprefix("JSON parse error: ")
+def _resolve(choice: str, columns: list[str], what: str, where: str, name: str) -> str:
+    if choice in columns:
+        return choice
+    matches = [c for c in columns if key(c) == key(choice)]
+    if len(matches) == 1:
+        return matches[0]
+    raise TrafficError(
+        f"{name}: {where}: there is no column {choice!r} for the {what}; "
+        f"columns found: {', '.join(map(repr, columns)) or 'none'}"
+    )
+
+
+def plan(
+    columns: list[str], name: str, where: str, prompt_col, output_col, time_col
+) -> tuple[dict, list[str]]:
+    """The detected columns with the ones picked by hand (``""`` = none) put in, and the
+    columns to read; an error when no prompt length can be found."""
+    det = detect_columns(columns)
+    if prompt_col:
+        det["prompt_tokens"] = _resolve(prompt_col, columns, "prompt length", where, name)
+        if det["fmt"] is None:
+            det["fmt"] = "generic-table"
+    if output_col is not None:
+        det["output_tokens"] = (
+            _resolve(output_col, columns, "output length", where, name) if output_col else None
+        )
+    if time_col is not None:
+        det["arrival_s"] = (
+            _resolve(time_col, columns, "arrival time", where, name) if time_col else None
+        )
+    if det["prompt_tokens"] is None:
+        expected = ", ".join(PROMPT_NAMES)
+        raise TrafficError(
+            f"{name}: {where}: no prompt-length column among "
+            f"{', '.join(map(repr, columns)) or 'no columns'}; expected one named {expected} "
+            f"(any case), or a histogram: a bucket column ({', '.join(BUCKET_NAMES)}) with a "
+            f"count ({', '.join(COUNT_NAMES)}) or probability column "
+            f"({', '.join(PROBABILITY_NAMES)}); or pick the column by hand"
+        )
+    fields = ("prompt_tokens", "output_tokens", "arrival_s", "cached_tokens", "weights")
+    needed = list(dict.fromkeys(det[f] for f in fields if det[f]))
+    return det, needed

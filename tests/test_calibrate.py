@@ -1,0 +1,167 @@
+"""Fits, applying them, and the model next to a scrape or a profile (kvmodel.calibrate)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kvmodel import catalog
+from kvmodel.build import build_scenario
+from kvmodel.calibrate import (
+    Fit,
+    ModelVsMeasured,
+    NsysComparison,
+    ScrapeComparison,
+    apply_fit,
+    calibrated_link,
+    compare_nsys_to_model,
+    compare_to_model,
+    fit_from_bandwidth_points,
+    fit_latency_bandwidth,
+    link_efficiency,
+)
+from kvmodel.measure import MeasureError, load_measurement, parse_prometheus_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "measurements"
+
+
+def test_fit_recovers_latency_and_bandwidth_exactly():
+    x = np.array([2**k for k in range(10, 28)], dtype=float)
+    t = 2e-6 + x / 40e9
+    fit = fit_latency_bandwidth(x, t)
+    assert fit.latency_s == pytest.approx(2e-6, rel=1e-9)
+    assert fit.bandwidth_bytes_per_s == pytest.approx(40e9, rel=1e-9)
+    assert fit.rms_relative_error < 1e-9 and fit.n == x.size and not fit.latency_clamped
+    assert fit.time_s(1e9) == pytest.approx(2e-6 + 1e9 / 40e9)
+
+
+def test_fit_close_with_one_percent_noise():
+    rng = np.random.default_rng(7)
+    x = np.repeat(np.array([2**k for k in range(10, 28)], dtype=float), 3)
+    t = (2e-6 + x / 40e9) * (1 + 0.01 * rng.standard_normal(x.size))
+    fit = fit_latency_bandwidth(x, t)
+    assert fit.latency_s == pytest.approx(2e-6, rel=0.05)
+    assert fit.bandwidth_bytes_per_s == pytest.approx(40e9, rel=0.01)
+    assert 0.005 < fit.rms_relative_error < 0.02
+
+
+def test_negative_latency_is_clamped_and_refitted_through_the_origin():
+    x = np.array([1e3, 1e6, 1e9])
+    t = x / 10e9 * np.array([0.5, 1.0, 1.0])  # small messages faster than the slope allows
+    fit = fit_latency_bandwidth(x, t)
+    assert fit.latency_s == 0 and fit.latency_clamped
+    assert fit.bandwidth_bytes_per_s > 0
+    exact = fit_latency_bandwidth([1e3, 1e6], [1e3 / 5e9, 1e6 / 5e9])  # zero latency
+    assert exact.latency_s == pytest.approx(0, abs=1e-18)
+    assert exact.bandwidth_bytes_per_s == pytest.approx(5e9)
+
+
+def test_fit_input_errors():
+    with pytest.raises(MeasureError, match="at least 2 distinct message sizes"):
+        fit_latency_bandwidth([1000, 1000], [1e-3, 1.1e-3])
+    with pytest.raises(MeasureError, match="do not grow"):
+        fit_latency_bandwidth([1e3, 1e6], [1e-3, 1e-6])
+    with pytest.raises(MeasureError, match="expected bytes ≥ 0, seconds > 0"):
+        fit_latency_bandwidth([1e3, 1e6], [1e-3, 0])
+    with pytest.raises(MeasureError, match="sizes but"):
+        fit_latency_bandwidth([1e3, 1e6], [1e-3])
+    with pytest.raises(ValueError):
+        fit_from_bandwidth_points([(1024, 0.0), (2048, 1.0)])
+
+
+def test_fit_from_bandwidth_points_exact_and_efficiency_curve():
+    sizes = [2**k for k in range(1, 24)]
+    pts = [(s, s / (0.2e-6 + s / 48e9)) for s in sizes]
+    fit = fit_from_bandwidth_points(pts)
+    assert fit.source == "bandwidth"
+    assert fit.bandwidth_bytes_per_s == pytest.approx(48e9, rel=1e-9)
+    assert fit.latency_s == pytest.approx(0.2e-6, rel=1e-9)
+    curve = dict(fit.efficiency_curve)
+    assert list(curve) == sizes
+    assert curve[2] < 0.01 and curve[2**23] == pytest.approx(1, abs=0.01)
+    effs = list(curve.values())
+    assert all(a <= b for a, b in zip(effs, effs[1:], strict=False))
+    assert fit.bandwidth_at(2**23) == pytest.approx(curve[2**23] * 48e9)
+
+
+def _fit(bw=40e9, lat=3e-6, source="time"):
+    return Fit(
+        latency_s=lat, bandwidth_bytes_per_s=bw, rms_relative_error=0.01, n=10, source=source
+    )
+
+
+def test_calibrated_link_and_efficiency():
+    ndr = catalog.get_link("ib-ndr")
+    link = calibrated_link(ndr, _fit())
+    assert link.bandwidth_bytes_per_s == 40e9 and link.latency_s == 3e-6
+    assert link.id == "ib-ndr-measured" and "10 measured points" in link.source
+    assert calibrated_link(ndr, _fit(), use_latency=False).latency_s == ndr.latency_s
+    assert link_efficiency(ndr, _fit()) == pytest.approx(0.8)
+
+
+def test_apply_fit_modes():
+    sc = build_scenario(model="llama-3.1-70b", link="ib-ndr", seq_len=4096, tp=8, efficiency=0.9)
+    by_link = apply_fit(sc, _fit())
+    assert by_link.link.bandwidth_bytes_per_s == 40e9 and by_link.link.latency_s == 3e-6
+    assert by_link.efficiency == 1.0
+    by_eff = apply_fit(sc, _fit(), mode="efficiency")
+    assert by_eff.efficiency == pytest.approx(0.8) and by_eff.link.bandwidth_bytes_per_s == 50e9
+    assert by_eff.link.latency_s == 3e-6
+    # a perftest fit's intercept is not a latency: the link's own latency stays by default
+    assert apply_fit(sc, _fit(source="bandwidth")).link.latency_s == sc.link.latency_s
+    with pytest.raises(MeasureError, match="efficiency must be in"):
+        apply_fit(sc, _fit(bw=60e9), mode="efficiency")
+    with pytest.raises(ValueError, match="mode"):
+        apply_fit(sc, _fit(), mode="nope")
+
+
+def test_compare_to_model():
+    sc = build_scenario(model="llama-3.1-70b", link="ib-ndr", seq_len=4096, tp=8)
+    metrics = load_measurement(DATA / "vllm_pd_metrics.prom").data
+    cmp = compare_to_model(sc, metrics)
+    for key in (
+        "exposed_transfer_s",
+        "transfer_s",
+        "prefill_s",
+        "ttft_s",
+        "transfer_share_of_ttft",
+        "bandwidth_per_stream_bytes_per_s",
+    ):
+        row = getattr(cmp, key)
+        assert isinstance(row, ModelVsMeasured)
+        assert row.ratio == pytest.approx(row.measured / row.model)
+    assert isinstance(cmp, ScrapeComparison)
+    assert cmp.exposed_transfer_s.measured == metrics.gap_mean_s
+    assert cmp.bandwidth_per_stream_bytes_per_s.model == 50e9
+    assert cmp.verdict.measured == "under" and cmp.verdict.agree is True
+    assert cmp.verdict.share_target == sc.share_target == 0.2
+    sparse = parse_prometheus_metrics('sglang:kv_transfer_latency_ms{r="0"} 5\n')
+    assert compare_to_model(sc, sparse).ttft_s.ratio is None
+
+
+def test_compare_nsys_to_model():
+    sc = build_scenario(model="llama-3.1-70b", link="ib-ndr", seq_len=4096, tp=8)
+    nsys = load_measurement(DATA / "nsys_cuda_gpu_kern_sum.csv").data
+    cmp = compare_nsys_to_model(sc, nsys)
+    assert isinstance(cmp, NsysComparison) and cmp.model_layers == 80
+    assert 1.0 < cmp.per_layer_s.ratio < 1.5  # ~52 µs measured vs ~44 µs modeled
+    assert (
+        cmp.per_layer_s.measured == nsys.mean_s and cmp.per_layer_median_s.measured == nsys.median_s
+    )
+    # Llama-3.1-70B's 80 layers carry the same KV: the mean, min and max layer agree
+    assert cmp.model_min_s == cmp.model_max_s == pytest.approx(cmp.per_layer_s.model)
+
+
+@pytest.mark.parametrize(
+    ("model", "measured", "ratio"),
+    [
+        (2.0, 3.0, 1.5),
+        (None, 3.0, None),  # no model value
+        (2.0, None, None),  # not in the scrape
+        (0.0, 3.0, None),  # a zero model value gives no ratio
+        (float("inf"), 3.0, None),
+    ],
+)
+def test_model_vs_measured_ratio(model, measured, ratio):
+    assert ModelVsMeasured(model, measured).ratio == ratio

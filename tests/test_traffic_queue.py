@@ -1,0 +1,54 @@
+"""Link load and queueing (kvmodel.traffic.queue): M/D/1 against Pollaczek–Khinchine, rates from
+timestamps, the vectorised Lindley recursion against the loop."""
+
+import numpy as np
+from numpy.testing import assert_allclose
+from traffic_helpers import requests_like
+
+from kvmodel.build import build_scenario
+from kvmodel.traffic import (
+    load,
+    mix_from_requests,
+)
+from kvmodel.traffic.queue import _simulate
+
+SC = build_scenario(model="llama-3-70b", link="100gbe")  # critical length 1,145 (article)
+
+
+def test_load_md1_against_pollaczek_khinchine():
+    # 20 req/s of 1,000-token requests on 100GbE: x = 4 µs + 327,680,000 B / 12.5 GB/s
+    x = 4e-6 + 327_680_000 / 12.5e9
+    mix = mix_from_requests(
+        requests_like([1000] * 10),
+    )
+    ld = load(SC, mix, rps=20.0, sim_requests=50_000)
+    rho = 20 * x
+    assert_allclose(ld.utilization, rho)
+    assert_allclose(ld.mean_wait_s, 20 * x * x / (2 * (1 - rho)))
+    assert_allclose(ld.bytes_per_s, 20 * 327_680_000)
+    assert ld.stable and ld.p50_s <= ld.p90_s <= ld.p99_s
+    assert ld.p50_s >= x  # at least the transfer itself
+    assert_allclose(ld.decode_idle_s_per_s / 20, x + ld.mean_wait_s, rtol=0.06)
+    assert ld.bandwidth_for_target_bytes_per_s is not None
+
+
+def test_load_from_timestamps_and_unstable_link():
+    arrivals = np.linspace(0, 1, 101)  # 101 requests in 1 s → 101 req/s
+    mix = mix_from_requests(requests_like([4000] * 101, arrival=arrivals))
+    ld = load(SC, mix)
+    assert_allclose(ld.rps, 101)
+    assert not ld.stable and ld.utilization > 1 and ld.p99_s == float("inf")
+    assert load(SC, mix_from_requests(requests_like([100, 200]))) is None  # no rate known
+
+
+def test_queue_simulation_matches_lindley_loop():
+    # the vectorised form against the recursion W_{n+1} = max(0, W_n + X_n − A_n), same draws
+    service = np.random.default_rng(3).exponential(0.008, size=5_000)
+    got = _simulate(service, 100.0, np.random.default_rng(11))
+    gaps = np.random.default_rng(11).exponential(1 / 100.0, size=5_000)
+    want, w = [], 0.0
+    for x, a in zip(service, gaps, strict=True):
+        want.append(w)
+        w = max(0.0, w + x - a)
+    assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert got[0] == 0.0 and (got >= 0).all()
