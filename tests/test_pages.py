@@ -9,9 +9,28 @@ import json
 import pytest
 from app_helpers import app, metric, shown_table
 
-from kvmodel.build import build_scenario
+from kvmodel.build import build_scenario, scenario_from_inputs
 from kvmodel.transfer import evaluate
 from kvmodel.units import fmt_bytes, fmt_ms, fmt_time
+
+
+def test_default_is_a_measured_stack_that_fits_and_names_its_wire_speed_twin():
+    at = app(article=False)
+    ev = evaluate(scenario_from_inputs({}))
+    assert ev.scenario.stack.id == "mooncake" and ev.scenario.decode_step_estimated
+    assert ev.fits_in_memory and not [w for w in at.warning if "cannot be built" in w.value]
+    assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
+    assert metric(at, "At wire speed") == fmt_ms(ev.ideal_exposed_s, 2)
+    assert ev.exposed_s > 1.3 * ev.ideal_exposed_s
+    assert metric(at, "Decode step (estimated)") == fmt_time(ev.decode_step_s)
+
+
+def test_infeasible_scenario_is_warned_on_every_page():
+    for page in ("pages/overview.py", "pages/mitigations.py", "pages/plan.py"):
+        at = app({"tp": "1"}, page)  # Llama-3.1-70B in BF16 on one H100
+        assert any("weights do not fit" in w.value for w in at.warning), page
+    at = app({"link": "nvlink4", "tp": "8"})  # 8 + 8 GPUs in an 8-GPU NVLink domain
+    assert any("cannot carry the transfer" in w.value for w in at.warning)
 
 
 def test_overview_default_is_the_article_example():
@@ -194,12 +213,14 @@ def test_traffic_upload_and_bad_upload():
     at.file_uploader(key="traffic_upload").set_value(("t.csv", csv, "text/csv")).run()
     assert not at.exception
     assert metric(at, "Requests") == "3"
-    assert "Skipped 1" in at.warning[0].value and "row 5" in at.warning[0].value
+    skipped = [w.value for w in at.warning if "Skipped" in w.value]
+    assert "Skipped 1" in skipped[0] and "row 5" in skipped[0]
     assert "no timestamps" in at.info[-1].value
     huge = b"prompt_tokens\n100\n2000\n1000000000000\n"
     at.file_uploader(key="traffic_upload").set_value(("huge.csv", huge, "text/csv")).run()
-    assert "1 request is longer than Llama-3.1-70B's max context of 131,072 tokens" in (
-        at.warning[0].value
+    assert any(
+        "1 request is longer than Llama-3.1-70B's max context of 131,072 tokens" in w.value
+        for w in at.warning
     )
     assert "in huge.csv gain from disaggregation (0% of their tokens)" in at.info[0].value
     shares = b"le,probability\n128,0.5\n1024,0.3\n8192,0.2\n"

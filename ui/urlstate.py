@@ -16,7 +16,7 @@ from kvmodel import catalog
 from kvmodel import inputs as I
 from kvmodel.modelcodec import encode_model
 from kvmodel.specs import ModelSpec
-from kvmodel.transfer import Scenario
+from kvmodel.transfer import Scenario, evaluate
 
 from . import params as P
 
@@ -91,12 +91,30 @@ def scenario() -> Scenario:
 
 
 def scenario_or_stop() -> Scenario:
-    """The scenario, or a readable error and a stopped page."""
+    """The scenario, or a readable error and a stopped page.  Warns (on every page) when the
+    scenario cannot be built: weights or the batch do not fit, or a scale-up link joins GPUs
+    that are not in one domain."""
     try:
-        return scenario()
+        sc = scenario()
     except ValueError as exc:
         st.error(f"This scenario cannot be computed: {exc}. Change the inputs in the sidebar.")
         st.stop()
+    problems = feasibility_problems(evaluate(sc))
+    if problems:
+        st.warning(
+            "This deployment cannot be built as set:\n\n"
+            + "\n".join(f"- {p[0].upper()}{p[1:]}." for p in problems)
+            + "\n\nThe numbers below are computed anyway; raise the TP, pick a larger GPU or "
+            "a scale-out link in the sidebar.",
+            icon=":material/block:",
+        )
+    return sc
+
+
+def feasibility_problems(ev) -> list[str]:
+    """The evaluation's notes that say the scenario cannot be built (memory, NVLink domain)."""
+    keys = ("do not fit", "does not fit", "cannot carry")
+    return [n for n in ev.notes if any(k in n for k in keys)]
 
 
 def show_notices() -> None:

@@ -52,26 +52,33 @@ def render() -> None:
     )
 
     st.subheader("Transfer and TTFT")
-    c = st.columns(3)
+    stack = sc.stack
+    c = st.columns(4)
     c[0].metric(
         "Exposed transfer",
         fmt_ms_or_s(ev.exposed_s),
         help=(
-            f"Whole transfer {fmt_ms(ev.transfer_s, 2)}; exposed = what decode waits after prefill"
+            f"With the {stack.name} stack. Whole transfer {fmt_ms(ev.transfer_s, 2)}; exposed = "
+            "what decode waits after prefill"
         ),
     )
     c[1].metric(
-        "Transfer ÷ decode step",
-        fmt_ratio(ev.transfer_over_decode),
-        help=f"Decode step {fmt_ms(ev.decode_step_s)} (roofline lower bound "
-        f"{fmt_ms(ev.decode_step_lower_bound_s)})",
+        "At wire speed",
+        fmt_ms_or_s(ev.ideal_exposed_s),
+        help="The same bytes at the link's nominal bandwidth with no connector overhead (the "
+        "source article's arithmetic; stack = Ideal in the sidebar). No serving stack reaches it.",
     )
     c[2].metric(
+        "Transfer ÷ decode step",
+        fmt_ratio(ev.transfer_over_decode),
+        help=f"Exposed transfer ÷ the {fmt_ms(ev.decode_step_s)} decode step",
+    )
+    c[3].metric(
         "Critical sequence length",
         fmt_tokens(ev.critical_seq_len),
         help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
     )
-    c = st.columns(3)
+    c = st.columns(4)
     c[0].metric("TTFT", fmt_time(ev.ttft_s), help="Prefill + exposed transfer + first decode step")
     c[1].metric(
         "Transfer share of TTFT",
@@ -83,9 +90,19 @@ def render() -> None:
     c[2].metric(
         "Prefill" + (" (estimated)" if ev.prefill_estimated else " (given)"),
         fmt_time(ev.prefill_s),
-        help=f"Estimated on {sc.tp_prefill}× {sc.gpu.name} at {sc.mfu:.0%} MFU"
+        help=f"Estimated on {sc.tp_prefill}× {sc.gpu.name}: a per-layer floor plus FLOPs at "
+        f"{sc.mfu:.0%} MFU falling with TP (fitted on measured vLLM prefills; README, Fidelity)"
         if ev.prefill_estimated
         else "Set in the sidebar",
+    )
+    c[3].metric(
+        "Decode step" + (" (estimated)" if sc.decode_step_estimated else " (given)"),
+        fmt_time(ev.decode_step_s),
+        help=f"Estimated for batch {sc.batch} at {sc.seq_len:,} tokens on {sc.tp_decode}× "
+        f"{sc.gpu.name} (fitted on measured vLLM steps); roofline lower bound "
+        f"{fmt_ms(ev.decode_step_lower_bound_s)}"
+        if sc.decode_step_estimated
+        else f"Set in the sidebar; roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)}",
     )
 
     left, right = st.columns(2)
@@ -111,15 +128,19 @@ def render() -> None:
         right,
     )
     for note in ev.notes:
-        st.caption(f"Note: {note}.")
+        if note not in urlstate.feasibility_problems(ev):  # those are in the warning above
+            st.caption(f"Note: {note}.")
     with st.expander("How these numbers are computed"):
         st.markdown(
             f"- Link: {sc.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
             f"effective per direction ({ev.streams} parallel link(s) × {sc.efficiency:.0%} "
             "efficiency), latency "
             f"{sc.link.latency_s * 1e6:,.1f} µs.\n"
-            f"- Transfer = latency {fmt_ms(ev.latency_s, 3)} + bytes ÷ bandwidth "
-            f"{fmt_ms(ev.serialization_s, 2)} + quantize/dequantize {fmt_ms(ev.codec_s, 2)}"
-            f" + descriptors {fmt_ms(ev.descriptor_s, 2)}.\n"
+            f"- Transfer = latency {fmt_ms(ev.latency_s, 3)} + the stack's costs and bytes ÷ "
+            f"bandwidth {fmt_ms(ev.serialization_s, 2)} + quantize/dequantize "
+            f"{fmt_ms(ev.codec_s, 2)} + descriptors {fmt_ms(ev.descriptor_s, 2)}.\n"
+            f"- Stack: {stack.name}: {stack.request_s * 1e3:,.3g} ms per request, "
+            f"{stack.message_s * 1e6:,.3g} µs per message ({stack.message}), "
+            f"{stack.efficiency_max:.0%} of the link at large messages. Source: {stack.source}.\n"
             f"- Source of the model's shape: {sc.model.source}."
         )
