@@ -19,22 +19,22 @@ bracket, where both readings hold).
 - ``cheapest_mitigation``: the first option meeting the target in ``mitigation_ladder`` order
   (``search_mitigations`` also returns the options tried up to it).
 
-Cost order of ``mitigation_ladder`` (cheapest first).  Keeping the link comes first, because
-software changes cost less than hardware:
+Order of ``mitigation_ladder``: lossless before lossy.  Options that leave the KV values
+untouched come first, cheapest first (software before hardware), then those that quantize it
+for the trip, smallest accuracy risk first:
 
 1. as is
-2. FP8 transfer compression
-3. INT8 transfer compression (scales add a little over FP8)
-4. layer-wise sending (no compression)
-5. FP8 + layer-wise
-6. INT8 + layer-wise
-7. INT4 transfer compression (the largest accuracy risk)
-8. INT4 + layer-wise
+2. layer-wise sending
+3. each faster link the deployment can use, slowest first, as is and with layer-wise sending
+   (a scale-up link only when prefill and decode fit in one NVLink domain: never recommended
+   where it cannot be built)
+4. FP8, then INT8 transfer compression, each alone and with layer-wise sending, on the
+   scenario's link and then on each faster link
+5. INT4 (the largest accuracy risk), alone and with layer-wise sending, likewise
 
-then every link faster than the current one (catalog links, or ``link_ids``), in ascending
-per-direction bandwidth, each with the same ladder (rung 1 there means the scenario's own
-compression and layer-wise setting on that link, with the link's own catalog latency).  Rungs
-that repeat an earlier scenario exactly are skipped.
+(rung 1 on another link means the scenario's own compression and layer-wise setting there, with
+the link's own catalog latency).  Options that repeat an earlier scenario exactly are skipped.
+Every lossy option's label says it changes the KV values (``LOSSY``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import catalog
+from .memory import instance_memory
 from .sweeps import Option
+from .topology import is_scale_up, scale_up_feasible
 from .traffic import CRITERIA  # one definition of the two targets
 from .transfer import Evaluation, Scenario, Volume, critical_seq_len, evaluate, transfer
 from .units import fmt_time
@@ -56,16 +58,21 @@ MIN_BANDWIDTH = 1.0  # bytes/s: the solver never answers below this
 DEFAULT_BATCH_LIMIT = 65536
 GRID_POINTS = 4096  # first-crossing search grid for max_seq_len / max_batch
 
-LADDER = (  # (label, compression, layer-wise); None = keep the scenario's own setting
-    ("as is", None, None),
+LOSSLESS = (("as is", None, None), ("layer-wise", "none", True))  # (label, compression, lw)
+LOSSY = (
     ("FP8 transfer", "fp8", False),
-    ("INT8 transfer", "int8", False),
-    ("layer-wise", "none", True),
     ("FP8 + layer-wise", "fp8", True),
+    ("INT8 transfer", "int8", False),
     ("INT8 + layer-wise", "int8", True),
     ("INT4 transfer", "int4", False),
     ("INT4 + layer-wise", "int4", True),
 )
+LADDER = LOSSLESS + LOSSY
+ACCURACY_RISK = {  # what quantizing the KV for the trip risks (README, Mitigations)
+    "fp8": "lossy: small accuracy risk",
+    "int8": "lossy: small accuracy risk",
+    "int4": "lossy: the largest accuracy risk",
+}
 
 
 def _check_criterion(criterion: str) -> None:
@@ -209,12 +216,25 @@ def max_seq_len(sc: Scenario, *, criterion: str = "step") -> int | None:
 def max_batch(
     sc: Scenario, *, criterion: str = "step", limit: int = DEFAULT_BATCH_LIMIT
 ) -> int | None:
-    """Largest batch [requests] (≤ ``limit``) meeting the target at the scenario's S, for every
-    batch from 1 up to it.  ``limit`` when never missed; None when batch 1 misses."""
+    """Largest batch [requests] (≤ ``limit`` and ≤ what memory holds) meeting the target at the
+    scenario's S, for every batch from 1 up to it.  The cap when never missed; None when batch
+    1 misses or not even one request fits (``batch_cap``)."""
     _check_criterion(criterion)
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
         raise ValueError(f"limit must be a whole number >= 1, got {limit!r}")
-    return _first_run_end(lambda b: _passes(sc, criterion, batch=b), int(limit))
+    cap = batch_cap(sc, limit)
+    if cap < 1:
+        return None
+    return _first_run_end(lambda b: _passes(sc, criterion, batch=b), cap)
+
+
+def batch_cap(sc: Scenario, limit: int = DEFAULT_BATCH_LIMIT) -> int:
+    """The largest batch the question can have: ``limit``, and the requests of this length that
+    both instances hold in memory (kvmodel.memory); 0 when the weights do not fit."""
+    ev = evaluate(replace(sc, batch=1))
+    prefill = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, seq_len=sc.seq_len, batch=1,
+                              kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    return int(min(limit, ev.max_concurrent_requests, prefill.max_concurrent_requests))
 
 
 def _describe(link_name: str, compression: str, layerwise: bool) -> str:
@@ -227,14 +247,20 @@ def _describe(link_name: str, compression: str, layerwise: bool) -> str:
 
 
 def faster_links(sc: Scenario, link_ids=None) -> list:
-    """Links (catalog, or ``link_ids``) faster per direction than ``sc``'s, slowest first."""
+    """Links (catalog, or ``link_ids``) faster per direction than ``sc``'s that the deployment
+    can use (a scale-up link only when prefill and decode fit in one domain), slowest first."""
     if link_ids is None:
         links = list(dict.fromkeys(catalog.links().values()))
     else:
         if isinstance(link_ids, str):
             raise ValueError("link_ids must be a list of interconnect ids, not one string")
         links = list(dict.fromkeys(catalog.get_link(i) for i in link_ids))
-    faster = [lk for lk in links if lk.bandwidth_bytes_per_s > sc.link.bandwidth_bytes_per_s]
+    faster = [
+        lk
+        for lk in links
+        if lk.bandwidth_bytes_per_s > sc.link.bandwidth_bytes_per_s
+        and (not is_scale_up(lk) or scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, lk))
+    ]
     return sorted(faster, key=lambda lk: lk.bandwidth_bytes_per_s)  # stable: catalog order ties
 
 
@@ -242,9 +268,11 @@ def mitigation_ladder(sc: Scenario, *, link_ids=None) -> list[Option]:
     """Every option in cost order (see the module docstring), duplicates left out."""
     out: list[Option] = []
     seen: set[tuple] = set()  # candidates differ from sc only in these fields
-    for link in [sc.link, *faster_links(sc, link_ids)]:
+    links = [sc.link, *faster_links(sc, link_ids)]
+    rungs = [(rungs, link) for rungs in (LOSSLESS, LOSSY[:4], LOSSY[4:]) for link in links]
+    for group, link in rungs:
         on_link = sc if link is sc.link else sc.with_link(link)
-        for rung, comp, lw in LADDER:
+        for rung, comp, lw in group:
             cand = on_link if comp is None else replace(on_link, compression=comp, layerwise=lw)
             key = (cand.link, cand.compression, cand.layerwise)
             if key in seen:
@@ -253,6 +281,8 @@ def mitigation_ladder(sc: Scenario, *, link_ids=None) -> list[Option]:
             label = _describe(link.name, cand.compression, cand.layerwise)
             if link is sc.link and rung == "as is":
                 label = f"as is: {label}"
+            if cand.compression != "none":
+                label += f" ({ACCURACY_RISK[cand.compression]})"
             out.append(Option(label, cand))
     return out
 

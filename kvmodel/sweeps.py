@@ -13,6 +13,7 @@ import pandas as pd
 from . import catalog
 from .inputs import DEFAULT_BAND_MS
 from .size import bytes_per_token_full
+from .topology import scale_up_feasible
 from .transfer import Scenario, Volume, chunk_times_s, critical_seq_len, evaluate, transfer
 
 
@@ -125,6 +126,7 @@ def models_table(kv_dtype: str = "fp16", seq_len: int = 8192, extra=()) -> pd.Da
 class Option:
     label: str
     scenario: Scenario
+    buildable: bool = True  # False: a scale-up link between instances that share no domain
 
 
 def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Option]:
@@ -136,8 +138,10 @@ def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Op
         opts.append(Option(f"{comp.upper()} transfer", replace(base, compression=comp)))
     opts.append(Option("Layer-wise", replace(base, layerwise=True)))
     opts.append(Option("INT8 + layer-wise", replace(base, compression="int8", layerwise=True)))
-    opts.append(Option(f"{nv.name}", replace(base, link=nv, parallel_links=sc.parallel_links)))
-    opts.append(Option(f"{nv.name} + layer-wise", replace(base, link=nv, layerwise=True)))
+    ok = scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, nv)
+    why = "" if ok else " (not buildable: P + D exceed one NVLink domain)"
+    opts.append(Option(f"{nv.name}{why}", replace(base, link=nv), ok))
+    opts.append(Option(f"{nv.name} + layer-wise{why}", replace(base, link=nv, layerwise=True), ok))
     return opts
 
 
@@ -160,6 +164,9 @@ def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
                 "transfer_share": ev.transfer_share_of_ttft,
                 "ttft_saving_ms": (base_ttft - ev.ttft_s) * 1e3,
                 "critical_seq_len": ev.critical_seq_len,
+                "buildable": opt.buildable,
+                "lossy": opt.scenario.compression != "none"
+                and ev.compression_ratio < 1,  # values quantized for the trip
             }
         )
     return pd.DataFrame(rows)

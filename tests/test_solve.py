@@ -1,5 +1,6 @@
 """Reverse solver: minimum bandwidth, longest prompt, largest batch, cheapest mitigation."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -109,14 +110,28 @@ def test_max_seq_len_edges():
 
 
 def test_max_batch():
-    sc = article(seq_len=256)  # 83.9 MB → 6.7 ms per request on 100GbE: 4 fit in 30 ms
+    # 83.9 MB → 6.7 ms per request on one 100GbE link: 4 fit in 30 ms.  TP 8 so the weights fit
+    # (one link kept: the same transfer as the article's TP 1)
+    sc = article(seq_len=256, tp=8, parallel_links=1)
     b = solve.max_batch(sc)
     assert b == 4
     assert solve.meets_target(replace(sc, batch=b)) and not solve.meets_target(replace(sc, batch=5))
-    assert solve.max_batch(article(link="nvlink5", seq_len=16), limit=1000) == 1000
-    assert solve.max_batch(article(seq_len=4096)) is None
+    fast = article(link="nvlink5", seq_len=16, tp=8, parallel_links=1)
+    assert solve.max_batch(fast, limit=1000) == 1000
+    assert solve.max_batch(article(seq_len=4096, tp=8, parallel_links=1)) is None
+    assert solve.max_batch(article(seq_len=256)) is None  # TP 1: 141 GB of weights on one H100
     with pytest.raises(ValueError, match="limit"):
         solve.max_batch(sc, limit=0)
+
+
+def test_batch_cap_is_memory():
+    # TP 8 on H100: 0.9 × 80 GB − 17.65 GB = 54.35 GB per GPU; one 131,072-token request is
+    # 42.95 GB ÷ 8 = 5.37 GB per GPU → 10 requests, whatever the link could carry
+    sc = article(link="nvlink5", seq_len=131_072, tp=8)
+    assert solve.batch_cap(sc) == math.floor((0.9 * 80e9 - 70.6e9 * 2 / 8) / (42_949_672_960 / 8))
+    assert solve.batch_cap(sc) == 10
+    assert solve.max_batch(replace(sc, link=catalog.get_link("nvlink5")), limit=10**6) <= 10
+    assert solve.batch_cap(article()) == 0  # TP 1: the weights do not fit
 
 
 def test_bad_criterion():
@@ -125,15 +140,25 @@ def test_bad_criterion():
             fn(article(), criterion="ttft")
 
 
-def test_cheapest_mitigation_compression_suffices():
-    # 26.8 ms against a 20 ms step: FP8 halves the bytes (+0.7 ms codec) and suffices
+def test_cheapest_mitigation_lossless_first():
+    # 26.8 ms against a 20 ms step; the estimated 339 ms prefill hides layer-wise sending,
+    # which changes no value, so it comes before any compression
     sc = article(decode_step_ms=20.0)
     m = solve.cheapest_mitigation(sc)
-    assert m is not None
-    assert m.scenario.compression in ("fp8", "int8")
-    assert m.scenario.link == sc.link and not m.scenario.layerwise
-    assert m.label == "100 GbE (RoCE) + FP8 transfer"
+    assert m.label == "100 GbE (RoCE) + layer-wise"
     assert [a.passed for a in m.tried] == [False, True]
+
+
+def test_cheapest_mitigation_compression_suffices():
+    # no prefill to overlap and no faster link: FP8 halves the bytes (+0.7 ms codec) and
+    # suffices, and says it is lossy
+    sc = article(decode_step_ms=20.0, prefill_ms=0.0)
+    m = solve.cheapest_mitigation(sc, link_ids=[])
+    assert m is not None
+    assert m.scenario.compression == "fp8"
+    assert m.scenario.link == sc.link and not m.scenario.layerwise
+    assert m.label == "100 GbE (RoCE) + FP8 transfer (lossy: small accuracy risk)"
+    assert [a.passed for a in m.tried] == [False, False, True]
     assert m.evaluation.exposed_s < 0.020
 
 
@@ -145,7 +170,8 @@ def test_cheapest_mitigation_needs_a_faster_link():
     assert m.scenario.link.bandwidth_bytes_per_s > sc.link.bandwidth_bytes_per_s
     assert m.scenario.link.id in catalog.links()
     on_link = [a for a in m.tried if a.scenario.link == sc.link]
-    assert len(on_link) == 8 and not any(a.passed for a in on_link)
+    assert len(on_link) == 2 and not any(a.passed for a in on_link)  # as is, layer-wise
+    assert all(a.scenario.compression == "none" for a in m.tried)  # lossless before lossy
     assert m.tried[-1].passed and not any(a.passed for a in m.tried[:-1])
     assert evaluate(m.scenario).exposed_s < sc.decode_step_s
     # links are tried slowest first
@@ -180,15 +206,23 @@ def test_search_mitigations_returns_what_was_tried():
 def test_ladder_order_and_dedup():
     sc = article(compression="int8")
     labels = [o.label for o in solve.mitigation_ladder(sc, link_ids=[])]
+    small, large = "(lossy: small accuracy risk)", "(lossy: the largest accuracy risk)"
     assert labels == [
-        "as is: 100 GbE (RoCE) + INT8 transfer",
-        "100 GbE (RoCE) + FP8 transfer",
+        f"as is: 100 GbE (RoCE) + INT8 transfer {small}",
         "100 GbE (RoCE) + layer-wise",
-        "100 GbE (RoCE) + FP8 transfer + layer-wise",
-        "100 GbE (RoCE) + INT8 transfer + layer-wise",
-        "100 GbE (RoCE) + INT4 transfer",
-        "100 GbE (RoCE) + INT4 transfer + layer-wise",
+        f"100 GbE (RoCE) + FP8 transfer {small}",
+        f"100 GbE (RoCE) + FP8 transfer + layer-wise {small}",
+        f"100 GbE (RoCE) + INT8 transfer + layer-wise {small}",
+        f"100 GbE (RoCE) + INT4 transfer {large}",
+        f"100 GbE (RoCE) + INT4 transfer + layer-wise {large}",
     ]
+
+
+def test_nvlink_is_never_recommended_where_it_cannot_be_built():
+    sc = article(seq_len=8192, prefill_ms=10.0, tp=8)  # 8 + 8 GPUs: no common HGX domain
+    labels = [o.label for o in solve.mitigation_ladder(sc)]
+    assert not any("NVLink" in lab for lab in labels)
+    assert any("NVLink" in lab for lab in (o.label for o in solve.mitigation_ladder(article())))
     with pytest.raises(ValueError, match="link_ids"):
         solve.mitigation_ladder(sc, link_ids="ib-ndr")
     with pytest.raises(ValueError, match="unknown link"):

@@ -58,6 +58,7 @@ def render() -> None:
     )
     max_s = perf.cached(solve.max_seq_len, sc, criterion=crit)
     max_b = perf.cached(solve.max_batch, sc, criterion=crit)
+    cap = perf.cached(solve.batch_cap, sc)
     c[1].metric(
         f"Longest prompt at batch {sc.batch}",
         fmt_tokens(max_s) if max_s else "none",
@@ -66,7 +67,11 @@ def render() -> None:
     c[2].metric(
         f"Largest batch at {sc.seq_len:,} tokens",
         f"{max_b:,}" if max_b else "none",
-        help="The largest batch this link sustains under the target",
+        help=f"The largest batch this link sustains under the target, at most the {cap:,} "
+        f"requests of {sc.seq_len:,} tokens that memory holds on both instances "
+        f"(and at most {solve.DEFAULT_BATCH_LIMIT:,})"
+        if cap
+        else "None: the weights do not fit the GPUs at this TP",
     )
 
     if mit is None:
