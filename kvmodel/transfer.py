@@ -414,6 +414,12 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
     )
 
 
+def wire_bytes_per_token(sc: Scenario) -> float:
+    """Wire bytes one prompt token of one request adds (before compression), at full length."""
+    one = replace(sc, seq_len=1, batch=1)
+    return float(Volume(one).raw)
+
+
 def exposed_transfer_s(sc: Scenario, seq_len) -> np.ndarray:
     return transfer(sc, seq_len=seq_len).exposed_s
 

@@ -371,3 +371,16 @@ def test_figure_builders_have_titles_units_and_hover_units():
     assert bars.y[0] == 0 and bars.y[-1] == 0 and min(bars.y[1:-1]) > 0
     curve = figs[4].data[1]
     assert max(curve.y) == pytest.approx(fit.bandwidth_bytes_per_s / 1e9, rel=0.01)
+
+
+def test_a_scrape_far_from_the_model_offers_its_own_settings():
+    # vllm_pd_metrics.prom: 2.9 % measured against the article scenario's share: more than 1.5×
+    # apart, so the page says they differ and offers the scrape's bytes per transfer and bandwidth
+    at = measure_page(sample="vllm_pd_metrics.prom")
+    text = at.info[0].value
+    assert "They differ by" in text and "does not match this cluster" in text
+    buttons = [b for b in at.button if b.key == "measure_apply_scrape"]
+    assert buttons, "no button to set what the scrape reveals"
+    buttons[0].click().run()
+    assert at.session_state["link"] == "custom"
+    assert any("Applied" in s.value for s in at.success)

@@ -68,7 +68,7 @@ vllm:time_to_first_token_seconds_sum 90.0
 def test_hand_computed_share_over_and_under():
     share = parse_prometheus_metrics(SCRAPE).transfer_share_of_ttft
     assert share == pytest.approx(0.4 / 1.5)
-    assert share_verdict(share, share_target=0.2) == ShareVerdict(0.2, "over", None)
+    assert share_verdict(share, share_target=0.2) == ShareVerdict(0.2, "over", None, share, None)
     assert share_verdict(share, share_target=0.3).measured == "under"
 
 
@@ -94,11 +94,13 @@ def test_limit_cases(share, target, expected):
         (0.3, 0.25, True),  # both over
         (0.3, 0.1, False),
         (0.1, 0.3, False),
+        (0.3, 0.9, False),  # both over, but 3× apart: not the same deployment
+        (0.04, 0.01, False),  # both under, 4× apart (the Measured page's 20-50× case)
         (None, 0.3, None),  # nothing measured to agree with
         (0.3, None, None),
     ],
 )
-def test_agree(measured, model, agree):
+def test_agree(measured, model, agree):  # (the 0.3 vs 0.25 case: same side, 1.2× apart)
     v = share_verdict(measured, share_target=0.2, model_share=model)
     assert v.agree is agree
     assert v.model == (None if model is None else "over" if model > 0.2 else "under")

@@ -9,7 +9,9 @@ import math
 import pandas as pd
 
 from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
+from kvmodel.transfer import wire_bytes_per_token
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
+from kvmodel.verdicts import AGREEMENT_FACTOR
 
 # --------------------------------------------------------------------------- formatting
 
@@ -65,7 +67,15 @@ def prometheus_table(cmp: ScrapeComparison) -> pd.DataFrame:
             "Quantity": f"Verdict vs the {v.share_target:.0%} line",
             "Model": v.model,
             "Measured": v.measured or "no TTFT in scrape",
-            "Measured ÷ model": "–" if v.agree is None else ("agree" if v.agree else "disagree"),
+            "Measured ÷ model": "–"
+            if v.agree is None
+            else (
+                "agree"
+                if v.agree
+                else f"disagree ({v.factor:,.1f}× apart)"
+                if v.factor and v.factor > AGREEMENT_FACTOR
+                else "disagree"
+            ),
         }
     )
     return pd.DataFrame(rows)
@@ -100,11 +110,36 @@ def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
         if over
         else f"under the {target:.0%} line: the transfer is not what limits TTFT"
     )
-    agree = "; the model agrees" if cmp.verdict.agree else "; the model disagrees"
+    v = cmp.verdict
+    if v.agree:
+        agree = f"; the model agrees (within {AGREEMENT_FACTOR:g}× and on the same side)"
+    elif v.factor is not None and v.factor > AGREEMENT_FACTOR:
+        agree = (
+            f". They differ by {v.factor:,.1f}×, more than the {AGREEMENT_FACTOR:g}× the model "
+            "is good for: the sidebar's scenario probably does not match this cluster (prompt "
+            "length, bytes per request, link). Set what the scrape reveals with the button below."
+        )
+    else:
+        agree = "; the model falls on the other side of the line"
     return (
         f"Measured: the KV transfer gap is {share:.1%} of TTFT ({_ms(metrics.gap_mean_s)} of "
         f"{_ms(metrics.ttft_mean_s)} on average), {verdict}. {model_part}{agree}."
     )
+
+
+def scrape_settings(metrics, sc) -> dict:
+    """What a scrape reveals about the deployment, as sidebar values: the prompt length that
+    gives its bytes per transfer, and its achieved bandwidth as a custom link (empty when the
+    scrape has neither)."""
+    out = {}
+    if metrics.nixl_bytes_mean:
+        per_token = float(wire_bytes_per_token(sc))
+        tokens = round(metrics.nixl_bytes_mean / per_token) if per_token else 0
+        if 1 <= tokens <= sc.model.max_context_tokens:
+            out["seq"] = tokens
+    if metrics.effective_bandwidth_bytes_per_s:
+        out["bw"] = float(f"{metrics.effective_bandwidth_bytes_per_s / 1e9:.4g}")
+    return out
 
 
 def half_bandwidth_bytes(fit: Fit) -> float:

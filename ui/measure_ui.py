@@ -220,6 +220,21 @@ def apply_fit_to_sidebar(sc, fit: Fit, name: str) -> None:
         ss[APPLIED] = ("error", f"Could not apply {name}: {exc}")
 
 
+def apply_scrape_to_sidebar(values: dict, name: str) -> None:
+    """Button callback: set the prompt length and link a scrape reveals (``scrape_settings``)."""
+    ss = st.session_state
+    done = []
+    if "seq" in values:
+        ss["seq"] = int(values["seq"])
+        done.append(f"prompt length {values['seq']:,} tokens (its bytes per transfer)")
+    if "bw" in values:
+        ss["link"] = P.CUSTOM_LINK
+        ss["bw"] = min(max(values["bw"], 0.001), 100_000.0)
+        ss["eff"] = 100.0
+        done.append(f"a custom link at its achieved {values['bw']:g} GB/s, efficiency 100 %")
+    ss[APPLIED] = ("success", f"Applied {name}: " + "; ".join(done) + ". The link carries it.")
+
+
 def show_apply_result() -> None:
     kind, msg = st.session_state.pop(APPLIED, (None, None))
     if kind == "success":

@@ -135,6 +135,19 @@ def render() -> None:
         d = m.data
         cmp = compare_to_model(sc, d)
         st.info(mt.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
+        reveal = mt.scrape_settings(d, sc)
+        if reveal and cmp.verdict.agree is False:
+            st.button(
+                "Set the sidebar to what the scrape reveals ("
+                + ", ".join(
+                    f"{v:,} tokens" if k == "seq" else f"{v:g} GB/s" for k, v in reveal.items()
+                )
+                + ")",
+                key="measure_apply_scrape",
+                on_click=mu.apply_scrape_to_sidebar,
+                args=(reveal, name),
+                icon=":material/tune:",
+            )
         gap = d.summaries.get(d.gap_source) if d.gap_source else None
         if gap is not None and gap.kind == "gauge" and gap.label_sets > 1:
             st.warning(
