@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test test-fast lint bench chromium clean readme-inputs
+.PHONY: run test test-fast lint bench chromium clean readme-inputs readme-fidelity
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,5 +50,13 @@ readme-inputs: $(VENV)/.installed
 	$(PY) -c "import re, pathlib; from kvmodel.inputs import markdown_table as t; \
 	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
 	s = re.sub(r'(<!-- inputs table:[^\n]*-->\n).*?(<!-- end inputs table -->)', \
+	lambda m: m.group(1) + t() + '\n' + m.group(2), s, flags=re.S); \
+	p.write_text(s, encoding='utf-8')"
+
+# Rewrite README's fidelity table from data/fidelity (tests/test_fidelity.py checks it).
+readme-fidelity: $(VENV)/.installed
+	$(PY) -c "import re, pathlib; from kvmodel.fidelity import markdown_table as t; \
+	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
+	s = re.sub(r'(<!-- fidelity table:[^\n]*-->\n).*?(<!-- end fidelity table -->)', \
 	lambda m: m.group(1) + t() + '\n' + m.group(2), s, flags=re.S); \
 	p.write_text(s, encoding='utf-8')"

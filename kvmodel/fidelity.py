@@ -43,6 +43,7 @@ class Point:
     predicted_s: float
     source: str
     source_ref: str
+    setup: str = ""  # model and hardware, short
 
     @property
     def error(self) -> float:
@@ -101,8 +102,15 @@ def transfer_points(stacks: dict[str, StackSpec] | None = None) -> list[Point]:
             predicted = int(row["messages"]) * stack.message_s
             label = f"{int(row['messages']):,} descriptors posted"
             what = "posting"
+        setup = (
+            f"{catalog.get_model(row['model']).name}, {catalog.get_gpu(row['gpu']).name}"
+            if row["kind"] == "request"
+            else f"one {row['link']} NIC"
+            if row["kind"] == "raw"
+            else "vLLM logs"
+        )
         out.append(Point(what, row["stack"], row["set"], label, measured, predicted,
-                         row["source"], row["source_ref"]))  # fmt: skip
+                         row["source"], row["source_ref"], setup))  # fmt: skip
     return out
 
 
@@ -180,9 +188,13 @@ def compute_points() -> list[Point]:
             f"{model.name} {row['precision']}, {gpu.name}, TP {tp}, {batch} concurrent, "
             f"{isl:,} in / {osl:,} out ({row['framework']})"
         )
+        prec = (
+            row["precision"].upper() if not row["precision"].startswith("unknown") else "(dtype ?)"
+        )
+        setup = f"{model.name} {prec}, {gpu.name.replace('NVIDIA ', '')}"
         out.append(Point(what, row["framework"], row["set"], label,
                          float(row["measured_ms"]) / 1e3, predicted, row["source"],
-                         row["source_ref"]))  # fmt: skip
+                         row["source_ref"], setup))  # fmt: skip
     return out
 
 
@@ -206,3 +218,31 @@ def summary(points: list[Point]) -> list[dict]:
 
 def fidelity_path(name: str) -> Path:
     return FIDELITY_DIR / name
+
+
+WHAT_ORDER = ("transfer", "posting", "prefill", "decode step")
+
+
+def markdown_table() -> str:
+    """README's fidelity table: every group of measurements with its source and errors."""
+    points = transfer_points() + compute_points()
+    sources: dict = {}
+    setups: dict = {}
+    for p in points:
+        sources.setdefault((p.what, p.stack), p.source)
+        setups.setdefault((p.what, p.stack, p.part), {}).setdefault(p.setup, None)
+    rows = sorted(summary(points), key=lambda r: (WHAT_ORDER.index(r["what"]), r["stack"],
+                                                  r["part"] != "fit"))  # fmt: skip
+    lines = [
+        "| figure | stack or framework | set | measured on | points | mean error | worst error "
+        "| source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['what']} | {r['stack']} | {'fitted' if r['part'] == 'fit' else 'held out'} | "
+            f"{'; '.join(setups[(r['what'], r['stack'], r['part'])])} | {r['n']} | "
+            f"{r['mean_abs_error']:.1%} | {r['max_abs_error']:.1%} | "
+            f"{sources[(r['what'], r['stack'])]} |"
+        )
+    return "\n".join(lines)

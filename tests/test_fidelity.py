@@ -71,3 +71,16 @@ def test_compute_errors_stay_as_reported():
     assert _group(rows, "decode step", "vllm", "fit")["mean_abs_error"] < 0.07
     assert _group(rows, "decode step", "trtllm", "holdout")["mean_abs_error"] < 0.25
     assert _group(rows, "prefill", "trtllm", "holdout")["mean_abs_error"] < 0.15
+
+
+def test_readme_fidelity_table_is_the_generated_one():
+    import re
+    from pathlib import Path
+
+    from kvmodel.fidelity import markdown_table
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- fidelity table:[^\n]*-->\n(.*?)<!-- end fidelity table -->", readme,
+                      re.S)  # fmt: skip
+    assert block, "README lost its fidelity-table markers"
+    assert block.group(1).strip() == markdown_table().strip(), "run make readme-fidelity"
