@@ -302,3 +302,12 @@ def test_lazy_menus_draw_their_contents_when_opened():
     assert "batch=8" in at.sidebar.code[0].value
     # HTML, PNG, SVG in the Export menu, the CSV of the options, the report in the share box
     assert len(at.get("download_button")) == buttons + 5
+
+
+def test_compare_marks_an_unbuildable_variant_and_never_picks_it():
+    # TP 8 + TP 8 over NVLink 4 needs 16 GPUs in one 8-GPU domain: shown, marked, not chosen
+    at = app({"cmp": "link:nvlink4;stack:ideal", "tp": "8"}, "pages/compare.py")
+    notes = [c.value for c in at.caption if "Not buildable" in c.value]
+    assert notes and "cannot carry the transfer" in notes[0]
+    assert not at.info[0].value.startswith("Lowest TTFT: B")
+    assert at.selectbox(key="cmp1_stack").value == "ideal"

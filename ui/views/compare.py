@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from kvmodel import catalog
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, compare_table, mitigation_table
@@ -29,6 +30,8 @@ def render() -> None:
         over["link"] = ss[f"cmp{i}_link"]
         over["comp"] = ss[f"cmp{i}_comp"]
         over["lw"] = "1" if ss[f"cmp{i}_lw"] else "0"
+        if "stack" in over or ss[f"cmp{i}_stack"] != base_values["stack"]:
+            over["stack"] = ss[f"cmp{i}_stack"]  # only when it differs: links stay short
         _write(variants)
 
     def _remove(i: int) -> None:
@@ -38,14 +41,15 @@ def render() -> None:
         _write([*variants, {"link": base_values["link"], "comp": base_values["comp"]}])
 
     st.caption(
-        "A is the sidebar's scenario; B–D change the interconnect, transfer compression or "
-        "layer-wise sending (other inputs follow A unless the link says otherwise). The whole "
+        "A is the sidebar's scenario; B–D change the interconnect, transfer stack, compression "
+        "or layer-wise sending (other inputs follow A unless the link says otherwise). The whole "
         "comparison travels in the link."
     )
+    stacks = catalog.stacks()
     labelled, problems = [("A (sidebar)", base_sc)], []
     cols = st.columns(P.MAX_COMPARED + 1)
     cols[0].markdown(
-        f"**A** · {base_sc.link.name}, {base_sc.compression}, "
+        f"**A** · {base_sc.link.name}, {base_sc.stack.name}, {base_sc.compression}, "
         f"layer-wise {'on' if base_sc.layerwise else 'off'}"
     )
     for i, over in enumerate(variants):
@@ -56,6 +60,8 @@ def render() -> None:
             ss[f"cmp{i}_link"] = link if link in links else links[0]
             ss[f"cmp{i}_comp"] = over.get("comp", base_values["comp"])
             ss[f"cmp{i}_lw"] = str(over.get("lw", base_values["lw"])) == "1"
+            stack = over.get("stack", base_values["stack"])
+            ss[f"cmp{i}_stack"] = stack if stack in stacks else base_values["stack"]
             st.selectbox(
                 "Interconnect",
                 links,
@@ -71,21 +77,36 @@ def render() -> None:
                 on_change=_edited,
                 args=(i,),
             )
+            st.selectbox(
+                "Transfer stack",
+                list(stacks),
+                key=f"cmp{i}_stack",
+                on_change=_edited,
+                args=(i,),
+                format_func=lambda k: stacks[k].name,
+            )
             st.toggle("Layer-wise", key=f"cmp{i}_lw", on_change=_edited, args=(i,))
             st.button("Remove", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
         values, _ = P.variant_values(base_values, over)
         try:
-            labelled.append((label, P.scenario_from_values(values, urlstate.imported_models())))
+            sc_i = P.scenario_from_values(values, urlstate.imported_models())
         except ValueError as exc:
             problems.append(f"{label}: {exc}")
+            continue
+        labelled.append((label, sc_i))
+        for why in urlstate.feasibility_problems(evaluate(sc_i)):
+            cols[i + 1].caption(f":material/block: Not buildable: {why}.")
     if len(variants) < P.MAX_COMPARED:
         cols[len(variants) + 1].button("Add a scenario", on_click=_add, icon=":material/add:")
     for text in problems:
         st.error(f"Scenario {text}")
 
     evs = [(label, evaluate(sc)) for label, sc in labelled]
-    table = perf.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
-    best = table.loc[table["ttft_ms"].idxmin()]
+    buildable = {label: not urlstate.feasibility_problems(ev) for label, ev in evs}
+    options = [Option(label, sc, buildable[label]) for label, sc in labelled]
+    table = perf.cached(mitigation_table, base_sc, options)
+    ok = table[table["buildable"]] if table["buildable"].any() else table
+    best = ok.loc[ok["ttft_ms"].idxmin()]
     if len(labelled) == 1:
         said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
     elif best["option"] == labelled[0][0]:
