@@ -130,9 +130,24 @@ def fit_from_bandwidth_points(points) -> Fit:
     return replace(fit, efficiency_curve=curve)
 
 
-def link_efficiency(link: LinkSpec, fit: Fit) -> float:
-    """Fitted bandwidth ÷ the link's nominal per-direction bandwidth (may exceed 1)."""
-    return fit.bandwidth_bytes_per_s / link.bandwidth_bytes_per_s
+def link_efficiency(link: LinkSpec, fit: Fit, *, nics: int = 1) -> float:
+    """Fitted bandwidth ÷ the nominal per-direction bandwidth of ``nics`` such links (a
+    measurement over several NICs is divided by their count).  May exceed 1: see
+    :func:`efficiency_warning`, never use such a value as a result."""
+    if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:
+        raise ValueError(f"nics must be a whole number >= 1, got {nics!r}")
+    return fit.bandwidth_bytes_per_s / (link.bandwidth_bytes_per_s * nics)
+
+
+def efficiency_warning(eff: float, link: LinkSpec, *, nics: int = 1) -> str | None:
+    """Why an efficiency above 100 % cannot be one (None when it is at most 100 %)."""
+    if eff <= 1:
+        return None
+    return (
+        f"the measurement is {eff:.2f}× what {nics} × {link.name} can carry one way: it was "
+        "probably taken over more NICs (give their count), both directions at once (perftest "
+        "-b), or on another link"
+    )
 
 
 def calibrated_link(link: LinkSpec, fit: Fit, *, use_latency: bool = True) -> LinkSpec:

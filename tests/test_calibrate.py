@@ -169,3 +169,17 @@ def test_compare_nsys_to_model():
 )
 def test_model_vs_measured_ratio(model, measured, ratio):
     assert ModelVsMeasured(model, measured).ratio == ratio
+
+
+def test_efficiency_over_nics_and_above_100_percent_is_a_warning():
+    from kvmodel import catalog
+    from kvmodel.calibrate import Fit, efficiency_warning, link_efficiency
+
+    ndr = catalog.get_link("ib-ndr")  # 50 GB/s per direction
+    fit = Fit(latency_s=0.0, bandwidth_bytes_per_s=160e9, rms_relative_error=0.0, n=2)
+    assert link_efficiency(ndr, fit) == pytest.approx(3.2)
+    assert "4 × " not in efficiency_warning(3.2, ndr) and "NICs" in efficiency_warning(3.2, ndr)
+    assert link_efficiency(ndr, fit, nics=4) == pytest.approx(0.8)  # 160 ÷ (4 × 50)
+    assert efficiency_warning(0.8, ndr, nics=4) is None
+    with pytest.raises(ValueError, match="nics"):
+        link_efficiency(ndr, fit, nics=0)

@@ -2,7 +2,12 @@
 
 import streamlit as st
 
-from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
+from kvmodel.calibrate import (
+    compare_nsys_to_model,
+    compare_to_model,
+    efficiency_warning,
+    link_efficiency,
+)
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 from ui import exports_ui, figures, routing, urlstate, widgets
@@ -267,12 +272,15 @@ def render() -> None:
             else "The fixed cost of one transfer"
             + (" (clamped at 0: the free fit was negative)" if fit.latency_clamped else ""),
         )
+        too_fast = efficiency_warning(eff, link)
         k[2].metric(
             "Efficiency vs nominal",
-            f"{eff:.1%}",
+            "over 100 %" if too_fast else f"{eff:.1%}",
             help=f"Fitted ÷ {link.name}'s nominal {fmt_bandwidth(link.bandwidth_bytes_per_s)} per "
             "direction",
         )
+        if too_fast:
+            st.warning(f"Not an efficiency: {too_fast}.", icon=":material/warning:")
         k[3].metric(
             "RMS relative error",
             f"{fit.rms_relative_error:.2%}",
