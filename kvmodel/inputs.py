@@ -161,6 +161,10 @@ def _samples() -> tuple:
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
 DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
+# What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
+# parameters it left out: version 1's defaults.
+V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1,
+               "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (

@@ -81,3 +81,18 @@ def test_imported_model_in_link():
     assert warnings == [] and v["model"] == "cfg-my-gemma"
     assert imported["cfg-my-gemma"].groups == spec.groups
     assert P.to_query(v)["cfg"] == q["cfg"]
+
+
+def test_a_version_1_link_keeps_its_meaning():
+    # scenario keys but no stack: wire speed, TP attention, and version 1's defaults for what
+    # the link left out (30 ms step, TP 1, the old comparison)
+    v, warnings, _ = P.parse_query({"model": "deepseek-v3", "seq": "4096"})
+    assert warnings == []
+    assert (v["stack"], v["attn"], v["step"], v["tp"], v["tpd"]) == ("ideal", "tp", 30.0, 1, 1)
+    assert v["cmp"] == "comp:int8;link:ib-ndr;link:nvlink4"
+    given = P.parse_query({"model": "llama-3-70b", "step": "25", "tp": "2"})[0]
+    assert (given["step"], given["tp"], given["tpd"]) == (25.0, 2, 2)
+    # a new link always carries its stack, so it is read with today's defaults
+    new = P.parse_query(P.to_query(P.parse_query({})[0]))[0]
+    assert (new["stack"], new["step"], new["tp"]) == ("mooncake", "est", 8)
+    assert P.parse_query({"model": "deepseek-v3", "stack": "nixl"})[0]["attn"] == "dp"

@@ -111,10 +111,9 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             )
     elif any(k in q for k in SCENARIO_KEYS):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
-        # attention, a 30 ms step when it gave none), as README's "What changed" says.
-        v["stack"] = "ideal"
-        v["attn"] = "tp"
-        v["step"] = I.DEFAULT_DECODE_STEP_S * 1e3
+        # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
+        # README's "What changed" says.
+        v.update(I.V1_DEFAULTS)
     if v["attn"] is None:
         v["attn"] = default_attention_parallel(spec)
     choices = {p.name: p.allowed() for p in PARAMS if p.kind == "choice"}
