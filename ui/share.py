@@ -27,7 +27,12 @@ def share_box() -> None:
             "Copy the link with the button at the top right of the box; it opens this "
             "page with every input above."
         )
-        report_download([("This scenario", scenario)], "kv-transfer-report", key="dl_report")
+        try:  # the scenario on screen, captured now: the button's callback runs without the
+            sc = scenario()  # session (it read the defaults before: issue 13)
+        except ValueError as exc:
+            st.caption(f"No report: this scenario cannot be computed ({exc}).")
+            return
+        report_download([("This scenario", sc)], "kv-transfer-report", key="dl_report")
 
 
 def report_download(labelled, file_stem: str, *, key: str, title: str = "KV transfer report"):

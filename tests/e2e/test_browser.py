@@ -219,7 +219,7 @@ def test_traffic_upload_in_the_browser(page, app_url, wait_ready, screenshot, tm
     import numpy as np
 
     from kvmodel import traffic as tr
-    from kvmodel.build import build_scenario
+    from kvmodel.build import scenario_from_inputs
 
     lengths = [50, 300, 900, 1100, 1200, 4000, 9000]
     csv = tmp_path / "my_trace.csv"
@@ -233,7 +233,9 @@ def test_traffic_upload_in_the_browser(page, app_url, wait_ready, screenshot, tm
     expect(metric_value(page, "Requests")).to_have_text("7")
     req = SimpleNamespace(prompt_tokens=np.array(lengths), weights=None, cached_tokens=None,
                           arrival_s=None)  # fmt: skip
-    reg = tr.regions(tr.per_request_scenario(build_scenario()), tr.mix_from_requests(req))
+    # the app's own defaults (no link): a measured stack, an estimated step, TP 8
+    app_default = scenario_from_inputs({})
+    reg = tr.regions(tr.per_request_scenario(app_default), tr.mix_from_requests(req))
     expect(metric_value(page, "Gain")).to_have_text(f"{reg.fraction_gain:.1%}")
     expect(page.get_by_text(re.compile(r"Skipped 1 row"))).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
