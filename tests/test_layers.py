@@ -66,9 +66,6 @@ def test_importing_kvmodel_loads_no_ui():
     assert json.loads(out.stdout) == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="kvmodel/transfer.py, bench/control_to_chart.py: next commit"
-)
 def test_no_module_outside_tests_is_too_long():
     files = [ROOT / "app.py"]
     for folder in ("kvmodel", "ui", "pages", "bench", "recipes"):
