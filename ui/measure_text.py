@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
+from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
 
 # --------------------------------------------------------------------------- formatting
 

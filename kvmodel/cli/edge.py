@@ -9,19 +9,19 @@ from __future__ import annotations
 
 
 def fmt_bytes(n):
-    from ..units import fmt_bytes
+    from ui.fmt import fmt_bytes
 
     return fmt_bytes(n)
 
 
 def fmt_ms(seconds, digits: int = 1):
-    from ..units import fmt_ms
+    from ui.fmt import fmt_ms
 
     return fmt_ms(seconds, digits)
 
 
 def fmt_tokens(n):
-    from ..units import fmt_tokens
+    from ui.fmt import fmt_tokens
 
     return fmt_tokens(n)
 

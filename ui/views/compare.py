@@ -4,10 +4,11 @@ import streamlit as st
 
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
-from kvmodel.sweeps import Option, compare_table, mitigation_table
+from kvmodel.sweeps import Option, mitigation_table
 from kvmodel.transfer import evaluate
 from ui import exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
 from ui import params as P
+from ui.fmt import in_ms
 
 
 def render() -> None:
@@ -84,7 +85,9 @@ def render() -> None:
         st.error(f"Scenario {text}")
 
     evs = [(label, evaluate(sc)) for label, sc in labelled]
-    table = perf.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
+    table = perf.cached(
+        in_ms, perf.cached(mitigation_table, base_sc, [Option(label, sc) for label, sc in labelled])
+    )
     best = table.loc[table["ttft_ms"].idxmin()]
     if len(labelled) == 1:
         said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
@@ -100,7 +103,7 @@ def render() -> None:
             f"{best['transfer_share']:.1%} of TTFT."
         )
     st.info(said, icon=":material/lightbulb:")
-    shown, differs = perf.cached(compare_table, evs)
+    shown, differs = perf.cached(tables.compare_cells, evs)
     st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
     exports_ui.table_download(shown, "comparison")
     st.caption("Highlighted: differs from A.")

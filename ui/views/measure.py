@@ -4,10 +4,10 @@ import streamlit as st
 
 from kvmodel.calibrate import compare_nsys_to_model, compare_to_model, link_efficiency
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 from ui import exports_ui, figures, routing, urlstate, widgets
 from ui import measure_text as mt
 from ui import measure_ui as mu
+from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
 
