@@ -16,12 +16,12 @@ import pandas as pd
 
 from . import catalog
 from .transfer import Scenario, transfer
-from .units import fmt_bandwidth, fmt_time
 
 COLUMNS = (
     "input",
-    "low_label",
-    "high_label",
+    "low",
+    "high",
+    "unit",
     "ttft_low_s",
     "ttft_high_s",
     "share_low",
@@ -43,16 +43,9 @@ def _half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def _count(n: int, unit: str) -> str:
-    return f"{n:,} {unit}{'' if n == 1 else 's'}"
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:,.3g} %"
-
-
 def _numeric_rows(sc: Scenario, rel: float):
-    """(input, (low scenario, label), (high scenario, label)) for each numeric input."""
+    """(input, unit, (low scenario, value), (high scenario, value)) for each numeric input; the
+    value is the setting in SI units (``unit``: token, request, bytes/s, s, fraction, mfu)."""
     lo_f, hi_f = 1 - rel, 1 + rel
     link = sc.link
     rows = []
@@ -61,27 +54,27 @@ def _numeric_rows(sc: Scenario, rel: float):
     rows.append(
         (
             "sequence length",
-            (replace(sc, seq_len=s_lo), _count(s_lo, "token")),
-            (replace(sc, seq_len=s_hi), _count(s_hi, "token")),
+            "token",
+            (replace(sc, seq_len=s_lo), s_lo),
+            (replace(sc, seq_len=s_hi), s_hi),
         )
     )
     b_lo, b_hi = max(1, _half_up(sc.batch * lo_f)), _half_up(sc.batch * hi_f)
     rows.append(
         (
             "batch",
-            (replace(sc, batch=b_lo), _count(b_lo, "request")),
-            (replace(sc, batch=b_hi), _count(b_hi, "request")),
+            "request",
+            (replace(sc, batch=b_lo), b_lo),
+            (replace(sc, batch=b_hi), b_hi),
         )
     )
     bw = link.bandwidth_bytes_per_s
     rows.append(
         (
             "link bandwidth (per direction)",
+            "bytes/s",
             *(
-                (
-                    replace(sc, link=replace(link, bandwidth_bytes_per_s=bw * f)),
-                    fmt_bandwidth(bw * f),
-                )
+                (replace(sc, link=replace(link, bandwidth_bytes_per_s=bw * f)), bw * f)
                 for f in (lo_f, hi_f)
             ),
         )
@@ -90,29 +83,26 @@ def _numeric_rows(sc: Scenario, rel: float):
     rows.append(
         (
             "link latency",
-            *(
-                (replace(sc, link=replace(link, latency_s=lat * f)), fmt_time(lat * f))
-                for f in (lo_f, hi_f)
-            ),
+            "s",
+            *((replace(sc, link=replace(link, latency_s=lat * f)), lat * f) for f in (lo_f, hi_f)),
         )
     )
     e_lo, e_hi = sc.efficiency * lo_f, min(1.0, sc.efficiency * hi_f)
     rows.append(
         (
             "link efficiency",
-            (replace(sc, efficiency=e_lo), _pct(e_lo)),
-            (replace(sc, efficiency=e_hi), _pct(e_hi)),
+            "fraction",
+            (replace(sc, efficiency=e_lo), e_lo),
+            (replace(sc, efficiency=e_hi), e_hi),
         )
     )
     step = sc.decode_step_s
     rows.append(
         (
             "decode step",
+            "s",
             *(
-                (
-                    replace(sc, decode_step_s=step * f, decode_step_estimated=False),
-                    fmt_time(step * f),
-                )
+                (replace(sc, decode_step_s=step * f, decode_step_estimated=False), step * f)
                 for f in (lo_f, hi_f)
             ),
         )
@@ -122,7 +112,8 @@ def _numeric_rows(sc: Scenario, rel: float):
         rows.append(
             (
                 "prefill time",
-                *((replace(sc, prefill_s=p * f), fmt_time(p * f)) for f in (lo_f, hi_f)),
+                "s",
+                *((replace(sc, prefill_s=p * f), p * f) for f in (lo_f, hi_f)),
             )
         )
     else:
@@ -130,8 +121,9 @@ def _numeric_rows(sc: Scenario, rel: float):
         rows.append(
             (
                 "prefill MFU (estimated prefill)",
-                (replace(sc, mfu=m_lo), f"MFU {_pct(m_lo)}"),
-                (replace(sc, mfu=m_hi), f"MFU {_pct(m_hi)}"),
+                "mfu",
+                (replace(sc, mfu=m_lo), m_lo),
+                (replace(sc, mfu=m_hi), m_hi),
             )
         )
     if sc.compression != "none":
@@ -139,17 +131,15 @@ def _numeric_rows(sc: Scenario, rel: float):
         rows.append(
             (
                 "quantize/dequantize throughput",
-                *(
-                    (replace(sc, codec_bytes_per_s=c * f), fmt_bandwidth(c * f))
-                    for f in (lo_f, hi_f)
-                ),
+                "bytes/s",
+                *((replace(sc, codec_bytes_per_s=c * f), c * f) for f in (lo_f, hi_f)),
             )
         )
     return rows
 
 
 def _categorical_rows(sc: Scenario):
-    """(input, [(scenario, label), ...]) for each categorical input."""
+    """(input, [(scenario, name), ...]) for each categorical input (names, not quantities)."""
     links = list(dict.fromkeys(catalog.links().values()))
     return [
         ("interconnect", [(sc.with_link(lk), lk.name) for lk in links]),
@@ -171,8 +161,10 @@ def _categorical_rows(sc: Scenario):
 
 
 def tornado(sc: Scenario, *, rel: float = 0.5) -> pd.DataFrame:
-    """One row per input: its low/high setting, TTFT [s] and transfer share at each, and the
-    absolute TTFT spread ``delta_ttft_s`` = |TTFT(high) − TTFT(low)|, largest spread first.
+    """One row per input: its low/high setting (``low``/``high`` in SI units of kind ``unit``, or
+    an option's name when ``unit`` is "name"; ``ui.fmt.fmt_setting`` shows them), TTFT [s] and
+    transfer share at each, and the absolute TTFT spread ``delta_ttft_s`` =
+    |TTFT(high) − TTFT(low)|, largest spread first.
 
     ``df.attrs`` holds the base ``ttft_s`` and ``share`` and ``rel``.  ``rel`` in (0, 1).
     """
@@ -180,14 +172,14 @@ def tornado(sc: Scenario, *, rel: float = 0.5) -> pd.DataFrame:
         raise ValueError(f"rel must be a number in (0, 1), got {rel!r}")
     base_ttft, base_share = outcome(sc)
     records = []
-    for name, (lo_sc, lo_label), (hi_sc, hi_label) in _numeric_rows(sc, rel):
+    for name, unit, (lo_sc, lo), (hi_sc, hi) in _numeric_rows(sc, rel):
         (t_lo, s_lo), (t_hi, s_hi) = outcome(lo_sc), outcome(hi_sc)
-        records.append((name, lo_label, hi_label, t_lo, t_hi, s_lo, s_hi))
+        records.append((name, lo, hi, unit, t_lo, t_hi, s_lo, s_hi))
     for name, options in _categorical_rows(sc):
         results = [(*outcome(o_sc), label) for o_sc, label in options]
         best = min(results, key=lambda r: r[0])
         worst = max(results, key=lambda r: r[0])
-        records.append((name, best[2], worst[2], best[0], worst[0], best[1], worst[1]))
+        records.append((name, best[2], worst[2], "name", best[0], worst[0], best[1], worst[1]))
     df = pd.DataFrame(records, columns=list(COLUMNS[:-1]))
     df["delta_ttft_s"] = (df["ttft_high_s"] - df["ttft_low_s"]).abs()
     df = df.sort_values("delta_ttft_s", ascending=False, kind="stable").reset_index(drop=True)

@@ -12,7 +12,7 @@ bracket, where both readings hold).
 - ``min_bandwidth``: the smallest per-direction link bandwidth [bytes/s] that meets the target,
   everything else (efficiency, latency, parallel links, compression, layer-wise, descriptor
   cost, prefill, decode step) kept.  Exposed transfer falls monotonically with bandwidth, so a
-  bisection on a log scale finds it to 0.1 %.  ``unreachable_reason`` says why there is none.
+  bisection on a log scale finds it to 0.1 %.  ``unreachable`` says why there is none.
 - ``max_seq_len`` / ``max_batch``: the end of the first run of passing values from 1 (with an
   estimated prefill and layer-wise sending, prefill can grow fast enough to hide the transfer
   again at longer prompts; those later values are not counted as "sustained").
@@ -50,7 +50,6 @@ from .sweeps import Option
 from .topology import is_scale_up, scale_up_feasible
 from .traffic import CRITERIA  # one definition of the two targets
 from .transfer import Evaluation, Scenario, Volume, critical_seq_len, evaluate, transfer
-from .units import fmt_time
 
 REL_PRECISION = 1e-3  # bandwidth bisection: hi / lo ≤ 1 + this
 INFINITE_BANDWIDTH = 1e30  # bytes/s: serialization of any cache is then ~1e-17 s
@@ -101,7 +100,28 @@ def with_bandwidth(sc: Scenario, bandwidth_bytes_per_s: float) -> Scenario:
     return replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s)))
 
 
-def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
+@dataclass(frozen=True)
+class Unreachable:
+    """Why no bandwidth meets the target, in numbers (``ui.words.unreachable_reason`` says it).
+
+    ``costs``: what no bandwidth removes, as (seconds, kind) largest first, kind one of
+    ``"latency"`` (× ``latency_chunks`` when sent layer-wise), ``"codec"`` and ``"descriptors"``.
+    """
+
+    criterion: str
+    exposed_s: float  # what the decode node still waits with an infinitely fast link
+    share_of_ttft: float
+    target_s: float  # k × decode step (criterion "step")
+    k: float
+    share_target: float
+    latency_s: float  # the link's latency, once per chunk
+    latency_chunks: int
+    compression: str
+    layerwise: bool
+    costs: tuple[tuple[float, str], ...]
+
+
+def unreachable(sc: Scenario, *, criterion: str = "step") -> Unreachable | None:
     """Why no bandwidth meets the target (None when one does).
 
     Evaluated with an infinitely fast link (``INFINITE_BANDWIDTH``): what is left is the
@@ -117,28 +137,23 @@ def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
     n_lat = 1
     if sc.layerwise:
         n_lat = sc.model.attention_layers + sc.model.state_layers
-    parts = [
-        (
-            sc.link.latency_s * n_lat,
-            "link latency"
-            + (f" ({fmt_time(sc.link.latency_s)} × {n_lat} layer chunks)" if n_lat > 1 else ""),
-        ),
-        (float(t.codec_s), f"{sc.compression.upper()} quantize/dequantize"),
-        (float(t.descriptor_s), "transfer descriptors"),
-    ]
-    parts = sorted((p for p in parts if p[0] > 0), key=lambda p: -p[0])
-    what = ", ".join(f"{label} {fmt_time(s)}" for s, label in parts) or "none"
-    if criterion == "step":
-        target = f"the target of {fmt_time(sc.k * sc.decode_step_s)} ({sc.k:g} × decode step)"
-        got = fmt_time(exposed)
-    else:
-        share = exposed / (float(t.prefill_s) + exposed + sc.decode_step_s)
-        target = f"the {sc.share_target:.0%} share-of-TTFT target"
-        got = f"{fmt_time(exposed)} ({share:.1%} of TTFT)"
-    overlap = " (sent layer-wise, part of them overlaps prefill)" if sc.layerwise else ""
-    return (
-        f"unreachable at any bandwidth: with an infinitely fast link the decode node still "
-        f"waits {got}, over {target}; the costs no bandwidth removes: {what}{overlap}"
+    costs = (
+        (sc.link.latency_s * n_lat, "latency"),
+        (float(t.codec_s), "codec"),
+        (float(t.descriptor_s), "descriptors"),
+    )
+    return Unreachable(
+        criterion=criterion,
+        exposed_s=exposed,
+        share_of_ttft=exposed / (float(t.prefill_s) + exposed + sc.decode_step_s),
+        target_s=sc.k * sc.decode_step_s,
+        k=sc.k,
+        share_target=sc.share_target,
+        latency_s=sc.link.latency_s,
+        latency_chunks=n_lat,
+        compression=sc.compression,
+        layerwise=sc.layerwise,
+        costs=tuple(sorted((c for c in costs if c[0] > 0), key=lambda c: -c[0])),
     )
 
 
@@ -148,14 +163,14 @@ def min_bandwidth(sc: Scenario, *, criterion: str = "step") -> float | None:
 
     Efficiency, parallel links, latency, compression, layer-wise and the rest stay as they are,
     so the effective bandwidth is the answer × efficiency × streams.  None when even an
-    infinitely fast link misses the target (see ``unreachable_reason``).
+    infinitely fast link misses the target (see ``unreachable``).
     """
     _check_criterion(criterion)
 
     def ok(bw: float) -> bool:
         return bool(_passes(with_bandwidth(sc, bw), criterion))
 
-    if unreachable_reason(sc, criterion=criterion) is not None:
+    if unreachable(sc, criterion=criterion) is not None:
         return None
     lo = hi = sc.link.bandwidth_bytes_per_s
     if ok(hi):

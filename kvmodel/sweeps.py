@@ -1,6 +1,8 @@
 """Tables the pages draw: link × batch, transfer vs S, mitigation options, the layer timeline.
 
-Each returns a pandas DataFrame with units in column names, computed only from the model.
+Each returns a pandas DataFrame in SI units (seconds, bytes) with the unit in the column name
+(``*_s``; ``link_batch_table``'s ``batch N`` columns are seconds too), computed only from the
+model.  ``ui.fmt.in_ms`` turns them into the millisecond tables the pages show and export.
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ from .transfer import Scenario, Volume, chunk_times_s, critical_seq_len, evaluat
 
 
 def decode_band_verdict(transfer_ms: float, band_ms=DEFAULT_BAND_MS) -> str:
-    """'below' a decode step, 'within' the band, or 'above' it."""
+    """'below' a decode step, 'within' the band, or 'above' it (both in ms, as the band's
+    slider)."""
     lo, hi = band_ms
     return "below" if transfer_ms < lo else ("within" if transfer_ms <= hi else "above")
 
 
 def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame:
-    """Exposed transfer [ms] for each link (rows) and batch (columns ``batch N``)."""
+    """Exposed transfer [s] for each link (rows) and batch (columns ``batch N``)."""
     rows = []
     b = np.asarray(list(batches))
     for lid in link_ids:
         link = catalog.get_link(lid)
-        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s) * 1e3
+        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s)
         row = {
             "link": lid,
             "name": link.name,
@@ -41,13 +44,13 @@ def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame
 
 
 def batch_sweep(sc: Scenario, link_ids, batches) -> pd.DataFrame:
-    """Long table: link, batch, transfer_ms."""
+    """Long table: link, name, batch, transfer_s."""
     b = np.asarray(list(batches))
     frames = []
     for lid in link_ids:
         link = catalog.get_link(lid)
-        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s) * 1e3
-        frames.append(pd.DataFrame({"link": lid, "name": link.name, "batch": b, "transfer_ms": t}))
+        t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s)
+        frames.append(pd.DataFrame({"link": lid, "name": link.name, "batch": b, "transfer_s": t}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -60,15 +63,15 @@ def seq_grid(max_tokens: int, *, start: int = 128, points: int = 200) -> np.ndar
 def seq_sweep(sc: Scenario, link_ids, seqs=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Transfer vs S per link, and each link's critical S.
 
-    Returns (curves: link, seq_len, transfer_ms; critical: link, critical_seq_len).
+    Returns (curves: link, seq_len, transfer_s; critical: link, critical_seq_len).
     """
     s = seq_grid(sc.model.max_context_tokens) if seqs is None else np.asarray(seqs)
     curves, crit = [], []
     volume = Volume(sc, seq_len=s)  # bytes and prefill over the grid: the same on every link
     for lid in link_ids:
         link_sc = sc.with_link(catalog.get_link(lid))
-        t = transfer(link_sc, volume=volume).exposed_s * 1e3
-        curves.append(pd.DataFrame({"link": lid, "seq_len": s, "transfer_ms": t}))
+        t = transfer(link_sc, volume=volume).exposed_s
+        curves.append(pd.DataFrame({"link": lid, "seq_len": s, "transfer_s": t}))
         crit.append({"link": lid, "critical_seq_len": critical_seq_len(link_sc)})
     return pd.concat(curves, ignore_index=True), pd.DataFrame(crit)
 
@@ -88,9 +91,9 @@ def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
             tp_decode=1,
             kv_dtype=sc.kv_dtype,
         )
-        t = transfer(msc, seq_len=ok).exposed_s * 1e3
+        t = transfer(msc, seq_len=ok).exposed_s
         frames.append(
-            pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok, "transfer_ms": t})
+            pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok, "transfer_s": t})
         )
     return pd.concat(frames, ignore_index=True)
 
@@ -146,7 +149,7 @@ def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Op
 
 
 def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
-    """Per option: wire bytes, exposed transfer, TTFT, share, saving vs the first option [ms]."""
+    """Per option: wire bytes, exposed transfer, TTFT, share, saving vs the first option [s]."""
     rows = []
     base_ttft = None
     for opt in options:
@@ -156,13 +159,13 @@ def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
             {
                 "option": opt.label,
                 "wire_bytes": ev.wire_bytes,
-                "prefill_ms": ev.prefill_s * 1e3,
-                "exposed_transfer_ms": ev.exposed_s * 1e3,
-                "codec_ms": ev.codec_s * 1e3,
-                "decode_step_ms": ev.decode_step_s * 1e3,
-                "ttft_ms": ev.ttft_s * 1e3,
+                "prefill_s": ev.prefill_s,
+                "exposed_transfer_s": ev.exposed_s,
+                "codec_s": ev.codec_s,
+                "decode_step_s": ev.decode_step_s,
+                "ttft_s": ev.ttft_s,
                 "transfer_share": ev.transfer_share_of_ttft,
-                "ttft_saving_ms": (base_ttft - ev.ttft_s) * 1e3,
+                "ttft_saving_s": base_ttft - ev.ttft_s,
                 "critical_seq_len": ev.critical_seq_len,
                 "buildable": opt.buildable,
                 "lossy": opt.scenario.compression != "none"
@@ -175,12 +178,12 @@ def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
 def timeline(sc: Scenario) -> pd.DataFrame:
     """Gantt rows: prefill compute per layer, each layer's transfer chunk, the first decode step.
 
-    Columns: lane, label, start_ms, end_ms.  Chunk j starts at max(ready_j, end of chunk j−1);
+    Columns: lane, label, start_s, end_s.  Chunk j starts at max(ready_j, end of chunk j−1);
     sent whole, one chunk starts when prefill ends.
     """
     ev = evaluate(sc)
     p = ev.prefill_s
-    rows = [{"lane": "Prefill compute", "label": "prefill", "start_ms": 0.0, "end_ms": p * 1e3}]
+    rows = [{"lane": "Prefill compute", "label": "prefill", "start_s": 0.0, "end_s": p}]
     if sc.layerwise:
         x = chunk_times_s(sc)
         n = x.shape[0]
@@ -192,8 +195,8 @@ def timeline(sc: Scenario) -> pd.DataFrame:
                 {
                     "lane": "KV transfer",
                     "label": f"layer chunk {j + 1}/{n}",
-                    "start_ms": start * 1e3,
-                    "end_ms": end * 1e3,
+                    "start_s": start,
+                    "end_s": end,
                 }
             )
         done = end
@@ -203,53 +206,52 @@ def timeline(sc: Scenario) -> pd.DataFrame:
             {
                 "lane": "KV transfer",
                 "label": "whole cache",
-                "start_ms": p * 1e3,
-                "end_ms": done * 1e3,
+                "start_s": p,
+                "end_s": done,
             }
         )
     rows.append(
         {
             "lane": "Decode",
             "label": "first decode step",
-            "start_ms": done * 1e3,
-            "end_ms": (done + ev.decode_step_s) * 1e3,
+            "start_s": done,
+            "end_s": done + ev.decode_step_s,
         }
     )
     return pd.DataFrame(rows)
 
 
-def compare_table(labelled) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Key numbers of several scenarios side by side.
+def compare_table(labelled) -> pd.DataFrame:
+    """Key numbers of several scenarios side by side (SI units; ``ui.tables.compare_cells`` shows
+    them).
 
-    ``labelled`` is a list of (label, Evaluation).  Returns (shown, differs): formatted cells
-    (rows = quantities with units, columns = labels) and a same-shaped boolean frame that is
-    True where a cell differs from the first scenario's.
+    ``labelled`` is a list of (label, Evaluation).  One row per scenario (index = label), in the
+    given order; ``critical_seq_len`` is None where no length up to max context reaches it.
     """
-    from .units import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
     from .verdicts import step_verdict
 
-    def cells(ev):
+    rows = {}
+    for label, ev in labelled:
         sc = ev.scenario
-        return {
-            "Model": sc.model.name,
-            "Interconnect": sc.link.name,
-            "Prompt × batch": f"{sc.seq_len:,} tokens × {sc.batch}",
-            "KV dtype / compression": f"{sc.kv_dtype} / {sc.compression}",
-            "Layer-wise": "on" if sc.layerwise else "off",
-            "TP prefill → decode": f"{sc.tp_prefill} → {sc.tp_decode}",
-            "KV cache": fmt_bytes(ev.kv_total_bytes),
-            "On the wire": fmt_bytes(ev.wire_bytes),
-            "Exposed transfer": fmt_ms(ev.exposed_s, 2),
-            "Transfer ÷ decode step": f"{ev.transfer_over_decode:.2f}× "
-            f"({step_verdict(ev.transfer_over_decode)})",
-            "TTFT": fmt_time(ev.ttft_s),
-            "Transfer share of TTFT": f"{ev.transfer_share_of_ttft:.1%} "
-            f"({'over' if ev.over_share_target else 'under'} {sc.share_target:.0%})",
-            "Critical sequence length": fmt_tokens(ev.critical_seq_len),
+        rows[label] = {
+            "model": sc.model.name,
+            "link": sc.link.name,
+            "seq_len": sc.seq_len,
+            "batch": sc.batch,
+            "kv_dtype": sc.kv_dtype,
+            "compression": sc.compression,
+            "layerwise": sc.layerwise,
+            "tp_prefill": sc.tp_prefill,
+            "tp_decode": sc.tp_decode,
+            "kv_bytes": ev.kv_total_bytes,
+            "wire_bytes": ev.wire_bytes,
+            "exposed_transfer_s": ev.exposed_s,
+            "transfer_over_decode": ev.transfer_over_decode,
+            "step_verdict": step_verdict(ev.transfer_over_decode),
+            "ttft_s": ev.ttft_s,
+            "transfer_share_of_ttft": ev.transfer_share_of_ttft,
+            "over_share_target": ev.over_share_target,
+            "share_target": sc.share_target,
+            "critical_seq_len": ev.critical_seq_len,
         }
-
-    cols = {label: cells(ev) for label, ev in labelled}
-    shown = pd.DataFrame(cols)
-    first = shown.iloc[:, 0]
-    differs = shown.apply(lambda col: col != first)
-    return shown, differs
+    return pd.DataFrame.from_dict(rows, orient="index", dtype=object)

@@ -5,9 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
-
-from kvmodel.build import build_scenario
-from kvmodel.sweeps import (
+from sweeps_ms import (
     batch_sweep,
     mitigation_options,
     mitigation_table,
@@ -17,6 +15,8 @@ from kvmodel.sweeps import (
     seq_sweep,
     timeline,
 )
+
+from kvmodel.build import build_scenario
 from ui import figures
 
 
@@ -83,7 +83,7 @@ def test_timeline_figure_draws_every_chunk():
 
 
 def test_grouped_figures_keep_each_group_whole():
-    from kvmodel.sweeps import model_seq_sweep, seq_sweep
+    from sweeps_ms import model_seq_sweep, seq_sweep
 
     sc = build_scenario(model="llama-3-70b")
     curves, critical = seq_sweep(sc, ["100gbe", "ib-ndr"])

@@ -16,7 +16,7 @@ from kvmodel.calibrate import (
 )
 from kvmodel.measure import load_measurement
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bandwidth, fmt_time
+from ui.fmt import fmt_bandwidth, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -7,6 +7,7 @@ from kvmodel.build import build_scenario
 from kvmodel.sensitivity import COLUMNS, outcome, tornado
 from kvmodel.transfer import evaluate
 from ui.figures import figure_tornado
+from ui.fmt import fmt_setting
 
 
 def base(**kw):
@@ -16,7 +17,9 @@ def base(**kw):
 def row(df, name):
     hit = df[df["input"] == name]
     assert len(hit) == 1, f"no single row {name!r} in {list(df['input'])}"
-    return hit.iloc[0]
+    r = hit.iloc[0].copy()  # kvmodel gives SI settings; the labels are ui.fmt's
+    r["low_label"], r["high_label"] = (fmt_setting(r[k], r["unit"]) for k in ("low", "high"))
+    return r
 
 
 def test_columns_rows_order_and_attrs():
@@ -55,6 +58,7 @@ def test_numeric_rows_hand_computed():
     assert (b["low_label"], b["high_label"]) == ("1 request", "2 requests")
     p = row(df, "prefill time")
     assert (p["low_label"], p["high_label"]) == ("100 ms", "300 ms")
+    assert (p["low"], p["high"], p["unit"]) == (pytest.approx(0.1), pytest.approx(0.3), "s")
     assert p["delta_ttft_s"] == pytest.approx(0.200)
     d = row(df, "decode step")
     assert d["delta_ttft_s"] == pytest.approx(0.030)

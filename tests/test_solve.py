@@ -8,6 +8,7 @@ import pytest
 from kvmodel import catalog, solve
 from kvmodel.build import build_scenario
 from kvmodel.transfer import critical_seq_len, evaluate
+from ui.words import unreachable_reason
 
 LLAMA70_1024_BYTES = 335_544_320  # 327,680 B/token × 1,024 tokens (fp16)
 
@@ -63,21 +64,21 @@ def test_unreachable_latency():
     # the decode step is shorter than the link latency: no bandwidth helps
     sc = article(latency_us=100.0, decode_step_ms=0.05)
     assert solve.min_bandwidth(sc) is None
-    reason = solve.unreachable_reason(sc)
+    reason = unreachable_reason(sc)
     assert "unreachable" in reason and "link latency" in reason
-    assert solve.unreachable_reason(article()) is None
+    assert unreachable_reason(article()) is None
 
 
 def test_unreachable_codec_share():
     sc = article(compression="int8", codec_gbs=1.0, prefill_ms=100.0)
     assert solve.min_bandwidth(sc, criterion="share") is None
-    assert "INT8 quantize/dequantize" in solve.unreachable_reason(sc, criterion="share")
+    assert "INT8 quantize/dequantize" in unreachable_reason(sc, criterion="share")
 
 
 def test_unreachable_descriptors():
     sc = article(descriptor_us=100.0)
     assert solve.min_bandwidth(sc) is None
-    assert "descriptors" in solve.unreachable_reason(sc)
+    assert "descriptors" in unreachable_reason(sc)
 
 
 def test_max_seq_len_is_critical_minus_one():

@@ -21,11 +21,11 @@ from kvmodel.transfer import evaluate
 def test_link_batch_table_matches_transfer():
     sc = build_scenario(model="llama-3-70b", latency_us=0)
     t = link_batch_table(sc, ["ib-ndr", "100gbe"], (1, 32))
-    # article: IB NDR 6.7 / 214 ms; 100GbE 27 / 856 ms (exact 26.8 / 859.0)
-    assert_allclose(t["batch 1"], [6.71, 26.84], atol=0.01)
-    assert_allclose(t["batch 32"], [214.75, 859.0], atol=0.01)
+    # article: IB NDR 6.7 / 214 ms; 100GbE 27 / 856 ms (exact 26.8 / 859.0); seconds inside
+    assert_allclose(t["batch 1"], [6.71e-3, 26.84e-3], atol=1e-5)
+    assert_allclose(t["batch 32"], [214.75e-3, 859.0e-3], atol=1e-5)
     long = batch_sweep(sc, ["ib-ndr"], [1, 32])
-    assert_allclose(long["transfer_ms"], [6.71, 214.75], atol=0.01)
+    assert_allclose(long["transfer_s"], [6.71e-3, 214.75e-3], atol=1e-5)
 
 
 def test_seq_grid_and_sweep():
@@ -59,11 +59,11 @@ def test_mitigation_table_savings_and_order():
     sc = build_scenario(model="llama-3-70b", prefill_ms=200)
     opts = mitigation_options(sc)
     t = mitigation_table(sc, opts)
-    assert t.iloc[0]["option"] == "Baseline" and t.iloc[0]["ttft_saving_ms"] == 0
+    assert t.iloc[0]["option"] == "Baseline" and t.iloc[0]["ttft_saving_s"] == 0
     base = evaluate(sc)
     int8 = t[t["option"] == "INT8 transfer"].iloc[0]
     ev8 = evaluate(build_scenario(model="llama-3-70b", prefill_ms=200, compression="int8"))
-    assert_allclose(int8["ttft_saving_ms"], (base.ttft_s - ev8.ttft_s) * 1e3)
+    assert_allclose(int8["ttft_saving_s"], base.ttft_s - ev8.ttft_s)
     assert any("NVLink 4" in o for o in t["option"])  # the H100's scale-up link
 
 
@@ -72,6 +72,19 @@ def test_timeline_ends_where_ttft_ends():
         sc = build_scenario(model="llama-3-70b", prefill_ms=100, **kw)
         tl = timeline(sc)
         ev = evaluate(sc)
-        assert_allclose(tl["end_ms"].max(), ev.ttft_s * 1e3, rtol=1e-9)
+        assert_allclose(tl["end_s"].max(), ev.ttft_s, rtol=1e-9)
         n_chunks = (tl["lane"] == "KV transfer").sum()
         assert n_chunks == (80 if kw.get("layerwise") else 1)
+
+
+def test_every_time_column_is_in_seconds():
+    sc = build_scenario(model="llama-3-70b", prefill_ms=100, layerwise=True)
+    frames = [
+        batch_sweep(sc, ["ib-ndr"], [1, 8]),
+        seq_sweep(sc, ["ib-ndr"])[0],
+        model_seq_sweep(sc, ["llama-2-7b"], [1024]),
+        mitigation_table(sc, mitigation_options(sc)),
+        timeline(sc),
+    ]
+    for df in frames:
+        assert not [c for c in df.columns if c.endswith("_ms")], list(df.columns)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 from html_tables import read_html_table
+from sweeps_ms import link_batch_table
 
 from kvmodel.build import build_scenario
-from kvmodel.sweeps import link_batch_table
 from ui import tables
 
 

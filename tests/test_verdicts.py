@@ -2,27 +2,25 @@
 verdict, the one place "over" / "under" and "agree" are decided, against hand-computed shares."""
 
 import pytest
-
-from kvmodel.build import build_scenario
-from kvmodel.calibrate import compare_to_model
-from kvmodel.measure import parse_prometheus_metrics
-from kvmodel.sweeps import (
+from sweeps_ms import (
     link_batch_table,
     mitigation_options,
     mitigation_table,
     models_table,
     seq_sweep,
 )
+
+from kvmodel.build import build_scenario
+from kvmodel.calibrate import compare_to_model
+from kvmodel.measure import parse_prometheus_metrics
 from kvmodel.transfer import evaluate
-from kvmodel.verdicts import (
-    ShareVerdict,
+from kvmodel.verdicts import ShareVerdict, share_verdict, step_verdict
+from ui.words import (
     interconnect_takeaway,
     mitigation_takeaway,
     models_takeaway,
     overview_takeaway,
     sequence_takeaway,
-    share_verdict,
-    step_verdict,
 )
 
 

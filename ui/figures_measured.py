@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from kvmodel.units import fmt_bandwidth
+from ui.fmt import fmt_bandwidth
 
 from .figkit import _Fig, _finished, _layout, _legend_on_top
 

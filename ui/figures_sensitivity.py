@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .figkit import _Fig, _finished, _layout, _legend_on_top, _panels
+from .fmt import setting_labels
 
 
 @_finished
@@ -55,7 +56,10 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     )
     spread = np.abs(df[hi_col].to_numpy(dtype=float) - df[lo_col].to_numpy(dtype=float))
     order = np.argsort(-spread, kind="stable")  # largest spread on top, ties in table order
-    d = {c: df[c].to_numpy()[order] for c in ("input", lo_col, hi_col, "low_label", "high_label")}
+    d = {c: df[c].to_numpy()[order] for c in ("input", lo_col, hi_col)}
+    d["low_label"], d["high_label"] = (
+        np.asarray(x, dtype=object)[order] for x in setting_labels(df)
+    )
     n_inputs = len(order)
     b = float(base) * scale
     what = "TTFT" if metric == "ttft" else "transfer share of TTFT"

@@ -10,8 +10,8 @@ import pandas as pd
 
 from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
 from kvmodel.transfer import wire_bytes_per_token
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 from kvmodel.verdicts import AGREEMENT_FACTOR
+from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
 
 # --------------------------------------------------------------------------- formatting
 

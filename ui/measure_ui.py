@@ -30,7 +30,7 @@ from kvmodel.measure import (
     load_measurement,
     read_text,
 )
-from kvmodel.units import fmt_bandwidth, fmt_bytes
+from ui.fmt import fmt_bandwidth, fmt_bytes
 
 from . import params as P
 from .measure_text import can_set_efficiency

@@ -25,12 +25,13 @@ from kvmodel.transfer import (
     evaluate,
     transfer,
 )
-from kvmodel.verdicts import mitigation_takeaway, overview_takeaway
 
 from . import figures
 from .export import figure_div, plotlyjs_inline
+from .fmt import in_ms
 from .report_text import assumptions, key_numbers, requirements, scenario_inputs
 from .scenario_link import DEFAULT_BASE_URL, check_url, share_link, share_query
+from .words import mitigation_takeaway, overview_takeaway
 
 __all__ = [  # the link functions are re-exported for kvmodel.cli, which imports them from here
     "DEFAULT_BASE_URL",
@@ -90,16 +91,15 @@ def _chart(fig, div_id: str) -> str:
 def _scenario_table(items: list[tuple[str, Scenario, Evaluation]]) -> pd.DataFrame:
     """TTFT per scenario in ``mitigation_table`` columns (option = the scenario's label)."""
     first = items[0][1]
-    table = mitigation_table(first, [Option(label, sc) for label, sc, _ in items])
-    return table
+    return in_ms(mitigation_table(first, [Option(label, sc) for label, sc, _ in items]))
 
 
 def _options_table(sc: Scenario) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(chart table with the scenario itself first when it is not the baseline, takeaway table)."""
-    opts = mitigation_table(sc, mitigation_options(sc))
+    opts = in_ms(mitigation_table(sc, mitigation_options(sc)))
     if replace(sc, compression="none", layerwise=False) == sc:
         return opts, opts
-    own = mitigation_table(sc, [Option("This scenario", sc)])
+    own = in_ms(mitigation_table(sc, [Option("This scenario", sc)]))
     return pd.concat([own, opts], ignore_index=True), opts
 
 
@@ -109,6 +109,7 @@ def _seq_curves(items) -> tuple[pd.DataFrame, pd.DataFrame]:
     for label, sc, _ in items:
         if catalog.links().get(sc.link.id) == sc.link:
             c, k = seq_sweep(sc, [sc.link.id])
+            c = in_ms(c)
         else:  # a custom or overridden link: the same sweep on the scenario's own link
             s = seq_grid(sc.model.max_context_tokens)
             c = pd.DataFrame(

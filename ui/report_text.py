@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from kvmodel import solve
 from kvmodel.transfer import Evaluation, Scenario
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 from kvmodel.verdicts import step_verdict
+from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+
+from .words import unreachable_reason
 
 BATCH_LIMIT = 65536
 
@@ -99,7 +101,7 @@ def key_numbers(ev: Evaluation) -> list[tuple[str, str]]:
 def _bw_text(sc: Scenario, criterion: str) -> str:
     bw = solve.min_bandwidth(sc, criterion=criterion)
     if bw is None:
-        return solve.unreachable_reason(sc, criterion=criterion) or "unreachable"
+        return unreachable_reason(sc, criterion=criterion) or "unreachable"
     now = sc.link.bandwidth_bytes_per_s
     rel = "the current link already does" if bw <= now else f"{bw / now:,.2f}× the current link"
     return f"{fmt_bandwidth(bw)} per direction ({bw * 8 / 1e9:,.4g} Gb/s; {rel})"

@@ -12,7 +12,7 @@ from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.size import valid_tp
 from kvmodel.specs import ModelSpec
 from kvmodel.timing import decode_step_lower_bound_s, estimate_decode_step_s
-from kvmodel.units import fmt_ms
+from ui.fmt import fmt_ms
 
 from . import params as P
 from .urlstate import add_notice, imported_models, model_spec

@@ -14,7 +14,7 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms
+from ui.fmt import fmt_bytes, fmt_ms
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402
@@ -257,7 +257,7 @@ def test_measure_upload_in_the_browser(page, app_url, wait_ready, screenshot):
 
     from kvmodel.calibrate import fit_from_bandwidth_points
     from kvmodel.measure import load_measurement
-    from kvmodel.units import fmt_bandwidth
+    from ui.fmt import fmt_bandwidth
 
     sample = Path(__file__).resolve().parents[2] / "data" / "measurements" / "ib_write_bw.txt"
     fit = fit_from_bandwidth_points(load_measurement(sample).data.points)

@@ -5,10 +5,11 @@ import streamlit as st
 from kvmodel import catalog
 from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
-from kvmodel.sweeps import Option, compare_table, mitigation_table
+from kvmodel.sweeps import Option, mitigation_table
 from kvmodel.transfer import evaluate
 from ui import exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
 from ui import params as P
+from ui.fmt import in_ms
 
 
 def render() -> None:
@@ -104,7 +105,7 @@ def render() -> None:
     evs = [(label, evaluate(sc)) for label, sc in labelled]
     buildable = {label: not urlstate.feasibility_problems(ev) for label, ev in evs}
     options = [Option(label, sc, buildable[label]) for label, sc in labelled]
-    table = perf.cached(mitigation_table, base_sc, options)
+    table = perf.cached(in_ms, perf.cached(mitigation_table, base_sc, options))
     ok = table[table["buildable"]] if table["buildable"].any() else table
     best = ok.loc[ok["ttft_ms"].idxmin()]
     if len(labelled) == 1:
@@ -121,7 +122,7 @@ def render() -> None:
             f"{best['transfer_share']:.1%} of TTFT."
         )
     st.info(said, icon=":material/lightbulb:")
-    shown, differs = perf.cached(compare_table, evs)
+    shown, differs = perf.cached(tables.compare_cells, evs)
     st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
     exports_ui.table_download(shown, "comparison")
     st.caption("Highlighted: differs from A.")

@@ -4,8 +4,9 @@ import numpy as np
 import streamlit as st
 
 from kvmodel.sweeps import batch_sweep, link_batch_table
-from kvmodel.verdicts import interconnect_takeaway
 from ui import exports_ui, figures, params, perf, routing, tables, urlstate, widgets
+from ui.fmt import in_ms
+from ui.words import interconnect_takeaway
 
 
 def render() -> None:
@@ -40,7 +41,7 @@ def render() -> None:
         )
     lo_hi = params.band_ms(band)
 
-    table = perf.cached(link_batch_table, sc, links, batches)
+    table = perf.cached(in_ms, perf.cached(link_batch_table, sc, links, batches))
     st.info(
         interconnect_takeaway(
             table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
@@ -62,6 +63,7 @@ def render() -> None:
         links,
         np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int)),
     )
+    sweep = perf.cached(in_ms, sweep)
     exports_ui.chart(
         perf.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len),
         "transfer-vs-batch",

@@ -9,10 +9,10 @@ from kvmodel.calibrate import (
     link_efficiency,
 )
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
-from kvmodel.units import fmt_bandwidth, fmt_bytes, fmt_time
 from ui import exports_ui, figures, routing, urlstate, widgets
 from ui import measure_text as mt
 from ui import measure_ui as mu
+from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
 

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
-from kvmodel.units import fmt_bytes, fmt_tokens
-from kvmodel.verdicts import mitigation_takeaway
 from ui import exports_ui, figures, perf, routing, urlstate, widgets
+from ui.fmt import fmt_bytes, fmt_tokens, in_ms
+from ui.words import mitigation_takeaway
 
 
 def render() -> None:
@@ -15,7 +15,7 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     options = mitigation_options(sc)
-    table = perf.cached(mitigation_table, sc, options)
+    table = perf.cached(in_ms, perf.cached(mitigation_table, sc, options))
     st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
 
     exports_ui.chart(
@@ -76,7 +76,7 @@ def render() -> None:
     exports_ui.chart(
         perf.cached(
             figures.figure_timeline,
-            perf.cached(timeline, chosen),
+            perf.cached(in_ms, perf.cached(timeline, chosen)),
             title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
         ),
         "timeline",

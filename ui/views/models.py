@@ -3,8 +3,8 @@
 import streamlit as st
 
 from kvmodel.sweeps import models_table
-from kvmodel.verdicts import models_takeaway
 from ui import config_import, exports_ui, figures, perf, routing, tables, urlstate
+from ui.words import models_takeaway
 
 MAX_CONFIG_BYTES = 1_000_000
 

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from kvmodel.transfer import evaluate
-from kvmodel.units import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
-from kvmodel.verdicts import overview_takeaway
 from ui import exports_ui, figures, perf, routing, urlstate
+from ui.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
+from ui.words import overview_takeaway
 
 
 def render() -> None:

@@ -5,8 +5,9 @@ import streamlit as st
 
 from kvmodel import solve
 from kvmodel.sensitivity import tornado
-from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_tokens
 from ui import exports_ui, figures, perf, routing, urlstate, widgets
+from ui.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
+from ui.words import unreachable_reason
 
 
 def render() -> None:
@@ -33,7 +34,7 @@ def render() -> None:
     mit, tried = perf.cached(solve.search_mitigations, sc, criterion=crit)
     have = sc.link.bandwidth_bytes_per_s
     if need is None:
-        headline = f"No bandwidth meets the target: {solve.unreachable_reason(sc, criterion=crit)}"
+        headline = f"No bandwidth meets the target: {unreachable_reason(sc, criterion=crit)}"
     elif need <= have:
         room = "with room to spare" if need < 0.8 * have else "with little margin"
         headline = (

@@ -4,8 +4,9 @@ import streamlit as st
 
 from kvmodel import catalog
 from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
-from kvmodel.verdicts import sequence_takeaway
 from ui import exports_ui, figures, params, perf, routing, urlstate, widgets
+from ui.fmt import in_ms
+from ui.words import sequence_takeaway
 
 
 def render() -> None:
@@ -20,6 +21,7 @@ def render() -> None:
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
     curves, critical = perf.cached(seq_sweep, sc, links)
+    curves = perf.cached(in_ms, curves)  # the same frame while the sweep is cached
     names = {lid: figures.link_name(lid) for lid in links}
     st.info(
         sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:"
@@ -46,7 +48,7 @@ def render() -> None:
     exports_ui.chart(
         perf.cached(
             figures.figure_models_seq,
-            perf.cached(model_seq_sweep, sc, models, grid),
+            perf.cached(in_ms, perf.cached(model_seq_sweep, sc, models, grid)),
             threshold_ms=threshold_ms,
             link=sc.link.name,
         ),

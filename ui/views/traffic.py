@@ -4,9 +4,9 @@ import streamlit as st
 
 from kvmodel import traffic as tr
 from kvmodel.traffic import TrafficError, table_columns
-from kvmodel.units import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
-from kvmodel.verdicts import traffic_takeaway, window_sentence
 from ui import exports_ui, figures, params, perf, routing, tables, traffic_ui, urlstate, widgets
+from ui.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
+from ui.words import traffic_takeaway, window_sentence
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 

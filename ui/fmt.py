@@ -1,4 +1,8 @@
-"""Decimal unit formatting for the edges (CLI tables, app).  1 GB = 10^9 bytes."""
+"""Decimal unit formatting for the edges (app, report, CLI tables).  1 GB = 10^9 bytes.
+
+The one place numbers become text with units: kvmodel returns SI numbers (bytes, seconds,
+bytes/s); the CLI formats through kvmodel/cli/edge.py, which imports this module lazily.
+"""
 
 from __future__ import annotations
 
@@ -62,6 +66,51 @@ def fmt_bandwidth(bytes_per_s: float) -> str:
 
 
 def fmt_tokens(n: float | None) -> str:
-    if n is None:
+    if n is None or n != n:  # None, or NaN (a None that went through a DataFrame)
         return "none up to max context"
     return "1 token" if int(n) == 1 else f"{int(n):,} tokens"
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n:,} {unit}{'' if n == 1 else 's'}"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:,.3g} %"
+
+
+def fmt_setting(value, unit: str) -> str:
+    """A tornado setting (``kvmodel.sensitivity.tornado``'s ``low``/``high`` and ``unit``):
+    ``(512, "token")`` → ``'512 tokens'``, ``(0.1, "s")`` → ``'100 ms'``, a name as it is."""
+    if unit in ("token", "request"):
+        return _count(int(value), unit)
+    if unit == "bytes/s":
+        return fmt_bandwidth(value)
+    if unit == "s":
+        return fmt_time(value)
+    if unit == "fraction":
+        return _pct(value)
+    if unit == "mfu":
+        return f"MFU {_pct(value)}"
+    return str(value)
+
+
+def setting_labels(df) -> tuple[list[str], list[str]]:
+    """The low and high setting labels of every row of a tornado table."""
+    return tuple(
+        [fmt_setting(v, u) for v, u in zip(df[col], df["unit"], strict=True)]
+        for col in ("low", "high")
+    )
+
+
+def in_ms(df):
+    """An SI table of ``kvmodel.sweeps`` as the pages show and export it: every ``<name>_s``
+    column becomes ``<name>_ms`` (× 1000), and ``link_batch_table``'s ``batch N`` columns
+    (seconds) are given in milliseconds under the same name.  Column order and the rest kept."""
+    out = df.copy()
+    for col in df.columns:
+        if col.endswith("_s"):
+            out[col] = df[col] * 1e3
+        elif col.startswith("batch ") and col[6:].isdigit():
+            out[col] = df[col].astype(float) * 1e3
+    return out.rename(columns={c: c[:-2] + "_ms" for c in df.columns if c.endswith("_s")})

@@ -1,0 +1,121 @@
+"""Parsing: one-line usage errors, number types, and the scenario options built from the rows of
+``kvmodel/inputs.py`` (one definition of every input; the CLI derives its flags from them)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import inputs as I
+from ..build import scenario_from_inputs
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2
+        raise UsageError(message)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _whole(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _dest(row: I.Input) -> str:
+    return row.cli.lstrip("-").replace("-", "_")
+
+
+def add_input(p, row: I.Input) -> None:
+    """One CLI option from its ``kvmodel.inputs`` row: type, default, choices and help."""
+    default = row.default if row.cli_default == "same" else row.cli_default
+    if default is not None and row.cli_scale != 1 and row.kind == "float":
+        default = default / row.cli_scale
+    unit = "" if row.cli_scale != 1 or not row.unit else f" [{row.unit}]"
+    shown = f"{default:g}" if isinstance(default, float) else default
+    help_text = f"{row.help}{unit}" + ("" if default is None else f" (default {shown})")
+    kw = dict(dest=_dest(row), default=default, help=help_text.replace("%", "%%"))
+    if row.kind == "flag":
+        p.add_argument(row.cli, action="store_true", dest=kw["dest"], help=row.help)
+        return
+    if row.kind == "choice":
+        kw["choices"] = list(row.allowed())
+    elif row.kind == "int":
+        kw["type"] = _whole
+    elif row.default == "est":  # prefill, decode step
+        kw["type"] = _number_or_est
+    elif row.kind == "float":
+        kw["type"] = _number
+    p.add_argument(row.cli, **kw)
+
+
+def _number_or_est(text):
+    return None if text.strip().lower() == "est" else _number(text)
+
+
+def check_inputs(args) -> None:
+    """Every numeric option against its row's limit; the message names the flag."""
+    for row in I.INPUTS:
+        if row.cli and row.kind in ("int", "float") and hasattr(args, _dest(row)):
+            value = getattr(args, _dest(row))
+            if value is not None and value != "est":
+                row.check(value, what=row.cli, scale=row.cli_scale)
+
+
+SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
+
+
+def _scenario_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scenario (one row each in kvmodel/inputs.py)")
+    src = g.add_mutually_exclusive_group()
+    add_input(src, I.get("model"))
+    src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json instead")
+    g.add_argument("--quant-config", metavar="PATH", help="hf_quant_config.json beside --config")
+    for row in SCENARIO_ROWS:
+        add_input(g, row)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _model_from_args(args):
+    if args.config:
+        from ..hfconfig import load_hf_config
+
+        return load_hf_config(args.config, quant_config=args.quant_config)
+    return args.model
+
+
+def _scenario(args, **overrides):
+    """The scenario of the parsed options; ``overrides`` by input name, display units."""
+    check_inputs(args)
+    values = {"model": args.model}
+    for row in SCENARIO_ROWS:
+        value = getattr(args, _dest(row))
+        if value is not None and row.kind == "float":
+            value = value * row.cli_scale
+        values[row.name] = value
+    values.update(overrides)
+    model = _model_from_args(args)
+    return scenario_from_inputs(values, model=None if isinstance(model, str) else model)

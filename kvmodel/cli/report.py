@@ -1,0 +1,26 @@
+"""``report``: a standalone HTML report of the scenario (``ui.report`` builds it, via the edge)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import edge
+from .options import _scenario
+
+
+def cmd_report(args):
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--out must end in .html or .htm, got {args.out!r}")
+    sc = _scenario(args)
+    html, url, gaps = edge.report(sc, base_url=args.base_url, title=args.title)
+    out.write_text(html, encoding="utf-8")
+    size = out.stat().st_size
+    payload = {"path": str(out), "bytes": size, "share_url": url, "share_link_gaps": gaps}
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return
+    print(f"wrote {out} ({edge.fmt_bytes(size)}, {size:,} bytes)")
+    if url is None:
+        print(f"no share link: the app's link cannot carry {'; '.join(gaps)}")

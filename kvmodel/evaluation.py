@@ -1,0 +1,155 @@
+"""``evaluate``: every headline number of one scenario (bytes, transfer, TTFT, share, critical
+length, memory) as one frozen ``Evaluation`` in SI units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from .critical import critical_seq_len
+from .memory import instance_memory, memory_notes
+from .scenario import Scenario
+from .size import kv_bytes
+from .specs import IDEAL_STACK
+from .timing import decode_step_lower_bound_s
+from .topology import domain_gpus, is_scale_up, scale_up_feasible
+from .wire import _wire_ratio, transfer
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The numbers every page shows for one scenario (SI units)."""
+
+    scenario: Scenario
+    kv_total_bytes: float
+    kv_state_bytes: float
+    kv_per_token_bytes: float
+    kv_per_layer_bytes: float
+    kv_per_gpu_prefill_bytes: float
+    kv_per_gpu_decode_bytes: float
+    raw_wire_bytes: float
+    wire_bytes: float
+    compression_ratio: float
+    streams: int
+    effective_bandwidth_bytes_per_s: float
+    latency_s: float
+    serialization_s: float
+    descriptor_s: float
+    codec_s: float
+    transfer_s: float
+    exposed_s: float
+    prefill_s: float
+    prefill_estimated: bool
+    decode_step_s: float
+    decode_step_lower_bound_s: float
+    ttft_s: float
+    transfer_share_of_ttft: float
+    transfer_over_decode: float
+    over_share_target: bool
+    critical_seq_len: int | None
+    notes: tuple[str, ...] = field(default=())
+    # the same transfer at wire speed (stack "ideal"): the source article's arithmetic
+    ideal_transfer_s: float = 0.0
+    ideal_exposed_s: float = 0.0
+    scale_up_feasible: bool = True  # prefill + decode GPUs fit in one NVLink domain
+    weights_bytes_per_gpu: float = 0.0  # decode instance
+    weights_bytes_per_gpu_prefill: float = 0.0
+    max_concurrent_requests: int = 0  # requests of this length one decode instance holds
+    fits_in_memory: bool = True  # weights and the batch's KV fit on both instances
+
+
+@lru_cache(maxsize=1024)
+def evaluate(sc: Scenario) -> Evaluation:
+    """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length.
+
+    Memoised per scenario (bounded; ``Scenario`` and ``Evaluation`` are frozen): tables,
+    timelines and solvers that meet the same scenario share one evaluation.
+    """
+    kv = kv_bytes(
+        sc.model,
+        sc.seq_len,
+        sc.batch,
+        kv_dtype=sc.kv_dtype,
+        kv_scale_group=sc.kv_scale_group,
+        tp_prefill=sc.tp_prefill,
+        tp_decode=sc.tp_decode,
+    )
+    t = transfer(sc)
+    prefill = float(t.prefill_s)
+    exposed = float(t.exposed_s)
+    ttft = prefill + exposed + sc.decode_step_s
+    lb = float(
+        decode_step_lower_bound_s(
+            sc.model, sc.seq_len, sc.batch, gpu=sc.gpu, tp=sc.tp_decode, kv_dtype=sc.kv_dtype
+        )
+    )
+    notes = []
+    if sc.model.kv_dtype_native and sc.kv_dtype != sc.model.kv_dtype_native:
+        notes.append(
+            f"{sc.model.id} ships a {sc.model.kv_dtype_native} KV cache; "
+            f"the scenario stores it as {sc.kv_dtype}"
+        )
+    if sc.compression != "none" and _wire_ratio(sc) == 1.0:
+        notes.append(
+            f"{sc.compression} transfer compression saves nothing on a {sc.kv_dtype} cache"
+        )
+    if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
+        notes.append("replicated KV heads cross the link once per decode GPU")
+    ideal = t if sc.stack.is_ideal else transfer(replace(sc, stack=IDEAL_STACK))
+    scale_up_ok = scale_up_feasible(
+        sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
+    )
+    if is_scale_up(sc.link) and not scale_up_ok:
+        notes.append(
+            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
+            f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
+            "cannot carry the transfer"
+        )
+    mem_kw = dict(seq_len=sc.seq_len, batch=sc.batch, kv_dtype=sc.kv_dtype,
+                  kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    mem_d = instance_memory(
+        sc.model,
+        sc.gpu,
+        tp=sc.tp_decode,
+        data_parallel_attention=sc.data_parallel_attention,
+        **mem_kw,
+    )
+    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, **mem_kw)  # fmt: skip
+    notes.extend(memory_notes(sc, mem_p, mem_d))
+    return Evaluation(
+        scenario=sc,
+        kv_total_bytes=float(kv.total),
+        kv_state_bytes=float(kv.state),
+        kv_per_token_bytes=float(kv.per_token),
+        kv_per_layer_bytes=float(kv.per_attention_layer),
+        kv_per_gpu_prefill_bytes=float(kv.per_gpu_prefill),
+        kv_per_gpu_decode_bytes=float(kv.per_gpu_decode),
+        raw_wire_bytes=float(t.raw_wire_bytes),
+        wire_bytes=float(t.wire_bytes),
+        compression_ratio=_wire_ratio(sc),
+        streams=sc.streams,
+        effective_bandwidth_bytes_per_s=sc.effective_bandwidth_bytes_per_s,
+        latency_s=sc.link.latency_s,
+        serialization_s=float(t.serialization_s),
+        descriptor_s=float(t.descriptor_s),
+        codec_s=float(t.codec_s),
+        transfer_s=float(t.transfer_s),
+        exposed_s=exposed,
+        prefill_s=prefill,
+        prefill_estimated=sc.prefill_s is None,
+        decode_step_s=sc.decode_step_s,
+        decode_step_lower_bound_s=lb,
+        ttft_s=ttft,
+        transfer_share_of_ttft=exposed / ttft,
+        transfer_over_decode=exposed / sc.decode_step_s,
+        over_share_target=exposed / ttft > sc.share_target,
+        critical_seq_len=critical_seq_len(sc),
+        notes=tuple(notes),
+        ideal_transfer_s=float(ideal.transfer_s),
+        ideal_exposed_s=float(ideal.exposed_s),
+        scale_up_feasible=scale_up_ok,
+        weights_bytes_per_gpu=mem_d.weights_bytes_per_gpu,
+        weights_bytes_per_gpu_prefill=mem_p.weights_bytes_per_gpu,
+        max_concurrent_requests=mem_d.max_concurrent_requests,
+        fits_in_memory=mem_p.fits and mem_d.fits,
+    )

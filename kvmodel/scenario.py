@@ -1,0 +1,152 @@
+"""The scenario: everything that decides one transfer, validated against ``kvmodel.inputs``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+
+import numpy as np
+
+from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
+from .inputs import (
+    ATTENTION_PARALLEL,
+    DEFAULT_BLOCK_TOKENS,
+    DEFAULT_CODEC_BYTES_PER_S,
+    DEFAULT_DECODE_STEP_S,
+    DEFAULT_MFU,
+    DEFAULT_SHARE_TARGET,
+    WINDOW_TRANSFER,
+    check_scenario_field,
+)
+from .size import shard_heads
+from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
+from .timing import estimate_decode_step_s
+from .topology import default_streams
+
+
+@lru_cache(maxsize=64)
+def unwindowed(model: ModelSpec) -> ModelSpec:
+    """``model`` with every sliding/chunked group holding all tokens (sent whole)."""
+    if all(g.window_tokens is None for g in model.groups):
+        return model
+    groups = tuple(replace(g, window_tokens=None, window_kind=None) for g in model.groups)
+    return replace(model, groups=groups)
+
+
+def _estimated_step_s(sc) -> float:
+    for g in sc.model.groups:  # an impossible TP is reported by the checks that follow
+        shard_heads(g.kv_heads, sc.tp_decode)
+    return _step_cached(sc.model, sc.gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len), sc.kv_dtype)
+
+
+@lru_cache(maxsize=4096)
+def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype) -> float:
+    return float(
+        estimate_decode_step_s(
+            model, min(seq_len, model.max_context_tokens), batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype
+        )  # fmt: skip
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything that decides one transfer.  Times in seconds, bandwidth per direction."""
+
+    model: ModelSpec
+    link: LinkSpec
+    gpu: GpuSpec
+    seq_len: int = 1024
+    batch: int = 1
+    efficiency: float = 1.0
+    parallel_links: int | None = None  # None → min(tp_prefill, tp_decode): one NIC per GPU
+    kv_dtype: str = "fp16"
+    kv_scale_group: int = 0
+    compression: str = "none"
+    comp_group: int = DEFAULT_COMPRESSION_GROUP
+    codec_bytes_per_s: float = DEFAULT_CODEC_BYTES_PER_S
+    layerwise: bool = False
+    tp_prefill: int = 1
+    tp_decode: int = 1
+    decode_step_s: float = DEFAULT_DECODE_STEP_S
+    prefill_s: float | None = None  # None → estimated from the GPU
+    mfu: float = DEFAULT_MFU
+    block_tokens: int = DEFAULT_BLOCK_TOKENS
+    descriptor_s: float = 0.0
+    k: float = 1.0  # critical length: transfer ≥ k × decode step
+    share_target: float = DEFAULT_SHARE_TARGET
+    stack: StackSpec = IDEAL_STACK  # the connector's measured costs (kvmodel.stacks)
+    attention_parallel: str = "tp"  # "dp": each request's KV lives on one decode rank
+    window_transfer: str = "window"  # "full": sliding-window layers cross the wire whole
+    # True: decode_step_s is estimated (kvmodel.timing) at this scenario's model, GPU, decode
+    # TP, batch and prompt length, and follows them through dataclasses.replace
+    decode_step_estimated: bool = False
+
+    def __post_init__(self):
+        # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
+        for name in ("seq_len", "batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+        if self.seq_len > self.model.max_context_tokens:
+            raise ValueError(
+                f"seq_len must be <= the model's max context of {self.model.max_context_tokens:,} "
+                f"tokens, got {self.seq_len:,}"
+            )
+        if self.parallel_links is not None and (
+            isinstance(self.parallel_links, bool) or not isinstance(self.parallel_links, int)
+        ):
+            raise ValueError(
+                f"parallel_links must be a whole number >= 1, got {self.parallel_links!r}"
+            )
+        if self.decode_step_estimated:
+            object.__setattr__(self, "decode_step_s", _estimated_step_s(self))
+        for f in fields(self):
+            check_scenario_field(f.name, getattr(self, f.name))
+        if self.attention_parallel not in ATTENTION_PARALLEL:
+            raise ValueError(
+                f"attention_parallel must be one of {ATTENTION_PARALLEL}, "
+                f"got {self.attention_parallel!r}"
+            )
+        if self.window_transfer not in WINDOW_TRANSFER:
+            raise ValueError(
+                f"window_transfer must be one of {WINDOW_TRANSFER}, got {self.window_transfer!r}"
+            )
+        if not isinstance(self.stack, StackSpec):
+            raise ValueError(f"stack must be a StackSpec, got {self.stack!r}")
+        kv_dtype_bytes(self.kv_dtype, scale_group=self.kv_scale_group)
+        compressed_bytes_per_value(self.compression, storage_bytes=2.0, group=self.comp_group)
+        for g in self.model.groups:  # raises on an impossible TP
+            shard_heads(g.kv_heads, self.tp_prefill)
+            shard_heads(g.kv_heads, self.tp_decode)
+
+    @property
+    def streams(self) -> int:
+        """Links used at once: as given, else the NICs (or per-GPU scale-up links) both
+        instances have (``kvmodel.topology``); with data-parallel attention a batch smaller
+        than that uses one stream per request."""
+        n = self.parallel_links or default_streams(
+            self.gpu, self.link, self.tp_prefill, self.tp_decode
+        )
+        return min(n, self.batch) if self.data_parallel_attention else n
+
+    @property
+    def data_parallel_attention(self) -> bool:
+        return self.attention_parallel == "dp"
+
+    @property
+    def kv_tp_decode(self) -> int:
+        """The decode TP the KV is split by: 1 with data-parallel attention (one rank per
+        request, no replicated heads)."""
+        return 1 if self.data_parallel_attention else self.tp_decode
+
+    @property
+    def wire_model(self) -> ModelSpec:
+        """The model as its KV crosses the wire (windows dropped when sent whole)."""
+        return unwindowed(self.model) if self.window_transfer == "full" else self.model
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float:
+        return self.link.bandwidth_bytes_per_s * self.efficiency * self.streams
+
+    def with_link(self, link: LinkSpec) -> Scenario:
+        return replace(self, link=link)

@@ -1,0 +1,285 @@
+"""Transfer time and layer-wise overlap of one scenario, and the link-independent ``Volume``.
+
+Transfer (whole cache after prefill)::
+
+    t = latency + wire_bytes ÷ (bandwidth × efficiency × streams)
+        + descriptors × descriptor_cost ÷ streams + quantize + dequantize
+
+Layer-wise sending splits the same work into one chunk per cache-carrying layer; chunk j can
+leave once prefill has computed layer j (at (j+1)/n of the prefill).  The decode node then waits
+
+    exposed = max_j [ ready_j + Σ_{i ≥ j} x_i ] − prefill
+
+after prefill ends, where x_i is chunk i's own time (including its latency).  With n equal
+chunks this is ``max(T/n, T − prefill × (n−1)/n)``: a single chunk when the link keeps up with
+compute, otherwise what is left once compute stops.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, fields
+from functools import cached_property
+
+import numpy as np
+
+from .dtypes import compressed_bytes_per_value, kv_dtype_bytes
+from .scenario import Scenario
+from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes
+from .timing import estimate_prefill_s
+from .topology import default_streams
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Components of one transfer [s, bytes]; arrays broadcast over the seq_len × batch asked."""
+
+    raw_wire_bytes: np.ndarray  # before compression
+    wire_bytes: np.ndarray  # after compression
+    serialization_s: np.ndarray
+    latency_s: float
+    descriptor_s: np.ndarray
+    codec_s: np.ndarray  # quantize + dequantize
+    transfer_s: np.ndarray  # the whole transfer after prefill, no overlap
+    exposed_s: np.ndarray  # what the decode node waits after prefill ends
+    prefill_s: np.ndarray
+
+
+def _wire_ratio(sc: Scenario) -> float:
+    storage = kv_dtype_bytes(sc.kv_dtype, scale_group=sc.kv_scale_group)
+    comp = compressed_bytes_per_value(sc.compression, storage_bytes=storage, group=sc.comp_group)
+    return comp / storage
+
+
+def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
+    s = sc.seq_len if seq_len is None else seq_len
+    b = sc.batch if batch is None else batch
+    if sc.prefill_s is not None:
+        return np.broadcast_to(
+            np.asarray(sc.prefill_s, dtype=float), np.broadcast(np.asarray(s), np.asarray(b)).shape
+        )
+    return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu)
+
+
+# Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).
+PER_LINK_FIELDS = ("link", "efficiency", "parallel_links", "compression", "comp_group",
+                   "codec_bytes_per_s", "layerwise", "descriptor_s", "decode_step_s", "k",
+                   "share_target", "stack")  # fmt: skip
+
+
+_VOLUME_FIELDS = tuple(f.name for f in fields(Scenario) if f.name not in PER_LINK_FIELDS)
+
+
+class Volume:
+    """What moves, for given S and B: everything of a transfer the link does not change.
+
+    Wire bytes before compression, per-layer chunk bytes, descriptor counts and the prefill
+    time depend on the model, dtype, TP, block size, GPU and prefill, never on the link,
+    compression or layer-wise sending.  ``transfer(sc, volume=...)`` reuses them, so trying many
+    links and mitigations on one scenario (``solve.try_mitigations``) computes them once.
+    """
+
+    def __init__(self, sc: Scenario, seq_len=None, batch=None):
+        self.scenario = sc
+        self.s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
+        self.b = _as_tokens(sc.batch if batch is None else batch, "batch")
+        self.raw = kv_bytes(
+            sc.wire_model,
+            self.s,
+            self.b,
+            kv_dtype=sc.kv_dtype,
+            kv_scale_group=sc.kv_scale_group,
+            tp_prefill=sc.tp_prefill,
+            tp_decode=sc.kv_tp_decode,
+        ).wire
+        self.prefill = prefill_time_s(sc, self.s, self.b)
+
+    def fits(self, sc: Scenario) -> bool:
+        """True when ``sc`` differs from this volume's scenario only in per-link fields."""
+        base = self.scenario
+        return sc is base or all(
+            getattr(sc, name) == getattr(base, name) for name in _VOLUME_FIELDS
+        )
+
+    @cached_property
+    def kind_raw(self) -> np.ndarray:
+        """Wire bytes of one layer of each kind (``chunk_kind_bytes``), before compression."""
+        sc = self.scenario
+        return chunk_kind_bytes(
+            sc.wire_model,
+            self.s,
+            self.b,
+            kv_dtype=sc.kv_dtype,
+            kv_scale_group=sc.kv_scale_group,
+            tp_decode=sc.kv_tp_decode,
+        )
+
+    @cached_property
+    def descriptor_counts(self) -> list[np.ndarray]:
+        """Descriptors per chunk type: (blocks × tensors) per layer per decode rank."""
+        sc = self.scenario
+        return [
+            np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.kv_tp_decode
+            for g in sc.wire_model.groups
+        ]
+
+
+def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
+    if volume is None:
+        return Volume(sc, seq_len, batch)
+    if seq_len is not None or batch is not None or not volume.fits(sc):
+        raise ValueError("volume was computed for another scenario, sequence length or batch")
+    return volume
+
+
+def _streams(sc: Scenario, vol: Volume):
+    """Links used at once, per batch entry: with data-parallel attention and no stream count
+    given, a batch smaller than the NICs uses one stream per request (``Scenario.streams``)."""
+    if sc.data_parallel_attention and not sc.parallel_links:
+        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode)
+        return np.minimum(n, vol.b)
+    return sc.streams
+
+
+def _kind_messages(sc: Scenario, vol: Volume) -> np.ndarray:
+    """The stack's messages in one layer of each kind (rows of ``Volume.kind_raw``): KV blocks ×
+    tensors × decode ranks ("block"), or tensors × decode ranks per request ("layer"); a state
+    layer is one message per request and rank."""
+    shape = np.shape(vol.kind_raw)[1:]
+    rows = []
+    for g, blocks in zip(sc.wire_model.groups, vol.descriptor_counts, strict=True):
+        n = blocks if sc.stack.message == "block" else g.tensors * vol.b * sc.kv_tp_decode
+        rows.append(np.broadcast_to(n, shape))
+    if sc.model.state_layers:
+        rows.append(np.broadcast_to(vol.b * sc.kv_tp_decode, shape))
+    return np.stack(rows).astype(float)
+
+
+def _posters(sc: Scenario, vol: Volume):
+    """Decode ranks posting messages in parallel (each rank's agent posts its own): all of them
+    with tensor-parallel attention, one per request (up to TP) with data-parallel attention."""
+    return np.minimum(sc.tp_decode, vol.b) if sc.data_parallel_attention else sc.tp_decode
+
+
+def _stack_s(sc: Scenario, vol: Volume, wire, messages, bandwidth):
+    """Time of ``wire`` bytes in ``messages`` messages through the stack: the bytes at the
+    stack's efficiency of ``bandwidth``, the messages' posting spread over the decode ranks,
+    overlapped (RDMA engines) or one after the other (NCCL kernels)."""
+    data = wire / (bandwidth * sc.stack.efficiency_max)
+    post = messages * sc.stack.message_s / _posters(sc, vol)
+    return np.maximum(data, post) if sc.stack.overlap else data + post
+
+
+def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
+    """Own send time of one layer of each kind (rows of ``chunk_kind_bytes``), shape (k, ...)."""
+    raw = vol.kind_raw
+    ratio = _wire_ratio(sc)
+    streams = _streams(sc, vol)
+    bandwidth = sc.link.bandwidth_bytes_per_s * sc.efficiency * streams
+    if sc.stack.is_ideal:
+        t = sc.link.latency_s + raw * ratio / bandwidth
+    else:
+        moved = _stack_s(sc, vol, raw * ratio, _kind_messages(sc, vol), bandwidth)
+        t = sc.link.latency_s + sc.stack.chunk_s + moved
+    if ratio < 1:
+        t = t + 2 * raw / (sc.codec_bytes_per_s * streams)
+    if sc.descriptor_s:
+        # descriptor cost per layer differs only for windowed groups: every layer gets the mean,
+        # which keeps the total exact
+        t = t + _descriptor_total(sc, vol) * sc.descriptor_s / streams / len(chunk_rows(sc.model))
+    return t
+
+
+def _descriptor_total(sc: Scenario, vol: Volume) -> np.ndarray:
+    """Descriptors of the whole cache: attention layers' blocks × tensors, one per state layer."""
+    per_layer = Counter(chunk_rows(sc.model))  # layers of each kind (state: len(groups))
+    return (
+        sum(per_layer[gi] * c for gi, c in enumerate(vol.descriptor_counts))
+        + sc.model.state_layers * vol.b * sc.kv_tp_decode
+    )
+
+
+def chunk_times_s(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None):
+    """Each layer's own send time x_i (latency, bytes, descriptors, codec), shape (n, ...)."""
+    vol = _volume(sc, seq_len, batch, volume)
+    return _kind_times_s(sc, vol)[np.asarray(chunk_rows(sc.model))]
+
+
+def _layerwise(sc: Scenario, vol: Volume, prefill) -> tuple[np.ndarray, np.ndarray]:
+    """(whole, exposed) of layer-wise sending: exposed = max_j [ready_j + Σ_{i≥j} x_i] − P.
+
+    Within a run of layers of one kind the bracket is linear in j, so its maximum is at one of
+    the run's two ends: only 2 × runs candidates are evaluated, not every layer.
+    """
+    x = _kind_times_s(sc, vol)
+    kinds, starts, ends = chunk_runs(sc.model)
+    n = len(chunk_rows(sc.model))
+    lead = (len(kinds),) + (1,) * (x.ndim - 1)
+    own = x[kinds]  # one layer of each run's kind
+    run_total = own * (ends - starts + 1).reshape(lead)
+    after = np.cumsum(run_total[::-1], axis=0)[::-1] - run_total  # Σ over later runs
+    at_start = ((starts + 1) / n).reshape(lead) * prefill + after + run_total
+    at_end = ((ends + 1) / n).reshape(lead) * prefill + after + own
+    exposed = np.maximum(at_start.max(axis=0), at_end.max(axis=0)) - prefill
+    return after[0] + run_total[0], exposed
+
+
+def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None) -> Transfer:
+    """Transfer time of ``sc``; pass arrays for ``seq_len``/``batch`` to sweep them.
+
+    ``volume``: a ``Volume`` of a scenario that differs from ``sc`` only in per-link fields
+    (then leave ``seq_len`` and ``batch`` out); its link-independent parts are reused.
+    """
+    vol = _volume(sc, seq_len, batch, volume)
+    ratio = _wire_ratio(sc)
+    raw = vol.raw
+    wire = raw * ratio
+    streams = _streams(sc, vol)
+    bandwidth = sc.link.bandwidth_bytes_per_s * sc.efficiency * streams
+    stack = sc.stack
+    if stack.is_ideal:
+        ser = wire / bandwidth
+        fixed = 0.0
+    else:  # every layer's messages and bytes, posted and moved as one chunk
+        rows = _kind_messages(sc, vol)
+        per_layer = Counter(chunk_rows(sc.model))
+        lead = (len(rows),) + (1,) * (rows.ndim - 1)
+        n = np.array([per_layer[k] for k in range(len(rows))], dtype=float).reshape(lead)
+        messages = (rows * n).sum(axis=0)
+        ser = np.broadcast_to(_stack_s(sc, vol, wire, messages, bandwidth), raw.shape)
+        fixed = stack.request_s
+    codec = 2 * raw / (sc.codec_bytes_per_s * streams) if ratio < 1 else np.zeros_like(raw)
+    if sc.descriptor_s:
+        count = _descriptor_total(sc, vol)
+        desc = np.broadcast_to(count * sc.descriptor_s / streams, raw.shape)
+    else:
+        desc = np.zeros_like(raw)
+    whole = sc.link.latency_s + stack.chunk_s + fixed + ser + desc + codec
+    prefill = vol.prefill
+    if sc.layerwise:  # the stack's per-request cost is paid once, its per-chunk cost per layer
+        whole, exposed = _layerwise(sc, vol, prefill)
+        whole, exposed = whole + fixed, exposed + fixed
+    else:
+        exposed = whole
+    return Transfer(
+        raw_wire_bytes=raw,
+        wire_bytes=wire,
+        serialization_s=ser,
+        latency_s=sc.link.latency_s,
+        descriptor_s=desc,
+        codec_s=codec,
+        transfer_s=whole,
+        exposed_s=exposed,
+        prefill_s=np.asarray(prefill, dtype=float),
+    )
+
+
+def wire_bytes_per_token(sc: Scenario) -> float:
+    """Wire bytes one prompt token of one request adds (before compression)."""
+    from dataclasses import replace
+
+    return float(Volume(replace(sc, seq_len=1, batch=1)).raw)
+
+
+def exposed_transfer_s(sc: Scenario, seq_len) -> np.ndarray:
+    return transfer(sc, seq_len=seq_len).exposed_s

@@ -1,0 +1,165 @@
+"""Sentences: the one-line takeaways the pages and the report show above their charts, and why no
+bandwidth meets the target.  Computed from kvmodel's SI numbers; units formatted by ``ui.fmt``."""
+
+from __future__ import annotations
+
+from kvmodel import solve
+from kvmodel.transfer import Evaluation, Scenario
+from kvmodel.verdicts import step_verdict
+from ui.fmt import fmt_ms, fmt_time, fmt_tokens
+
+
+def overview_takeaway(ev: Evaluation) -> str:
+    sc = ev.scenario
+    ratio = ev.transfer_over_decode
+    share = ev.transfer_share_of_ttft
+    crit = ev.critical_seq_len
+    where = (
+        f"prompts of {fmt_tokens(crit)} or more wait at least {sc.k:g} decode "
+        f"step{'' if sc.k == 1 else 's'}"
+        if crit is not None
+        else "no request up to the model's max context waits a full threshold"
+    )
+    return (
+        f"On {sc.link.name} the KV transfer takes {ratio:,.2f} decode steps "
+        f"({fmt_time(ev.exposed_s)}): {step_verdict(ratio)}; it is {share:.0%} of TTFT "
+        f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line), "
+        f"and {where}."
+    )
+
+
+def interconnect_takeaway(
+    table, batch: int, band_ms: tuple[float, float], scenario_link: str
+) -> str:
+    """Sentence for the link × batch table at one batch size (column ``batch N``)."""
+    col = f"batch {batch}"
+    lo, hi = band_ms
+    below = table[table[col] < lo]
+    above = table[table[col] > hi]
+    row = table[table["link"] == scenario_link]
+    own = ""
+    if len(row):
+        ms = float(row[col].iloc[0])
+        own = f" {row['name'].iloc[0]} takes {fmt_ms(ms / 1e3)}."
+    return (
+        f"At batch {batch}, {len(below)} of {len(table)} interconnects finish under a "
+        f"{lo:g} ms decode step and {len(above)} take longer than {hi:g} ms.{own}"
+    )
+
+
+def sequence_takeaway(critical, names: dict, threshold_s: float) -> str:
+    """Sentence from a (link, critical_seq_len) table."""
+    reached, never = [], []
+    for lid, s in zip(critical["link"], critical["critical_seq_len"], strict=True):
+        name = names.get(lid, lid)
+        if s is None or s != s:  # None or NaN: never reached
+            never.append(name)
+        else:
+            reached.append(f"{name} from {fmt_tokens(s)}")
+    limit = fmt_ms(threshold_s)
+    if not reached:
+        return (
+            f"No interconnect here reaches the {limit} threshold up to the model's max context: "
+            "the transfer never outlasts it."
+        )
+    text = f"Transfer exceeds the {limit} threshold on " + "; ".join(reached) + "."
+    if never:
+        text += f" It never does on {', '.join(never)}."
+    return text + " Prompts past those lengths are transfer-bound."
+
+
+def mitigation_takeaway(table) -> str:
+    """Sentence from sweeps.mitigation_table (first row is the baseline)."""
+    base = table.iloc[0]
+    rest = table.iloc[1:]
+    if "buildable" in rest:  # an NVLink option between instances in no common domain
+        rest = rest[rest["buildable"]]
+    lossless = rest[~rest["lossy"]] if "lossy" in rest else rest
+    best = rest.loc[rest["ttft_ms"].idxmin()]
+    no_link = lossless[~lossless["option"].str.contains("NVLink|Infinity|PCIe", regex=True)]
+    pool = no_link if len(no_link) else lossless if len(lossless) else rest
+    cheap = pool.loc[pool["ttft_ms"].idxmin()]
+    risk = " (lossy: it changes the KV values)" if bool(best.get("lossy", False)) else ""
+    return (
+        f"Baseline TTFT is {fmt_ms(base['ttft_ms'] / 1e3)} with {base['transfer_share']:.0%} spent "
+        f"on transfer. Lowest TTFT here: {best['option']}{risk} ({fmt_ms(best['ttft_ms'] / 1e3)}, "
+        f"−{fmt_ms(best['ttft_saving_ms'] / 1e3)}); without changing the network or the values, "
+        f"{cheap['option']} saves {fmt_ms(cheap['ttft_saving_ms'] / 1e3)}. Criterion: TTFT."
+    )
+
+
+def models_takeaway(table, current: str) -> str:
+    """Sentence from sweeps.models_table: spread across the catalog and where ``current`` sits."""
+    t = table.sort_values("bytes_per_token_at_seq")
+    lo, hi = t.iloc[0], t.iloc[-1]
+    row = t[t["model"] == current].iloc[0]
+    rank = list(t["model"]).index(current) + 1
+    spread = hi["bytes_per_token_at_seq"] / lo["bytes_per_token_at_seq"]
+    return (
+        f"{row['name']} moves {row['bytes_per_token_at_seq'] / 1e3:,.1f} kB per token at "
+        f"{int(row['seq_len']):,} tokens ({rank} of {len(t)}, smallest first); across the "
+        f"catalog it ranges from {lo['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({lo['model']}, "
+        f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['model']}, "
+        f"{hi['attention']}), a {spread:,.0f}× spread."
+    )
+
+
+def traffic_takeaway(reg, link_name: str, source: str, count_known: bool = True) -> str:
+    """Sentence from traffic.Regions (``count_known`` False: a histogram of shares)."""
+    count = f" {reg.n_requests:,.0f}" if count_known else ""
+    crit = (
+        f"at or past {fmt_tokens(reg.critical_seq_len)}"
+        if reg.critical_seq_len is not None
+        else "none is: no length reaches the threshold"
+    )
+    return (
+        f"On {link_name}, {reg.fraction_gain:.0%} of the{count} requests in "
+        f"{source} gain from disaggregation ({reg.fraction_tokens_gain:.0%} of their tokens); "
+        f"{reg.fraction_too_short:.0%} are too short (under {reg.min_seq_len:,} tokens) and "
+        f"{reg.fraction_transfer_bound:.0%} are transfer-bound ({crit})."
+    )
+
+
+def window_sentence(win) -> str:
+    """Sentence from traffic.Window."""
+    if not win.exists:
+        return (
+            f"No window: on this link requests are transfer-bound from "
+            f"{fmt_tokens(win.l_max)}, before they are long enough ({win.l_min:,} tokens) to "
+            "gain. Prefill locally, or change the link or mitigations."
+        )
+    upper = f"warn at {fmt_tokens(win.l_max)} and above" if win.l_max else "no upper limit"
+    return (
+        f"Prefill locally below {win.l_min:,} tokens ({win.fraction_local:.0%} of requests), "
+        f"disaggregate from {win.l_min:,} tokens ({win.fraction_disaggregated:.0%}), {upper} "
+        f"({win.fraction_warn:.0%})."
+    )
+
+
+def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
+    """Why no bandwidth meets the target (``kvmodel.solve.unreachable``), or None when one does."""
+    u = solve.unreachable(sc, criterion=criterion)
+    if u is None:
+        return None
+    names = {
+        "latency": "link latency"
+        + (
+            f" ({fmt_time(u.latency_s)} × {u.latency_chunks} layer chunks)"
+            if u.latency_chunks > 1
+            else ""
+        ),
+        "codec": f"{u.compression.upper()} quantize/dequantize",
+        "descriptors": "transfer descriptors",
+    }
+    what = ", ".join(f"{names[kind]} {fmt_time(s)}" for s, kind in u.costs) or "none"
+    if u.criterion == "step":
+        target = f"the target of {fmt_time(u.target_s)} ({u.k:g} × decode step)"
+        got = fmt_time(u.exposed_s)
+    else:
+        target = f"the {u.share_target:.0%} share-of-TTFT target"
+        got = f"{fmt_time(u.exposed_s)} ({u.share_of_ttft:.1%} of TTFT)"
+    overlap = " (sent layer-wise, part of them overlaps prefill)" if u.layerwise else ""
+    return (
+        f"unreachable at any bandwidth: with an infinitely fast link the decode node still "
+        f"waits {got}, over {target}; the costs no bandwidth removes: {what}{overlap}"
+    )
