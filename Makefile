@@ -26,6 +26,12 @@ chromium:
 	  echo "installing Debian chromium for the browser tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and this is not root: browser tests will be skipped"; fi
+	@if command -v shellcheck >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian shellcheck for the recipe tests"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null \
+	  || echo "shellcheck could not be installed: its recipe tests will be skipped (and say so)"; \
+	else echo "shellcheck is missing and this is not root: its recipe tests will be skipped"; fi
 
 test: $(VENV)/.dev-installed chromium
 	$(PY) -m ruff check kvmodel ui tests pages app.py bench

@@ -96,3 +96,20 @@ def test_cli_garbled_file_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "line 2" in proc.stderr
+
+
+def test_calibrate_nics_divides_and_over_100_percent_is_a_warning(capsys):
+    import json as _json
+
+    from kvmodel.cli import main as _main
+
+    sample = str(ROOT / "data/measurements/ib_write_bw.txt")  # 48.02 GB/s fitted
+    assert _main(["calibrate", sample, "--link", "ib-ndr", "--json"]) == 0
+    one = _json.loads(capsys.readouterr().out)
+    assert one["efficiency"] == pytest.approx(48.02e9 / 50e9, rel=1e-3) and one["warnings"] == []
+    assert _main(["calibrate", sample, "--link", "25gbe", "--json"]) == 0
+    over = _json.loads(capsys.readouterr().out)  # 48 GB/s on one 3.125 GB/s NIC: not possible
+    assert over["efficiency"] is None and "NICs" in over["warnings"][0]
+    assert _main(["calibrate", sample, "--link", "200gbe", "--nics", "4", "--json"]) == 0
+    four = _json.loads(capsys.readouterr().out)  # 48.02 ÷ (4 × 25 GB/s)
+    assert four["nics"] == 4 and four["efficiency"] == pytest.approx(48.02e9 / 100e9, rel=1e-3)

@@ -63,6 +63,12 @@ def make_parser() -> argparse.ArgumentParser:
         if name == "calibrate":
             p.add_argument("file", help="perftest ib_*_bw output or --out_json, bytes,seconds CSV")
             p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")
+            p.add_argument(
+                "--nics",
+                type=int,
+                default=1,
+                help="NICs the measurement ran over: its total is divided by them (1)",
+            )
         if name == "metrics":
             p.add_argument("file", help="Prometheus text: vLLM/NIXL/SGLang /metrics scrape")
         if name == "report":

@@ -30,13 +30,18 @@ def _fit_measurement(m):
 def cmd_calibrate(args):
     from pathlib import Path
 
-    from ..calibrate import link_efficiency
+    from ..calibrate import efficiency_warning, link_efficiency
     from ..measure import load_measurement
 
     link = catalog.get_link(args.link) if args.link else None
+    if args.nics < 1:
+        raise ValueError(f"--nics must be a whole number >= 1, got {args.nics}")
     m = load_measurement(Path(args.file))
     fit = _fit_measurement(m)
-    eff = None if link is None else link_efficiency(link, fit)
+    eff = None if link is None else link_efficiency(link, fit, nics=args.nics)
+    warning = None if eff is None else efficiency_warning(eff, link, nics=args.nics)
+    if warning:
+        eff = None  # an efficiency above 100 % is a warning, never a result
     payload = {
         "file": str(args.file),
         "kind": m.kind,
@@ -48,6 +53,8 @@ def cmd_calibrate(args):
         "link": None if link is None else link.id,
         "nominal_bandwidth_gbs": None if link is None else link.bandwidth_bytes_per_s / 1e9,
         "efficiency": eff,
+        "nics": args.nics,
+        "warnings": [warning] if warning else [],
         "fit_source": fit.source,
         "efficiency_curve": [{"bytes": b, "efficiency": e} for b, e in fit.efficiency_curve],
     }
@@ -63,10 +70,14 @@ def cmd_calibrate(args):
             "efficiency",
             "– (give --link)"
             if link is None
-            else f"{eff:.1%} of {link.name}'s {link.bandwidth_bytes_per_s / 1e9:g} GB/s",
+            else "– (over 100 %: see the warning)"
+            if warning
+            else f"{eff:.1%} of "
+            + (f"{args.nics} × " if args.nics > 1 else "")
+            + f"{link.name}'s {link.bandwidth_bytes_per_s / 1e9:g} GB/s",
         ),
     ]
-    footer = []
+    footer = [f"warning: {warning}"] if warning else []
     if fit.source == "bandwidth":
         footer.append(
             "perftest keeps many messages in flight: the intercept is the per-message cost of a "
