@@ -123,7 +123,10 @@ def evaluate(sc: Scenario) -> Evaluation:
         kv_per_token_bytes=float(kv.per_token),
         kv_per_layer_bytes=float(kv.per_attention_layer),
         kv_per_gpu_prefill_bytes=float(kv.per_gpu_prefill),
-        kv_per_gpu_decode_bytes=float(kv.per_gpu_decode),
+        # data-parallel attention: whole requests per rank, the batch spread over the ranks
+        kv_per_gpu_decode_bytes=float(kv.total) / sc.tp_decode
+        if sc.data_parallel_attention
+        else float(kv.per_gpu_decode),
         raw_wire_bytes=float(t.raw_wire_bytes),
         wire_bytes=float(t.wire_bytes),
         compression_ratio=_wire_ratio(sc),

@@ -79,7 +79,10 @@ def test_numbers_verdicts_and_sections(default_report):
         "11.19 GB/s per direction",  # minimum bandwidth for one decode step
     ):
         assert text in html, text
-    assert "On 100 GbE (RoCE) the KV transfer takes 0.89 decode steps" in html
+    assert (
+        "On 100 GbE (RoCE) with the Ideal (wire speed) stack, the KV transfer takes 0.89 decode steps"
+        in html
+    )
     assert 'id="comparison"' not in html  # one scenario: no comparison
 
 

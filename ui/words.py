@@ -20,9 +20,11 @@ def overview_takeaway(ev: Evaluation) -> str:
         if crit is not None
         else "no request up to the model's max context waits a full threshold"
     )
+    links = f"{ev.streams} × {sc.link.name}" if ev.streams > 1 else sc.link.name
     return (
-        f"On {sc.link.name} the KV transfer takes {ratio:,.2f} decode steps "
-        f"({fmt_time(ev.exposed_s)}): {step_verdict(ratio)}; it is {share:.0%} of TTFT "
+        f"On {links} with the {sc.stack.name} stack, the KV transfer takes {ratio:,.2f} decode "
+        f"steps ({fmt_time(ev.exposed_s)}; {fmt_time(ev.ideal_exposed_s)} at wire speed): "
+        f"{step_verdict(ratio)}; it is {share:.0%} of TTFT "
         f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line), "
         f"and {where}."
     )

@@ -17,6 +17,13 @@ def render() -> None:
     options = mitigation_options(sc)
     table = perf.cached(in_ms, perf.cached(mitigation_table, sc, options))
     st.info(mitigation_takeaway(table), icon=":material/lightbulb:")
+    if not all(o.buildable for o in options):
+        st.caption(
+            f":material/block: *Not buildable*: prefill TP {sc.tp_prefill} + decode TP "
+            f"{sc.tp_decode} = {sc.tp_prefill + sc.tp_decode} GPUs do not fit in one "
+            f"{sc.gpu.nvlink_domain_gpus}-GPU NVLink domain of {sc.gpu.name}; those rows are "
+            "shown for reference and never recommended. Lossy rows change the KV values."
+        )
 
     exports_ui.chart(
         perf.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
