@@ -80,8 +80,8 @@ def test_numbers_verdicts_and_sections(default_report):
     ):
         assert text in html, text
     assert (
-        "On 100 GbE (RoCE) with the Ideal (wire speed) stack, the KV transfer takes 0.89 decode steps"
-        in html
+        "On 100 GbE (RoCE) with the Ideal (wire speed) stack, the KV transfer takes 0.89 decode "
+        "steps" in html
     )
     assert 'id="comparison"' not in html  # one scenario: no comparison
 
