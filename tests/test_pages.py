@@ -311,3 +311,10 @@ def test_compare_marks_an_unbuildable_variant_and_never_picks_it():
     assert notes and "cannot carry the transfer" in notes[0]
     assert not at.info[0].value.startswith("Lowest TTFT: B")
     assert at.selectbox(key="cmp1_stack").value == "ideal"
+
+
+def test_interconnects_says_how_many_links_and_what_cannot_be_built():
+    at = app(article=False, page="pages/interconnects.py")
+    text = " ".join(c.value for c in at.caption)
+    assert "over 8 parallel link(s)" in text and "Mooncake" in text
+    assert "Not buildable at this TP" in text and "NVLink 4 (H100)" in text

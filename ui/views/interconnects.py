@@ -3,7 +3,9 @@
 import numpy as np
 import streamlit as st
 
+from kvmodel import catalog
 from kvmodel.sweeps import batch_sweep, link_batch_table
+from kvmodel.topology import is_scale_up, scale_up_feasible
 from ui import exports_ui, figures, params, perf, routing, tables, urlstate, widgets
 from ui.fmt import in_ms
 from ui.words import interconnect_takeaway
@@ -48,11 +50,25 @@ def render() -> None:
         ),
         icon=":material/lightbulb:",
     )
+    blocked = [
+        catalog.get_link(i).name
+        for i in links
+        if is_scale_up(catalog.get_link(i))
+        and not scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, catalog.get_link(i))
+    ]
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
-        f"{', layer-wise' if sc.layerwise else ''}. Exposed transfer in ms; green under the band, "
-        "amber within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s "
-        "counts both directions (450 GB/s each way), so its times are twice the article's."
+        f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "
+        f"{sc.tp_decode}: each row runs over {sc.streams} parallel link(s) (the NICs, or per-GPU "
+        "links, both instances have). Exposed transfer in ms; green under the band, amber "
+        "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
+        "both directions (450 GB/s each way), so its times are twice the article's."
+        + (
+            f" Not buildable at this TP (prefill + decode exceed one NVLink domain): "
+            f"{', '.join(blocked)}."
+            if blocked
+            else ""
+        )
     )
     st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
     exports_ui.table_download(table, "link-by-batch")
