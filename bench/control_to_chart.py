@@ -55,7 +55,10 @@ from common import (  # noqa: E402
 # sidebar number inputs: (label, expander to open first or None, first value, step, widget key)
 BATCH = ("Batch [requests]", None, 10, 1, "batch")
 EXACT = ("Exact tokens", None, 3000, 13, "seq_exact")
-STEP = ("Decode step [ms]", "Times and thresholds", 11, 1, "step")
+# The decode step is estimated by default: its input shows once the step is given (a link with
+# step=30 opens that way, STEP_QUERY).
+STEP = ("Decode step [ms]", "Times and thresholds", 11, 1, "step_ms")
+STEP_QUERY = "?step=30&stack=mooncake"
 CANDIDATES = (BATCH, EXACT, STEP)  # preference order
 
 
@@ -75,6 +78,7 @@ def choose_control(page: str | None) -> tuple | None:
 
         for key in (HARDWARE_OPEN, TIMES_OPEN):  # lazy expanders draw their inputs when open
             at.session_state[key] = True
+        at.session_state["step_mode"] = "Given"  # as STEP_QUERY opens it in the browser
         at.run()
         for control in CANDIDATES:
             before = [c.proto.spec for c in at.get("plotly_chart")]
@@ -122,8 +126,10 @@ def measure(repeats: int, warmup: int, quiet_ms: int, timeout_ms: int,
                         no_chart.append(label)
                         continue
                     try:
-                        open_pages.append(PageUnderTest(browser, servers[script].url + url, label,
-                                                   control, timeout_ms))  # fmt: skip
+                        query = STEP_QUERY if control is STEP else ""
+                        page_url = servers[script].url + url + query
+                        open_pages.append(PageUnderTest(browser, page_url, label, control,
+                                                        timeout_ms))  # fmt: skip
                     except Exception as exc:  # noqa: BLE001 - report the page, measure the others
                         broken.append({"page": label, "control": control[0],
                                        "samples_ms": [], "settled_ms": [], "first_paint_ms": [],
