@@ -123,3 +123,35 @@ def test_table_download_captures_the_link_when_drawn(monkeypatch, evs):
     assert got["file_name"] == "comparison.csv"
     assert first_line(data) == f"# scenario: {LINK}"
     assert read(data).columns[0] == "quantity"
+
+
+def test_every_page_table_has_a_label_column_units_and_numbers():
+    from types import SimpleNamespace
+
+    from traffic_helpers import requests_like
+
+    from kvmodel.sensitivity import tornado
+    from kvmodel.sweeps import models_table
+    from kvmodel.traffic import comparison, mix_from_requests, per_request_scenario
+
+    sc = build_scenario(model="llama-3.1-70b")
+    mix = mix_from_requests(requests_like([100, 2000, 8000, 30_000]))
+    rows = comparison(per_request_scenario(sc), mix, link_ids=["ib-ndr", "100gbe"])
+    tried = [SimpleNamespace(label="FP8", exposed_s=0.0123456, transfer_share=0.0871, passed=True)]
+    frames = {
+        "models": (csv_tables.models_frame(models_table("fp16", 8192)), "model"),
+        "sensitivity": (csv_tables.sensitivity_frame(tornado(sc)), "input"),
+        "options": (csv_tables.options_tried_frame(tried), "option (cheapest first)"),
+        "traffic": (csv_tables.traffic_options_frame(rows), "interconnect"),
+    }
+    for name, (frame, label) in frames.items():
+        back = read(csv_tables.csv_handout(frame, scenario_link=LINK))
+        assert back.columns[0] == label, name
+        assert back[label].notna().all(), name
+        numeric = [c for c in back.columns if back[c].dtype.kind in "if"]
+        assert numeric, name
+        for col in numeric:
+            assert "[" in col or col in ("layers", "KV heads"), (name, col)  # counts
+    back = read(csv_tables.csv_handout(frames["options"][0]))
+    assert back["exposed transfer [ms]"].iloc[0] == 12.35
+    assert back["transfer share of TTFT [%]"].iloc[0] == 8.71
