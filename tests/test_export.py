@@ -1,14 +1,23 @@
 """Downloads: CSV formula-injection neutralised, PNG/SVG via kaleido, offline HTML."""
 
 import csv
+import html
 import io
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
 import pytest
 
-from ui.export import ExportUnavailable, csv_bytes, figure_html, figure_png, figure_svg
+from ui.export import (
+    ExportUnavailable,
+    csv_bytes,
+    figure_html,
+    figure_png,
+    figure_svg,
+    for_export,
+)
 
 
 def read(data: bytes):
@@ -48,9 +57,9 @@ def fig():
     return go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout={"title": {"text": "T <&>"}})
 
 
-def _static_or_skip(fn):
+def _static_or_skip(fn, figure=None):
     try:
-        return fn(fig())
+        return fn(fig() if figure is None else figure)
     except ExportUnavailable as exc:
         pytest.skip(f"no Chromium/Chrome for kaleido here: {exc}")
 
@@ -85,3 +94,98 @@ def test_html_is_standalone_and_offline():
     assert "<script src" not in html
     assert "<title>T &lt;&amp;&gt;</title>" in html
     assert "Plotly.newPlot" in html
+
+
+# --------------------------------------------------------------------------- exported layout
+
+SVG_BOX = re.compile(
+    r'<g class="cursor-pointer" transform="translate\(([-\d.]+),([-\d.]+)\)">'
+    r'<rect class="bg" x="[-\d.]+" y="[-\d.]+" width="([\d.]+)" height="([\d.]+)"'
+    r".*?>([^<]*)</text>"
+)
+YTICK = re.compile(
+    r'<g class="y\d*tick"><text text-anchor="end" x="([-\d.]+)"[^>]*font-size: ([\d.]+)px[^>]*>'
+    r"([^<]*)</text>"
+)
+
+
+def _panel_figures():
+    from kvmodel.build import build_scenario
+    from kvmodel.sensitivity import tornado
+    from kvmodel.sweeps import mitigation_options, mitigation_table
+    from ui import figures
+    from ui.fmt import in_ms
+
+    sc = build_scenario(model="deepseek-v3", layerwise=True)
+    table = in_ms(mitigation_table(sc, mitigation_options(sc)))
+    return {
+        "mitigations": figures.figure_mitigation_panels(table, step_ms=30.0),
+        "tornado": figures.figure_tornado_panels(tornado(sc)),
+    }
+
+
+@pytest.mark.slow  # kaleido drives chromium: ~5 s per image
+@pytest.mark.parametrize("name", ["mitigations", "tornado"])
+def test_exported_chart_fits_every_label(name):
+    fig = _panel_figures()[name]
+    svg = html.unescape(_static_or_skip(figure_svg, fig).decode("utf-8"))
+    width = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
+    # annotations (panel headings, line labels): plotly measured each text's box in the browser
+    boxes = [
+        (float(x), float(y), float(w), float(h), text) for x, y, w, h, text in SVG_BOX.findall(svg)
+    ]
+    assert len(boxes) >= 2
+    for x, _, w, _, text in boxes:
+        assert 0 <= x and x + w <= width + 1, f"{text!r} runs off the image ({x}+{w} > {width})"
+    headings = [b for b in boxes if b[4].startswith("What ")]
+    for i, a in enumerate(headings):
+        for b in headings[i + 1 :]:
+            same_row = a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+            apart = a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0]
+            assert apart or not same_row, f"{a[4]!r} overlaps {b[4]!r}"
+    # every category label is drawn whole: its left edge (at least 0.4 em per character, about
+    # the average width of these lower-case labels in Arial and DejaVu Sans)
+    # stays inside the image
+    ticks = YTICK.findall(svg)
+    categories = {str(c) for t in fig.data if t.orientation == "h" for c in t.y}
+    assert categories <= {text for _, _, text in ticks}
+    for x, size, text in ticks:
+        assert float(x) - 0.4 * float(size) * len(text) >= 0, f"{text!r} is cut off"
+
+
+def test_export_layout_fits_labels():
+    fig = _panel_figures()["mitigations"]
+    out = for_export(fig, width=900)
+    assert out.layout.width == 900 and fig.layout.width is None  # a copy
+    for key in ("xaxis", "xaxis2", "yaxis"):
+        axis = out.layout[key]
+        assert axis.automargin is True and axis.title.standoff > 0
+    m = out.layout.margin
+    assert (m.l, m.r, m.b) >= (20, 30, 30) and m.t >= fig.layout.margin.t
+    assert out.layout.font.family and out.layout.font.size >= 12
+    assert '"standoff":10' in figure_html(fig).replace(" ", "")
+
+
+# --------------------------------------------------------------------------- no network
+
+
+def test_static_export_asks_kaleido_for_no_mathjax(monkeypatch):
+    import kaleido
+
+    calls = []
+
+    def fake(fig, *args, **kwargs):
+        calls.append(kwargs)
+        return b"<svg></svg>"
+
+    monkeypatch.setattr(kaleido, "calc_fig_sync", fake)
+    figure_svg(fig())
+    figure_png(fig())
+    assert len(calls) == 2
+    for kw in calls:
+        assert kw["kopts"]["mathjax"] is False
+        assert kw.get("topojson") is None
+        # the page kaleido loads into chromium then holds no address on the network
+        page = kaleido.PageGenerator(**kw["kopts"]).generate_index()
+        assert "mathjax" not in page.lower()
+        assert not re.search(r"https?://", page), page

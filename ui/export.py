@@ -4,6 +4,12 @@ PNG and SVG go through plotly's own static-image engine, kaleido, which drives a
 Chrome it finds on the machine (``PATH``, the usual install paths, or ``BROWSER_PATH``).  This
 module never downloads a browser; without one it raises ``ExportUnavailable``.  HTML needs no
 browser: plotly.js is written into the file, so it opens offline.
+
+A file gets no Streamlit theme: ``for_export`` sets margins, axis automargins and fonts on the
+figure itself, so every label fits.  No export asks the network for anything: kaleido 1.x puts
+MathJax from a public CDN into its page unless told ``mathjax=False`` (plotly's
+``pio.defaults.mathjax = None`` means "kaleido's default", the CDN, and plotly drops a False), so
+PNG and SVG call kaleido directly with ``KALEIDO_OPTIONS``.
 """
 
 from __future__ import annotations
@@ -20,6 +26,12 @@ UNAVAILABLE = (
     "package); HTML export works without one"
 )
 HTML_CONFIG = {"displaylogo": False, "responsive": True}
+KALEIDO_OPTIONS = {"mathjax": False}  # no MathJax from cdnjs (kaleido 1.5, plotly 7.1)
+EXPORT_WIDTH_PX = 1100  # PNG/SVG width when the figure sets none (plotly's 700 thins the ticks)
+EXPORT_FONT = {"family": "Arial, Helvetica, 'DejaVu Sans', sans-serif", "size": 13,
+               "color": "#111827"}  # fmt: skip
+EXPORT_MARGIN_PX = {"l": 20, "r": 30, "t": 80, "b": 30}  # at least; axes grow it to fit labels
+TITLE_STANDOFF_PX = 10  # axis title clear of the tick numbers
 
 
 class ExportUnavailable(RuntimeError):
@@ -47,11 +59,62 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")  # RFC 4180
 
 
+def _axes(layout: dict):
+    named = [key for key in layout if key.startswith(("xaxis", "yaxis"))]
+    return list(dict.fromkeys(["xaxis", "yaxis", *named]))
+
+
+def for_export(fig: go.Figure, *, width: int | None = None) -> go.Figure:
+    """A copy of ``fig`` laid out for a file, where Streamlit's theme does not reach.
+
+    Every axis grows the margin to fit its tick labels and title (``automargin``), the title
+    keeps ``TITLE_STANDOFF_PX`` from the tick numbers, margins are at least
+    ``EXPORT_MARGIN_PX`` (a larger top margin of the figure, e.g. for a legend, is kept), fonts
+    are ``EXPORT_FONT`` and the background is white.  ``width`` [px] is set when given.
+    """
+    if not isinstance(fig, go.Figure):
+        raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
+    spec = fig.to_plotly_json()
+    layout = dict(spec.get("layout", {}))
+    for key in _axes(layout):
+        axis = dict(layout.get(key, {}))
+        title = axis.get("title", {})
+        title = {"text": title} if isinstance(title, str) else dict(title)
+        axis.update(automargin=True, title=dict(title, standoff=TITLE_STANDOFF_PX))
+        layout[key] = axis
+    margin = dict(layout.get("margin", {}))
+    layout["margin"] = {
+        side: max(int(margin.get(side) or 0), least) for side, least in EXPORT_MARGIN_PX.items()
+    }
+    title = layout.get("title", {})
+    title = {"text": title} if isinstance(title, str) else dict(title)
+    layout["title"] = {"pad": {"l": EXPORT_MARGIN_PX["l"]}, **title}  # off the image's edge
+    font = dict(layout.get("font", {}))
+    layout["font"] = {**EXPORT_FONT, **font}
+    layout.setdefault("paper_bgcolor", "white")
+    if width is not None:
+        layout["width"] = width
+    return go.Figure({"data": spec.get("data", []), "layout": layout})
+
+
 def _static(fig: go.Figure, fmt: str, scale: float) -> bytes:
     if not isinstance(fig, go.Figure):
         raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
+    out = for_export(fig, width=fig.layout.width or EXPORT_WIDTH_PX)
     try:
-        return fig.to_image(format=fmt, scale=scale)
+        import kaleido
+
+        return kaleido.calc_fig_sync(
+            out.to_dict(),
+            opts={
+                "format": fmt,
+                "width": out.layout.width,
+                "height": out.layout.height or 500,
+                "scale": scale,
+            },  # fmt: skip
+            topojson=None,
+            kopts=dict(KALEIDO_OPTIONS),  # calc_fig adds to it
+        )
     except Exception as exc:  # noqa: BLE001 - kaleido/choreographer raise many kinds
         detail = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
         raise ExportUnavailable(
@@ -83,14 +146,13 @@ def plotlyjs_inline() -> str:
 
 def figure_div(fig: go.Figure, *, div_id: str | None = None) -> str:
     """The figure as a ``<div>`` + ``<script>`` for a page that already loaded plotly.js."""
-    if not isinstance(fig, go.Figure):
-        raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
+    fig = for_export(fig)  # raises ValueError for a non-figure
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=HTML_CONFIG)
 
 
 def figure_html(fig: go.Figure) -> str:
     """A standalone interactive HTML page of the figure, plotly.js inlined (opens offline)."""
-    div = figure_div(fig)
+    div = figure_div(fig)  # raises ValueError for a non-figure
     title = fig.layout.title.text or "Chart"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

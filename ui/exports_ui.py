@@ -11,7 +11,7 @@ import shutil
 
 import streamlit as st
 
-from . import export
+from . import csv_tables, export
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
@@ -23,10 +23,21 @@ def static_export_problem() -> str | None:
     return export.UNAVAILABLE + "."
 
 
-def table_download(df, name: str) -> None:
+def table_download(table, name: str) -> None:
+    """A "Table as CSV" button: ``table`` is a DataFrame, or a function making one when pressed
+    (a ``ui.csv_tables`` builder over the page's SI table).  The file's first line is the
+    scenario's share link, captured now: the button's callback runs without the session."""
+    from .urlstate import share_url
+
+    link = share_url()
+
+    def build() -> bytes:
+        df = table() if callable(table) else table
+        return csv_tables.csv_handout(df, scenario_link=link)
+
     st.download_button(
         "Table as CSV",
-        lambda: export.csv_bytes(df),  # made when pressed
+        build,  # made when pressed
         file_name=f"{name}.csv",
         mime="text/csv",
         icon=":material/table:",

@@ -1,5 +1,7 @@
 """Compare: the sidebar's scenario (A) against up to three variants, all in one link."""
 
+from functools import partial
+
 import streamlit as st
 
 from kvmodel import catalog
@@ -7,7 +9,7 @@ from kvmodel import traffic as tr
 from kvmodel.dtypes import COMPRESSION_BITS
 from kvmodel.sweeps import Option, mitigation_table
 from kvmodel.transfer import evaluate
-from ui import exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
+from ui import csv_tables, exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
 from ui import params as P
 from ui.fmt import in_ms
 
@@ -124,7 +126,7 @@ def render() -> None:
     st.info(said, icon=":material/lightbulb:")
     shown, differs = perf.cached(tables.compare_cells, evs)
     st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
-    exports_ui.table_download(shown, "comparison")
+    exports_ui.table_download(partial(csv_tables.comparison_frame, evs), "comparison")
     st.caption("Highlighted: differs from A.")
     share.report_download(
         labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"

@@ -1,12 +1,14 @@
 """Interconnects: transfer time per link and batch against the decode-step band."""
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from kvmodel import catalog
 from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvmodel.topology import is_scale_up, scale_up_feasible
-from ui import exports_ui, figures, params, perf, routing, tables, urlstate, widgets
+from ui import csv_tables, exports_ui, figures, params, perf, routing, tables, urlstate, widgets
 from ui.fmt import in_ms
 from ui.words import interconnect_takeaway
 
@@ -71,7 +73,7 @@ def render() -> None:
         )
     )
     st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
-    exports_ui.table_download(table, "link-by-batch")
+    exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 
     sweep = perf.cached(
         batch_sweep,

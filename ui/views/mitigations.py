@@ -1,9 +1,11 @@
 """Mitigations: transfer compression, layer-wise sending, NVLink, and their combinations."""
 
+from functools import partial
+
 import streamlit as st
 
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
-from ui import exports_ui, figures, perf, routing, urlstate, widgets
+from ui import csv_tables, exports_ui, figures, perf, routing, urlstate, widgets
 from ui.fmt import fmt_bytes, fmt_tokens, in_ms
 from ui.words import mitigation_takeaway
 
@@ -68,7 +70,7 @@ def render() -> None:
             ),
         },
     )
-    exports_ui.table_download(table, "mitigations")
+    exports_ui.table_download(partial(csv_tables.mitigations_frame, table), "mitigations")
 
     st.subheader("Timeline")
     labels = [o.label for o in options]

@@ -1,9 +1,11 @@
 """Models: KV bytes per token across the catalog; import a Hugging Face config.json."""
 
+from functools import partial
+
 import streamlit as st
 
 from kvmodel.sweeps import models_table
-from ui import config_import, exports_ui, figures, perf, routing, tables, urlstate
+from ui import config_import, csv_tables, exports_ui, figures, perf, routing, tables, urlstate
 from ui.words import models_takeaway
 
 MAX_CONFIG_BYTES = 1_000_000
@@ -56,7 +58,7 @@ def render() -> None:
             "max_context_tokens": st.column_config.NumberColumn("Max context", format="%,d"),
         },
     )
-    exports_ui.table_download(table, "models")
+    exports_ui.table_download(partial(csv_tables.models_frame, table), "models")
 
     st.subheader("Import a Hugging Face config.json")
     st.caption(

@@ -1,11 +1,13 @@
 """Plan: what it takes to meet the target, and which input moves TTFT most."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 from kvmodel import solve
 from kvmodel.sensitivity import tornado
-from ui import exports_ui, figures, perf, routing, urlstate, widgets
+from ui import csv_tables, exports_ui, figures, perf, routing, urlstate, widgets
 from ui.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
 from ui.words import unreachable_reason
 
@@ -99,7 +101,7 @@ def render() -> None:
     )
     table = perf.cached(tornado, sc)
     exports_ui.chart(perf.cached(figures.figure_tornado_panels, table), "sensitivity")
-    exports_ui.table_download(table, "sensitivity")
+    exports_ui.table_download(partial(csv_tables.sensitivity_frame, table), "sensitivity")
 
 
 def _tried_table(box, tried) -> None:
@@ -118,4 +120,4 @@ def _tried_table(box, tried) -> None:
             width="stretch",
             column_config={"Exposed transfer [ms]": st.column_config.NumberColumn(format="%.2f")},
         )
-        exports_ui.table_download(ladder, "options-tried")
+        exports_ui.table_download(partial(csv_tables.options_tried_frame, tried), "options-tried")

@@ -1,10 +1,23 @@
 """Traffic: what fraction of a real request-length distribution gains from disaggregation."""
 
+from functools import partial
+
 import streamlit as st
 
 from kvmodel import traffic as tr
 from kvmodel.traffic import TrafficError, table_columns
-from ui import exports_ui, figures, params, perf, routing, tables, traffic_ui, urlstate, widgets
+from ui import (
+    csv_tables,
+    exports_ui,
+    figures,
+    params,
+    perf,
+    routing,
+    tables,
+    traffic_ui,
+    urlstate,
+    widgets,
+)
 from ui.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from ui.words import traffic_takeaway, window_sentence
 
@@ -208,7 +221,9 @@ def render() -> None:
     )
     table = figures.traffic_comparison_frame(res["comparison"])
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
-    exports_ui.table_download(table, "traffic-options")
+    exports_ui.table_download(
+        partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
+    )
 
     st.subheader("Load on the link")
     widgets.page_widget(
