@@ -25,6 +25,8 @@ def slug(text: str) -> str:
     """``text`` as an id: lowercase a-z, 0-9, '.', '_', '-' (other runs become one '-')."""
     out = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9._]+", "-", str(text).lower())).strip("-._")
     return out[:100].rstrip("-._")
+
+
 MAX_NAME_CHARS = 200
 
 

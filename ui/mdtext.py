@@ -20,7 +20,8 @@ _INLINE = re.compile(
     r"|:(?=[a-z/]+\[|material/)"  # Streamlit's :red[...] and :material/icon:
 )
 _ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}  # HTML: an entity, never a tag
-_BLOCK = re.compile(r"^(\s*)([#+\-=|]|\d{1,9}(?=[.)](?:\s|$)))")  # a heading, list or rule at the start
+# a heading, list, rule or ordered list at the start
+_BLOCK = re.compile(r"^(\s*)([#+\-=|]|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def md_escape(text) -> str:

@@ -116,9 +116,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         if gid in catalog.gpus():
             v["gpu"] = gid
         else:
-            warnings.append(
-                f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}."
-            )
+            warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():
@@ -145,8 +143,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 v[name] = raw
             else:
                 warnings.append(
-                    f"{name}={shown(q[name])} is not one of {', '.join(allowed)}; "
-                    f"using {v[name]}."
+                    f"{name}={shown(q[name])} is not one of {', '.join(allowed)}; using {v[name]}."
                 )
     ranges = {
         p.name: (p.lo, spec.max_context_tokens if p.name == "seq" else p.hi, p.kind != "float")
