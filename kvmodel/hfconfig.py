@@ -17,6 +17,7 @@ is built from it, and the JSON's nesting is checked before it is parsed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -60,7 +61,7 @@ LIMITS = {k: MODEL_LIMITS[lim] for lim, keys in _LIMIT_KEYS.items() for k in key
 def _show(value) -> str:
     """``value`` for a message: short, even for a huge number or a long string."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
-        return f"a {value.bit_length() * 3 // 10 + 1}-digit number"
+        return f"a {int(math.log10(abs(value))) + 1}-digit number"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
