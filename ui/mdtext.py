@@ -24,11 +24,14 @@ _ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}  # HTML: an entity, never a t
 _BLOCK = re.compile(r"^(\s*)([#+\-=|]|\d{1,9}(?=[.)](?:\s|$)))")
 
 
-def md_escape(text) -> str:
-    """``text`` (any value, as ``str``) on one line, with what markdown would read escaped."""
+def md_escape(text, *, inline: bool = False) -> str:
+    """``text`` (any value, as ``str``) on one line, with what markdown would read escaped.
+    ``inline``: the text goes mid-line (after other text), so a leading ``-`` or ``#`` stays."""
     s = _CONTROL.sub(" ", str(text))
     s = _INLINE.sub(lambda m: "\\" + m.group(0), s)
     s = re.sub(r"[<>&]", lambda m: _ENTITY[m.group(0)], s)
+    if inline:
+        return s
     return _BLOCK.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
                                               else m.group(2) + "\\"), s)  # fmt: skip
 
@@ -38,4 +41,4 @@ def shown(value, limit: int = 80) -> str:
     s = str(value)
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    return f"'{md_escape(s)}'"
+    return f"'{md_escape(s, inline=True)}'"

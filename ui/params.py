@@ -54,7 +54,8 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={shown(raw)} is outside {lo:g}–{hi:g} ({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
+            f"({LABELS[name]}); using {clamped:g}."
         )
     return int(clamped) if integer else clamped
 
