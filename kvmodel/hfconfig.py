@@ -9,16 +9,20 @@ Mamba2 (``hybrid_override_pattern``) or Gated-DeltaNet layers keep a constant pe
 
 Units: heads and head dims are counts of values; windows and contexts are tokens; the state is
 bytes per layer; parameters are counts.  Fields may sit under ``text_config`` (it wins).  A
-missing or contradictory field raises ``ValueError`` naming the field and what is expected.
+missing, mistyped, out-of-range or contradictory field raises ``ValueError`` naming the field
+and what is expected; every count is bounded by ``specs.MODEL_LIMITS`` before a per-layer list
+is built from it, and the JSON's nesting is checked before it is parsed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
-from .specs import AttentionGroup, ModelSpec
+from .specs import MODEL_LIMITS, AttentionGroup, ModelSpec
+from .textio import check_nesting
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2}
 LAYER_TYPES = {f"{k}_attention": k for k in ("full", "sliding", "chunked", "linear")}
@@ -28,15 +32,67 @@ WINDOW_FIELDS = {"sliding": "sliding_window", "chunked": "attention_chunk_size"}
 DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
 UNGATED_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "gptj", "opt", "bloom", "starcoder2"}
 _REQUIRED = object()
+_LIMIT_KEYS = {  # MODEL_LIMITS key of each whole-number field; unlisted fields: "width"
+    "layers": (
+        "num_hidden_layers num_kv_shared_layers max_window_layers no_rope_layer_interval "
+        "full_attention_interval sliding_window_pattern first_k_dense_replace "
+        "interleave_moe_layer_step decoder_sparse_step moe_layer_freq"
+    ),
+    "heads": (
+        "num_attention_heads num_key_value_heads num_global_key_value_heads mamba_num_heads "
+        "linear_num_key_heads linear_num_value_heads n_groups"
+    ),
+    "head_dim": (
+        "head_dim attention_head_dim global_head_dim qk_rope_head_dim kv_lora_rank "
+        "qk_nope_head_dim q_lora_rank v_head_dim mamba_head_dim ssm_state_size "
+        "linear_key_head_dim linear_value_head_dim conv_kernel linear_conv_kernel_dim"
+    ),
+    "vocab": "vocab_size",
+    "experts": (
+        "num_experts num_local_experts n_routed_experts num_experts_per_tok experts_per_token "
+        "top_k_experts n_shared_experts"
+    ),
+    "window_tokens": "sliding_window attention_chunk_size",
+    "max_context_tokens": "max_position_embeddings",
+}
+LIMITS = {k: MODEL_LIMITS[lim] for lim, keys in _LIMIT_KEYS.items() for k in keys.split()}
+
+
+def _show(value) -> str:
+    """``value`` for a message: short, even for a huge number or a long string."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+        return f"a {int(math.log10(abs(value))) + 1}-digit number"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _first(cfg: dict, *keys: str, default=None):
-    """The first of ``keys`` that ``cfg`` sets (not null, not 0), else ``default``."""
-    return next((cfg[k] for k in keys if cfg.get(k)), default)
+    """The first of ``keys`` that ``cfg`` sets (not null, not 0) as a whole number (each one
+    set is checked), else ``default``."""
+    values = [_int(cfg, k, "a count", default=0, minimum=0) for k in keys]
+    return next((v for v in values if v), default)
 
 
 def _fail(field: str, problem: str, expected: str, what: str = "config.json"):
     raise ValueError(f"{what}: {field} {problem}; expected {expected}")
+
+
+def _dict(cfg: dict, key: str, expected: str, what: str = "config.json") -> dict:
+    """``cfg[key]`` when it is an object; {} when absent or null."""
+    value = cfg.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(key, f"is a JSON {type(value).__name__} ({_show(value)})", expected, what)
+    return value
+
+
+def _text(cfg: dict, key: str, expected: str, what: str = "config.json") -> str | None:
+    """``cfg[key]`` when it is a string; None when absent or null."""
+    value = cfg.get(key)
+    if value is not None and not isinstance(value, str):
+        _fail(key, f"is {_show(value)}", expected, what)
+    return value
 
 
 def _read_json(src, what: str) -> tuple[dict, str | None]:
@@ -59,44 +115,49 @@ def _read_json(src, what: str) -> tuple[dict, str | None]:
         raise ValueError(
             f"{what}: expected a path, JSON text, bytes or a dict, got {type(src).__name__}"
         )
+    check_nesting(text, what)  # before json.loads, which would raise RecursionError
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         msg = f"{what}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         raise ValueError(msg) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ValueError(f"{what}: unreadable JSON ({exc}); expected a config.json") from None
     if not isinstance(data, dict):
         raise ValueError(f"{what}: expected a JSON object at the top, got {type(data).__name__}")
     return data, stem
 
 
 def _int(cfg: dict, key: str, expected: str, default=_REQUIRED, minimum: int = 1):
-    """``cfg[key]`` as a whole number >= ``minimum``; ``default`` when absent or null."""
+    """``cfg[key]`` as a whole number from ``minimum`` to its limit (``LIMITS``, else the
+    width limit); ``default`` when absent or null."""
     value = cfg.get(key)
     if value is None:
         if default is _REQUIRED:
             _fail(key, "is missing", expected)
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        _fail(key, f"is {value!r}", f"a whole number >= {minimum} ({expected})")
+    top = LIMITS.get(key, MODEL_LIMITS["width"])
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= top:
+        _fail(key, f"is {_show(value)}", f"a whole number from {minimum} to {top:,} ({expected})")
     return value
 
 
 def _dtype_bytes(cfg: dict, key: str, default: int) -> int:
     """Bytes per value of the dtype named by ``cfg[key]`` (``default`` when absent)."""
     name = cfg.get(key)
-    if name is not None and str(name).lower() not in DTYPE_BYTES:
-        _fail(key, f"is {name!r}", f"one of {sorted(DTYPE_BYTES)}")
+    if name is not None and (not isinstance(name, str) or name.lower() not in DTYPE_BYTES):
+        _fail(key, f"is {_show(name)}", f"one of {sorted(DTYPE_BYTES)}")
     return default if name is None else DTYPE_BYTES[str(name).lower()]
 
 
 def _per_layer(cfg: dict, key: str, n: int, allowed: dict) -> list[str]:
     seq = cfg[key]
     if not isinstance(seq, (list, str)) or len(seq) != n:
-        got = f"has {len(seq)} entries" if isinstance(seq, (list, str)) else f"is {seq!r}"
+        got = f"has {len(seq)} entries" if isinstance(seq, (list, str)) else f"is {_show(seq)}"
         _fail(key, got, f"one entry per layer (num_hidden_layers = {n})")
     for item in seq:
-        if not isinstance(item, (str, int)) or item not in allowed:
-            _fail(key, f"holds {item!r}", f"only {', '.join(map(str, allowed))}")
+        if isinstance(item, bool) or not isinstance(item, (str, int)) or item not in allowed:
+            _fail(key, f"holds {_show(item)}", f"only {', '.join(map(str, allowed))}")
     return [allowed[item] for item in seq]
 
 
@@ -153,7 +214,7 @@ def _state_bytes(cfg: dict, kind: str) -> int:
 
 def _kv_dtype(cfg: dict, quant_config) -> str | None:
     """Native KV-cache dtype ("fp8" or "int8") from hf_quant_config.json or config.json."""
-    qc = cfg.get("quantization_config") or {}
+    qc = _dict(cfg, "quantization_config", "an object (the checkpoint's quantization)")
     field, value = "config.json: kv_cache_dtype", cfg.get("kv_cache_dtype")
     if value is None and qc.get("kv_cache_quant_algo") is not None:
         field = "config.json: quantization_config.kv_cache_quant_algo"
@@ -161,28 +222,29 @@ def _kv_dtype(cfg: dict, quant_config) -> str | None:
     if quant_config is not None:
         q, _ = _read_json(quant_config, "hf_quant_config.json")
         field = "hf_quant_config.json: quantization.kv_cache_quant_algo"
-        value = (q.get("quantization") or q).get("kv_cache_quant_algo")
+        inner = _dict(q, "quantization", "an object", "hf_quant_config.json")
+        value = (inner or q).get("kv_cache_quant_algo")
     elif value is None and qc.get("kv_cache_scheme"):  # compressed-tensors
         scheme = qc["kv_cache_scheme"]
         field, value = "config.json: quantization_config.kv_cache_scheme", scheme
         if isinstance(scheme, dict) and scheme.get("num_bits") == 8:
             value = {"float": "fp8", "int": "int8"}.get(scheme.get("type"), scheme)
-    text = str(value).strip().lower() if value is not None else ""
+    text = value.strip().lower() if isinstance(value, str) else "?" if value is not None else ""
     if text in ("", "none", "null", "auto"):
         return None
     if text.startswith(("fp8", "float8")) or text in ("int8",):
         return "int8" if text == "int8" else "fp8"
-    raise ValueError(f"{field} is {value!r}; expected FP8, INT8 or null")
+    raise ValueError(f"{field} is {_show(value)}; expected FP8, INT8 or null")
 
 
 def _weight_dtype(cfg: dict, quant_config) -> str:
     """The checkpoint's weight dtype: fp8 / mxfp4 / int4 from a quantization config, else bf16."""
-    qc = cfg.get("quantization_config")
-    method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
+    qc = _dict(cfg, "quantization_config", "an object (the checkpoint's quantization)")
+    method = (_text(qc, "quant_method", "a method name") or "").lower()
     if quant_config is not None:
         q, _ = _read_json(quant_config, "hf_quant_config.json")
-        inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
-        method = str(inner.get("quant_algo") or method).lower()
+        inner = _dict(q, "quantization", "an object", "hf_quant_config.json") or q
+        method = (_text(inner, "quant_algo", "a name", "hf_quant_config.json") or method).lower()
     if method.startswith(("fp8", "float8")) or method in ("fbgemm_fp8",):
         return "fp8"
     if method == "mxfp4":
@@ -209,7 +271,8 @@ def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     mix = {}
     if cfg.get("kv_lora_rank"):
         rope, nope, kvr = cfg["qk_rope_head_dim"], cfg["qk_nope_head_dim"], cfg["kv_lora_rank"]
-        qr, vd = cfg.get("q_lora_rank"), cfg.get("v_head_dim") or nope
+        qr = _int(cfg, "q_lora_rank", "the MLA query rank", default=0, minimum=0)
+        vd = _int(cfg, "v_head_dim", "the MLA value head dim", default=0, minimum=0) or nope
         q_proj = h * qr + qr * q * (nope + rope) if qr else h * q * (nope + rope)
         mix["full"] = q_proj + h * (kvr + rope) + kvr * q * (nope + vd) + q * vd * h
     else:
@@ -228,20 +291,23 @@ def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     act = cfg.get("mlp_hidden_act") or cfg.get("hidden_act")
     mats = 2 if act == "relu2" or cfg.get("model_type") in UNGATED_MLP_TYPES else 3
     mlp_layers = kinds.count("mlp") if "mlp" in kinds else len(kinds)  # Nemotron: '-' only
-    ff = cfg.get("intermediate_size") or 4 * h
+    ff = _int(cfg, "intermediate_size", "the MLP width", default=0, minimum=0) or 4 * h
     total_ff = active_ff = mlp_layers * ff
     experts = _first(cfg, "num_experts", "num_local_experts", "n_routed_experts")
     if experts:
         top_k = _first(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
-        moe_ff = cfg.get("moe_intermediate_size") or ff
+        moe_ff = _first(cfg, "moe_intermediate_size", default=ff)
         shared = _first(cfg, "shared_expert_intermediate_size", default=0)
         shared = shared or moe_ff * _first(cfg, "n_shared_experts", default=0)
         if not shared and (cfg.get("enable_moe_block") or "llama4" in str(cfg.get("model_type"))):
             shared = ff  # Gemma-4: dense MLP beside the experts; Llama-4: one shared expert
-        dense = (cfg.get("first_k_dense_replace") or 0) + len(cfg.get("mlp_only_layers") or [])
+        only = cfg.get("mlp_only_layers") or []
+        if not isinstance(only, list):
+            _fail("mlp_only_layers", f"is {_show(only)}", "a list of layer indices")
+        dense = min(_first(cfg, "first_k_dense_replace", default=0) + len(only), mlp_layers)
         step = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
         moe = (mlp_layers - dense) // (step or 1)
-        base = (mlp_layers - moe) * (cfg.get("intermediate_size_mlp") or ff) + moe * shared
+        base = (mlp_layers - moe) * _first(cfg, "intermediate_size_mlp", default=ff) + moe * shared
         total_ff, active_ff = base + moe * experts * moe_ff, base + moe * top_k * moe_ff
     fixed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
     fixed += sum(mix[k] for k in kinds if k in mix)
@@ -268,7 +334,9 @@ def load_hf_config(
     ``model``; the file name is the surest label), else of ``_name_or_path``, else ``model_type``.
     """
     raw, stem = _read_json(src, "config.json")
-    cfg = {**raw, **(raw.get("text_config") or {})}
+    cfg = {**raw, **_dict(raw, "text_config", "an object (the language model's fields)")}
+    for key in ("model_type", "_name_or_path", "hidden_act", "mlp_hidden_act"):
+        _text(cfg, key, "a name")
     n = _int(cfg, "num_hidden_layers", "the number of transformer layers")
     q = _int(cfg, "num_attention_heads", "the number of query heads per layer")
     hidden = _int(cfg, "hidden_size", "the model width in values")
@@ -303,11 +371,15 @@ def load_hf_config(
         if kind not in kinds:
             continue
         index[kind], count = len(groups), kinds.count(kind)
-        if kind == "full":
-            groups.append(AttentionGroup(layers=count, **full))
-        else:  # local layers keep the base KV heads and head dim
+        shape = full
+        if kind != "full":  # local layers keep the base KV heads and head dim
             window = _int(cfg, WINDOW_FIELDS[kind], f"the {kind} window in tokens")
-            groups.append(AttentionGroup(count, kv, hd, hd, window_tokens=window, window_kind=kind))
+            shape = dict(kv_heads=kv, k_head_dim=hd, v_head_dim=hd, window_tokens=window,
+                         window_kind=kind)  # fmt: skip
+        try:  # every count is in range; a derived one (hidden_size // heads = 0) may not be
+            groups.append(AttentionGroup(layers=count, **shape))
+        except ValueError as exc:
+            raise ValueError(f"config.json: {exc}") from None
     if not groups:
         _fail("layer_types", "hold no attention layer", "at least one full/sliding/chunked layer")
 
@@ -343,22 +415,27 @@ def load_hf_config(
     slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.]+", "-", label.lower())).strip("-.")
     if stem in (None, "config") and not path_name:  # named after model_type: add the size
         label = f"{label} ({params_total / 1e9:,.3g}B params)"
-    return ModelSpec(
-        id=model_id or slug or "model",
-        name=name or label,
-        attention=attention,
-        layers=n,
-        q_heads=q,
-        head_dim_qk=hd,
-        groups=tuple(groups),
-        max_context_tokens=ctx,
-        params_total=float(params_total),
-        params_active=float(min(params_active, params_total)),
-        state_layers=n_state,
-        state_bytes_per_layer=state_bytes,
-        aliases=tuple(aliases),
-        source=source or f"HF config.json {stem or '(given inline)'}; {note}",
-        kv_dtype_native=_kv_dtype(cfg, quant_config),
-        weight_dtype=_weight_dtype(cfg, quant_config),
-        layer_order=tuple(index[k] for k in kinds if k in index) if explicit else (),
-    )
+    kv_dtype, weight_dtype = _kv_dtype(cfg, quant_config), _weight_dtype(cfg, quant_config)
+    try:
+        spec = ModelSpec(
+            id=model_id or slug or "model",
+            name=name or label,
+            attention=attention,
+            layers=n,
+            q_heads=q,
+            head_dim_qk=hd,
+            groups=tuple(groups),
+            max_context_tokens=ctx,
+            params_total=float(params_total),
+            params_active=float(min(params_active, params_total)),
+            state_layers=n_state,
+            state_bytes_per_layer=state_bytes,
+            aliases=tuple(aliases),
+            source=source or f"HF config.json {stem or '(given inline)'}; {note}",
+            kv_dtype_native=kv_dtype,
+            weight_dtype=weight_dtype,
+            layer_order=tuple(index[k] for k in kinds if k in index) if explicit else (),
+        )
+    except ValueError as exc:  # beyond a limit of specs.MODEL_LIMITS (parameters)
+        raise ValueError(f"config.json: {exc}") from None
+    return spec

@@ -27,12 +27,58 @@ WEIGHT_DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "mxfp4"
                       "int4": 0.5}  # fmt: skip
 
 
+# Bounds on a model's shape, far above any real model (the catalog's largest: 126 layers, 128
+# query heads, head dim 576, 8.5 MB of state per layer, a 10,485,760-token context, 1.0e12
+# params).  They keep a hostile link or config.json from building huge arrays (one entry per
+# layer or token) and keep every count an exact number in the browser (2^53).  Checked by the
+# specs below and, before any per-layer list is built, by the config.json importer and the link
+# decoder (kvmodel.hfconfig, kvmodel.modelcodec): one table for all of them.
+MODEL_LIMITS = {
+    "layers": 4096,
+    "heads": 16_384,  # query, KV, Mamba or linear-attention heads
+    "head_dim": 65_536,  # head dims, MLA ranks, state sizes
+    "width": 1 << 20,  # hidden size, MLP width
+    "vocab": 1 << 24,
+    "experts": 65_536,
+    "groups": 16,  # attention groups of one ModelSpec
+    "window_tokens": 1 << 24,
+    "max_context_tokens": 1 << 24,  # 16,777,216: above Llama-4 Scout's 10,485,760
+    "state_bytes_per_layer": 1 << 40,
+    "params": 1e15,
+}
+LIMIT_OF = {  # field -> MODEL_LIMITS key
+    "layers": "layers",
+    "state_layers": "layers",
+    "q_heads": "heads",
+    "kv_heads": "heads",
+    "head_dim_qk": "head_dim",
+    "k_head_dim": "head_dim",
+    "v_head_dim": "head_dim",
+    "window_tokens": "window_tokens",
+    "max_context_tokens": "max_context_tokens",
+    "state_bytes_per_layer": "state_bytes_per_layer",
+    "params_total": "params",
+    "params_active": "params",
+}
+
+
 def _check_int(obj, name: str, *, minimum: int = 0) -> None:
     value = getattr(obj, name)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    _check_limit(name, value)
+
+
+def _check_limit(name: str, value) -> None:
+    """``value`` is at most the limit of field ``name`` (MODEL_LIMITS); ValueError otherwise."""
+    key = LIMIT_OF.get(name)
+    if key is not None and value > MODEL_LIMITS[key]:
+        shown = f"{value:.3g}" if value > 1e15 else f"{value:,}"
+        raise ValueError(
+            f"{name} must be <= {MODEL_LIMITS[key]:,} (no real model comes near), got {shown}"
+        )
 
 
 def _check_pos(obj, name: str, *, allow_zero: bool = False) -> None:
@@ -41,6 +87,7 @@ def _check_pos(obj, name: str, *, allow_zero: bool = False) -> None:
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    _check_limit(name, value)
 
 
 @dataclass(frozen=True)
@@ -137,6 +184,11 @@ class ModelSpec:
             )
         if not self.groups:
             raise ValueError("groups must hold at least one attention group")
+        if len(self.groups) > MODEL_LIMITS["groups"]:
+            raise ValueError(
+                f"groups must hold at most {MODEL_LIMITS['groups']} attention groups, "
+                f"got {len(self.groups)}"
+            )
         attn = sum(g.layers for g in self.groups)
         if attn + self.state_layers > self.layers:
             raise ValueError(

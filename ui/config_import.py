@@ -7,6 +7,7 @@ from dataclasses import replace
 import streamlit as st
 
 from . import params as P
+from .mdtext import md_escape
 from .sidebar import on_model_change
 from .urlstate import imported_models
 
@@ -23,7 +24,7 @@ def import_config(max_bytes: int) -> None:
     upload, quant = ss.get("cfg_upload"), ss.get("quant_upload")
     pasted = (ss.get("cfg_paste") or "").strip()
     source = upload.getvalue() if upload is not None else pasted.encode()  # content, not a path
-    name = upload.name if upload is not None else "the pasted config.json"
+    name = md_escape(upload.name) if upload is not None else "the pasted config.json"
     if not source:
         ss["_import_result"] = (
             "error",
@@ -45,9 +46,9 @@ def import_config(max_bytes: int) -> None:
             quant_config=quant.getvalue() if quant is not None else None,
         )
     except ValueError as exc:
-        ss["_import_result"] = ("error", f"Could not import {name}: {exc}")
+        ss["_import_result"] = ("error", f"Could not import {name}: {md_escape(exc)}")
         return
-    mid = spec.id if spec.id.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{spec.id}"
+    mid = P.imported_id(spec.id)  # a cfg- slug: never a catalog id, never markdown
     taken, base, k = imported_models(), mid, 1
     while mid in taken and taken[mid] != replace(spec, id=mid):  # another model, same name
         k += 1
@@ -57,7 +58,7 @@ def import_config(max_bytes: int) -> None:
     on_model_change()
     ss["_import_result"] = (
         "success",
-        f"Imported {spec.name} as “{mid}” and selected it in the "
+        f"Imported {md_escape(spec.name)} as “{mid}” and selected it in the "
         "sidebar; the link now carries its fields.",
     )
 

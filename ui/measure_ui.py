@@ -30,9 +30,11 @@ from kvmodel.measure import (
     load_measurement,
     read_text,
 )
+from kvmodel.measure.nsys import check_pattern
 from ui.fmt import fmt_bandwidth, fmt_bytes
 
 from . import params as P
+from .mdtext import md_escape
 from .measure_text import can_set_efficiency
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "measurements"
@@ -117,7 +119,7 @@ def detect(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[
         text, label = read_text(data, name, max_bytes)
         return detect_measurement(text, label), ""
     except MeasureError as exc:
-        return None, _with_line(str(exc), text)
+        return None, md_escape(_with_line(str(exc), text))  # file text: shown as markdown
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the measurement…")
@@ -128,7 +130,13 @@ def load(
     pattern: str | None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Loaded:
-    """Parse ``data`` as ``kind`` (and fit it, for perftest and pairs); cached on the content."""
+    """Parse ``data`` as ``kind`` (and fit it, for perftest and pairs); cached on the content.
+    Errors are escaped for markdown (they quote the file's name and text)."""
+    if pattern is not None:
+        try:
+            check_pattern(pattern)  # before any matching: a bad regex blocks every session
+        except MeasureError as exc:
+            return Loaded(kind=kind, error=f"Transfers to select: {md_escape(exc)}")
     try:
         m = load_measurement(
             data,
@@ -145,9 +153,9 @@ def load(
         unit = m.data.unit if m.kind == "perftest" else None
         return Loaded(kind=m.kind, measurement=m, fit=fit, unit=unit)
     except MeasureError as exc:
-        return Loaded(kind=kind, error=str(exc))
+        return Loaded(kind=kind, error=md_escape(exc))
     except (ValueError, TypeError) as exc:  # a parser gap: still a message, not a traceback
-        return Loaded(kind=kind, error=f"{name}: could not be read as {kind} ({exc})")
+        return Loaded(kind=kind, error=md_escape(f"{name}: could not be read as {kind} ({exc})"))
 
 
 def recognised(res: Loaded) -> str:
@@ -212,12 +220,12 @@ def apply_fit_to_sidebar(sc, fit: Fit, name: str) -> None:
         )
         ss[APPLIED] = (
             "success",
-            f"Applied {name}: the sidebar's interconnect is now a custom link at {bw:g} GB/s "
-            f"per direction{kept}, efficiency 100 % (the measurement already holds the losses). "
-            "The link carries it.",
+            f"Applied {md_escape(name)}: the sidebar's interconnect is now a custom link at "
+            f"{bw:g} GB/s per direction{kept}, efficiency 100 % (the measurement already holds "
+            "the losses). The link carries it.",
         )
     except (MeasureError, ValueError) as exc:
-        ss[APPLIED] = ("error", f"Could not apply {name}: {exc}")
+        ss[APPLIED] = ("error", md_escape(f"Could not apply {name}: {exc}"))
 
 
 def apply_scrape_to_sidebar(values: dict, name: str) -> None:
@@ -232,7 +240,8 @@ def apply_scrape_to_sidebar(values: dict, name: str) -> None:
         ss["bw"] = min(max(values["bw"], 0.001), 100_000.0)
         ss["eff"] = 100.0
         done.append(f"a custom link at its achieved {values['bw']:g} GB/s, efficiency 100 %")
-    ss[APPLIED] = ("success", f"Applied {name}: " + "; ".join(done) + ". The link carries it.")
+    msg = f"Applied {md_escape(name)}: " + "; ".join(done) + ". The link carries it."
+    ss[APPLIED] = ("success", msg)
 
 
 def show_apply_result() -> None:

@@ -2,18 +2,22 @@
 
 Pure Python (no streamlit) so it is tested directly.  Names are short and stable: shared links
 depend on them; the README lists them.  ``parse_query`` turns a query mapping into clean values
-plus human-readable warnings for everything it had to replace or clamp.
+plus human-readable warnings for everything it had to replace or clamp.  Warnings are shown as
+markdown: every value taken from the link goes through ``mdtext.shown`` (escaped, truncated).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from kvmodel import catalog
 from kvmodel import inputs as I
 from kvmodel.build import default_attention_parallel
-from kvmodel.modelcodec import decode_model
+from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
+
+from .mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
 MAX_TP = I.MAX_TP
@@ -42,15 +46,16 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
         if not math.isfinite(value):
             raise ValueError
     except ValueError:
-        warnings.append(f"{name}={raw!r} is not a number; using {default:g}.")
+        warnings.append(f"{name}={shown(raw)} is not a number; using {default:g}.")
         return default
     if integer and value != int(value):
-        warnings.append(f"{name}={raw!r} is not a whole number; using {round(value):g}.")
+        warnings.append(f"{name}={shown(raw)} is not a whole number; using {round(value):g}.")
         value = float(round(value))
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={raw} is outside {lo:g}–{hi:g} ({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
+            f"({LABELS[name]}); using {clamped:g}."
         )
     return int(clamped) if integer else clamped
 
@@ -65,24 +70,37 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     warnings: list[str] = []
     v = dict(DEFAULTS)
     imported = {}
+    models = catalog.models()
+    renamed = {}  # the id a link's cfg gave -> the id it is imported under
     if q.get("cfg"):
         try:
             spec = decode_model(q["cfg"])
-            imported[spec.id] = spec
-            v["cfg"] = q["cfg"]
         except ValueError as exc:
-            warnings.append(f"cfg: the imported model in this link is unreadable ({exc}).")
-    models = catalog.models()
+            warnings.append(
+                f"cfg: the imported model in this link is unreadable ({md_escape(exc)})."
+            )
+        else:
+            mid = imported_id(spec.id)
+            if mid != spec.id:  # never read as a catalog model (or under a markdown id)
+                renamed[spec.id.strip().lower()] = mid
+                clash = "is a catalog model's id" if spec.id in models else "is not a cfg- slug"
+                warnings.append(
+                    f"cfg: the imported model's id {shown(spec.id)} {clash}; it is imported as "
+                    f"{mid} (pick it in the sidebar)."
+                )
+                spec = replace(spec, id=mid)
+            imported[mid] = spec
+            v["cfg"] = q["cfg"]
     if "model" in q:
         mid = str(q["model"]).strip().lower()
         if mid in models:
             v["model"] = models[mid].id
-        elif mid in imported:
-            v["model"] = mid
+        elif mid in imported or renamed.get(mid) in imported:
+            v["model"] = mid if mid in imported else renamed[mid]
         else:
             warnings.append(
-                f"model={q['model']!r} is not a known model{_closest('model', mid, models)}; "
-                f"showing {DEFAULTS['model']}."
+                f"model={shown(q['model'])} is not a known model"
+                f"{_closest('model', mid, models)}; showing {DEFAULTS['model']}."
             )
     spec = imported.get(v["model"]) or models[v["model"]]
     if "link" in q:
@@ -91,7 +109,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["link"] = lid
         else:
             warnings.append(
-                f"link={q['link']!r} is not a known interconnect"
+                f"link={shown(q['link'])} is not a known interconnect"
                 f"{_closest('link', lid, catalog.links())}; showing {DEFAULTS['link']}."
             )
     if "gpu" in q:
@@ -99,14 +117,14 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         if gid in catalog.gpus():
             v["gpu"] = gid
         else:
-            warnings.append(f"gpu={q['gpu']!r} is not a known GPU; showing {DEFAULTS['gpu']}.")
+            warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():
             v["stack"] = sid
         else:
             warnings.append(
-                f"stack={q['stack']!r} is not a known transfer stack"
+                f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
     elif any(k in q for k in SCENARIO_KEYS):
@@ -126,7 +144,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 v[name] = raw
             else:
                 warnings.append(
-                    f"{name}={q[name]!r} is not one of {', '.join(allowed)}; using {v[name]}."
+                    f"{name}={shown(q[name])} is not one of {', '.join(allowed)}; using {v[name]}."
                 )
     ranges = {
         p.name: (p.lo, spec.max_context_tokens if p.name == "seq" else p.hi, p.kind != "float")
@@ -156,7 +174,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             float(raw)
         except ValueError:
             warnings.append(
-                f"{row.name}={q[row.name]!r} is neither milliseconds nor 'est'; "
+                f"{row.name}={shown(q[row.name])} is neither milliseconds nor 'est'; "
                 "estimating it from the model and GPU."
             )
             continue
@@ -178,12 +196,21 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     return v, warnings, imported
 
 
+def imported_id(given: str) -> str:
+    """The id an imported model is kept under: a ``cfg-`` slug, so it never equals a catalog
+    id (no catalog id starts with ``cfg-``) nor carries markdown into a message."""
+    if given.startswith(IMPORTED_PREFIX) and ID_PATTERN.fullmatch(given):
+        return given
+    base = slug(given).removeprefix(IMPORTED_PREFIX) or "model"
+    return f"{IMPORTED_PREFIX}{base}"[:100]
+
+
 def _id_list(raw, name, valid, warnings, default) -> str:
     ids = [i.strip().lower() for i in str(raw).split(",") if i.strip()]
     good = [i for i in dict.fromkeys(ids) if i in valid]
     bad = [i for i in ids if i not in valid]
     if bad:
-        warnings.append(f"{name}: dropped unknown id(s) {', '.join(bad)}.")
+        warnings.append(f"{name}: dropped unknown id(s) {', '.join(map(shown, bad[:10]))}.")
     if not good:
         warnings.append(f"{name}: nothing valid left; using {default}.")
         return default
@@ -196,7 +223,7 @@ def _int_list(raw, name, lo, hi, warnings, default) -> str:
         try:
             n = int(part.strip())
         except ValueError:
-            warnings.append(f"{name}: {part.strip()!r} is not a whole number; dropped.")
+            warnings.append(f"{name}: {shown(part.strip())} is not a whole number; dropped.")
             continue
         if not lo <= n <= hi:
             warnings.append(f"{name}: {n} is outside {lo}–{hi}; dropped.")
@@ -219,7 +246,7 @@ def _band(raw, warnings) -> str:
         if not (0 < lo < hi <= 100_000):
             raise ValueError
     except ValueError:
-        warnings.append(f"band={raw!r} is not LOW-HIGH in ms (e.g. 20-50); using 20-50.")
+        warnings.append(f"band={shown(raw)} is not LOW-HIGH in ms (e.g. 20-50); using 20-50.")
         return DEFAULTS["band"]
     return f"{lo:g}-{hi:g}"
 
@@ -261,7 +288,7 @@ def _compare(raw, base: dict, warnings: list[str]) -> str:
         bad = [k for k in over if k not in SCENARIO_KEYS]
         if bad or not over:
             warnings.append(
-                f"cmp: scenario {label} {text!r} has parts that are not key:value pairs with "
+                f"cmp: scenario {label} {shown(text)} has parts that are not key:value pairs with "
                 f"keys among {', '.join(SCENARIO_KEYS)}; ignored them."
             )
             over = {k: val for k, val in over.items() if k in SCENARIO_KEYS}

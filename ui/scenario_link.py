@@ -28,8 +28,7 @@ def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
     """
     values, gaps = inputs_from_scenario(sc)  # every row of kvmodel.inputs, reversed
     if catalog.models().get(sc.model.id) != sc.model:
-        mid = sc.model.id
-        mid = mid if mid.startswith(P.IMPORTED_PREFIX) else f"{P.IMPORTED_PREFIX}{mid}"
+        mid = P.imported_id(sc.model.id)  # a cfg- slug, as parse_query keeps it
         cfg = encode_model(replace(sc.model, id=mid))
         if len(cfg) > MAX_ENCODED_CHARS:
             gaps.append("a model too large to carry in a link")

@@ -15,6 +15,7 @@ import streamlit as st
 from kvmodel.traffic import load_traffic, mix_from_requests, sample_path
 
 from . import perf
+from .mdtext import md_escape, shown
 from .memo import Memo
 
 
@@ -82,14 +83,15 @@ def columns_note(req, name: str) -> str:
     }
     unit = f" (read as {c['time_unit']})" if c.get("time_unit") else ""
     used = [
-        f"{label} from '{c[f]}'" + (unit if f == "arrival_s" else "")
+        f"{label} from {shown(c[f])}" + (unit if f == "arrival_s" else "")
         for f, label in what.items()
         if c.get(f)
     ]
     if c.get("label_sets"):
-        used.append(f"summed over the series {c['label_sets']}")
+        used.append(f"summed over the series {md_escape(c['label_sets'])}")
     kind = {"generic-table": "a table"}.get(req.fmt, req.fmt)
-    return f"Read {name} ({c.get('container', '?')}, {kind}): " + (", ".join(used) or "–") + "."
+    head = f"Read {md_escape(name)} ({c.get('container', '?')}, {kind}): "  # markdown: escaped
+    return head + (", ".join(used) or "–") + "."
 
 
 def _read_upload(data: bytes, name: str, columns: tuple, progress):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from .mdtext import md_escape
+
 
 def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):
     """A page-level input stored under its URL name, so it survives pages that do not draw it.
@@ -36,8 +38,8 @@ def forget_when_removed(uploader_key: str, kept_key: str) -> None:
 def show_kept_upload(name: str, kept_key: str, button_key: str, note: str = "") -> None:
     """Say that an earlier upload is shown, with a button that forgets it."""
     st.caption(
-        f"Showing {name}, uploaded earlier in this session. Upload another file to replace it, "
-        f"or remove it with Forget.{' ' + note if note else ''}"
+        f"Showing {md_escape(name)}, uploaded earlier in this session. Upload another file to "
+        f"replace it, or remove it with Forget.{' ' + note if note else ''}"
     )
     st.button(
         "Forget this upload",

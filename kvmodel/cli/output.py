@@ -3,6 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
+
+
+def _finite(obj):
+    """``obj`` with every NaN or infinite float replaced by None (JSON null)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_text(payload) -> str:
+    """``payload`` as strict JSON: a number that is NaN or infinite (inputs near 1e308
+    overflow) becomes null, never the ``NaN``/``Infinity`` no JSON parser accepts."""
+    return json.dumps(_finite(payload), indent=2, allow_nan=False)
 
 
 def _print_table(headers, rows):
@@ -16,7 +34,7 @@ def _print_table(headers, rows):
 
 def _emit(args, payload, headers, rows, footer=()):
     if args.json:
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
         return
     _print_table(headers, rows)
     for text in footer:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from . import edge
 from .options import _scenario
+from .output import json_text
 
 
 def cmd_report(args):
@@ -19,7 +19,7 @@ def cmd_report(args):
     size = out.stat().st_size
     payload = {"path": str(out), "bytes": size, "share_url": url, "share_link_gaps": gaps}
     if args.json:
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
         return
     print(f"wrote {out} ({edge.fmt_bytes(size)}, {size:,} bytes)")
     if url is None:

@@ -81,6 +81,64 @@ def _nsys_tables(text: str, name: str):
     return tables
 
 
+MAX_PATTERN_CHARS = 200
+MAX_UNBOUNDED = 3  # * + {n,} per alternative: a failing .*a.*b.*c tries ~n^3 splits of a name
+
+
+def _pattern_error(pattern: str, problem: str) -> MeasureError:
+    return MeasureError(
+        f"pattern {pattern[:60]!r}{'…' if len(pattern) > 60 else ''} {problem}, which can take "
+        "exponential time on a long name; expected a simple pattern such as kv|transfer|send|recv"
+    )
+
+
+def check_pattern(pattern: str) -> None:
+    """Refuse a selection pattern that could backtrack for seconds or years: longer than
+    :data:`MAX_PATTERN_CHARS`; a quantified group that itself holds a quantifier or an
+    alternation (``(a+)+``, ``(a|a)*``: ``re`` tries every split of a name); more than
+    :data:`MAX_UNBOUNDED` unbounded quantifiers in one alternative.  Python's ``re`` cannot be
+    interrupted, so this is checked before anything is matched."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise MeasureError(
+            f"pattern is {len(pattern):,} characters; expected at most {MAX_PATTERN_CHARS} "
+            "(a few names joined by |)"
+        )
+    stack: list[bool] = []  # per open group: does it hold a quantifier or an alternation?
+    unbounded, i, n = 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a character class: its quantifier characters are literal
+            j = i + 1 + (pattern[i + 1 : i + 2] == "^")
+            j += pattern[j : j + 1] == "]"
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        brace = pattern.find("}", i) if c == "{" else -1
+        if c in "*+" or (brace > 0 and pattern[brace - 1] == ","):
+            unbounded += 1
+            if unbounded > MAX_UNBOUNDED:
+                many = f"has over {MAX_UNBOUNDED} of * + {{n,}} in one alternative"
+                raise _pattern_error(pattern, many)
+        quant = c in "*+{" or (c == "?" and i > 0 and pattern[i - 1] not in "(*+?}")
+        if c == "(":
+            stack.append(False)
+        elif c == ")" and stack:
+            inner = stack.pop()
+            if inner and pattern[i + 1 : i + 2] in ("*", "+", "?", "{"):
+                raise _pattern_error(pattern, "repeats a group that itself repeats or alternates")
+            if inner and stack:
+                stack[-1] = True
+        elif c == "|" and not stack:
+            unbounded = 0  # a new alternative
+        elif (quant or c == "|") and stack:
+            stack[-1] = True
+        i += 1
+
+
 def parse_nsys_csv(text: str, name: str = "nsys", pattern: str | None = None) -> NsysResult:
     """Per-transfer durations from ``nsys stats --format csv`` output.
 
@@ -118,6 +176,7 @@ def parse_nsys_csv(text: str, name: str = "nsys", pattern: str | None = None) ->
             report = "cuda_gpu_kern_sum"
         default = DEFAULT_NVTX_PATTERN if nvtx else NCCL_SENDRECV_PATTERN
         pat = pattern if pattern is not None else default
+        check_pattern(pat)
         try:
             rx = re.compile(pat, re.I)
         except re.error as exc:

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..textio import numbered_lines
+from ..textio import check_nesting, numbered_lines
 from .base import MeasureError, check_text, key, number
 
 PERFTEST_UNITS = {  # bytes per second per unit; "mb" is perftest's MB/sec = 2^20 B/s
@@ -142,6 +142,7 @@ def _json_unit(obj: dict) -> str | None:
 def _parse_perftest_json(
     text: str, name: str, mb_bytes: float, unit: str | None
 ) -> BandwidthPoints:
+    check_nesting(text, name, error=MeasureError)  # before json.loads (RecursionError)
     try:
         docs = [(1, json.loads(text))]
     except json.JSONDecodeError as whole:

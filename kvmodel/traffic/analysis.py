@@ -129,9 +129,11 @@ def critical_for_traffic(sc: Scenario, *, criterion: str = "step") -> int | None
     sc1 = replace(sc, batch=1, prefill_s=None, seq_len=1)
     if criterion == "step":
         return critical_seq_len(sc1)
-    grid = np.arange(1, sc.model.max_context_tokens + 1, dtype=np.int64)
-    if grid.size > 2_000_000:  # very long contexts: a log grid refined by a scan
-        grid = np.unique(np.geomspace(1, sc.model.max_context_tokens, 200_000).astype(np.int64))
+    ctx = sc.model.max_context_tokens
+    if ctx > 2_000_000:  # very long contexts: a log grid refined by a scan (never a full range)
+        grid = np.unique(np.geomspace(1, ctx, 200_000).astype(np.int64))
+    else:
+        grid = np.arange(1, ctx + 1, dtype=np.int64)
     t = transfer(sc1, seq_len=grid)
     share = t.exposed_s / (t.prefill_s + t.exposed_s + sc.decode_step_s)
     hit = np.nonzero(share > sc.share_target)[0]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..textio import numbered_lines
+from ..textio import check_nesting, numbered_lines
 from .checks import Part, check
 from .collect import Hints
 from .columns import flatten
@@ -60,6 +60,7 @@ class JsonTable:
 def read_json_lines(data: bytes, name: str) -> JsonTable:
     import pyarrow.json as pajson
 
+    check_nesting(data, name, lines=True, error=TrafficError)  # before pyarrow (C stack)
     try:
         block = max(1 << 20, min(len(data) + 1, 1 << 26))
         table = pajson.read_json(pa.BufferReader(data), pajson.ReadOptions(block_size=block))
@@ -90,6 +91,7 @@ def read_json_lines(data: bytes, name: str) -> JsonTable:
 
 
 def read_json_array(data: bytes, name: str) -> JsonTable:
+    check_nesting(data, name, error=TrafficError)  # before json.loads (RecursionError)
     try:
         records = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

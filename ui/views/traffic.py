@@ -19,6 +19,7 @@ from ui import (
     widgets,
 )
 from ui.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
+from ui.mdtext import md_escape
 from ui.words import traffic_takeaway, window_sentence
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
@@ -58,14 +59,14 @@ def _upload(limit_mb: int):
     data = up.getvalue()
     picks = tuple(st.session_state.get(k) or "" for k in PICKS)
     try:
-        bar = st.progress(0.0, text=f"Reading {up.name}…")
+        bar = st.progress(0.0, text=f"Reading {md_escape(up.name)}…")
         req = traffic_ui.upload_requests(
             up.file_id, up.name, picks, data, progress=lambda f: bar.progress(min(f, 1.0))
         )
         bar.empty()
     except TrafficError as exc:
         bar.empty()
-        st.error(str(exc))
+        st.error(md_escape(exc))  # quotes the file's name and headers
         try:
             cols = [""] + table_columns(data, name=up.name)
         except TrafficError:

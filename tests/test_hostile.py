@@ -1,0 +1,314 @@
+"""Issue 14, "no input can hurt the server": hostile links, configs, uploads, patterns and CLI
+numbers give a clear message (ValueError and its subclasses) in bounded time, never a traceback,
+a crash or a silently wrong model.  The hostile inputs are generated here."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from refdata import model_config
+
+from kvmodel import catalog
+from kvmodel.cli import main
+from kvmodel.hfconfig import load_hf_config
+from kvmodel.measure import MeasureError, load_measurement
+from kvmodel.measure.nsys import check_pattern
+from kvmodel.modelcodec import decode_model, encode_model
+from kvmodel.specs import MODEL_LIMITS, ModelSpec
+from kvmodel.textio import MAX_JSON_DEPTH, max_depth
+from kvmodel.traffic import TrafficError, load_traffic
+from ui.mdtext import md_escape
+from ui.params import parse_query
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _link_cfg(**changes) -> str:
+    """A share link's ``cfg`` for Llama-3.1-70B with some fields replaced."""
+    raw = base64.urlsafe_b64decode(encode_model(catalog.get_model("llama-3.1-70b")) + "==")
+    data = {**json.loads(raw), **changes}
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+# 1. links that grow the server
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"L": 30_000_000, "g": [[30_000_000, 8, 128, 128, None, None]]}, "layers must be <="),
+        ({"c": 10**16}, "max_context_tokens must be <="),
+        ({"g": [[80, 10**9, 128, 128, None, None]]}, "kv_heads must be <="),
+        ({"g": [[80, 8, 10**9, 128, None, None]]}, "k_head_dim must be <="),
+        ({"g": [[40, 8, 128, 128, None, None]] * 40}, "at most 16 attention groups"),
+        ({"g": [[80, 8, 128, 128, 10**12, "sliding"]]}, "window_tokens must be <="),
+        ({"sl": 1, "sb": 10**18, "L": 81}, "state_bytes_per_layer must be <="),
+        ({"pt": 1e300, "pa": 1e300}, "params_total must be <="),
+        ({"pt": 10**400}, "pt is too large"),
+        ({"pt": "nan"}, "pt is not a number"),
+    ],
+)
+def test_link_model_limits(changes, message):
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        decode_model(_link_cfg(**changes))
+    assert time.perf_counter() - started < 0.5
+
+
+def test_link_model_that_grows_is_a_warning_not_a_model():
+    values, warnings, imported = parse_query({"cfg": _link_cfg(c=10**16), "model": "x"})
+    assert imported == {}
+    assert any("unreadable" in w and "max_context_tokens" in w for w in warnings)
+
+
+def test_link_model_nested_deeply_is_refused():
+    deep = base64.urlsafe_b64encode(b"[" * 1400 + b"]" * 1400).decode()  # json.loads recurses
+    with pytest.raises(ValueError, match="not valid"):
+        decode_model(deep)
+
+
+def test_link_model_with_a_catalog_id_is_renamed_with_a_warning():
+    cfg = _link_cfg(g=[[80, 64, 128, 128, None, None]])  # MHA: 8x the catalog's KV bytes
+    values, warnings, imported = parse_query({"cfg": cfg, "model": "llama-3.1-70b"})
+    assert values["model"] == "llama-3.1-70b"  # the catalog model, as the catalog has it
+    assert list(imported) == ["cfg-llama-3.1-70b"]
+    assert imported["cfg-llama-3.1-70b"].groups[0].kv_heads == 64
+    assert any("cfg-llama-3.1-70b" in w and "catalog" in w for w in warnings)
+
+
+def test_link_model_with_a_markdown_id_is_renamed():
+    values, warnings, imported = parse_query(
+        {"cfg": _link_cfg(id="![x](http://a/x.png)"), "model": "![x](http://a/x.png)"}
+    )
+    (mid,) = imported
+    assert re.fullmatch(r"cfg-[a-z0-9._-]+", mid) and values["model"] == mid
+    assert not any("![" in w or "](" in w for w in warnings)
+
+
+def test_catalog_models_are_within_the_limits():
+    for spec in catalog.models().values():
+        assert spec.max_context_tokens <= MODEL_LIMITS["max_context_tokens"]
+        assert isinstance(spec, ModelSpec)
+
+
+# 2. config.json imports
+
+BASE = json.loads(model_config("deepseek-ai--DeepSeek-V3").read_text())
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("num_hidden_layers", 10**9, "num_hidden_layers is 1000000000; expected a whole number"),
+        ("text_config", "llama", "text_config is a JSON str"),
+        ("text_config", [1, 2], "text_config is a JSON list"),
+        ("intermediate_size", "18432", "intermediate_size is '18432'"),
+        ("intermediate_size", True, "intermediate_size is True"),
+        ("q_lora_rank", "1536", "q_lora_rank is '1536'"),
+        ("n_routed_experts", "256", "n_routed_experts is '256'"),
+        ("first_k_dense_replace", "3", "first_k_dense_replace is '3'"),
+        ("quantization_config", ["fp8"], "quantization_config is a JSON list"),
+        ("vocab_size", 10**400, "vocab_size is a 401-digit number"),
+        ("moe_intermediate_size", 10**30, "moe_intermediate_size is a 31-digit number"),
+        ("model_type", ["deepseek_v3"], "model_type is ['deepseek_v3']; expected a name"),
+        ("max_position_embeddings", 10**16, "max_position_embeddings is a 17-digit number"),
+    ],
+)
+def test_config_wrong_types_and_ranges(key, value, message):
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        load_hf_config({**BASE, key: value})
+    assert str(err.value).startswith("config.json: ")
+    assert time.perf_counter() - started < 0.5
+
+
+def test_config_json_text_deeply_nested_or_huge_integer():
+    with pytest.raises(ValueError, match="nests 5,000 levels"):
+        load_hf_config('{"a": ' * 5000 + "1" + "}" * 5000)
+    with pytest.raises(ValueError, match="unreadable JSON"):
+        load_hf_config('{"vocab_size": 1' + "0" * 5000 + "}")
+
+
+def test_config_estimated_parameters_beyond_the_limit_are_refused():
+    with pytest.raises(ValueError, match="config.json: params_total must be <="):
+        load_hf_config({**BASE, "n_routed_experts": 65_536, "moe_intermediate_size": 1 << 20})
+
+
+KEYS = (
+    "num_hidden_layers num_attention_heads hidden_size num_key_value_heads head_dim "
+    "max_position_embeddings text_config intermediate_size q_lora_rank kv_lora_rank "
+    "qk_rope_head_dim qk_nope_head_dim v_head_dim num_experts n_routed_experts "
+    "num_experts_per_tok first_k_dense_replace moe_intermediate_size n_shared_experts "
+    "moe_layer_freq quantization_config vocab_size sliding_window layer_types model_type "
+    "mlp_only_layers tie_word_embeddings kv_cache_dtype torch_dtype _name_or_path"
+).split()
+JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**20), max_value=10**20)
+    | st.sampled_from([0, 1, 2, 7, 64, 128, 4096, 2**53, 10**400])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from(
+        [
+            "deepseek-ai--DeepSeek-V3",
+            "meta-llama--Meta-Llama-3.1-8B",
+            "mistralai--Mixtral-8x7B-v0.1",
+        ]
+    ),  # fmt: skip
+    changes=st.dictionaries(st.sampled_from(KEYS), JSONISH, min_size=1, max_size=4),
+)
+def test_config_random_fields_give_a_model_or_a_clear_error(base, changes):
+    cfg = {**json.loads(model_config(base).read_text()), **changes}
+    started = time.perf_counter()
+    try:
+        spec = load_hf_config(cfg)
+    except ValueError as exc:
+        assert str(exc).startswith(("config.json", "hf_quant_config.json")), str(exc)
+    else:
+        assert isinstance(spec, ModelSpec)
+        assert spec.layers <= MODEL_LIMITS["layers"]
+        assert spec.params_total <= MODEL_LIMITS["params"]
+    assert time.perf_counter() - started < 1.0
+
+
+# 3. deeply nested JSON uploads
+
+
+def test_deeply_nested_json_lines_is_refused_before_pyarrow():
+    deep = b'{"prompt_tokens": 5, "x": ' + b"[" * 175_000 + b"]" * 175_000 + b"}\n"
+    data = b'{"prompt_tokens": 3}\n' + deep  # 350 kB: pyarrow's reader would overflow the C stack
+    started = time.perf_counter()
+    with pytest.raises(TrafficError, match=r"deep.jsonl: line 2: the JSON nests 175,001 levels"):
+        load_traffic(data, name="deep.jsonl")
+    assert time.perf_counter() - started < 5
+
+
+def test_deeply_nested_json_array_and_perftest_json():
+    with pytest.raises(TrafficError, match="nests"):
+        load_traffic(b"[" * 3000 + b"]" * 3000, name="deep.json")
+    text = '{"results": {"MsgSize": 65536, "BW_average": 1, "x": ' + "[" * 3000 + "]" * 3000
+    with pytest.raises(MeasureError, match="nests"):
+        load_measurement(text.encode() + b"}}", "perf.json", kind="perftest-json")
+
+
+@pytest.mark.parametrize(
+    ("text", "lines", "depth"),
+    [
+        (b'{"a": [1, {"b": 2}]}', False, 3),
+        (b'{"a": "[[[[[[[["}', False, 1),  # brackets in strings do not count
+        (b'{"a": "\\"[[[[", "b": [1]}', False, 2),  # an escaped quote stays in the string
+        (b'{"a": "\\\\", "b": [[1]]}', False, 3),  # an escaped backslash ends nothing
+        (b'{"a": "broken\n[[[[', True, 4),  # a newline ends a broken string
+        (b"[[[\n]]]\n[[\n", True, 3),
+    ],
+)
+def test_max_depth(text, lines, depth):
+    assert max_depth(text, lines=lines)[0] == depth
+
+
+def test_real_samples_nest_shallowly():
+    for path in (ROOT / "data" / "measurements").glob("*.json"):
+        assert max_depth(path.read_bytes())[0] <= MAX_JSON_DEPTH
+
+
+# 4. selection patterns
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(a+)+$", "(a|aa)*$", "(?:x*)*y", "(ab{2,})+", ".*.*.*.*x", "k" * 201]
+)
+def test_exponential_patterns_are_refused_quickly(pattern):
+    started = time.perf_counter()
+    with pytest.raises(MeasureError, match="pattern"):
+        check_pattern(pattern)
+    assert time.perf_counter() - started < 0.1
+
+
+@pytest.mark.parametrize(
+    "pattern", ["kv|transfer|send|recv", r"nccl\w*?(sendrecv|send|recv)", "(ab)+", "[(a+)+]x"]
+)
+def test_ordinary_patterns_pass(pattern):
+    check_pattern(pattern)
+
+
+def test_nsys_with_a_hostile_pattern_is_a_message_in_bounded_time():
+    csv = (ROOT / "data" / "measurements" / "nsys_nvtx_sum.csv").read_text()
+    started = time.perf_counter()
+    with pytest.raises(MeasureError, match="repeats a group"):
+        load_measurement(csv.encode(), "nsys.csv", kind="nsys", pattern="(a+)+$")
+    assert time.perf_counter() - started < 1
+
+
+# 5. markdown injection
+
+
+def _assert_inert(text: str) -> None:
+    assert "![" not in text and "](" not in text and "<a" not in text.lower()
+    assert not any(line.lstrip().startswith("#") for line in text.splitlines())
+
+
+def test_hostile_link_warnings_are_plain_text():
+    _, warnings, _ = parse_query(
+        {
+            "model": "![px](http://attacker/x.png)",
+            "links": "ib-ndr,x\n# You won\n[claim](http://attacker/),<a href=x>y</a>",
+            "gpu": "<img src=x onerror=alert(1)>",
+            "seq": "$\\href{http://a}{x}$",
+            "band": "![b](http://attacker/b.png)",
+            "cmp": "link:![c](http://attacker/c.png)",
+        }
+    )
+    assert len(warnings) >= 5
+    for w in warnings:
+        _assert_inert(w)
+    assert any("attacker" in w for w in warnings)  # still shown, as text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["![px](http://a/x.png)", "# heading", "a\n## b", "<a href='x'>y</a>", "[l](u)", "- x"],
+)
+def test_md_escape(text):
+    out = md_escape(text)
+    _assert_inert(out)
+    assert "\n" not in out and not out.startswith(("-", "#"))
+
+
+def test_md_escape_keeps_ordinary_text():
+    for text in ("48.02 GB/s (closest: ib-ndr)", "kv_cache_usage", "llama-3.1-70b"):
+        assert md_escape(text) == text
+
+
+# 6. --json is always valid JSON
+
+
+def test_cli_json_maps_overflow_to_null(tmp_path, capsys):
+    prom = (ROOT / "data" / "measurements" / "gap_gauge.prom").read_text()
+    big = re.sub(r" [0-9.e+]+$", " 1.7e308", prom, flags=re.M)
+    path = tmp_path / "big.prom"
+    path.write_text(big)
+    assert main(["metrics", str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+
+    def refuse(name):
+        raise AssertionError(f"{name} in --json output")
+
+    data = json.loads(out, parse_constant=refuse)
+    assert None in data.values()
