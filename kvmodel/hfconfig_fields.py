@@ -1,0 +1,124 @@
+"""Reading config.json fields under limits: typed access to one field (whole numbers, objects,
+strings) that names the field and what is expected, every count bounded by
+``specs.MODEL_LIMITS`` before anything is built from it, and the JSON's nesting checked before
+it is parsed.  Used by :mod:`kvmodel.hfconfig`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .specs import MODEL_LIMITS
+from .textio import check_nesting
+
+_REQUIRED = object()
+_LIMIT_KEYS = {  # MODEL_LIMITS key of each whole-number field; unlisted fields: "width"
+    "layers": (
+        "num_hidden_layers num_kv_shared_layers max_window_layers no_rope_layer_interval "
+        "full_attention_interval sliding_window_pattern first_k_dense_replace "
+        "interleave_moe_layer_step decoder_sparse_step moe_layer_freq"
+    ),
+    "heads": (
+        "num_attention_heads num_key_value_heads num_global_key_value_heads mamba_num_heads "
+        "linear_num_key_heads linear_num_value_heads n_groups"
+    ),
+    "head_dim": (
+        "head_dim attention_head_dim global_head_dim qk_rope_head_dim kv_lora_rank "
+        "qk_nope_head_dim q_lora_rank v_head_dim mamba_head_dim ssm_state_size "
+        "linear_key_head_dim linear_value_head_dim conv_kernel linear_conv_kernel_dim"
+    ),
+    "vocab": "vocab_size",
+    "experts": (
+        "num_experts num_local_experts n_routed_experts num_experts_per_tok experts_per_token "
+        "top_k_experts n_shared_experts"
+    ),
+    "window_tokens": "sliding_window attention_chunk_size",
+    "max_context_tokens": "max_position_embeddings",
+}
+LIMITS = {k: MODEL_LIMITS[lim] for lim, keys in _LIMIT_KEYS.items() for k in keys.split()}
+
+
+def _show(value) -> str:
+    """``value`` for a message: short, even for a huge number or a long string."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
+        return f"a {int(math.log10(abs(value))) + 1}-digit number"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first(cfg: dict, *keys: str, default=None):
+    """The first of ``keys`` that ``cfg`` sets (not null, not 0) as a whole number (each one
+    set is checked), else ``default``."""
+    values = [_int(cfg, k, "a count", default=0, minimum=0) for k in keys]
+    return next((v for v in values if v), default)
+
+
+def _fail(field: str, problem: str, expected: str, what: str = "config.json"):
+    raise ValueError(f"{what}: {field} {problem}; expected {expected}")
+
+
+def _dict(cfg: dict, key: str, expected: str, what: str = "config.json") -> dict:
+    """``cfg[key]`` when it is an object; {} when absent or null."""
+    value = cfg.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(key, f"is a JSON {type(value).__name__} ({_show(value)})", expected, what)
+    return value
+
+
+def _text(cfg: dict, key: str, expected: str, what: str = "config.json") -> str | None:
+    """``cfg[key]`` when it is a string; None when absent or null."""
+    value = cfg.get(key)
+    if value is not None and not isinstance(value, str):
+        _fail(key, f"is {_show(value)}", expected, what)
+    return value
+
+
+def _read_json(src, what: str) -> tuple[dict, str | None]:
+    """Parse ``src`` (dict, JSON text or bytes, or a path) into a dict; also the file stem."""
+    if isinstance(src, dict):
+        return dict(src), None
+    text, stem = src, None
+    if isinstance(src, bytes | bytearray):  # a file's content, never a path
+        try:
+            text = bytes(src).decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ValueError(f"{what}: not UTF-8 text; expected a JSON file") from None
+    elif isinstance(src, Path) or (isinstance(src, str) and src.lstrip()[:1] not in ("{", "[")):
+        try:
+            text = Path(src).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{what}: cannot read {src}: {exc.strerror or exc}") from None
+        stem = Path(src).name.removesuffix(".json").removesuffix(".hf_quant_config")
+    elif not isinstance(src, str):
+        raise ValueError(
+            f"{what}: expected a path, JSON text, bytes or a dict, got {type(src).__name__}"
+        )
+    check_nesting(text, what)  # before json.loads, which would raise RecursionError
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{what}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        raise ValueError(msg) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise ValueError(f"{what}: unreadable JSON ({exc}); expected a config.json") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what}: expected a JSON object at the top, got {type(data).__name__}")
+    return data, stem
+
+
+def _int(cfg: dict, key: str, expected: str, default=_REQUIRED, minimum: int = 1):
+    """``cfg[key]`` as a whole number from ``minimum`` to its limit (``LIMITS``, else the
+    width limit); ``default`` when absent or null."""
+    value = cfg.get(key)
+    if value is None:
+        if default is _REQUIRED:
+            _fail(key, "is missing", expected)
+        return default
+    top = LIMITS.get(key, MODEL_LIMITS["width"])
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= top:
+        _fail(key, f"is {_show(value)}", f"a whole number from {minimum} to {top:,} ({expected})")
+    return value
