@@ -29,6 +29,7 @@ from .hfconfig_fields import (  # noqa: F401 - the field readers (some only re-e
     _read_json,
     _show,
     _text,
+    display_name,
 )
 from .specs import AttentionGroup, ModelSpec
 
@@ -318,7 +319,7 @@ def load_hf_config(
     try:
         spec = ModelSpec(
             id=model_id or slug or "model",
-            name=name or label,
+            name=display_name(name or label),
             attention=attention,
             layers=n,
             q_heads=q,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from .specs import MODEL_LIMITS
@@ -122,3 +123,12 @@ def _int(cfg: dict, key: str, expected: str, default=_REQUIRED, minimum: int = 1
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= top:
         _fail(key, f"is {_show(value)}", f"a whole number from {minimum} to {top:,} ({expected})")
     return value
+
+
+_NAME_UNSAFE = re.compile(r"[^\w .,:+/()\-]")
+
+
+def display_name(text, limit: int = 80) -> str:
+    """A model name from a file or a link, as shown everywhere: letters, digits, spaces and
+    ``.,:+/()-_`` only, at most ``limit`` characters (markdown and HTML have nothing to read)."""
+    return _NAME_UNSAFE.sub("", str(text))[:limit].strip() or "model"

@@ -13,6 +13,7 @@ import binascii
 import json
 import re
 
+from .hfconfig_fields import display_name
 from .specs import AttentionGroup, ModelSpec
 from .textio import check_nesting
 
@@ -88,7 +89,7 @@ def decode_model(text: str) -> ModelSpec:
         )
         return ModelSpec(
             id=mid,
-            name=name,
+            name=display_name(name),
             attention=data["a"],
             layers=data["L"],
             q_heads=data["q"],

@@ -312,3 +312,17 @@ def test_cli_json_maps_overflow_to_null(tmp_path, capsys):
 
     data = json.loads(out, parse_constant=refuse)
     assert None in data.values()
+
+
+def test_imported_model_names_carry_no_markup():
+    # an imported name is shown in titles, captions and warnings: nothing markdown or HTML reads
+    from kvmodel.hfconfig_fields import display_name
+
+    assert display_name("![px](http://attacker/x.png)") == "px(http://attacker/x.png)"
+    assert display_name('<a href="x">Llama</a> *bold* `code` $x$') == "a hrefxLlama/a bold code x"
+    assert display_name("Qwen3-8B (8.19B params)") == "Qwen3-8B (8.19B params)"
+    spec = load_hf_config({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64,
+                           "num_attention_heads": 4, "num_key_value_heads": 2,
+                           "max_position_embeddings": 128, "vocab_size": 1000,
+                           "intermediate_size": 128}, name="# [hi](x)")  # fmt: skip
+    assert "[" not in spec.name and "#" not in spec.name
