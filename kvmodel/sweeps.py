@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import catalog
 from .inputs import DEFAULT_BAND_MS
-from .size import bytes_per_token_full
+from .size import bytes_per_token_full, valid_tp
 from .topology import scale_up_feasible
 from .transfer import Scenario, Volume, chunk_times_s, critical_seq_len, evaluate, transfer
 
@@ -77,23 +77,32 @@ def seq_sweep(sc: Scenario, link_ids, seqs=None) -> tuple[pd.DataFrame, pd.DataF
 
 
 def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
-    """Transfer vs S for several models on the scenario's link (S clipped to each model's max)."""
+    """Transfer vs S for several models on the scenario's link (S clipped to each model's max).
+
+    Each model runs at the scenario's TP where its KV heads allow it, else the largest TP below
+    that they do (column ``tp``), with its usual attention parallelism (dp for MLA)."""
     s = np.asarray(seqs)
     frames = []
     for mid in model_ids:
         m = catalog.get_model(mid)
         ok = s[s <= m.max_context_tokens]
+        tp_p = max(valid_tp(m, sc.tp_prefill))
+        tp_d = max(valid_tp(m, sc.tp_decode))
         msc = replace(
             sc,
             model=m,
             seq_len=min(sc.seq_len, m.max_context_tokens),
-            tp_prefill=1,
-            tp_decode=1,
+            tp_prefill=tp_p,
+            tp_decode=tp_d,
             kv_dtype=sc.kv_dtype,
+            attention_parallel="dp" if m.attention == "mla" else "tp",
+            decode_step_estimated=False,  # the chart draws the scenario's one threshold
         )
         t = transfer(msc, seq_len=ok).exposed_s
         frames.append(
-            pd.DataFrame({"model": mid, "attention": m.attention, "seq_len": ok, "transfer_s": t})
+            pd.DataFrame(
+                {"model": mid, "attention": m.attention, "seq_len": ok, "transfer_s": t, "tp": tp_d}
+            )  # fmt: skip
         )
     return pd.concat(frames, ignore_index=True)
 

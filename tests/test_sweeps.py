@@ -1,5 +1,7 @@
 """Sweeps and tables (kvmodel.sweeps) against kvmodel.transfer and the article's numbers."""
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.testing import assert_allclose
 
@@ -88,3 +90,15 @@ def test_every_time_column_is_in_seconds():
     ]
     for df in frames:
         assert not [c for c in df.columns if c.endswith("_ms")], list(df.columns)
+
+
+def test_model_sweep_uses_the_scenarios_tp_where_the_heads_allow():
+    # Llama-3.1-70B (8 KV heads) at TP 8 sends over 8 links; Mistral-7B (8 heads) too; a TP the
+    # heads do not allow falls to the largest one below it
+    from kvmodel.sweeps import model_seq_sweep
+
+    sc = build_scenario(model="llama-3.1-70b", tp=8, link="ib-ndr")
+    df = model_seq_sweep(sc, ["llama-3.1-70b", "deepseek-v3"], [1024])
+    assert set(df["tp"]) == {8}
+    one = model_seq_sweep(replace(sc, tp_prefill=1, tp_decode=1), ["llama-3.1-70b"], [1024])
+    assert float(df["transfer_s"].iloc[0]) < float(one["transfer_s"].iloc[0]) / 4  # 8 links

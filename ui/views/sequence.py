@@ -57,5 +57,7 @@ def render() -> None:
     st.caption(
         "MHA caches every head, GQA a few shared heads, MLA one compressed latent; sliding-window "
         "and chunked layers stop growing at their window; hybrid models add a constant state "
-        "per request. Same link, batch, dtype and mitigations as the sidebar; TP 1."
+        "per request. Same link, stack, batch, dtype and mitigations as the sidebar; each model "
+        f"at the sidebar's TP {sc.tp_decode} where its KV heads allow it (else the largest TP "
+        "below that they do), MLA models with data-parallel attention."
     )
