@@ -105,7 +105,8 @@ class Unreachable:
     """Why no bandwidth meets the target, in numbers (``ui.words.unreachable_reason`` says it).
 
     ``costs``: what no bandwidth removes, as (seconds, kind) largest first, kind one of
-    ``"latency"`` (× ``latency_chunks`` when sent layer-wise), ``"codec"`` and ``"descriptors"``.
+    ``"latency"`` (× ``latency_chunks`` when sent layer-wise), ``"codec"``, ``"descriptors"`` and
+    ``"stack"`` (the transfer stack's per-request, per-chunk and message-posting costs).
     """
 
     criterion: str
@@ -119,6 +120,7 @@ class Unreachable:
     compression: str
     layerwise: bool
     costs: tuple[tuple[float, str], ...]
+    stack: str = ""  # the stack's name
 
 
 def unreachable(sc: Scenario, *, criterion: str = "step") -> Unreachable | None:
@@ -137,10 +139,14 @@ def unreachable(sc: Scenario, *, criterion: str = "step") -> Unreachable | None:
     n_lat = 1
     if sc.layerwise:
         n_lat = sc.model.attention_layers + sc.model.state_layers
+    fixed = (sc.link.latency_s * n_lat, float(t.codec_s), float(t.descriptor_s))
+    # what is left is the stack's: its per-request, per-chunk and message-posting costs
+    stack_s = max(0.0, float(t.transfer_s) - sum(fixed))
     costs = (
-        (sc.link.latency_s * n_lat, "latency"),
-        (float(t.codec_s), "codec"),
-        (float(t.descriptor_s), "descriptors"),
+        (fixed[0], "latency"),
+        (fixed[1], "codec"),
+        (fixed[2], "descriptors"),
+        (stack_s if stack_s > 1e-12 else 0.0, "stack"),
     )
     return Unreachable(
         criterion=criterion,
@@ -154,6 +160,7 @@ def unreachable(sc: Scenario, *, criterion: str = "step") -> Unreachable | None:
         compression=sc.compression,
         layerwise=sc.layerwise,
         costs=tuple(sorted((c for c in costs if c[0] > 0), key=lambda c: -c[0])),
+        stack=sc.stack.name,
     )
 
 

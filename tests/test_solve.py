@@ -228,3 +228,12 @@ def test_nvlink_is_never_recommended_where_it_cannot_be_built():
         solve.mitigation_ladder(sc, link_ids="ib-ndr")
     with pytest.raises(ValueError, match="unknown link"):
         solve.mitigation_ladder(sc, link_ids=["nope"])
+
+
+def test_unreachable_names_the_stacks_costs():
+    # NIXL posts 499,712 16-token blocks (8,192 tokens × 16 requests × 61 layers) at 3.75 µs over
+    # 8 ranks: 234 ms no bandwidth removes
+    sc = build_scenario(model="deepseek-v3", gpu="h200", seq_len=8192, batch=16, link="ib-ndr",
+                        tp=8, stack="nixl")  # fmt: skip
+    u = solve.unreachable(sc)
+    assert u.costs[0][1] == "stack" and u.costs[0][0] == pytest.approx(0.285e-3 + 0.2342, rel=2e-3)

@@ -152,6 +152,7 @@ def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
         ),
         "codec": f"{u.compression.upper()} quantize/dequantize",
         "descriptors": "transfer descriptors",
+        "stack": f"the {u.stack} stack's per-request and message costs",
     }
     what = ", ".join(f"{names[kind]} {fmt_time(s)}" for s, kind in u.costs) or "none"
     if u.criterion == "step":
