@@ -191,7 +191,7 @@ INPUTS: tuple[Input, ...] = (
           help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)"),
     Input("par", "Parallel links", "int", 0, unit="links", lo=0, hi=1024, limit=(0, None),
           field="parallel_links", cli="--links-parallel", cli_default=None,
-          help="links used at once; 0 = min(prefill TP, decode TP), one NIC per GPU"),
+          help="links used at once; 0 = the NICs (or per-GPU scale-up links) both instances have"),
     Input("kvd", "KV cache dtype", "choice", "fp16", choices=tuple(sorted(KV_DTYPE_BITS)),
           field="kv_dtype", cli="--kv-dtype", cli_default=None,
           help="KV storage dtype (default: the checkpoint's, e.g. `fp8`, else `fp16`)"),
@@ -380,7 +380,7 @@ def _accepted_text(i: Input) -> str:
         return "0, 1"
     if i.name == "seq":
         return "1 – the model's max context, whole"
-    if i.name == "prefill":
+    if i.default == "est":  # prefill, decode step
         return f"{i.range_text()} or `est`"
     if i.kind in ("int", "float") and i.lo is not None:
         return i.range_text() + (", whole" if i.kind == "int" else "")

@@ -30,7 +30,9 @@ def scenario_inputs(sc: Scenario) -> list[tuple[str, str]]:
     prefill = (
         f"estimated (MFU {_pct(sc.mfu)})" if sc.prefill_s is None else f"{fmt_ms(sc.prefill_s)}"
     )
-    streams = f"{sc.streams}" + (" (one per TP rank)" if sc.parallel_links is None else "")
+    streams = f"{sc.streams}" + (
+        " (the NICs both instances have)" if sc.parallel_links is None else ""
+    )
     desc = (
         f"{fmt_time(sc.descriptor_s)} per descriptor, {sc.block_tokens} tokens per block"
         if sc.descriptor_s
@@ -51,7 +53,11 @@ def scenario_inputs(sc: Scenario) -> list[tuple[str, str]]:
         ("Layer-wise sending", "on" if sc.layerwise else "off"),
         ("TP prefill → decode", f"{sc.tp_prefill} → {sc.tp_decode}"),
         ("GPU", sc.gpu.name),
-        ("Decode step (given)", fmt_ms(sc.decode_step_s)),
+        (
+            "Decode step (estimated)" if sc.decode_step_estimated else "Decode step (given)",
+            fmt_ms(sc.decode_step_s),
+        ),
+        ("Transfer stack", sc.stack.name),
         ("Prefill (input)", prefill),
         ("Descriptor cost", desc),
         ("Critical threshold", f"transfer ≥ {sc.k:g} × decode step"),
@@ -157,19 +163,28 @@ def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
         f"{fmt_bandwidth(ev.effective_bandwidth_bytes_per_s)} effective; latency "
         f"{fmt_time(link.latency_s)} per transfer"
         + (" (paid once per layer chunk when sent layer-wise)." if sc.layerwise else "."),
+        f"Transfer stack: {sc.stack.name} ({sc.stack.request_s * 1e3:,.3g} ms per request, "
+        f"{sc.stack.message_s * 1e6:,.3g} µs per message, {_pct(sc.stack.efficiency_max)} of "
+        f"the link); at wire speed the exposed transfer would be {fmt_time(ev.ideal_exposed_s)}. "
+        f"Source: {sc.stack.source}.",
     ]
     if sc.prefill_s is None:
         out.append(
-            f"Prefill time is estimated: prefill FLOPs ÷ ({gpu.name} dense BF16 "
-            f"{gpu.bf16_flops / 1e12:,.0f} TFLOP/s × TP {sc.tp_prefill} × MFU {_pct(sc.mfu)}) "
-            f"= {fmt_time(ev.prefill_s)}."
+            f"Prefill time is estimated: a floor of 0.542 ms per layer plus prefill FLOPs ÷ "
+            f"({gpu.name} dense peak × TP {sc.tp_prefill} × MFU {_pct(sc.mfu)} falling with TP) "
+            f"= {fmt_time(ev.prefill_s)}, fitted on measured vLLM prefills (README, Fidelity)."
         )
     else:
         out.append(f"Prefill time is given: {fmt_time(sc.prefill_s)}.")
     out.append(
-        f"The decode step ({fmt_ms(sc.decode_step_s)}) is an input, not computed; the roofline "
-        f"lower bound on {sc.tp_decode}× {gpu.name} is {fmt_ms(ev.decode_step_lower_bound_s)} "
-        "(weights and KV read once from HBM; real steps are 2–4× longer)."
+        (
+            f"The decode step ({fmt_ms(sc.decode_step_s)}) is estimated for batch {sc.batch} at "
+            f"{sc.seq_len:,} tokens on {sc.tp_decode}× {gpu.name}, fitted on measured vLLM steps"
+            if sc.decode_step_estimated
+            else f"The decode step ({fmt_ms(sc.decode_step_s)}) is an input, not computed"
+        )
+        + f"; the roofline lower bound is {fmt_ms(ev.decode_step_lower_bound_s)} "
+        "(weights and KV read once from HBM)."
     )
     if sc.compression != "none":
         out.append(

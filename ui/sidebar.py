@@ -201,7 +201,14 @@ def _hardware_controls(box, spec) -> None:
         c1, c2 = st.columns(2)
         c1.selectbox("Prefill TP", tps, key="tp")
         c2.selectbox("Decode TP", tps, key="tpd")
-        st.number_input("Parallel links (0 = one per TP rank)", 0, 1024, key="par", step=1)
+        st.number_input(
+            "Parallel links (0 = the NICs both instances have)",
+            0,
+            1024,
+            key="par",
+            step=1,
+            help=I.get("par").help,
+        )
         st.selectbox(
             "GPU (for estimates)",
             list(catalog.gpus()),

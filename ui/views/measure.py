@@ -331,8 +331,8 @@ def render() -> None:
         )
         st.caption(
             "The fit is one stream (one queue pair, one NIC path); the scenario's parallel links "
-            "(one per TP rank by default) multiply it. The sidebar and the link then carry the "
-            "fitted numbers to every page."
+            "(by default the NICs both instances have) multiply it. The sidebar and the link then "
+            "carry the fitted numbers to every page."
         )
 
     # --------------------------------------------------------------------------- nsys
