@@ -318,3 +318,10 @@ def test_interconnects_says_how_many_links_and_what_cannot_be_built():
     text = " ".join(c.value for c in at.caption)
     assert "over 8 parallel link(s)" in text and "Mooncake" in text
     assert "Not buildable at this TP" in text and "NVLink 4 (H100)" in text
+
+
+def test_compare_says_when_a_variant_equals_a():
+    # the default comparison's IB NDR variant is A itself when A is on IB NDR
+    at = app({"link": "ib-ndr", "cmp": "comp:int8;link:ib-ndr"}, "pages/compare.py")
+    same = [c.value for c in at.caption if "same scenario as A" in c.value]
+    assert same == [":material/info: C is the same scenario as A: change one of its inputs."]

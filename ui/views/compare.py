@@ -97,6 +97,10 @@ def render() -> None:
             problems.append(f"{label}: {exc}")
             continue
         labelled.append((label, sc_i))
+        if sc_i == base_sc:
+            cols[i + 1].caption(
+                f":material/info: {label} is the same scenario as A: change one of its inputs."
+            )
         for why in urlstate.feasibility_problems(evaluate(sc_i)):
             cols[i + 1].caption(f":material/block: Not buildable: {why}.")
     if len(variants) < P.MAX_COMPARED:
