@@ -385,3 +385,14 @@ def test_a_scrape_far_from_the_model_offers_its_own_settings():
     buttons[0].click().run()
     assert at.session_state["link"] == "custom"
     assert any("Applied" in s.value for s in at.success)
+
+
+def test_an_uploaded_files_name_is_shown_as_text():
+    # a file called "![x](http://attacker/x.png).txt" names itself; it draws no image
+    from kvmodel import catalog
+    from kvmodel.calibrate import Fit
+    from ui.measure_text import fit_takeaway
+
+    fit = Fit(latency_s=1e-6, bandwidth_bytes_per_s=40e9, rms_relative_error=0.01, n=5)
+    text = fit_takeaway(fit, catalog.get_link("ib-ndr"), "![x](http://attacker/x.png).txt")
+    assert "![" not in text and "](" not in text

@@ -12,6 +12,7 @@ from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
 from kvmodel.transfer import wire_bytes_per_token
 from kvmodel.verdicts import AGREEMENT_FACTOR
 from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
+from ui.mdtext import md_escape
 
 # --------------------------------------------------------------------------- formatting
 
@@ -158,7 +159,7 @@ def fit_takeaway(fit: Fit, link, name: str) -> str:
         f"; messages under {fmt_bytes(half_bandwidth_bytes(fit))} get less than half of the "
         "fitted bandwidth"
     )
-    head = f"{name} fits {fmt_bandwidth(fit.bandwidth_bytes_per_s)} per direction"
+    head = f"{md_escape(name)} fits {fmt_bandwidth(fit.bandwidth_bytes_per_s)} per direction"
     if abs(eff - 1) < 0.005:
         return f"{head}: the sidebar's link ({link.name}) already matches this fit{tail}."
     head += f", {eff:.0%} of the nominal {nominal} of the sidebar's {link.name}"

@@ -174,7 +174,7 @@ def recognised(res: Loaded) -> str:
     else:
         sizes = m.data.sizes_bytes
         detail = f"{len(sizes)} transfers, {fmt_bytes(min(sizes))} – {fmt_bytes(max(sizes))}"
-    return f":material/fact_check: Read **{m.name}** as {what}: {detail}."
+    return f":material/fact_check: Read **{md_escape(m.name)}** as {what}: {detail}."
 
 
 # --------------------------------------------------------------------------- fits
