@@ -51,18 +51,13 @@ bench: $(VENV)/.dev-installed
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts
 
-# Rewrite README's parameter table from kvmodel/inputs.py (tests/test_inputs.py checks it).
-readme-inputs: $(VENV)/.installed
-	$(PY) -c "import re, pathlib; from kvmodel.inputs import markdown_table as t; \
+# Rewrite README's generated tables between their markers: the parameter table from
+# kvmodel/inputs.py and the fidelity table from data/fidelity (tests/test_inputs.py and
+# tests/test_fidelity.py check them).  readme-inputs and readme-fidelity are the same recipe.
+readme-inputs readme-fidelity: $(VENV)/.installed
+	$(PY) -c "import re, pathlib; from kvmodel import inputs, fidelity; \
 	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
-	s = re.sub(r'(<!-- inputs table:[^\n]*-->\n).*?(<!-- end inputs table -->)', \
-	lambda m: m.group(1) + t() + '\n' + m.group(2), s, flags=re.S); \
-	p.write_text(s, encoding='utf-8')"
-
-# Rewrite README's fidelity table from data/fidelity (tests/test_fidelity.py checks it).
-readme-fidelity: $(VENV)/.installed
-	$(PY) -c "import re, pathlib; from kvmodel.fidelity import markdown_table as t; \
-	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
-	s = re.sub(r'(<!-- fidelity table:[^\n]*-->\n).*?(<!-- end fidelity table -->)', \
-	lambda m: m.group(1) + t() + '\n' + m.group(2), s, flags=re.S); \
+	tables = {'inputs': inputs.markdown_table, 'fidelity': fidelity.markdown_table}; \
+	s = re.sub(r'(<!-- (inputs|fidelity) table:[^\n]*-->\n).*?(<!-- end \2 table -->)', \
+	lambda m: m.group(1) + tables[m.group(2)]() + '\n' + m.group(3), s, flags=re.S); \
 	p.write_text(s, encoding='utf-8')"

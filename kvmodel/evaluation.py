@@ -56,6 +56,9 @@ class Evaluation:
     weights_bytes_per_gpu_prefill: float = 0.0
     max_concurrent_requests: int = 0  # requests of this length one decode instance holds
     fits_in_memory: bool = True  # weights and the batch's KV fit on both instances
+    # the notes that say the deployment cannot be built (memory, NVLink domain); pages warn
+    problems: tuple[str, ...] = ()
+    max_concurrent_requests_prefill: int = 0
 
 
 @lru_cache(maxsize=1024)
@@ -99,8 +102,9 @@ def evaluate(sc: Scenario) -> Evaluation:
     scale_up_ok = scale_up_feasible(
         sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
     )
+    problems = []  # why the deployment cannot be built as set (also in ``notes``)
     if is_scale_up(sc.link) and not scale_up_ok:
-        notes.append(
+        problems.append(
             f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
             f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
             "cannot carry the transfer"
@@ -115,7 +119,8 @@ def evaluate(sc: Scenario) -> Evaluation:
         **mem_kw,
     )
     mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, **mem_kw)  # fmt: skip
-    notes.extend(memory_notes(sc, mem_p, mem_d))
+    problems.extend(memory_notes(sc, mem_p, mem_d))
+    notes.extend(problems)
     return Evaluation(
         scenario=sc,
         kv_total_bytes=float(kv.total),
@@ -148,6 +153,8 @@ def evaluate(sc: Scenario) -> Evaluation:
         over_share_target=exposed / ttft > sc.share_target,
         critical_seq_len=critical_seq_len(sc),
         notes=tuple(notes),
+        problems=tuple(problems),
+        max_concurrent_requests_prefill=mem_p.max_concurrent_requests,
         ideal_transfer_s=float(ideal.transfer_s),
         ideal_exposed_s=float(ideal.exposed_s),
         scale_up_feasible=scale_up_ok,

@@ -27,6 +27,7 @@ from .calibrate import fit_latency_bandwidth
 from .specs import StackSpec
 from .timing import estimate_decode_step_s, estimate_prefill_s
 from .topology import default_streams
+from .transfer import wire_bytes_per_token
 
 FIDELITY_DIR = catalog.DATA_DIR / "fidelity"
 
@@ -61,15 +62,9 @@ def _request_scenario(row: dict, stack: StackSpec):
     tp = int(row["tp"])
     probe = build_scenario(model=model, gpu=row["gpu"], link=row["link"], tp=tp, seq_len=1,
                            stack=stack, attention_parallel="tp")  # fmt: skip
-    per_token = float(np.asarray(_wire_bytes(probe)))
+    per_token = wire_bytes_per_token(probe)
     tokens = max(1, round(float(row["bytes"]) / per_token))  # the benchmark's own prompt length
     return replace(probe, seq_len=tokens)
-
-
-def _wire_bytes(sc) -> float:
-    from .transfer import transfer
-
-    return float(transfer(sc).raw_wire_bytes)
 
 
 def _raw_time_s(row: dict, stack: StackSpec) -> float:

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .hfconfig_fields import (  # noqa: F401 - the field readers (some only re-exported)
-    _LIMIT_KEYS,
-    _REQUIRED,
-    LIMITS,
+from .hfconfig_fields import (
     _dict,
     _fail,
     _first,

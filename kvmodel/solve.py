@@ -45,7 +45,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import catalog
-from .memory import instance_memory
 from .sweeps import Option
 from .topology import is_scale_up, scale_up_feasible
 from .traffic import CRITERIA  # one definition of the two targets
@@ -253,10 +252,8 @@ def max_batch(
 def batch_cap(sc: Scenario, limit: int = DEFAULT_BATCH_LIMIT) -> int:
     """The largest batch the question can have: ``limit``, and the requests of this length that
     both instances hold in memory (kvmodel.memory); 0 when the weights do not fit."""
-    ev = evaluate(replace(sc, batch=1))
-    prefill = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, seq_len=sc.seq_len, batch=1,
-                              kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
-    return int(min(limit, ev.max_concurrent_requests, prefill.max_concurrent_requests))
+    ev = evaluate(sc)  # memoised: the page has evaluated this scenario already
+    return int(min(limit, ev.max_concurrent_requests, ev.max_concurrent_requests_prefill))
 
 
 def _describe(link_name: str, compression: str, layerwise: bool) -> str:

@@ -18,7 +18,7 @@ compute, otherwise what is left once compute stops.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
 import numpy as np
@@ -276,8 +276,6 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
 
 def wire_bytes_per_token(sc: Scenario) -> float:
     """Wire bytes one prompt token of one request adds (before compression)."""
-    from dataclasses import replace
-
     return float(Volume(replace(sc, seq_len=1, batch=1)).raw)
 
 

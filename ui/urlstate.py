@@ -111,10 +111,9 @@ def scenario_or_stop() -> Scenario:
     return sc
 
 
-def feasibility_problems(ev) -> list[str]:
-    """The evaluation's notes that say the scenario cannot be built (memory, NVLink domain)."""
-    keys = ("do not fit", "does not fit", "cannot carry")
-    return [n for n in ev.notes if any(k in n for k in keys)]
+def feasibility_problems(ev) -> tuple[str, ...]:
+    """Why the evaluated scenario cannot be built (memory, NVLink domain); empty when it can."""
+    return ev.problems
 
 
 def show_notices() -> None:

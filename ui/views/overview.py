@@ -128,7 +128,7 @@ def render() -> None:
         right,
     )
     for note in ev.notes:
-        if note not in urlstate.feasibility_problems(ev):  # those are in the warning above
+        if note not in ev.problems:  # those are in the warning above
             st.caption(f"Note: {note}.")
     with st.expander("How these numbers are computed"):
         st.markdown(
