@@ -245,6 +245,7 @@ def compare_table(labelled) -> pd.DataFrame:
         rows[label] = {
             "model": sc.model.name,
             "link": sc.link.name,
+            "stack": sc.stack.name,
             "seq_len": sc.seq_len,
             "batch": sc.batch,
             "kv_dtype": sc.kv_dtype,

@@ -50,8 +50,10 @@ def test_comparison_csv(evs):
         rtol=5e-4,
     )
     assert back.loc["Compression", "B"] == "fp8"
+    assert back.loc["Transfer stack", "A (sidebar)"] == ev.scenario.stack.name  # names its stack
     for label in back.index:
-        if label not in ("Model", "Interconnect", "KV dtype", "Compression", "Layer-wise"):
+        text_rows = ("Model", "Interconnect", "Transfer stack", "KV dtype", "Compression")
+        if label not in (*text_rows, "Layer-wise"):
             assert label.endswith("]") or label == "Transfer vs decode step", label
     assert not any(" ms" in str(v) or " GB" in str(v) for v in back.to_numpy().ravel())
 

@@ -78,6 +78,7 @@ def comparison_frame(evs) -> pd.DataFrame:
     rows = {
         "Model": table["model"],
         "Interconnect": table["link"],
+        "Transfer stack": table["stack"],
         "Prompt [tokens]": table["seq_len"],
         "Batch [requests]": table["batch"],
         "KV dtype": table["kv_dtype"],

@@ -70,6 +70,7 @@ def compare_cells(labelled) -> tuple[pd.DataFrame, pd.DataFrame]:
         return {
             "Model": r["model"],
             "Interconnect": r["link"],
+            "Transfer stack": r["stack"],
             "Prompt × batch": f"{r['seq_len']:,} tokens × {r['batch']}",
             "KV dtype / compression": f"{r['kv_dtype']} / {r['compression']}",
             "Layer-wise": "on" if r["layerwise"] else "off",
