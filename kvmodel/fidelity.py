@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -209,10 +208,6 @@ def summary(points: list[Point]) -> list[dict]:
         )  # fmt: skip
         for (w, s, part), e in sorted(groups.items())
     ]
-
-
-def fidelity_path(name: str) -> Path:
-    return FIDELITY_DIR / name
 
 
 WHAT_ORDER = ("transfer", "posting", "prefill", "decode step")

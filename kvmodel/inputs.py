@@ -314,10 +314,6 @@ def default(name: str):
     return BY_NAME[name].default
 
 
-def to_si(name: str, value: float) -> float:
-    return value * BY_NAME[name].scale
-
-
 def check_scenario_field(field: str, value) -> None:
     """Validate one SI ``Scenario`` field against its input's limit (no-op for other fields)."""
     row = BY_FIELD.get(field)

@@ -291,7 +291,7 @@ class StackSpec:
     Mooncake) or one layer's tensor per rank (``"layer"``: NCCL send/recv).  With ``overlap``
     the messages are posted while earlier ones move (RDMA engines): a stream takes
     max(posting, bytes ÷ bandwidth); without it (one NCCL kernel per send) the two add.  Small
-    messages therefore lose efficiency: see :meth:`efficiency`.
+    messages therefore lose efficiency (see :meth:`half_bandwidth_bytes`).
     """
 
     id: str
@@ -325,14 +325,6 @@ class StackSpec:
             and self.message_s == 0
             and self.efficiency_max == 1
         )
-
-    def efficiency(self, message_bytes, bandwidth_bytes_per_s: float):
-        """Achieved ÷ nominal bandwidth of a long run of messages of one size on one stream."""
-        m = message_bytes
-        data = m / (bandwidth_bytes_per_s * self.efficiency_max)
-        post = self.message_s
-        t = max(data, post) if self.overlap else data + post
-        return m / (bandwidth_bytes_per_s * t) if t > 0 else self.efficiency_max
 
     def half_bandwidth_bytes(self, bandwidth_bytes_per_s: float) -> float:
         """Message size at which a stream reaches half its large-message bandwidth [bytes]."""
