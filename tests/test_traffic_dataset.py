@@ -195,3 +195,23 @@ def test_cli_reads_a_directory_and_a_glob(tmp_path, capsys):
     assert "2 Parquet files read" in text and "2,000 (generic-table" in text
     assert main(["traffic", str(tmp_path / "none" / "*.parquet")]) == 2
     assert "no file matches this pattern" in capsys.readouterr().err
+
+
+def test_a_glob_of_partition_folders(tmp_path):
+    """A glob may pick partition folders (read recursively); bookkeeping names stay out."""
+    t = table(6_000)
+    for day in range(3):
+        split(t.slice(2_000 * day, 2_000), tmp_path / "ds" / f"day=2026-11-0{day + 1}", 2)
+    (tmp_path / "ds" / "_SUCCESS").write_text("")
+    req = load_traffic(str(tmp_path / "ds" / "day=2026-11-0[23]"), per_request=False)
+    assert (req.n_requests, req.columns["files_read"]) == (4_000, 4)
+    req = load_traffic(str(tmp_path / "ds" / "*"), per_request=False)
+    assert (req.n_requests, req.columns["skipped_files"]) == (6_000, [])
+
+
+def test_no_prompt_column_names_the_first_file(tmp_path):
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    pq.write_table(pa.table({"latency_ms": [1.0, 2.0]}), folder / "a.parquet")
+    with pytest.raises(TrafficError, match=r"ds: a.parquet: no prompt-length column among"):
+        load_traffic(folder)

@@ -10,13 +10,13 @@ flat whatever the number or size of the files (``bench/traffic_dataset.py``).
 
 Decisions:
 
-- **Which files.** A directory is searched recursively; names starting with ``.`` or ``_``
-  are left out, as Spark, Hive and Hadoop mark their bookkeeping files that way
-  (``_SUCCESS``, ``.part-0.crc``).  A file is read when it starts with Parquet's ``PAR1``
-  marker.  Other files (a README, a CSV beside the export) are skipped with a note
-  (``columns["skipped_files"]``), and so are files a glob matches; a file named
-  ``*.parquet`` that is not Parquet is an error (it is damaged).  No Parquet file at all is an
-  error naming the directory or glob.
+- **Which files.** A directory, or a directory a glob matches (``'logs/day=2026-11-*'``), is
+  searched recursively; names starting with ``.`` or ``_`` are left out, as Spark, Hive and
+  Hadoop mark their bookkeeping files that way (``_SUCCESS``, ``.part-0.crc``).  A file is read
+  when it starts with Parquet's ``PAR1`` marker.  Other files (a README, a CSV beside the
+  export) are skipped with a note (``columns["skipped_files"]``), and so are such files a glob
+  matches; a file named ``*.parquet`` that is not Parquet is an error (it is damaged).  No
+  Parquet file at all is an error naming the directory or glob.
 - **Same columns.** The columns are detected from the first file.  Every file must hold the
   columns that are read, with the same type; otherwise the error names the file, the column
   and the first file's type.  Columns that are not read may differ (a schema that gained a
@@ -65,21 +65,34 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(p.startswith((".", "_")) for p in path.relative_to(root).parts)
 
 
+def _files_under(root: Path) -> list[Path]:
+    """The files under a directory, bookkeeping files left out, sorted."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p, root))
+
+
 def dataset_files(src) -> tuple[list[Path], list[str]]:
     """The Parquet files of a directory or glob (sorted) and the other files, skipped."""
     shown = str(src)
     root = Path(src)
     if root.is_dir():
-        found = sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p, root))
+        found = _files_under(root)
         where = f"{shown}: the directory"
     else:
-        found = sorted(Path(p) for p in glob.glob(shown, recursive=True) if Path(p).is_file())
-        if not found:
+        matches = [Path(p) for p in glob.glob(shown, recursive=True)]
+        if not matches:
             raise TrafficError(
                 f"{shown}: no file matches this pattern; expected a directory or a glob of "
                 "Parquet files (quote the glob so that the shell passes it on: 'logs/*.parquet')"
             )
         where = f"{shown}: the pattern"
+        found = sorted(
+            {
+                f
+                for m in matches
+                if not m.name.startswith((".", "_"))
+                for f in (_files_under(m) if m.is_dir() else [m] if m.is_file() else [])
+            }
+        )
     files, skipped = [], []
     for path in found:
         with open(path, "rb") as fh:
@@ -207,7 +220,7 @@ def load_dataset(
         raise TrafficError(
             f"{name}: cannot open the Parquet files ({arrow_message(exc)})"
         ) from None
-    where = f"{fragments[0].path}"
+    where = Path(fragments[0].path).name  # the columns are the first file's
     det, needed = plan(first.names, name, where, *columns)
     _same_columns(fragments, needed)
     rows = sum(f.metadata.num_rows for f in fragments)
