@@ -277,6 +277,7 @@ SQL_RECIPES = (
     "traffic_histogram_cached.sql",
     "traffic_histogram_hourly.sql",
     "traffic_rate_hourly.sql",
+    "traffic_histogram_shares.sql",
 )
 WIDTH = 256  # the recipes' bucket width in tokens
 
@@ -412,6 +413,17 @@ def test_sql_hourly_rate_counts_each_hour(request_log, tmp_path):
     np.testing.assert_allclose(df["rps"], df["requests"] / 3600, rtol=1e-15)
     first = raw["hour"] == hours[np.argmax(n)]  # the busiest hour is the first row
     assert df["mean_prompt_tokens"].iloc[0] == pytest.approx(raw["prompt"][first].mean(), 1e-12)
+
+
+def test_sql_shares_read_back_as_the_raw_rows_shares(request_log, tmp_path):
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    req = load_traffic(run_recipe("traffic_histogram_shares.sql", table, tmp_path))
+    le, n = counts(upper_bound(raw["prompt"]))
+    assert req.fmt == "histogram-probability" and not req.count_known
+    np.testing.assert_array_equal(req.prompt_tokens, le)
+    np.testing.assert_allclose(req.weights, n / n.sum(), rtol=1e-12)  # shares, summing to 1
 
 
 # Constructs that do not run unchanged on all of DuckDB, Spark SQL, Trino and BigQuery.

@@ -26,6 +26,12 @@ SQL_RECIPES = (
         "The histogram of the uncached tokens, the ones whose KV moves; leave the hit ratio at 0.",
     ),
     (
+        "traffic_histogram_shares.sql",
+        "Shares only",
+        "The share of requests per bucket (`le`, `share`), without the volume: a histogram to "
+        "pass outside the team.",
+    ),
+    (
         "traffic_histogram_hourly.sql",
         "Per hour",
         "One histogram per hour (`log_date`, `log_hour`, `le`, `requests`); the app adds the "
