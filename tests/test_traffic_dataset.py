@@ -215,3 +215,24 @@ def test_no_prompt_column_names_the_first_file(tmp_path):
     pq.write_table(pa.table({"latency_ms": [1.0, 2.0]}), folder / "a.parquet")
     with pytest.raises(TrafficError, match=r"ds: a.parquet: no prompt-length column among"):
         load_traffic(folder)
+
+
+def test_a_file_with_a_damaged_footer_is_named(tmp_path):
+    folder = split(table(3_000), tmp_path / "ds", 2)
+    (folder / "part-00002.parquet").write_bytes(b"PAR1" + b"\0" * 64)  # head, but no footer
+    with pytest.raises(TrafficError, match=r"part-00002.parquet: not a readable Parquet file"):
+        load_traffic(folder, per_request=False)
+
+
+def test_skipped_rows_in_partition_folders_name_the_folder(tmp_path):
+    """Two files called part-00000.parquet: the row is named by its path below the export."""
+    for day, bad in ((1, 5), (2, -7)):
+        folder = tmp_path / "ds" / f"day={day}"
+        folder.mkdir(parents=True)
+        t = pa.table({"prompt_tokens": [100, 200, bad]})
+        pq.write_table(t, folder / "part-00000.parquet")
+    req = load_traffic(tmp_path / "ds", per_request=False)
+    assert req.skipped_rows == 1
+    assert req.skipped_examples == (
+        "day=2/part-00000.parquet row 3: prompt_tokens is -7 (expected a whole number >= 0)",
+    )

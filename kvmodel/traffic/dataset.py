@@ -213,14 +213,22 @@ def load_dataset(
                 "per length instead (per_request=False, what the CLI does)"
             )
     try:
-        data = ds.dataset([str(p) for p in files], format="parquet")
-        fragments = list(data.get_fragments())
-        first = _names(fragments[0].physical_schema)
+        fragments = list(ds.dataset([str(p) for p in files], format="parquet").get_fragments())
     except (pa.ArrowException, OSError) as exc:
         raise TrafficError(
             f"{name}: cannot open the Parquet files ({arrow_message(exc)})"
         ) from None
-    where = Path(fragments[0].path).name  # the columns are the first file's
+    for frag in fragments:  # every footer once, so that a damaged one is named
+        try:
+            frag.ensure_complete_metadata()
+        except (pa.ArrowException, OSError) as exc:
+            raise TrafficError(
+                f"{frag.path}: not a readable Parquet file ({arrow_message(exc)}); expected "
+                "every file of the dataset to be a complete Parquet file"
+            ) from None
+    first = _names(fragments[0].physical_schema)
+    labels = _labels(files)
+    where = labels[0]  # the columns are the first file's
     det, needed = plan(first.names, name, where, *columns)
     _same_columns(fragments, needed)
     rows = sum(f.metadata.num_rows for f in fragments)
@@ -231,7 +239,7 @@ def load_dataset(
     col = (Collect if per_request or det["weights"] or hashed else Tally)("row", 0, rows)
     col.prepare(det, hints.time_kind)
     step(0.1)
-    bounds = _file_bounds(fragments)
+    bounds = _file_bounds(fragments, labels)
     for part in run_jobs(_jobs(fragments, needed, det, col), hints, bool(det["arrival_s"])):
         before = len(col.skipped)
         col.add(part)
@@ -246,11 +254,19 @@ def load_dataset(
     return result if per_request else summarise(result)
 
 
-def _file_bounds(fragments) -> list[tuple[int, str]]:
-    """(first row, file name) of each file, in reading order."""
+def _labels(files: list[Path]) -> list[str]:
+    """Each file's path below the folder all of them are in (``day=1/part-0.parquet``)."""
+    if len(files) == 1:
+        return [files[0].name]
+    root = os.path.commonpath([str(p) for p in files])
+    return [os.path.relpath(p, root) for p in files]
+
+
+def _file_bounds(fragments, labels: list[str]) -> list[tuple[int, str]]:
+    """(first row, file label) of each file, in reading order."""
     out, start = [], 0
-    for frag in fragments:
-        out.append((start, Path(frag.path).name))
+    for frag, label in zip(fragments, labels, strict=True):
+        out.append((start, label))
         start += frag.metadata.num_rows
     return out
 
