@@ -4,7 +4,8 @@
 -- In:  request_log(prompt_tokens integer), one row per request.
 -- Out: prompt_tokens  a prompt length in tokens
 --      requests       how many requests had exactly that length
--- One row per distinct length: at most a few hundred thousand rows whatever the traffic.
+-- One row per distinct length: a few hundred thousand rows at most, whatever the
+-- traffic.
 WITH kept AS (
   SELECT prompt_tokens
   FROM request_log

@@ -2,10 +2,11 @@
 -- Traffic page (or --rps) when the histogram carries no times.
 -- Portable: runs unchanged on DuckDB, Spark SQL, Trino and BigQuery (tested on DuckDB).
 --
--- In:  request_log(timestamp TIMESTAMP, prompt_tokens integer), as traffic_histogram_hourly.sql.
+-- In:  request_log(timestamp TIMESTAMP, prompt_tokens integer), as in
+--      traffic_histogram_hourly.sql.
 -- Out: log_date, log_hour  the day and the hour of day (0-23)
 --      requests            requests that arrived in that hour
---      rps                 requests / 3600 s, the hour's mean rate in requests per second
+--      rps                 requests / 3600 s: the hour's mean rate, requests per second
 --      mean_prompt_tokens  their mean prompt length in tokens
 -- 3600e0 and 1e0 are floating-point literals: Trino divides integers as integers.
 WITH hours AS (
