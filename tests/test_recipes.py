@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -244,7 +245,7 @@ def test_recipes_page_shows_the_tested_files():
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Recipes"
     bodies = [c.value for c in at.code]
-    for name in ("kv_gap_metrics.py", "perftest.sh", "nsys.sh"):
+    for name in ("kv_gap_metrics.py", "perftest.sh", "nsys.sh", *SQL_RECIPES):
         assert (RECIPES / name).read_text().rstrip("\n") in bodies, name
     assert any("Gauge(" in b and "request_id" in b for b in bodies)  # the "don't" example
     example = next(b for b in bodies if b.startswith("# HELP"))
@@ -263,3 +264,218 @@ def test_recipe_scrape_gives_the_share_of_ttft():
     assert m.ttft_mean_s == pytest.approx(np.mean(ttfts), rel=1e-9)
     assert m.transfer_share_of_ttft == pytest.approx(np.mean(gaps) / np.mean(ttfts), rel=1e-9)
     assert share_verdict(m.transfer_share_of_ttft, share_target=0.2).measured == "under"  # 7/152 ms
+
+
+# --------------------------------------------------------------------------- SQL recipes
+# Each recipe runs on DuckDB (the embedded engine, a dev requirement) against a generated
+# request log, its result is exported to CSV with DuckDB's COPY and read back by the app's
+# traffic reader; the numbers must equal the same histogram computed from the raw rows in numpy.
+
+SQL_RECIPES = (
+    "traffic_histogram.sql",
+    "traffic_lengths.sql",
+    "traffic_histogram_cached.sql",
+    "traffic_histogram_hourly.sql",
+    "traffic_rate_hourly.sql",
+    "traffic_histogram_shares.sql",
+)
+WIDTH = 256  # the recipes' bucket width in tokens
+
+
+@pytest.fixture(scope="module")
+def request_log():
+    """40,000 requests over 30 hours, with the awkward rows a real log has: lengths on a
+    bucket edge and 0, missing and negative lengths, missing hits and hits above the prompt."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(11)
+    n = 40_000
+    prompt = np.clip(rng.lognormal(7.0, 1.3, n), 0, 200_000).astype(np.int64)
+    prompt[:200] = np.arange(200) * WIDTH  # exact bucket edges, 0 included
+    cached = (prompt * rng.uniform(0, 1.2, n)).astype(np.int64)  # some above the prompt
+    start = np.datetime64("2026-11-29T00:00:00", "us")
+    ts = start + np.sort(rng.integers(0, 30 * 3_600_000_000, n)).astype("timedelta64[us]")
+    prompt_null = np.zeros(n, bool)
+    prompt_null[rng.choice(n, 50, replace=False)] = True
+    prompt[rng.choice(n, 30, replace=False)] *= -1  # bad rows the app skips too
+    cached_null = rng.random(n) < 0.1
+    table = pa.table(
+        {
+            "request_id": [f"req-{i}" for i in range(n)],
+            "timestamp": pa.array(ts, pa.timestamp("us")),
+            "prompt_tokens": pa.array(prompt, mask=prompt_null),
+            "output_tokens": rng.integers(1, 800, n),
+            "cached_tokens": pa.array(cached, mask=cached_null),
+        }
+    )
+    keep = ~prompt_null & (prompt >= 0)
+    raw = {
+        "prompt": prompt[keep],
+        "cached": np.where(cached_null, 0, cached)[keep],
+        "hour": ts[keep].astype("datetime64[h]"),
+    }
+    return table, raw
+
+
+def run_recipe(name: str, table, tmp_path) -> Path:
+    """The recipe, unchanged, on DuckDB over ``request_log``; its result as a CSV file."""
+    duckdb = pytest.importorskip("duckdb", reason="duckdb is in requirements-dev.txt")
+    con = duckdb.connect()
+    con.register("request_log", table)
+    out = tmp_path / name.replace(".sql", ".csv")
+    con.execute(f"COPY ({(RECIPES / name).read_text()}) TO '{out}' (FORMAT CSV, HEADER)")
+    con.close()
+    return out
+
+
+def upper_bound(tokens: np.ndarray) -> np.ndarray:
+    """The bucket a length falls in, by its upper bound: ceil(tokens / 256) × 256."""
+    return -(-tokens // WIDTH) * WIDTH
+
+
+def counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(values, return_counts=True)
+
+
+def assert_reads_as(req, values: np.ndarray):
+    """The app read the recipe's CSV as the histogram of ``values`` (one per request), and
+    the share of requests that gain is the one computed from those values directly."""
+    from kvmodel.build import build_scenario
+    from kvmodel.traffic import Mix, mix_from_requests, regions
+
+    want, n = counts(values)
+    assert req.fmt == "histogram" and req.skipped_rows == 0
+    np.testing.assert_array_equal(req.prompt_tokens, want)
+    np.testing.assert_array_equal(req.weights, n)
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    got = regions(sc, mix_from_requests(req))
+    direct = regions(sc, Mix(tokens=want, weights=n.astype(float)))
+    assert got.fraction_gain == direct.fraction_gain
+    assert 0 < got.fraction_gain < 1  # a share that can be wrong
+
+
+def test_sql_histogram_reads_back_as_the_raw_rows_bucketed(request_log, tmp_path):
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    req = load_traffic(run_recipe("traffic_histogram.sql", table, tmp_path))
+    assert req.columns["prompt_tokens"] == "le" and req.columns["weights"] == "requests"
+    assert_reads_as(req, upper_bound(raw["prompt"]))
+    assert req.n_requests == 40_000 - 50 - 30  # the missing and the negative lengths left out
+
+
+def test_sql_exact_lengths_read_back_as_the_raw_rows(request_log, tmp_path):
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    req = load_traffic(run_recipe("traffic_lengths.sql", table, tmp_path))
+    assert_reads_as(req, raw["prompt"])
+
+
+def test_sql_cached_histogram_moves_only_the_uncached_tokens(request_log, tmp_path):
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    req = load_traffic(run_recipe("traffic_histogram_cached.sql", table, tmp_path))
+    moved = np.maximum(raw["prompt"] - raw["cached"], 0)  # a missing hit counts as none
+    assert_reads_as(req, upper_bound(moved))
+
+
+def test_sql_hourly_histogram_is_each_hour_and_adds_up(request_log, tmp_path):
+    import pandas as pd
+
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    path = run_recipe("traffic_histogram_hourly.sql", table, tmp_path)
+    assert_reads_as(load_traffic(path), upper_bound(raw["prompt"]))  # all hours together
+    df = pd.read_csv(path)
+    assert df["log_hour"].between(0, 23).all() and df["log_date"].nunique() == 2
+    busiest = raw["hour"][np.argmax(np.unique(raw["hour"], return_counts=True)[1])]
+    day, hour = str(busiest)[:10], int(str(busiest)[11:13])
+    one = df[(df["log_date"] == day) & (df["log_hour"] == hour)].drop(columns=["log_date"])
+    req = load_traffic(one.to_csv(index=False).encode(), name="hour.csv")
+    assert_reads_as(req, upper_bound(raw["prompt"][raw["hour"] == busiest]))
+
+
+def test_sql_hourly_rate_counts_each_hour(request_log, tmp_path):
+    import pandas as pd
+
+    table, raw = request_log
+    df = pd.read_csv(run_recipe("traffic_rate_hourly.sql", table, tmp_path))
+    hours, n = counts(raw["hour"])
+    assert len(df) == 30 and df["requests"].is_monotonic_decreasing
+    got = {
+        (d, h): r for d, h, r in zip(df["log_date"], df["log_hour"], df["requests"], strict=True)
+    }
+    want = {(str(t)[:10], int(str(t)[11:13])): k for t, k in zip(hours, n, strict=True)}
+    assert got == want
+    np.testing.assert_allclose(df["rps"], df["requests"] / 3600, rtol=1e-15)
+    first = raw["hour"] == hours[np.argmax(n)]  # the busiest hour is the first row
+    assert df["mean_prompt_tokens"].iloc[0] == pytest.approx(raw["prompt"][first].mean(), 1e-12)
+
+
+def test_sql_shares_read_back_as_the_raw_rows_shares(request_log, tmp_path):
+    from kvmodel.traffic import load_traffic
+
+    table, raw = request_log
+    req = load_traffic(run_recipe("traffic_histogram_shares.sql", table, tmp_path))
+    le, n = counts(upper_bound(raw["prompt"]))
+    assert req.fmt == "histogram-probability" and not req.count_known
+    np.testing.assert_array_equal(req.prompt_tokens, le)
+    np.testing.assert_allclose(req.weights, n / n.sum(), rtol=1e-12)  # shares, summing to 1
+
+
+# Constructs that do not run unchanged on all of DuckDB, Spark SQL, Trino and BigQuery.
+NOT_PORTABLE = {
+    r"::": "'::' casts (DuckDB/Postgres only)",
+    r"\bFILTER\s*\(": "FILTER (WHERE ...) on aggregates (not Spark before 3.2, not BigQuery)",
+    r"\bQUALIFY\b": "QUALIFY (not Spark, not Trino)",
+    r"%": "the % operator (not BigQuery; use MOD)",
+    r"//": "integer division '//' (DuckDB only)",
+    r"\bDATE_TRUNC\b|\bTIMESTAMP_TRUNC\b": "DATE_TRUNC (arguments differ on BigQuery)",
+    r"\b(IF|IFF|IIF|NVL|IFNULL|ISNULL|NULLIF|DECODE)\s*\(": "IF/NVL-style functions (use CASE)",
+    r"\b(GREATEST|LEAST)\s*\(": "GREATEST/LEAST (NULLs differ between engines; use CASE)",
+    r"\b(LN|LOG|LOG2|LOG10|POWER|POW|EXP)\s*\(": "logs and powers for buckets (rounding at "
+    "exact powers differs; buckets are integer MOD arithmetic)",
+    r"\b(TRY_CAST|SAFE_CAST|SAFE_DIVIDE|DIV)\b": "engine-specific casts or division",
+    r"\bAS\s+(DOUBLE|FLOAT64|INT64|STRING|TEXT|VARCHAR|REAL)\b": "types not named alike",
+    r"`": "backtick identifiers (not Trino)",
+    r'"': "double quotes (a string on BigQuery, an identifier elsewhere)",
+    r"\bLIMIT\b|\bTOP\b": "row limits (BigQuery and Trino spell some forms differently)",
+    r";\s*$": "a trailing semicolon (Trino's clients refuse it)",
+    r"\b\d+\s*/\s*\d+\b|\bCOUNT\(\*\)\s*/\s*COUNT": "integer / integer (Trino truncates)",
+    r"\bGROUP\s+BY\s+\d": "GROUP BY ordinals (write the column)",
+}
+
+
+def non_portable(sql: str) -> list[str]:
+    """The constructs of NOT_PORTABLE in ``sql``, comments left out."""
+    code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return [why for pattern, why in NOT_PORTABLE.items() if re.search(pattern, code, re.I | re.M)]
+
+
+@pytest.mark.parametrize("name", SQL_RECIPES)
+def test_sql_recipes_use_only_the_portable_subset(name):
+    sql = (RECIPES / name).read_text()
+    assert non_portable(sql) == []
+    assert "Portable: runs unchanged on DuckDB, Spark SQL, Trino and BigQuery" in sql
+    assert "request_log" in sql
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT prompt_tokens::BIGINT FROM t",
+        "SELECT COUNT(*) FILTER (WHERE x > 0) FROM t",
+        "SELECT le FROM t QUALIFY ROW_NUMBER() OVER () = 1",
+        "SELECT prompt_tokens % 256 FROM t",
+        "SELECT POWER(2, CEIL(LN(prompt_tokens) / LN(2))) FROM t",
+        "SELECT CAST(x AS DOUBLE) FROM t",
+        "SELECT 1 FROM t;",
+        "SELECT COUNT(*) / COUNT(x) FROM t",
+    ],
+)
+def test_the_portability_check_catches_dialect_constructs(sql):
+    assert non_portable(sql) != []
+    assert non_portable(f"-- {sql}\nSELECT 1 AS x FROM t") == []  # comments are not code

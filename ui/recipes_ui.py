@@ -8,6 +8,43 @@ import streamlit as st
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 
+# The SQL recipes (request log -> the Traffic page's histogram): file, tab label, what it gives.
+SQL_RECIPES = (
+    (
+        "traffic_histogram.sql",
+        "Histogram",
+        "Requests per 256-token bucket (`le`, `requests`): the file to upload.",
+    ),
+    (
+        "traffic_lengths.sql",
+        "Exact lengths",
+        "Requests per exact prompt length (`prompt_tokens`, `requests`): no rounding.",
+    ),
+    (
+        "traffic_histogram_cached.sql",
+        "With prefix-cache hits",
+        "The histogram of the uncached tokens, the ones whose KV moves; leave the hit ratio at 0.",
+    ),
+    (
+        "traffic_histogram_shares.sql",
+        "Shares only",
+        "The share of requests per bucket (`le`, `share`), without the volume: a histogram to "
+        "pass outside the team.",
+    ),
+    (
+        "traffic_histogram_hourly.sql",
+        "Per hour",
+        "One histogram per hour (`log_date`, `log_hour`, `le`, `requests`); the app adds the "
+        "hours up, or keep one hour's rows.",
+    ),
+    (
+        "traffic_rate_hourly.sql",
+        "Rate per hour",
+        "Requests per second in each hour, busiest first: the rate for the Traffic page or "
+        "`--rps`.",
+    ),
+)
+
 
 def recipe_text(name: str) -> str:
     """The text of ``recipes/<name>`` (the Recipes page shows exactly the tested files)."""

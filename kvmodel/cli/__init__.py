@@ -51,7 +51,11 @@ def make_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "traffic":
-            p.add_argument("file", help="trace: CSV/TSV(.gz), Parquet, JSONL, histogram, .prom")
+            p.add_argument(
+                "file",
+                help="trace: CSV/TSV(.gz), Parquet, JSONL, histogram, .prom; or a directory or "
+                "quoted glob of Parquet files ('logs/*.parquet'), streamed",
+            )
             for name in ("minlen", "crit"):
                 add_input(p, I.get(name))
             for name in ("hit", "rps"):

@@ -1,4 +1,7 @@
-"""``traffic``: which share of a traffic file gains from disaggregation, and the link's load."""
+"""``traffic``: which share of a traffic file gains from disaggregation, and the link's load.
+
+The file may be a directory or a (quoted) glob of Parquet files: a warehouse export read as one
+table, streamed in constant memory (:mod:`kvmodel.traffic.dataset`)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,8 @@ def cmd_traffic(args):
         if reg.n_requests.is_integer()
         else reg.n_requests,
         "skipped_rows": req.skipped_rows,
+        "files_read": req.columns.get("files_read", 1),
+        "skipped_files": req.columns.get("skipped_files", []),
         "requests_over_max_context": round(reg.n_over_context)
         if req.count_known
         else reg.n_over_context,  # a share of 1 for a histogram of shares
@@ -90,4 +95,15 @@ def cmd_traffic(args):
             "–" if payload["p99_transfer_ms"] is None else f"{payload['p99_transfer_ms']:,.2f} ms",
         ),
     ]
+    if "files_read" in req.columns:  # a directory or glob
+        skipped = req.columns["skipped_files"]
+        rows.insert(0, ("files", f"{req.columns['files_read']:,} Parquet files read"))
+        if skipped:
+            rows.insert(1, ("skipped files", _skipped_files(skipped)))
     _emit(args, payload, ("quantity", "value"), rows)
+
+
+def _skipped_files(names: list[str], shown: int = 3) -> str:
+    """The files of a directory that are not Parquet, as one table cell."""
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return f"{len(names):,} not Parquet: {', '.join(names[:shown])}{more}"

@@ -14,6 +14,7 @@ from .checks import schema_time_kind
 from .collect import Collect, Hints, run_jobs
 from .columns import flatten, plan
 from .csv import PieceError, csv_jobs, csv_names
+from .dataset import is_dataset, load_dataset
 from .jsonl import json_jobs, read_json_array, read_json_lines
 from .parquet import parquet_file, parquet_jobs, parquet_names
 from .prometheus import load_prometheus
@@ -76,10 +77,17 @@ def load_traffic(
     distinct (prompt, cached) pair for Mooncake ``hash_ids``), with ``span_s`` but without
     ``output_tokens`` and ``arrival_s``: all the analyses need, read without ever holding the
     table's columns (see :mod:`kvmodel.traffic.tally`).  Skipped rows are the same either way.
+
+    A directory or a glob of Parquet files is read as one table, streamed
+    (:mod:`kvmodel.traffic.dataset`).
     """
 
     try:
         columns = (prompt_column, output_column, time_column)
+        if is_dataset(src):
+            return load_dataset(
+                src, columns, max_bytes=max_bytes, progress=progress, per_request=per_request
+            )
         return _load(src, name, columns, max_bytes, progress, per_request)
     except TrafficError:
         raise

@@ -14,7 +14,8 @@ def render() -> None:
     urlstate.show_notices()
     st.info(
         "Three ways to measure what the model predicts: export the transfer gap from the serving "
-        "stack, measure the link with perftest, profile the transfer with Nsight Systems. Each "
+        "stack, measure the link with perftest, profile the transfer with Nsight Systems; and "
+        "SQL that turns a request log in your warehouse into the Traffic page's histogram. Each "
         "block is the exact file this project tests; copy it with the button at its top right.",
         icon=":material/lightbulb:",
     )
@@ -136,4 +137,42 @@ def render() -> None:
         "`kv_transfer_profile_nvtx_sum.csv` (NVTX ranges matching kv|transfer|send|recv). The "
         "'Processing […]' preamble nsys prints is fine; a regular expression on the page picks "
         "other kernels or ranges."
+    )
+
+    # --------------------------------------------------------------------------- SQL
+    st.header("4 · Turn a request log into a traffic histogram (SQL)", divider="gray")
+    st.markdown(
+        "A serving fleet's request log lives in a warehouse: billions of rows, one per request. "
+        "The Traffic page needs only how many requests have each prompt length. These queries "
+        "make that table where the log lives. Export the result as CSV and upload it on the "
+        "Traffic page, or give it to `python -m kvmodel traffic`."
+    )
+    c = st.columns(2)
+    c[0].markdown(
+        "**In:** a table `request_log` with one row per request: `prompt_tokens` (integer), "
+        "and where a recipe uses them `cached_tokens` (prefix-cache hits) and `timestamp` "
+        "(a TIMESTAMP). Rename the table and columns to yours. Rows with no length or a "
+        "negative one are left out, as the Traffic page skips them."
+    )
+    c[1].markdown(
+        "**Runs unchanged on DuckDB, Spark SQL, Trino and BigQuery.** The queries keep to what "
+        "all four share: `WITH`, `GROUP BY` on columns, `CASE`, `COALESCE`, `MOD`, `CAST(… AS "
+        "DATE)`, `EXTRACT(HOUR FROM …)`. The tests run each one on DuckDB and read its CSV back "
+        "with the app's reader, and reject `::`, `FILTER`, `QUALIFY`, `%`, `DATE_TRUNC`, logs, "
+        "integer division and other dialect-only forms."
+    )
+    tabs = st.tabs([label for _, label, _ in recipes_ui.SQL_RECIPES])
+    for tab, (name, _, what) in zip(tabs, recipes_ui.SQL_RECIPES, strict=True):
+        with tab:
+            st.caption(f"`recipes/{name}`: {what}")
+            st.code(
+                recipes_ui.recipe_text(name).rstrip("\n"),
+                language="sql",
+                line_numbers=True,
+                wrap_lines=True,
+            )
+    st.markdown(
+        "**Already exported as Parquet?** `python -m kvmodel traffic` reads a directory or a "
+        "quoted glob of Parquet files (`'logs/*.parquet'`) as one trace, streamed in constant "
+        "memory, so the raw log itself can be the input."
     )
