@@ -52,9 +52,7 @@ DIRECTIONS: dict[str, Direction] = {
         Direction("exposed_transfer_s", "lower", "the transfer the request waits for"),
         Direction("transfer_over_decode", "lower", "a transfer under one decode step hides"),
         Direction("ttft_s", "lower", "time to first token, what the user waits"),
-        Direction(
-            "transfer_share_of_ttft", "lower", "a small share keeps disaggregation's gains"
-        ),
+        Direction("transfer_share_of_ttft", "lower", "a small share keeps disaggregation's gains"),
         Direction(
             "critical_seq_len",
             "higher",

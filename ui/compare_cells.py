@@ -2,12 +2,14 @@
 
 ``compare_rows`` turns ``kvmodel.sweeps.compare_table`` into text rows: the scenario's inputs
 (marked where they differ from A) and its numbers, each variant's number followed by its
-change against A with an arrow and the word *better* or *worse* (the direction of each row is
-data in ``kvmodel.compare.DIRECTIONS``; its column *Better* says it in words).  ``compare_html`` draws them
-as an HTML table whose cells carry the classes ``cmp-better``, ``cmp-worse``, ``cmp-same`` and
-``cmp-input``: blue and orange (Okabe-Ito, told apart with every common colour-vision
-deficiency) plus the arrow and the word, so colour is never the only cue.  Below 640 px the
-table stacks: one block per quantity, each scenario's cell on its own line with its label.
+change against A with an arrow and the word *better* or *worse*.  Which way is better is data
+in ``kvmodel.compare.DIRECTIONS``; the table's *Better* column says it in words.
+
+``compare_html`` draws the rows as an HTML table whose cells carry the classes
+``cmp-better``, ``cmp-worse``, ``cmp-same`` and ``cmp-input``: blue and orange (Okabe-Ito,
+told apart with every common colour-vision deficiency) plus the arrow and the word, so colour
+is never the only cue.  Below 640 px the table stacks: one block per quantity, each
+scenario's cell on its own line with its label.
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ def _signed(x: float, text: str) -> str:
     return ("+" if x > 0 else "−" if x < 0 else "±") + text
 
 
-def _change_text(key: str, change: float, relative: float) -> str:
+def _small(x: float, unit: str, scale: float = 100) -> str:
+    """``x × scale`` with one decimal, or as many as its first digit needs (0.04 pp, 0.3 %)."""
+    v = abs(x) * scale
+    digits = 1 if v >= 0.1 or v == 0 else min(4, -math.floor(math.log10(v)))
+    return f"{v:,.{digits}f}{unit}"
+
+
+def change_text(key: str, change: float, relative: float) -> str:
     """A change against A in the row's unit: '−2.15 ms (−44 %)', '+1.8 pp', '+2,321 tokens'."""
     if not math.isfinite(change):
         return ""
@@ -56,13 +65,14 @@ def _change_text(key: str, change: float, relative: float) -> str:
         "exposed_transfer_s": lambda: fmt_ms(a, 2),
         "ttft_s": lambda: fmt_ms(a, 1) if a < 1 else fmt_time(a),
         "transfer_over_decode": lambda: fmt_ratio(a),
-        "transfer_share_of_ttft": lambda: f"{a * 100:,.1f} pp",
+        "transfer_share_of_ttft": lambda: _small(a, " pp"),
         "critical_seq_len": lambda: f"{a:,.0f} tokens",
-        "fraction_gain": lambda: f"{a * 100:,.1f} pp",
+        "fraction_gain": lambda: _small(a, " pp"),
     }[key]()
     out = _signed(change, text)
     if math.isfinite(relative) and key not in ("transfer_share_of_ttft", "fraction_gain"):
-        out += f" ({_signed(relative, f'{abs(relative):.0%}')})"
+        rel = f"{abs(relative):.0%}" if abs(relative) >= 0.01 else _small(relative, "%")
+        out += f" ({_signed(relative, rel)})"
     return out
 
 
@@ -134,7 +144,7 @@ def compare_rows(table: pd.DataFrame) -> list[Row]:
             c = ch.loc[(label, key)]
             verdict = c["verdict"]
             arrow = "▲" if c["value"] > c["reference"] else "▼" if verdict != "same" else "="
-            delta = "" if verdict == "same" else _change_text(key, c["change"], c["relative"])
+            delta = "" if verdict == "same" else change_text(key, c["change"], c["relative"])
             cells.append(f"{text}\n{arrow} {delta + ' · ' if delta else ''}{ARROW[verdict]}")
             classes.append(f"cmp-{verdict}")
         rows.append(Row(name, DIRECTIONS[key].words, tuple(cells), tuple(classes)))
@@ -161,8 +171,7 @@ _CSS = (
   .kvt-cmp td::before {content: attr(data-label) ": "; font-weight: 600;}
   .kvt-cmp td.cmp-dir:empty {display: none;}
 }
-</style>"""
-    .replace("{better}", VERDICT_CELL["better"])
+</style>""".replace("{better}", VERDICT_CELL["better"])
     .replace("{worse}", VERDICT_CELL["worse"])
     .replace("{input}", VERDICT_CELL["input"])
 )

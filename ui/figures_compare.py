@@ -26,6 +26,11 @@ def _signed_ms(ms: float) -> str:
     return f"{sign}{abs(ms):,.2f} ms" if abs(ms) < 10_000 else f"{sign}{abs(ms) / 1e3:,.1f} s"
 
 
+def _pct(r: float) -> str:
+    text = f"{r:+.0%}" if abs(r) >= 0.01 or r == 0 else f"{r * 100:+.2g}%"
+    return text.replace("-", "−")
+
+
 @_finished
 def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
     """Exposed transfer per scenario [ms], each bar labelled with its share of TTFT.
@@ -69,7 +74,7 @@ def _change_panel(ch: pd.DataFrame, key: str, title: str) -> _Fig:
     rel = list(rows["relative"])
     verdicts = list(rows["verdict"])
     texts = [
-        _signed_ms(m) + (f" ({r:+.0%})".replace("-", "−") if math.isfinite(r) else "") + f" {v}"
+        _signed_ms(m) + (f" ({_pct(r)})" if math.isfinite(r) else "") + f" {v}"
         for m, r, v in zip(ms, rel, verdicts, strict=True)
     ]
     fig.add_bar(

@@ -70,11 +70,11 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
 
     def _set(i: int, name: str, value: str) -> None:
         v = variants[i]
-        if name == "tp" and str(v.get("tpd", base_values["tpd"])) == str(
-            v.get("tp", base_values["tp"])
-        ):  # the decode TP equals the prefill TP: it follows it (as in the sidebar)
-            v["tpd"] = value
+        # the decode TP equals the prefill TP: it follows it (as in the sidebar)
+        follow = str(v.get("tpd", base_values["tpd"])) == str(v.get("tp", base_values["tp"]))
         v[name] = value
+        if name == "tp" and follow:
+            v["tpd"] = value
         _write(variants)
 
     def _edited(i: int, name: str) -> None:
@@ -245,7 +245,8 @@ def render() -> None:
                 f"{frac:.1%}",
                 delta=None
                 if label == labelled[0][0]
-                else f"{c['change'] * 100:+.1f} pp vs A, {c['verdict']}",
+                else f"{compare_cells.change_text('fraction_gain', c['change'], c['relative'])} "
+                f"vs A, {c['verdict']}",
                 delta_color="off",
                 help="Share of requests that gain from disaggregation (higher is better)",
             )
