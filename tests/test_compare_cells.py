@@ -50,3 +50,16 @@ def test_html_escapes_and_stacks_on_phones():
     # colour-blind safe pair (Okabe-Ito blue and vermillion), never red against green
     assert C.VERDICT_CELL["better"].startswith("rgba(0, 114, 178")
     assert C.VERDICT_CELL["worse"].startswith("rgba(213, 94, 0")
+
+
+def test_the_html_report_judges_each_number_against_the_first():
+    from ui.report import report_html
+
+    a, b = build_scenario(), build_scenario(batch=8)  # 8 prompts: every number worse
+    html = report_html([("A", a), ("B", b)], share_url=None, title="t")
+    table = html[html.index('<table class="judged">') :]
+    table = table[: table.index("</table>")]
+    ttft = next(r for r in table.split("<tr>") if r.startswith("<th>TTFT</th>"))
+    assert "<td>lower is better</td>" in ttft and '<td class="cmp-worse">' in ttft
+    assert "▲" in ttft and "worse" in ttft
+    assert "td.cmp-worse { background:" in html  # styled in the report's own CSS

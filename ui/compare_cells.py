@@ -20,7 +20,7 @@ from html import escape
 
 import pandas as pd
 
-from kvmodel.compare import DIRECTIONS, changes
+from kvmodel.compare import DIRECTIONS, changes, compare_frame
 
 from .fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_ratio, fmt_time, fmt_tokens
 
@@ -197,3 +197,27 @@ def compare_html(rows: list[Row], labels: list[str]) -> str:
         f'{_CSS}<div class="kvt-cmp"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def report_table(labelled) -> str:
+    """The HTML report's verdict table: each number of the (label, Evaluation) pairs against
+    the first's, better or worse (classes ``cmp-better``/``cmp-worse``, styled by the report),
+    the direction of each row in words, the change under each number."""
+    rows = compare_rows(compare_frame(labelled))
+    labels = [label for label, _ in labelled]
+    parts = [
+        f'<p class="small">Each number against {escape(labels[0])}\'s: '
+        "<strong>better</strong> on blue, <strong>worse</strong> on orange.</p>",
+        '<table class="judged">',
+        "<tr><th></th><th>better</th>" + "".join(f"<th>{escape(x)}</th>" for x in labels) + "</tr>",
+    ]
+    for row in (r for r in rows if r.direction):
+        cells = [f"<th>{escape(row.label)}</th>", f"<td>{escape(row.direction)}</td>"]
+        for text, cls in zip(row.cells, row.classes, strict=True):
+            first, _, second = text.partition("\n")
+            extra = f'<br><span class="small">{escape(second)}</span>' if second else ""
+            attr = f' class="{cls}"' if cls else ""
+            cells.append(f"<td{attr}>{escape(first)}{extra}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table>")
+    return "\n" + "\n".join(parts)

@@ -60,7 +60,7 @@ def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
     fig.update_layout(showlegend=False)
     return _layout(
         fig,
-        "Exposed KV transfer per scenario and its share of TTFT",
+        "Exposed transfer and its share of TTFT",
         "exposed transfer [ms]",
         "",
         height=max(220, 90 + 40 * len(labels)),
@@ -113,6 +113,6 @@ def figure_compare_change(changes: pd.DataFrame) -> go.Figure:
         _change_panel(ch, "ttft_s", "Change in TTFT vs A"),
         _change_panel(ch, "exposed_transfer_s", "Change in exposed transfer vs A"),
     ]
-    fig = _panels(panels, title="What each variant changes against A (lower is better)", rows=True)
+    fig = _panels(panels, title="Change against A (lower is better)", rows=True)
     fig.update_layout(showlegend=False, hoverlabel={"namelength": -1})
     return fig

@@ -227,9 +227,7 @@ def render() -> None:
             "change-vs-a",
         )
     exports_ui.chart(
-        perf.cached(
-            figures.figure_ttft, table, title="TTFT per scenario (prefill + transfer + decode)"
-        ),
+        perf.cached(figures.figure_ttft, table, title="TTFT per scenario"),
         "ttft-per-scenario",
     )
     if gains:
