@@ -196,3 +196,12 @@ def test_editing_a_default_variant_writes_the_comparison_out():
     assert cmp_of(at) == "comp:int8;link:ib-xdr"
     next(b for b in at.button if b.label == "Add a scenario").click().run()
     assert cmp_of(at) == "comp:int8;link:ib-xdr;lw:1"  # the unused default comes back
+
+
+def test_presentation_mode_names_the_changes_without_controls():
+    at = app({"cmp": "comp:int8~batch:16;lw:1", "present": "1"}, "pages/compare.py")
+    texts = [m.value for m in at.markdown]
+    assert "**B** · Transfer compression: int8; Batch: 16 requests" in texts
+    assert "**C** · Send layer by layer: on" in texts
+    assert not [b for b in at.button if b.label.startswith("Remove")]
+    assert not [s for s in at.selectbox if s.label == "Add a change"]

@@ -110,3 +110,19 @@ def widget(key: str, name: str, values: dict, base: dict, on_change, args) -> No
                         **common)  # fmt: skip
     else:
         st.number_input(row.label_unit, float(row.lo), float(row.hi), **common)
+
+
+def describe(name: str, values: dict) -> str:
+    """One change in words, for presentation mode: 'Transfer compression: int8',
+    'Batch: 16 requests', 'Send layer by layer: on'."""
+    row, k, v = I.get(name), kind(name), values[name]
+    if k == "flag":
+        shown = "on" if int(v) else "off"
+    elif k == "select":
+        shown = _names().get(name, str)(v)
+    elif k == "est" and v == EST:
+        shown = "estimated"
+    else:
+        shown = f"{v:,}" if isinstance(v, int) else f"{float(v):,.6g}"
+        shown += f" {row.unit}" if row.unit else ""
+    return f"{row.label}: {shown}"

@@ -98,9 +98,15 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
         _write([*variants, fresh[0] if fresh else {"link": base_values["link"]}])
 
     out = []
+    present = bool(ss.get("present"))  # presentation mode: the changes in words, no controls
     for i, over in enumerate(variants):
         label = chr(ord("B") + i)
         values, warnings = P.variant_values(base_values, over)
+        if present:
+            changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
+            cols[i + 1].markdown(f"**{label}** · {changed}")
+            out.append((label, values, warnings))
+            continue
         with cols[i + 1]:
             st.markdown(f"**{label}** · {len(over)} change{'s' if len(over) != 1 else ''} to A")
             for name in [k for k in over if k in P.SCENARIO_KEYS]:
@@ -130,7 +136,7 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
             )
             st.button(f"Remove {label}", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
         out.append((label, values, warnings))
-    if len(variants) < P.MAX_COMPARED:
+    if len(variants) < P.MAX_COMPARED and not present:
         cols[len(variants) + 1].button("Add a scenario", on_click=_add, icon=":material/add:")
     return out
 
