@@ -17,13 +17,29 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .figkit import SEGMENT_COLORS, _Fig, _finished, _layout, _panels
+from .fmt import fmt_sig
 
 VERDICT_COLORS = {"better": "#0072B2", "worse": "#D55E00", "same": "#94a3b8"}  # Okabe-Ito
 
 
 def _signed_ms(ms: float) -> str:
+    """'−6.5 ms', '+279 ms', '+7.36 s': three significant digits, seconds from 1 s on."""
     sign = "+" if ms > 0 else "−" if ms < 0 else "±"
-    return f"{sign}{abs(ms):,.2f} ms" if abs(ms) < 10_000 else f"{sign}{abs(ms) / 1e3:,.1f} s"
+    a = abs(ms)
+    return f"{sign}{fmt_sig(a, 3)} ms" if a < 1000 else f"{sign}{fmt_sig(a / 1e3, 3)} s"
+
+
+def _placed(xs: list[float], span: float) -> dict:
+    """Bar labels inside a long bar (white), outside a short one, small type: they stay in
+    the plot at phone width (390 px) too."""
+    inside = [abs(x) >= 0.5 * span for x in xs]
+    return {
+        "textposition": ["inside" if i else "outside" for i in inside],
+        "insidetextanchor": "middle",
+        "textfont": {"size": 11},
+        "insidetextfont": {"color": "white", "size": 11},
+        "cliponaxis": False,
+    }
 
 
 def _pct(r: float) -> str:
@@ -48,14 +64,13 @@ def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
         marker_color=SEGMENT_COLORS["KV transfer"],
         name="exposed transfer",
         text=[f"{m:,.2f} ms · {s:.1%} of TTFT" for m, s in zip(ms, share, strict=True)],
-        textposition="outside",
-        cliponaxis=False,
+        **_placed(ms, max(ms + [1e-9])),
         customdata=[[s * 100, t] for s, t in zip(share, ttft, strict=True)],
         hovertemplate="%{y}: exposed transfer %{x:,.2f} ms<br>"
         "%{customdata[0]:.1f} % of TTFT (%{customdata[1]:,.1f} ms)<extra></extra>",
     )
     top = max(ms) if ms and max(ms) > 0 else 1.0
-    fig.update_xaxes(range=[0, top * 1.9], rangemode="tozero")
+    fig.update_xaxes(range=[0, top * 1.15], rangemode="tozero")
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
     return _layout(
@@ -83,8 +98,7 @@ def _change_panel(ch: pd.DataFrame, key: str, title: str) -> _Fig:
         orientation="h",
         marker_color=[VERDICT_COLORS[v] for v in verdicts],
         text=texts,
-        textposition="outside",
-        cliponaxis=False,
+        **_placed(ms, max([abs(m) for m in ms] + [1e-9])),
         customdata=[
             [r * 100 if math.isfinite(r) else 0.0, v] for r, v in zip(rel, verdicts, strict=True)
         ],
@@ -94,8 +108,9 @@ def _change_panel(ch: pd.DataFrame, key: str, title: str) -> _Fig:
     )
     span = max([abs(m) for m in ms] + [1e-3])
     lo, hi = min(ms + [0.0]), max(ms + [0.0])
-    fig.update_xaxes(range=[lo - 1.2 * span if lo < 0 else -0.1 * span,
-                            hi + 1.2 * span if hi > 0 else 0.1 * span],
+    # room for a short bar's label beside it: a long bar (≥ half the span) carries its own
+    fig.update_xaxes(range=[-1.25 * span if lo < 0 else -0.05 * span,
+                            1.25 * span if hi > 0 else 0.05 * span],
                      zeroline=True, zerolinecolor="#475569", title=f"{title} [ms]")  # fmt: skip
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
