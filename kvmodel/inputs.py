@@ -289,9 +289,11 @@ INPUTS: tuple[Input, ...] = (
     Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
           cli="--rps", cli_default=None, page="Traffic",
           help="0 = from the trace's timestamps"),
-    Input("cmp", "Compared scenarios", "text", "comp:int8;link:ib-ndr;stack:ideal",
+    Input("cmp", "Compared scenarios", "text", "auto",
           page="Compare", help="each `key:value~key:value` over the scenario keys, scenarios "
-          "split by `;`, at most 3", accepted="validated like the keys themselves"),
+          "split by `;`, at most 3; `auto`: made from the sidebar's scenario, each differing "
+          "from it (INT8 compression, the next faster link, layer-wise, the `ideal` stack)",
+          accepted="`auto`, or pairs validated like the keys themselves"),
     Input("present", "Presentation mode", "flag", 0, unit="0/1", lo=0, hi=1, page="every page",
           help="large type, no sidebar"),
     Input("models", "Models compared", "ids",

@@ -231,8 +231,8 @@ def timeline(sc: Scenario) -> pd.DataFrame:
 
 
 def compare_table(labelled) -> pd.DataFrame:
-    """Key numbers of several scenarios side by side (SI units; ``ui.tables.compare_cells`` shows
-    them).
+    """Key numbers of several scenarios side by side (SI units; ``ui.compare_cells`` shows
+    them, ``kvmodel.compare.DIRECTIONS`` says which way each number is better).
 
     ``labelled`` is a list of (label, Evaluation).  One row per scenario (index = label), in the
     given order; ``critical_seq_len`` is None where no length up to max context reaches it.
@@ -244,6 +244,7 @@ def compare_table(labelled) -> pd.DataFrame:
         sc = ev.scenario
         rows[label] = {
             "model": sc.model.name,
+            "gpu": sc.gpu.name,
             "link": sc.link.name,
             "stack": sc.stack.name,
             "seq_len": sc.seq_len,
@@ -253,6 +254,16 @@ def compare_table(labelled) -> pd.DataFrame:
             "layerwise": sc.layerwise,
             "tp_prefill": sc.tp_prefill,
             "tp_decode": sc.tp_decode,
+            "attention_parallel": sc.attention_parallel,
+            "window_transfer": sc.window_transfer,
+            "efficiency": sc.efficiency,
+            "streams": ev.streams,
+            "codec_bytes_per_s": sc.codec_bytes_per_s,
+            "k": sc.k,
+            "prefill_s": ev.prefill_s,
+            "prefill_estimated": ev.prefill_estimated,
+            "decode_step_s": ev.decode_step_s,
+            "decode_step_estimated": sc.decode_step_estimated,
             "kv_bytes": ev.kv_total_bytes,
             "wire_bytes": ev.wire_bytes,
             "exposed_transfer_s": ev.exposed_s,

@@ -51,8 +51,13 @@ def test_comparison_csv(evs):
     )
     assert back.loc["Compression", "B"] == "fp8"
     assert back.loc["Transfer stack", "A (sidebar)"] == ev.scenario.stack.name  # names its stack
+    # every input a Compare variant can change has its row
+    assert back.loc["GPU", "B"] == ev.scenario.gpu.name
+    assert_allclose(float(back.loc["Decode step [ms]", "B"]), evs[1][1].decode_step_s * 1e3, 5e-4)
+    assert_allclose(float(back.loc["Prefill [ms]", "A (sidebar)"]), ev.prefill_s * 1e3, 5e-4)
     for label in back.index:
-        text_rows = ("Model", "Interconnect", "Transfer stack", "KV dtype", "Compression")
+        text_rows = ("Model", "Interconnect", "Transfer stack", "KV dtype", "Compression", "GPU",
+                     "Attention parallelism", "Sliding layers on the wire")  # fmt: skip
         if label not in (*text_rows, "Layer-wise"):
             assert label.endswith("]") or label == "Transfer vs decode step", label
     assert not any(" ms" in str(v) or " GB" in str(v) for v in back.to_numpy().ravel())

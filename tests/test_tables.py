@@ -1,6 +1,5 @@
 """The small coloured HTML tables (ui.tables)."""
 
-import pandas as pd
 from html_tables import read_html_table
 from sweeps_ms import link_batch_table
 
@@ -22,12 +21,3 @@ def test_band_table_styles_cells():
     assert tables.BAND_CELL["within"] in styles.loc[1, "batch 1 [ms]"]
     assert tables.BAND_CELL["below"] in styles.loc[0, "batch 1 [ms]"]
     assert "background" not in styles.loc[0, "Interconnect"]
-
-
-def test_differences_table_marks_changed_cells_and_escapes():
-    shown = pd.DataFrame({"A": ["1 ms", "<b>x</b>"], "B": ["2 ms", "<b>x</b>"]}, index=["t", "n"])
-    differs = shown.apply(lambda col: col != shown["A"])
-    cells, styles = read_html_table(tables.differences_table(shown, differs), index=True)
-    assert cells.loc["n", "B"] == "<b>x</b>"  # shown as text, not markup
-    assert tables.DIFFERS_CELL in styles.loc["t", "B"]
-    assert tables.DIFFERS_CELL not in styles.loc["t", "A"] + styles.loc["n", "B"]

@@ -14,6 +14,7 @@ from dataclasses import replace
 from kvmodel import catalog
 from kvmodel import inputs as I
 from kvmodel.build import default_attention_parallel
+from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
 
@@ -277,7 +278,16 @@ def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
     return values, warnings
 
 
+def compared(text: str, base: dict) -> list[dict[str, str]]:
+    """The variants of a clean ``cmp`` value: ``auto`` → made from A (``base``), else parsed."""
+    if str(text).strip().lower() == AUTO:
+        return default_variants(base)
+    return [parse_overrides(t) for t in str(text).split(";") if t.strip()]
+
+
 def _compare(raw, base: dict, warnings: list[str]) -> str:
+    if str(raw).strip().lower() == AUTO:  # variants made from A (kvmodel.compare)
+        return AUTO
     kept = []
     for n, text in enumerate(s for s in str(raw).split(";") if s.strip()):
         label = chr(ord("B") + n)

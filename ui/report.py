@@ -58,6 +58,8 @@ th, td { border: 1px solid #d1d5db; padding: .3rem .6rem; text-align: left;
 th { background: #f3f4f6; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.diff { background: #fef3c7; }
+td.cmp-better { background: #cce3f0; }
+td.cmp-worse { background: #f5d5bf; }
 tr.group th { background: #e5e7eb; }
 .pass { color: #15803d; font-weight: 600; }
 .fail { color: #b91c1c; font-weight: 600; }
@@ -188,7 +190,9 @@ def _comparison(items) -> str:
                     cells.append(f"<td>{escape(value)}</td>")
             parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
-    return "\n".join(parts)
+    from .compare_cells import report_table  # each number judged against the first's
+
+    return "\n".join(parts) + report_table([(label, ev) for label, _, ev in items])
 
 
 def _fmt_summary_value(v) -> str:

@@ -16,14 +16,11 @@ import pandas as pd
 
 from kvmodel.inputs import DEFAULT_BAND_MS
 
-from .fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
-
 BAND_CELL = {
     "below": "rgba(22, 163, 74, 0.25)",
     "within": "rgba(234, 179, 8, 0.30)",
     "above": "rgba(220, 38, 38, 0.28)",
 }
-DIFFERS_CELL = "background-color: rgba(234, 179, 8, 0.28); font-weight: 600"
 
 _TABLE = "width: 100%; border-collapse: collapse; font-size: 0.92rem;"
 _CELL = "padding: 0.3rem 0.6rem; border: 1px solid rgba(128, 128, 128, 0.3);"
@@ -59,45 +56,6 @@ def html_table(
 def _numeric(value) -> bool:
     text = str(value).replace(",", "").replace(".", "", 1).strip().removeprefix("-")
     return text.isdigit()
-
-
-def compare_cells(labelled) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``kvmodel.sweeps.compare_table`` as text: (shown, differs) with rows = quantities with
-    units, columns = labels, and a same-shaped boolean frame that is True where a cell differs
-    from the first scenario's."""
-
-    def cells(r):
-        return {
-            "Model": r["model"],
-            "Interconnect": r["link"],
-            "Transfer stack": r["stack"],
-            "Prompt × batch": f"{r['seq_len']:,} tokens × {r['batch']}",
-            "KV dtype / compression": f"{r['kv_dtype']} / {r['compression']}",
-            "Layer-wise": "on" if r["layerwise"] else "off",
-            "TP prefill → decode": f"{r['tp_prefill']} → {r['tp_decode']}",
-            "KV cache": fmt_bytes(r["kv_bytes"]),
-            "On the wire": fmt_bytes(r["wire_bytes"]),
-            "Exposed transfer": fmt_ms(r["exposed_transfer_s"], 2),
-            "Transfer ÷ decode step": f"{r['transfer_over_decode']:.2f}× ({r['step_verdict']})",
-            "TTFT": fmt_time(r["ttft_s"]),
-            "Transfer share of TTFT": f"{r['transfer_share_of_ttft']:.1%} "
-            f"({'over' if r['over_share_target'] else 'under'} {r['share_target']:.0%})",
-            "Critical sequence length": fmt_tokens(r["critical_seq_len"]),
-        }
-
-    from kvmodel.sweeps import compare_table
-
-    table = compare_table(labelled)
-    shown = pd.DataFrame({label: cells(r) for label, r in table.iterrows()})
-    first = shown.iloc[:, 0]
-    differs = shown.apply(lambda col: col != first)
-    return shown, differs
-
-
-def differences_table(shown: pd.DataFrame, differs: pd.DataFrame) -> str:
-    """Compare page: quantities × scenarios, cells that differ from the first one highlighted."""
-    styles = differs.map(lambda d: DIFFERS_CELL if d else "")
-    return html_table(shown, styles=styles, label="Quantity")
 
 
 def band_table(table: pd.DataFrame, band_ms=DEFAULT_BAND_MS) -> str:

@@ -1,17 +1,144 @@
-"""Compare: the sidebar's scenario (A) against up to three variants, all in one link."""
+"""Compare: the sidebar's scenario (A) against up to three variants, all in one link.
+
+Each variant is a set of changes to A (any scenario input; ``ui.compare_edit`` draws them);
+a link without ``cmp`` compares variants made from A (``kvmodel.compare.default_variants``).
+The table judges every number against A's (``ui.compare_cells``), the charts show what
+differs (``ui.figures_compare``).
+"""
 
 from functools import partial
 
 import streamlit as st
 
-from kvmodel import catalog
+from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.dtypes import COMPRESSION_BITS
+from kvmodel.compare import AUTO, changes, compare_frame, default_variants
 from kvmodel.sweeps import Option, mitigation_table
 from kvmodel.transfer import evaluate
-from ui import csv_tables, exports_ui, figures, perf, routing, share, tables, traffic_ui, urlstate
+from ui import (
+    compare_cells,
+    csv_tables,
+    exports_ui,
+    figures,
+    figures_compare,
+    perf,
+    routing,
+    share,
+    traffic_ui,
+    urlstate,
+)
+from ui import compare_edit as E
 from ui import params as P
 from ui.fmt import in_ms
+
+
+def _gains(labelled, base_sc):
+    """The Traffic page's mix: (caption, share that gains per scenario), or None."""
+    ss = st.session_state
+    trace = ss.get("trace")
+    kept = traffic_ui.kept_upload() if traffic_ui.upload_chosen() else None
+    if kept is None and trace not in tr.SAMPLES:
+        return None
+    if kept is not None:  # the Traffic page shows an upload: compare on it
+        mix = traffic_ui.mix(kept.key, None, kept.req)
+        source = f"{kept.label} (the Traffic page's upload)"
+    else:
+        mix = traffic_ui.mix(("sample", trace), None, traffic_ui.sample_requests(trace))
+        source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
+        if traffic_ui.upload_chosen():  # chosen there, but no file is loaded
+            source = f"{tr.SAMPLES[trace][1]} (a sample: no upload is loaded on Traffic)"
+    fractions = tuple(
+        tr.regions(
+            tr.per_request_scenario(sc), mix, min_seq_len=int(ss["minlen"]), criterion=ss["crit"]
+        ).fraction_gain
+        for _, sc in labelled
+    )
+    rule = {
+        "step": f"transfer ≥ {base_sc.k:g} × decode step",
+        "share": f"transfer share of TTFT > {base_sc.share_target:.0%}",
+    }[ss["crit"]]
+    caption = f"{source}; too short below {int(ss['minlen']):,} tokens, transfer-bound when {rule}."
+    return caption, fractions
+
+
+def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
+    """Draw each variant's changes; returns (label, clean values, warnings) per variant."""
+    ss = st.session_state
+
+    def _write(variants_) -> None:
+        ss["cmp"] = ";".join(P.format_overrides(v) for v in variants_ if v)
+
+    def _set(i: int, name: str, value: str) -> None:
+        v = variants[i]
+        # the decode TP equals the prefill TP: it follows it (as in the sidebar)
+        follow = str(v.get("tpd", base_values["tpd"])) == str(v.get("tp", base_values["tp"]))
+        v[name] = value
+        if name == "tp" and follow:
+            v["tpd"] = value
+        _write(variants)
+
+    def _edited(i: int, name: str) -> None:
+        _set(i, name, E.text(name, ss[f"cmp{i}_{name}"]))
+
+    def _add_change(i: int, values: dict) -> None:
+        name = ss[f"cmp{i}_add"]
+        if name:
+            _set(i, name, E.start_value(name, values))
+        ss[f"cmp{i}_add"] = None
+
+    def _drop_change(i: int, name: str) -> None:
+        variants[i].pop(name, None)
+        _write([v if v else {"link": base_values["link"]} for v in variants])
+
+    def _remove(i: int) -> None:
+        _write([v for n, v in enumerate(variants) if n != i])
+
+    def _add() -> None:
+        fresh = [v for v in default_variants(base_values) if v not in variants]
+        _write([*variants, fresh[0] if fresh else {"link": base_values["link"]}])
+
+    out = []
+    present = bool(ss.get("present"))  # presentation mode: the changes in words, no controls
+    for i, over in enumerate(variants):
+        label = chr(ord("B") + i)
+        values, warnings = P.variant_values(base_values, over)
+        if present:
+            changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
+            cols[i + 1].markdown(f"**{label}** · {changed}")
+            out.append((label, values, warnings))
+            continue
+        with cols[i + 1]:
+            st.markdown(f"**{label}** · {len(over)} change{'s' if len(over) != 1 else ''} to A")
+            for name in [k for k in over if k in P.SCENARIO_KEYS]:
+                key = f"cmp{i}_{name}"
+                E.seed(key, name, values, base_values)
+                left, right = st.columns([5, 1], vertical_alignment="bottom")
+                with left:
+                    E.widget(key, name, values, base_values, _edited, (i, name))
+                right.button(
+                    "",
+                    key=f"cmp{i}_rm_{name}",
+                    icon=":material/close:",
+                    help=f"Remove this change ({I.get(name).label} follows A)",
+                    on_click=_drop_change,
+                    args=(i, name),
+                )
+            st.selectbox(
+                "Add a change",
+                E.addable(over, values),
+                index=None,
+                key=f"cmp{i}_add",
+                placeholder="Pick an input to change…",
+                format_func=lambda k: I.get(k).label_unit,
+                on_change=_add_change,
+                args=(i, values),
+                help="Any input of the scenario; the others follow A (the sidebar).",
+            )
+            st.button(f"Remove {label}", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
+        out.append((label, values, warnings))
+    if len(variants) < P.MAX_COMPARED and not present:
+        cols[len(variants) + 1].button("Add a scenario", on_click=_add, icon=":material/add:")
+    return out
 
 
 def render() -> None:
@@ -22,75 +149,30 @@ def render() -> None:
     base_sc = urlstate.scenario_or_stop()
     ss = st.session_state
     base_values = urlstate.current_values()
-    variants = [P.parse_overrides(t) for t in str(ss["cmp"]).split(";") if t.strip()]
-    links = P.link_ids()
-
-    def _write(variants_) -> None:
-        ss["cmp"] = ";".join(P.format_overrides(v) for v in variants_ if v)
-
-    def _edited(i: int) -> None:
-        over = variants[i]
-        over["link"] = ss[f"cmp{i}_link"]
-        over["comp"] = ss[f"cmp{i}_comp"]
-        over["lw"] = "1" if ss[f"cmp{i}_lw"] else "0"
-        if "stack" in over or ss[f"cmp{i}_stack"] != base_values["stack"]:
-            over["stack"] = ss[f"cmp{i}_stack"]  # only when it differs: links stay short
-        _write(variants)
-
-    def _remove(i: int) -> None:
-        _write([v for n, v in enumerate(variants) if n != i])
-
-    def _add() -> None:
-        _write([*variants, {"link": base_values["link"], "comp": base_values["comp"]}])
-
+    auto = str(ss["cmp"]).strip().lower() == AUTO
+    variants = P.compared(ss["cmp"], base_values)
     st.caption(
-        "A is the sidebar's scenario; B–D change the interconnect, transfer stack, compression "
-        "or layer-wise sending (other inputs follow A unless the link says otherwise). The whole "
-        "comparison travels in the link."
+        "A is the sidebar's scenario; each of B–D changes any of its inputs (the others follow "
+        "A). The whole comparison travels in the link."
+        + (
+            " This link names no variants, so B–D are made from A: each changes one input "
+            "(compression, a faster link, layer-wise sending or the wire-speed stack)."
+            if auto
+            else ""
+        )
     )
-    stacks = catalog.stacks()
-    labelled, problems = [("A (sidebar)", base_sc)], []
     cols = st.columns(P.MAX_COMPARED + 1)
     cols[0].markdown(
-        f"**A** · {base_sc.link.name}, {base_sc.stack.name}, {base_sc.compression}, "
-        f"layer-wise {'on' if base_sc.layerwise else 'off'}"
+        f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
+        f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, TP {base_sc.tp_prefill} "
+        f"→ {base_sc.tp_decode}, compression {base_sc.compression}, layer-wise "
+        f"{'on' if base_sc.layerwise else 'off'}"
     )
-    for i, over in enumerate(variants):
-        label = chr(ord("B") + i)
-        with cols[i + 1]:
-            st.markdown(f"**{label}**")
-            link = over.get("link", base_values["link"])
-            ss[f"cmp{i}_link"] = link if link in links else links[0]
-            ss[f"cmp{i}_comp"] = over.get("comp", base_values["comp"])
-            ss[f"cmp{i}_lw"] = str(over.get("lw", base_values["lw"])) == "1"
-            stack = over.get("stack", base_values["stack"])
-            ss[f"cmp{i}_stack"] = stack if stack in stacks else base_values["stack"]
-            st.selectbox(
-                "Interconnect",
-                links,
-                key=f"cmp{i}_link",
-                on_change=_edited,
-                args=(i,),
-                format_func=figures.link_name,
-            )
-            st.selectbox(
-                "Compression",
-                list(COMPRESSION_BITS),
-                key=f"cmp{i}_comp",
-                on_change=_edited,
-                args=(i,),
-            )
-            st.selectbox(
-                "Transfer stack",
-                list(stacks),
-                key=f"cmp{i}_stack",
-                on_change=_edited,
-                args=(i,),
-                format_func=lambda k: stacks[k].name,
-            )
-            st.toggle("Layer-wise", key=f"cmp{i}_lw", on_change=_edited, args=(i,))
-            st.button("Remove", key=f"cmp{i}_rm", on_click=_remove, args=(i,))
-        values, _ = P.variant_values(base_values, over)
+    labelled, problems = [("A (sidebar)", base_sc)], []
+    for n, (label, values, warnings) in enumerate(_editor(variants, base_values, cols)):
+        col = cols[n + 1]
+        for w in warnings:
+            col.caption(f":material/warning: {w}")
         try:
             sc_i = P.scenario_from_values(values, urlstate.imported_models())
         except ValueError as exc:
@@ -98,13 +180,11 @@ def render() -> None:
             continue
         labelled.append((label, sc_i))
         if sc_i == base_sc:
-            cols[i + 1].caption(
+            col.caption(
                 f":material/info: {label} is the same scenario as A: change one of its inputs."
             )
         for why in urlstate.feasibility_problems(evaluate(sc_i)):
-            cols[i + 1].caption(f":material/block: Not buildable: {why}.")
-    if len(variants) < P.MAX_COMPARED:
-        cols[len(variants) + 1].button("Add a scenario", on_click=_add, icon=":material/add:")
+            col.caption(f":material/block: Not buildable: {why}.")
     for text in problems:
         st.error(f"Scenario {text}")
 
@@ -128,50 +208,49 @@ def render() -> None:
             f"{best['transfer_share']:.1%} of TTFT."
         )
     st.info(said, icon=":material/lightbulb:")
-    shown, differs = perf.cached(tables.compare_cells, evs)
-    st.markdown(tables.differences_table(shown, differs), unsafe_allow_html=True)
+    gains = _gains(labelled, base_sc)
+    cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
+    rows = perf.cached(compare_cells.compare_rows, cmp_table)
+    st.markdown(
+        compare_cells.compare_html(rows, [label for label, _ in labelled]),
+        unsafe_allow_html=True,
+    )
+    st.caption(
+        "Each number of B–D against A's: **blue ▼/▲ better**, **orange ▼/▲ worse** (the arrow "
+        "gives the direction of the change, the row says which way is better); grey bold: an "
+        "input that differs from A."
+    )
     exports_ui.table_download(partial(csv_tables.comparison_frame, evs), "comparison")
-    st.caption("Highlighted: differs from A.")
     share.report_download(
         labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
     )
     exports_ui.chart(
-        perf.cached(
-            figures.figure_ttft,
-            table,
-            title="TTFT per scenario: prefill + exposed transfer + first decode step",
-        ),
+        perf.cached(figures_compare.figure_compare_transfer, cmp_table), "transfer-per-scenario"
+    )
+    if len(labelled) > 1:
+        exports_ui.chart(
+            perf.cached(figures_compare.figure_compare_change, perf.cached(changes, cmp_table)),
+            "change-vs-a",
+        )
+    exports_ui.chart(
+        perf.cached(figures.figure_ttft, table, title="TTFT per scenario"),
         "ttft-per-scenario",
     )
-
-    trace = ss.get("trace")
-    kept = traffic_ui.kept_upload() if traffic_ui.upload_chosen() else None
-    if kept is not None or trace in tr.SAMPLES:
-        if kept is not None:  # the Traffic page shows an upload: compare on it
-            mix = traffic_ui.mix(kept.key, None, kept.req)
-            source = f"{kept.label} (the Traffic page's upload)"
-        else:
-            mix = traffic_ui.mix(("sample", trace), None, traffic_ui.sample_requests(trace))
-            source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
-            if traffic_ui.upload_chosen():  # chosen there, but no file is loaded
-                source = f"{tr.SAMPLES[trace][1]} (a sample: no upload is loaded on Traffic)"
-        gains = {
-            label: tr.regions(
-                tr.per_request_scenario(sc),
-                mix,
-                min_seq_len=int(ss["minlen"]),
-                criterion=ss["crit"],
-            ).fraction_gain
-            for label, sc in labelled
-        }
+    if gains:
         st.subheader("Traffic that gains")
-        rule = {
-            "step": f"transfer ≥ {base_sc.k:g} × decode step",
-            "share": f"transfer share of TTFT > {base_sc.share_target:.0%}",
-        }[ss["crit"]]
-        st.caption(
-            f"{source}; too short below {int(ss['minlen']):,} tokens, transfer-bound when {rule}."
-        )
-        c = st.columns(len(gains))
-        for col, (label, frac) in zip(c, gains.items(), strict=True):
-            col.metric(label, f"{frac:.1%}", help="Share of requests that gain from disaggregation")
+        st.caption(gains[0])
+        verdicts = perf.cached(changes, cmp_table, ("fraction_gain",)).set_index("label")
+        for col, (label, _), frac in zip(
+            st.columns(len(labelled)), labelled, gains[1], strict=True
+        ):
+            c = verdicts.loc[label]
+            col.metric(
+                label,
+                f"{frac:.1%}",
+                delta=None
+                if label == labelled[0][0]
+                else f"{compare_cells.change_text('fraction_gain', c['change'], c['relative'])} "
+                f"vs A, {c['verdict']}",
+                delta_color="off",
+                help="Share of requests that gain from disaggregation (higher is better)",
+            )
