@@ -46,7 +46,7 @@ def test_served_under_a_path_prefix(page, base_path_url, wait_ready, screenshot)
     wait_ready(page)
     expect(page.get_by_role("heading", level=1, name="Interconnects")).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    page.wait_for_function("() => location.search.includes('batches=')")
+    page.wait_for_function("() => location.search.includes('stack=')")  # the short link
     url = urlparse(page.url)
     assert url.path == f"/{BASE_PATH}/interconnects"
     assert parse_qs(url.query)["seq"] == ["2048"] and parse_qs(url.query)["link"] == ["ib-ndr"]
@@ -71,7 +71,7 @@ def test_compare_page_and_presentation_mode(page, app_url, wait_ready, screensho
     screenshot(page, "presentation-mode")
     page.get_by_role("button", name="Exit presentation mode").click()
     expect(page.get_by_test_id("stSidebar")).to_be_visible()
-    page.wait_for_function("() => location.search.includes('present=0')")
+    page.wait_for_function("() => !location.search.includes('present=')")  # off: the default
 
 
 def test_a_click_right_after_opening_a_link_keeps_its_scenario(browser, app_url, wait_ready):
