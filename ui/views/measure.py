@@ -63,11 +63,10 @@ def render() -> None:
             st.radio, "Measurement", "measure_source", "Sample", options=SOURCES, horizontal=True
         )
     with c[1]:
-        read_as = widgets.kept_widget(
+        read_as = widgets.page_widget(  # in the link (mread)
             st.selectbox,
             "Read as",
-            "measure_kind",
-            "auto",
+            "mread",
             options=list(mu.READ_AS),
             format_func=mu.READ_AS.get,
             help="The format is detected from the content; choose one when detection gets it "
@@ -75,11 +74,12 @@ def render() -> None:
         )
     if source == "Sample":
         files = mu.sample_files()
-        name = widgets.kept_widget(
+        if st.session_state["meas"] not in files:  # a sample removed since the link was made
+            st.session_state["meas"] = mu.DEFAULT_SAMPLE if mu.DEFAULT_SAMPLE in files else files[0]
+        name = widgets.page_widget(  # in the link (meas)
             st.selectbox,
             "Sample file",
-            "measure_sample",
-            mu.DEFAULT_SAMPLE if mu.DEFAULT_SAMPLE in files else files[0],
+            "meas",
             options=files,
             format_func=mu.sample_label,
         )
