@@ -77,3 +77,71 @@ def test_back_and_forward_move_between_scenarios(page, app_url, wait_ready, scre
     expect(metric(page, "Whole cache")).to_have_text(whole_cache(4096, 16))
     expect(page.get_by_test_id("stException")).to_have_count(0)
     screenshot(page, "links-after-back")
+
+
+SCENARIO = "model=deepseek-v3&seq=8192&batch=16&link=ib-ndr&tp=8&stack=mooncake"
+EXPECTED = {"model": "deepseek-v3", "seq": 8192, "batch": 16, "link": "ib-ndr", "tp": 8,
+            "stack": "mooncake"}  # fmt: skip
+# (page path, extra query, CSV file stem, the label column, a number column, what opens it)
+HANDOUTS = [
+    ("/interconnects", "", "link-by-batch", "interconnect", "batch 8 [ms]", None),
+    ("/mitigations", "", "mitigations", "option", "TTFT [ms]", None),
+    ("/plan", "", "sensitivity", "input", "TTFT spread [ms]", None),
+    ("/plan", "", "options-tried", "option (cheapest first)", "exposed transfer [ms]",
+     "Options tried"),
+    ("/traffic", "", "traffic-options", "interconnect", "requests that gain [%]", None),
+    ("/models", "", "models", "model", "KV at the prompt [GB]", None),
+    ("/measure", "", "model-vs-measured", "quantity", "model", None),
+    ("/measure", "&meas=nsys_cuda_gpu_kern_sum.csv", "nsys-vs-model", "quantity",
+     "measured [ms]", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "extra", "stem", "label", "number", "opener"), HANDOUTS, ids=[h[2] for h in HANDOUTS]
+)
+def test_csv_handouts_carry_the_scenario(
+    page, app_url, wait_ready, tmp_path, path, extra, stem, label, number, opener
+):
+    """Each page's CSV for a non-default scenario: its first line is a link that reproduces
+    the scenario, then a label column, units in the headers and numbers as numbers."""
+    import io
+
+    import pandas as pd
+
+    from ui import params as P
+
+    page.goto(f"{app_url}{path}?{SCENARIO}{extra}")
+    wait_ready(page)
+    if opener:
+        page.get_by_text(opener).first.click()
+        wait_ready(page)
+    button = page.locator(f".st-key-dl_{stem}_csv").get_by_role("button", name="Table as CSV")
+    with page.expect_download(timeout=60_000) as dl:
+        button.click()
+    assert dl.value.suggested_filename == f"{stem}.csv"
+    path_ = tmp_path / f"{stem}.csv"
+    dl.value.save_as(path_)
+    text = path_.read_text(encoding="utf-8")
+    first = text.splitlines()[0]
+    assert first.startswith(f"# scenario: {app_url}{path}?"), first
+    values, warnings, _ = P.parse_query(dict(parse_qsl(urlparse(first[12:]).query)))
+    assert warnings == []
+    assert {k: values[k] for k in EXPECTED} == EXPECTED  # the link reproduces the scenario
+    if extra:
+        assert values["meas"] == "nsys_cuda_gpu_kern_sum.csv"
+    df = pd.read_csv(io.StringIO(text), comment="#")
+    assert df.columns[0] == label
+    assert df[number].dtype.kind in "fi", df[number].tolist()  # numbers, not "107.38 ms"
+    assert df[label].notna().all()
+    numeric = [c for c in df.columns if df[c].dtype.kind in "fi"]
+    if stem == "model-vs-measured":  # its rows differ in unit: the unit ends each row's label
+        assert all(q.endswith("]") for q in df[label]), df[label].tolist()
+    else:  # the unit in the header (counts of layers and heads have none)
+        assert all("[" in c or "÷" in c or c in ("layers", "KV heads") for c in numeric), numeric
+    if stem == "link-by-batch":  # the numbers are kvmodel's for the link's scenario
+        from kvmodel.sweeps import link_batch_table
+
+        table = link_batch_table(P.scenario_from_values(values), ["ib-ndr"], [8])
+        row = df[df["link id"] == "ib-ndr"]
+        assert abs(row[number].iloc[0] / (table["batch 8"].iloc[0] * 1e3) - 1) < 5e-4
