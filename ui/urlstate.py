@@ -80,11 +80,27 @@ def current_values() -> dict:
     return values
 
 
+_SAME_LINK = "_url_means_the_scenario"  # (link, short link) found to mean the same scenario
+
+
 def sync_url() -> None:
-    """Write the scenario to the URL (every run, every page)."""
+    """Write the scenario's short link to the URL (every run, every page).
+
+    Each write adds a browser history entry (Streamlit pushes it), so a link that already
+    means the scenario (a long or version-1 link just opened, or brought back by Back) is left
+    as it is: rewriting it would add an entry that shows the same scenario."""
     query = P.to_link_query(current_values())
-    if st.query_params.to_dict() != query:
-        st.query_params.from_dict(query)
+    given = st.query_params.to_dict()
+    if given == query:
+        return
+    pair = (sorted(given.items()), sorted(query.items()))
+    if st.session_state.get(_SAME_LINK) == pair:  # checked on an earlier run
+        return
+    values, warnings, _ = P.parse_query(given)
+    if not warnings and values == P.parse_query(query)[0]:
+        st.session_state[_SAME_LINK] = pair
+        return
+    st.query_params.from_dict(query)
 
 
 def share_url() -> str:

@@ -79,6 +79,29 @@ def test_back_and_forward_move_between_scenarios(page, app_url, wait_ready, scre
     screenshot(page, "links-after-back")
 
 
+def test_an_opened_link_is_kept_and_back_leaves_it(page, app_url, wait_ready):
+    """A link that already means its scenario (here a version-1 link) is not rewritten on
+    opening: that would add a history entry showing the same scenario."""
+    v1 = "model=llama-3.1-8b&seq=4096&batch=8&link=ib-ndr"
+    page.goto(f"{app_url}/?{v1}")
+    wait_ready(page)
+    batch = page.get_by_test_id("stSidebar").get_by_label("Batch [requests]")
+    expect(batch).to_have_value("8")
+    page.wait_for_timeout(1000)
+    assert urlparse(page.url).query == v1
+    entries = page.evaluate("history.length")
+    batch.fill("16")
+    batch.press("Enter")
+    page.wait_for_function("() => location.search.includes('batch=16')")
+    assert page.evaluate("history.length") == entries + 1  # one change, one entry
+    assert query(page)["stack"] == "ideal" and query(page)["tp"] == "1"  # v1's meaning kept
+    page.go_back()
+    expect(batch).to_have_value("8")
+    assert urlparse(page.url).query == v1
+    page.go_back()
+    assert page.url == "about:blank"  # the next Back leaves the app
+
+
 SCENARIO = "model=deepseek-v3&seq=8192&batch=16&link=ib-ndr&tp=8&stack=mooncake"
 EXPECTED = {"model": "deepseek-v3", "seq": 8192, "batch": 16, "link": "ib-ndr", "tp": 8,
             "stack": "mooncake"}  # fmt: skip
