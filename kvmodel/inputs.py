@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from numbers import Real
+from pathlib import Path
 
 from .dtypes import COMPRESSION_BITS, DEFAULT_COMPRESSION_GROUP, KV_DTYPE_BITS
 
@@ -158,6 +159,13 @@ def _samples() -> tuple:
     return tuple(SAMPLES)
 
 
+def _measurements() -> tuple:  # the shipped sample measurements (data/measurements)
+    folder = Path(__file__).resolve().parents[1] / "data" / "measurements"
+    return tuple(sorted(p.name for p in folder.glob("*") if p.suffix in MEASUREMENT_SUFFIXES))
+
+
+MEASUREMENT_SUFFIXES = (".prom", ".txt", ".json", ".csv")
+READ_MEASUREMENT_AS = ("auto", "prometheus", "perftest", "nsys", "pairs")
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
 DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
@@ -300,6 +308,11 @@ INPUTS: tuple[Input, ...] = (
           "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
           choices=_model_ids, page="Sequence length", accepted="catalog model ids",
           help="catalog model ids, comma-separated"),
+    Input("meas", "Sample measurement", "choice", "vllm_pd_metrics.prom", choices=_measurements,
+          page="Measured", accepted="file names in `data/measurements/`",
+          help="the shipped sample shown (uploads stay in the session)"),
+    Input("mread", "Read the measurement as", "choice", "auto", choices=READ_MEASUREMENT_AS,
+          page="Measured", help="`auto` detects the format from the content"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}

@@ -162,3 +162,41 @@ def test_every_page_table_has_a_label_column_units_and_numbers():
     back = read(csv_tables.csv_handout(frames["options"][0]))
     assert back["exposed transfer [ms]"].iloc[0] == 12.35
     assert back["transfer share of TTFT [%]"].iloc[0] == 8.71
+
+
+def test_measured_csvs_hold_numbers_with_units():
+    """Measured page: the scrape and nsys tables were text cells ("26.85 ms", "1.23×")."""
+    from pathlib import Path
+
+    from kvmodel.calibrate import compare_nsys_to_model, compare_to_model
+    from kvmodel.measure import load_measurement
+
+    samples = Path(__file__).parents[1] / "data" / "measurements"
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    scrape = load_measurement(samples / "vllm_pd_metrics.prom").data
+    cmp = compare_to_model(sc, scrape)
+    back = read(csv_tables.csv_handout(csv_tables.model_vs_measured_frame(cmp), scenario_link=LINK))
+    assert back.columns.tolist() == ["quantity", "model", "measured", "measured ÷ model", "note"]
+    back = back.set_index("quantity")
+    for col in ("model", "measured", "measured ÷ model"):
+        assert back[col].dtype.kind == "f", col
+    assert all(label.endswith("]") for label in back.index)  # the unit of each row
+    row = back.loc["prefill [ms]"]
+    assert_allclose(row["model"], cmp.prefill_s.model * 1e3, rtol=5e-4)
+    assert_allclose(row["measured"], cmp.prefill_s.measured * 1e3, rtol=5e-4)
+    assert_allclose(row["measured ÷ model"], cmp.prefill_s.ratio, rtol=5e-4)
+    share = back.loc["transfer share of TTFT [%]"]
+    assert_allclose(share["model"], cmp.transfer_share_of_ttft.model * 100, rtol=5e-4)
+    assert "20% line" in share["note"] and cmp.verdict.model in share["note"]
+    bw = back.loc["bandwidth per stream [GB/s per direction]", "model"]
+    assert_allclose(bw, cmp.bandwidth_per_stream_bytes_per_s.model / 1e9, rtol=5e-4)
+
+    nsys = load_measurement(samples / "nsys_cuda_gpu_kern_sum.csv").data
+    ncmp = compare_nsys_to_model(sc, nsys)
+    back = read(csv_tables.csv_handout(csv_tables.nsys_vs_model_frame(ncmp, nsys)))
+    assert back.columns.tolist() == [
+        "quantity", "model, one layer's KV [ms]", "measured [ms]", "measured ÷ model"]  # fmt: skip
+    assert back["quantity"].tolist()[0] == "mean per transfer"
+    assert_allclose(back["measured [ms]"].iloc[0], nsys.mean_s * 1e3, rtol=5e-4)
+    assert_allclose(back["model, one layer's KV [ms]"].iloc[0], ncmp.per_layer_s.model * 1e3, 5e-4)
+    assert_allclose(back["measured ÷ model"].iloc[0], nsys.mean_s / ncmp.per_layer_s.model, 5e-4)

@@ -8,6 +8,7 @@ from app_helpers import ARTICLE
 from streamlit.testing.v1 import AppTest
 
 from kvmodel import catalog
+from kvmodel import inputs as I
 from kvmodel.build import build_scenario
 from kvmodel.calibrate import (
     compare_nsys_to_model,
@@ -17,6 +18,8 @@ from kvmodel.calibrate import (
 )
 from kvmodel.measure import load_measurement
 from kvmodel.transfer import evaluate
+from ui import measure_ui as mu
+from ui import params as P
 from ui.fmt import fmt_bandwidth, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +35,7 @@ def measure_page(query=None, sample=None) -> AppTest:
     at.run()
     at.switch_page(PAGE).run()
     if sample:
-        at.selectbox(key="w_measure_sample").set_value(sample).run()
+        at.selectbox(key="w_meas").set_value(sample).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -63,9 +66,9 @@ def paste(at, text: str) -> AppTest:
 def test_page_is_in_the_navigation_and_starts_on_a_synthetic_sample():
     at = measure_page()
     assert at.title[0].value == "Measured vs model"
-    assert at.selectbox(key="w_measure_sample").value == "vllm_pd_metrics.prom"
+    assert at.selectbox(key="w_meas").value == "vllm_pd_metrics.prom"
     assert any("synthetic" in c.value for c in at.caption)
-    assert set(at.selectbox(key="w_measure_sample").options) >= {
+    assert set(at.selectbox(key="w_meas").options) >= {
         "vllm_pd_metrics.prom · Prometheus text",
         "ib_write_bw.txt · perftest text, MB/sec",
         "transfer_pairs.csv · CSV message_bytes,latency_us",
@@ -318,10 +321,10 @@ def test_bad_paste_names_the_line_and_the_page_keeps_working(text, expected):
 
 def test_read_as_override_and_binary_upload():
     at = measure_page(sample="vllm_pd_metrics.prom")
-    at.selectbox(key="w_measure_kind").set_value("pairs").run()
+    at.selectbox(key="w_mread").set_value("pairs").run()
     assert not at.exception
     assert "line" in at.error[0].value and "expected" in at.error[0].value
-    at.selectbox(key="w_measure_kind").set_value("auto").run()
+    at.selectbox(key="w_mread").set_value("auto").run()
     at.radio(key="w_measure_source").set_value("Upload").run()
     at.file_uploader(key="measure_upload").set_value(
         ("trace.csv", b"bytes,seconds\n\x00\x01\x02", "text/csv")
@@ -396,3 +399,22 @@ def test_an_uploaded_files_name_is_shown_as_text():
     fit = Fit(latency_s=1e-6, bandwidth_bytes_per_s=40e9, rms_relative_error=0.01, n=5)
     text = fit_takeaway(fit, catalog.get_link("ib-ndr"), "![x](http://attacker/x.png).txt")
     assert "![" not in text and "](" not in text
+
+
+# --------------------------------------------------------------------------- in the link
+
+
+def test_the_pages_choices_are_in_the_link():
+    """The sample and the format travel in the link (meas, mread), both ways (issue 13)."""
+    assert list(mu.READ_AS) == list(I.READ_MEASUREMENT_AS)  # one list of formats
+    assert set(mu.sample_files()) == set(I.get("meas").allowed())
+    at = measure_page({"meas": "ib_write_bw.txt", "mread": "perftest"})
+    assert at.selectbox(key="w_meas").value == "ib_write_bw.txt"
+    assert at.selectbox(key="w_mread").value == "perftest"
+    assert "Fitted bandwidth" in [m.label for m in at.metric]
+    at.selectbox(key="w_meas").set_value("transfer_pairs.csv").run()
+    at.selectbox(key="w_mread").set_value("auto").run()
+    assert qp(at, "meas") == "transfer_pairs.csv" and "mread" not in at.query_params
+    bad = measure_page({"meas": "nope.prom"})  # an unknown sample: a warning, the default
+    assert bad.selectbox(key="w_meas").value == "vllm_pd_metrics.prom"
+    assert "meas='nope.prom' is not one of" in P.parse_query({"meas": "nope.prom"})[1][0]

@@ -96,3 +96,101 @@ def test_a_version_1_link_keeps_its_meaning():
     new = P.parse_query(P.to_query(P.parse_query({})[0]))[0]
     assert (new["stack"], new["step"], new["tp"]) == ("mooncake", "est", 8)
     assert P.parse_query({"model": "deepseek-v3", "stack": "nixl"})[0]["attn"] == "dp"
+
+
+# Real links, as the app wrote them before links were shortened (every default spelled out).
+LONG_DEFAULT = (
+    "model=llama-3.1-70b&seq=1024&batch=1&link=100gbe&eff=100&par=0&kvd=fp16&comp=none&lw=0"
+    "&codec=1000&tp=8&tpd=8&step=est&prefill=est&gpu=h100-sxm&k=1&share=20&stack=mooncake"
+    "&attn=tp&win=window&links=nvlink4%2Cib-ndr%2Cib-hdr%2C100gbe&batches=1%2C8%2C32"
+    "&band=20-50&tl=4&trace=azure-conv&minlen=128&crit=step&hit=0&rps=0"
+    "&cmp=comp%3Aint8%3Blink%3Aib-ndr%3Bstack%3Aideal&present=0&models=llama-2-7b%2C"
+    "llama-3.1-70b%2Cdeepseek-v3%2Cmistral-7b%2Cgemma-3-27b%2Cqwen3.5-27b"
+)
+LONG_DEEPSEEK = (
+    "model=deepseek-v3&seq=8192&batch=16&link=ib-ndr&eff=100&par=0&kvd=fp16&comp=none&lw=0"
+    "&codec=1000&tp=8&tpd=8&step=est&prefill=est&gpu=h100-sxm&k=1&share=20&stack=mooncake"
+    "&attn=dp&win=window&links=nvlink4%2Cib-ndr%2Cib-hdr%2C100gbe&batches=1%2C8%2C32"
+    "&band=20-50&tl=2&trace=azure-conv&minlen=128&crit=share&hit=0&rps=0"
+    "&cmp=comp%3Aint8%3Blink%3Aib-ndr%3Bstack%3Aideal&present=0&models=llama-2-7b%2C"
+    "llama-3.1-70b%2Cdeepseek-v3%2Cmistral-7b%2Cgemma-3-27b%2Cqwen3.5-27b"
+)
+V1_LINK = "model=llama-3-70b&seq=4096&batch=4&link=ib-ndr&comp=int8&lw=1"
+
+
+def query(text: str) -> dict:
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(text))
+
+
+def test_old_long_links_read_exactly_as_before():
+    default, warnings, _ = P.parse_query(query(LONG_DEFAULT))
+    assert warnings == [] and default == P.parse_query({})[0]  # every default spelled out
+    v, warnings, _ = P.parse_query(query(LONG_DEEPSEEK))
+    assert warnings == []
+    assert (v["model"], v["seq"], v["batch"], v["link"], v["tp"], v["tpd"]) == (
+        "deepseek-v3", 8192, 16, "ib-ndr", 8, 8)  # fmt: skip
+    assert (v["stack"], v["attn"], v["step"], v["tl"], v["crit"]) == (
+        "mooncake", "dp", "est", 2, "share")  # fmt: skip
+    assert v["kvd"] == "fp16" and v["eff"] == 100.0
+    # the short link of that scenario reads back the same values
+    short = P.to_link_query(v)
+    assert short == {"model": "deepseek-v3", "seq": "8192", "batch": "16", "link": "ib-ndr",
+                     "stack": "mooncake", "tl": "2", "crit": "share"}  # fmt: skip
+    assert P.parse_query(short)[0] == v
+
+
+def test_version_1_link_still_reads_with_version_1_defaults():
+    v, warnings, _ = P.parse_query(query(V1_LINK))
+    assert warnings == []
+    assert (v["stack"], v["attn"], v["step"], v["tp"], v["tpd"]) == ("ideal", "tp", 30.0, 1, 1)
+    assert (v["seq"], v["batch"], v["comp"], v["lw"]) == (4096, 4, "int8", 1)
+    short = P.to_link_query(v)  # written again, it carries stack=ideal and the v1 values
+    assert short["stack"] == "ideal" and short["step"] == "30" and short["tp"] == "1"
+    assert P.parse_query(short)[0] == v
+
+
+def test_short_link_leaves_defaults_out_and_always_marks_version_2():
+    assert P.to_link_query(P.parse_query({})[0]) == {}  # the default scenario: no query at all
+    v = P.parse_query({"batch": "32", "stack": "mooncake"})[0]
+    assert P.to_link_query(v) == {"batch": "32", "stack": "mooncake"}
+    # a scenario key without stack would read as a version-1 link: stack is always written
+    v["stack"] = "ideal"
+    assert P.to_link_query(v) == {"batch": "32", "stack": "ideal"}
+    page_only = P.parse_query({"tl": "0"})[0]
+    assert P.to_link_query(page_only) == {"stack": "mooncake", "tl": "0"}
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        {"tp": "4", "tpd": "8"},  # decode TP equal to the default 8, but not to the prefill TP
+        {"tp": "2"},  # decode TP follows prefill TP: left out
+        {"model": "deepseek-v3", "attn": "tp"},  # not the model's own attention layout
+        {"model": "llama-3.1-70b-fp8"},  # an FP8 checkpoint: its fp8 KV is implicit
+        {"model": "llama-3.1-70b-fp8", "kvd": "fp16"},  # ...fp16 is not
+        {"link": "custom", "bw": "40", "lat": "3"},
+        {"link": "custom"},  # a custom link at the default bandwidth and latency
+        {"step": "25", "prefill": "300", "eff": "80.5", "present": "1", "cmp": "comp:fp8"},
+        {"links": "nvlink4", "batches": "4,64", "band": "10-30", "models": "llama-2-7b"},
+        {"trace": "azure-code", "minlen": "64", "hit": "50", "rps": "20"},
+    ],
+)
+def test_short_link_round_trips(q):
+    v, warnings, _ = P.parse_query({**q, "stack": "mooncake"})
+    assert warnings == []
+    short = P.to_link_query(v)
+    assert P.parse_query(short)[0] == v
+    assert len(short) < len(P.to_query(v))
+
+
+def test_imported_model_link_carries_its_attention_and_dtype():
+    spec = catalog.get_model("llama-3-70b")
+    from dataclasses import replace
+
+    cfg = encode_model(replace(spec, id="cfg-mine"))
+    v, warnings, imported = P.parse_query({"cfg": cfg, "model": "cfg-mine", "stack": "ideal"})
+    short = P.to_link_query(v)
+    assert {"cfg", "model", "attn", "kvd"} <= set(short)
+    assert P.parse_query(short)[0] == v

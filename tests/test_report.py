@@ -14,6 +14,7 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.cli import main
+from ui import params as P
 from ui.report import report_html
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,9 +164,15 @@ def test_cli_writes_the_report(tmp_path, capsys):
     links = [v for _, k, v in parse(html).refs if not v.startswith("#")]
     assert len(links) == 1 and links[0].startswith("http://localhost:8501/?")
     query = dict(parse_qsl(urlsplit(links[0]).query))
-    assert query["model"] == "llama-3.1-70b" and query["link"] == "100gbe"
-    assert query["seq"] == "1024" and query["prefill"] == "est"
-    assert query["stack"] == "ideal" and query["step"] == "30"  # the link keeps its meaning
+    # the short link: only what differs from the defaults, and ``stack`` (the version-2 mark)
+    assert query == {"tp": "1", "step": "30", "stack": "ideal"}  # decode TP = prefill TP
+    v = P.parse_query(query)[0]  # ...reads back as the report's scenario
+    assert (v["model"], v["link"], v["seq"], v["prefill"]) == (
+        "llama-3.1-70b",
+        "100gbe",
+        1024,
+        "est",
+    )
 
 
 def test_cli_base_url_and_json(tmp_path, capsys):

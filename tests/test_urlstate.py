@@ -6,7 +6,7 @@ from app_helpers import LINK, PAGES, app, metric
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_ms, fmt_time, fmt_tokens
+from ui.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -96,3 +96,21 @@ def test_seq_clamped_to_model_context_with_warning():
     at = app({"model": "llama-2-7b", "seq": "100000"})
     assert "4096" in at.warning[0].value
     assert at.select_slider(key="seq").value == 4096
+
+
+@pytest.mark.parametrize("back", [True, False])
+def test_back_reads_the_entry_link_again(monkeypatch, back):
+    """Back/Forward (a history-navigation run) reads the entry's link into the sidebar; any
+    other run keeps session state, whatever the URL says (the sidebar owns the scenario)."""
+    from ui import urlstate
+
+    at = app({"batch": "16", "seq": "4096"}, article=False)
+    assert at.number_input(key="batch").value == 16
+    monkeypatch.setattr(urlstate, "history_navigation", lambda: back)
+    at.query_params.clear()
+    at.query_params.update({"batch": "4", "stack": "mooncake"})  # the earlier entry's link
+    at.run()
+    assert at.number_input(key="batch").value == (4 if back else 16)
+    assert at.select_slider(key="seq").value == (1024 if back else 4096)
+    whole = evaluate(build_scenario(seq_len=1024 if back else 4096, batch=4 if back else 16))
+    assert metric(at, "Whole cache") == fmt_bytes(whole.kv_total_bytes)

@@ -220,3 +220,58 @@ def traffic_options_frame(rows) -> pd.DataFrame:
             "critical sequence length [tokens]": _critical(df["critical_seq_len"]),
         }
     )
+
+
+MEASURED_ROWS = (  # Measured page, a scrape: ScrapeComparison field, label [unit], SI → unit
+    ("exposed_transfer_s", "exposed KV transfer (model) vs transfer gap (measured) [ms]", 1e3),
+    ("transfer_s", "whole KV transfer (model) vs NIXL transfer time (measured) [ms]", 1e3),
+    ("prefill_s", "prefill [ms]", 1e3),
+    ("ttft_s", "time to first token [ms]", 1e3),
+    ("transfer_share_of_ttft", "transfer share of TTFT [%]", 100),
+    ("bandwidth_per_stream_bytes_per_s", "bandwidth per stream [GB/s per direction]", 1e-9),
+)
+
+
+def _num(value, scale: float) -> float:
+    """SI → the column's unit; a missing value is an empty cell (NaN), never a word."""
+    return math.nan if value is None or not math.isfinite(value) else float(value) * scale
+
+
+def model_vs_measured_frame(cmp) -> pd.DataFrame:
+    """Measured page, a /metrics scrape: ``compare_to_model``'s quantities, one row each (the
+    unit in the row's label, as the rows differ), model and measured as numbers; the share row's
+    verdicts in ``note``."""
+    v = cmp.verdict
+    rows = []
+    for key, label, scale in MEASURED_ROWS:
+        r = getattr(cmp, key)
+        note = "not in the scrape" if r.measured is None else ""
+        if key == "transfer_share_of_ttft":
+            agree = "" if v.agree is None else ("; they agree" if v.agree else "; they disagree")
+            note = (
+                f"against the {v.share_target:.0%} line: model {v.model}, measured "
+                f"{v.measured or 'no TTFT in the scrape'}{agree}"
+            )
+        rows.append((label, _num(r.model, scale), _num(r.measured, scale), _num(r.ratio, 1), note))
+    return pd.DataFrame(rows, columns=["quantity", "model", "measured", "measured ÷ model", "note"])
+
+
+def nsys_vs_model_frame(cmp, nsys) -> pd.DataFrame:
+    """Measured page, an nsys stats CSV: the model's per-layer transfer beside the profiled
+    transfers, in ms."""
+    rows = (
+        ("mean per transfer", cmp.per_layer_s.model, nsys.mean_s),
+        ("median per transfer", cmp.per_layer_median_s.model, nsys.median_s),
+        ("shortest", cmp.model_min_s, nsys.min_s),
+        ("longest", cmp.model_max_s, nsys.max_s),
+    )
+    return pd.DataFrame(
+        {
+            "quantity": [r[0] for r in rows],
+            "model, one layer's KV [ms]": [_num(r[1], 1e3) for r in rows],
+            "measured [ms]": [_num(r[2], 1e3) for r in rows],
+            "measured ÷ model": [
+                _num(r[2] / r[1], 1) if r[2] is not None and r[1] else math.nan for r in rows
+            ],
+        }
+    )

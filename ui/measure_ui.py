@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from kvmodel import inputs as I
 from kvmodel.calibrate import (
     Fit,
     apply_fit,
@@ -46,7 +47,7 @@ KIND_LABELS = {
     "nsys": "Nsight Systems stats CSV (nsys stats --format csv)",
     "pairs": "CSV of transfer size and time (bytes, seconds)",
 }
-DEFAULT_SAMPLE = "vllm_pd_metrics.prom"  # a histogram scrape: the recommended form
+DEFAULT_SAMPLE = I.default("meas")  # a histogram scrape: the recommended form
 READ_AS = {
     "auto": "Detect automatically",
     "prometheus": "Prometheus text",
@@ -64,7 +65,7 @@ PASTED = "_measure_pasted"
 
 def sample_files() -> list[str]:
     """The sample measurements, Prometheus scrapes first (the page's default)."""
-    order = {".prom": 0, ".txt": 1, ".json": 2, ".csv": 3}
+    order = {suffix: n for n, suffix in enumerate(I.MEASUREMENT_SUFFIXES)}
     files = [p for p in SAMPLES_DIR.iterdir() if p.is_file() and p.suffix in order]
     return [p.name for p in sorted(files, key=lambda p: (order[p.suffix], p.name))]
 

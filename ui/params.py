@@ -326,6 +326,36 @@ def to_query(values: dict) -> dict[str, str]:
     return out
 
 
+def implicit_values(values: dict) -> dict[str, str]:
+    """What reading a link gives for each key it leaves out, as query text: the row's default,
+    except ``tpd`` (the prefill TP), ``attn`` and ``kvd`` (the model's own; unknown for an
+    imported model, so its link always carries them)."""
+    out = {p.name: f"{p.default:g}" if isinstance(p.default, float) else str(p.default)
+           for p in PARAMS}  # fmt: skip
+    out["tpd"] = str(values.get("tp", DEFAULTS["tp"]))
+    spec = catalog.models().get(values.get("model", DEFAULTS["model"]))
+    if spec is None:  # an imported model: its defaults are in its cfg
+        out.pop("attn"), out.pop("kvd")
+    else:
+        out["attn"] = default_attention_parallel(spec)
+        out["kvd"] = spec.kv_dtype_native or DEFAULTS["kvd"]
+    return out
+
+
+def to_link_query(values: dict) -> dict[str, str]:
+    """The short link's query: only the values that differ from what the link reads without
+    them (``implicit_values``), plus ``stack`` whenever anything is written.
+
+    A link with scenario keys and no ``stack`` reads as a version-1 link (``parse_query``,
+    ``V1_DEFAULTS``), so ``stack`` marks every non-empty link as version 2; the empty query is
+    the default scenario.  ``parse_query(to_link_query(v))`` gives ``v`` back (tested).
+    """
+    full = to_query(values)
+    implicit = implicit_values(values)
+    out = {k: val for k, val in full.items() if k == "stack" or implicit.get(k) != val}
+    return out if len(out) > 1 or out.get("stack") != implicit["stack"] else {}
+
+
 def scenario_from_values(values: dict, imported: dict | None = None):
     """A kvmodel Scenario from clean parameter values (``parse_query`` output)."""
     from kvmodel.build import scenario_from_inputs

@@ -20,7 +20,8 @@ DEFAULT_BASE_URL = "http://localhost:8501/"
 
 
 def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
-    """The app's URL query for ``sc`` (``ui.params.to_query``), or None and what it cannot carry.
+    """The app's URL query for ``sc`` (``ui.params.to_link_query``), or None and what it cannot
+    carry.
 
     The app's link has no field for MFU, KV block tokens, descriptor cost, KV scale group or
     compression group, and clamps values to its input ranges; a scenario that needs any of that
@@ -33,7 +34,7 @@ def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
         if len(cfg) > MAX_ENCODED_CHARS:
             gaps.append("a model too large to carry in a link")
         values.update(model=mid, cfg=cfg)
-    query = P.to_query(values)
+    query = P.to_link_query(values)  # the short link: what differs from the defaults
     _, warnings, _ = P.parse_query(query)
     gaps += warnings
     return (None, gaps) if gaps else (query, [])
@@ -51,4 +52,5 @@ def share_link(sc: Scenario, base_url: str = DEFAULT_BASE_URL) -> str | None:
     query, _ = share_query(sc)
     if query is None:
         return None
-    return f"{base_url.split('?')[0]}?{urlencode(query)}"
+    text = urlencode(query)
+    return f"{base_url.split('?')[0]}?{text}" if text else base_url.split("?")[0]

@@ -33,9 +33,21 @@ def model_spec(model_id: str | None = None) -> ModelSpec:
     return imported_models().get(mid) or catalog.get_model(mid)
 
 
+def history_navigation() -> bool:
+    """True when the browser's Back or Forward button started this run.
+
+    Streamlit (1.67) pushes a history entry each time the script changes the query string
+    (``sync_url``), and on Back/Forward reruns the script with the entry's query string and
+    this flag set on the run's context; there is no public API for the flag yet."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return bool(getattr(get_script_run_ctx(), "is_history_navigation", False))
+
+
 def init_from_url() -> None:
-    """Read the query string once per session into session state; keep warnings to show."""
-    if st.session_state.get(_INIT):
+    """Read the query string into session state once per session, and again when Back or
+    Forward brings back an earlier link (so they move between scenarios); keep warnings."""
+    if st.session_state.get(_INIT) and not history_navigation():
         return
     values, warnings, imported = P.parse_query(st.query_params.to_dict())
     imported_models().update(imported)
@@ -68,21 +80,39 @@ def current_values() -> dict:
     return values
 
 
+_SAME_LINK = "_url_means_the_scenario"  # (link, short link) found to mean the same scenario
+
+
 def sync_url() -> None:
-    """Write the scenario to the URL (every run, every page)."""
-    query = P.to_query(current_values())
-    if st.query_params.to_dict() != query:
-        st.query_params.from_dict(query)
+    """Write the scenario's short link to the URL (every run, every page).
+
+    Each write adds a browser history entry (Streamlit pushes it), so a link that already
+    means the scenario (a long or version-1 link just opened, or brought back by Back) is left
+    as it is: rewriting it would add an entry that shows the same scenario."""
+    query = P.to_link_query(current_values())
+    given = st.query_params.to_dict()
+    if given == query:
+        return
+    pair = (sorted(given.items()), sorted(query.items()))
+    if st.session_state.get(_SAME_LINK) == pair:  # checked on an earlier run
+        return
+    values, warnings, _ = P.parse_query(given)
+    if not warnings and values == P.parse_query(query)[0]:
+        st.session_state[_SAME_LINK] = pair
+        return
+    st.query_params.from_dict(query)
 
 
 def share_url() -> str:
-    """The current page's address with the whole scenario in its query string."""
+    """The current page's address with the scenario in its query string (the short link:
+    what differs from the defaults, ``params.to_link_query``)."""
     base = ""
     try:
         base = (st.context.url or "").split("?")[0]
     except Exception:  # noqa: BLE001 - st.context.url is missing outside a browser session
         base = ""
-    return f"{base}?{urlencode(P.to_query(current_values()))}"
+    query = urlencode(P.to_link_query(current_values()))
+    return f"{base}?{query}" if query else base
 
 
 def scenario() -> Scenario:

@@ -1,5 +1,7 @@
 """Measured vs model: scrapes, perftest, nsys and timing files set beside the sidebar's scenario."""
 
+from functools import partial
+
 import streamlit as st
 
 from kvmodel.calibrate import (
@@ -9,7 +11,7 @@ from kvmodel.calibrate import (
     link_efficiency,
 )
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
-from ui import exports_ui, figures, routing, urlstate, widgets
+from ui import csv_tables, exports_ui, figures, routing, urlstate, widgets
 from ui import measure_text as mt
 from ui import measure_ui as mu
 from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
@@ -63,11 +65,10 @@ def render() -> None:
             st.radio, "Measurement", "measure_source", "Sample", options=SOURCES, horizontal=True
         )
     with c[1]:
-        read_as = widgets.kept_widget(
+        read_as = widgets.page_widget(  # in the link (mread)
             st.selectbox,
             "Read as",
-            "measure_kind",
-            "auto",
+            "mread",
             options=list(mu.READ_AS),
             format_func=mu.READ_AS.get,
             help="The format is detected from the content; choose one when detection gets it "
@@ -75,11 +76,12 @@ def render() -> None:
         )
     if source == "Sample":
         files = mu.sample_files()
-        name = widgets.kept_widget(
+        if st.session_state["meas"] not in files:  # a sample removed since the link was made
+            st.session_state["meas"] = mu.DEFAULT_SAMPLE if mu.DEFAULT_SAMPLE in files else files[0]
+        name = widgets.page_widget(  # in the link (meas)
             st.selectbox,
             "Sample file",
-            "measure_sample",
-            mu.DEFAULT_SAMPLE if mu.DEFAULT_SAMPLE in files else files[0],
+            "meas",
             options=files,
             format_func=mu.sample_label,
         )
@@ -223,7 +225,9 @@ def render() -> None:
         )
         table = mt.prometheus_table(cmp)
         st.dataframe(table, hide_index=True, width="stretch")
-        exports_ui.table_download(table, "model-vs-measured")
+        exports_ui.table_download(
+            partial(csv_tables.model_vs_measured_frame, cmp), "model-vs-measured"
+        )
         notes = list(d.notes) + [
             n for n in cmp.notes if not (n.startswith("measured gap taken from") and d.notes)
         ]
@@ -357,7 +361,9 @@ def render() -> None:
         k[1].metric("Measured ÷ model", f"{ratio:,.2f}×" if ratio is not None else "–")
         table = mt.nsys_table(cmp, nsys)
         st.dataframe(table, hide_index=True, width="stretch")
-        exports_ui.table_download(table, "nsys-vs-model")
+        exports_ui.table_download(
+            partial(csv_tables.nsys_vs_model_frame, cmp, nsys), "nsys-vs-model"
+        )
         if nsys.durations_s:
             exports_ui.chart(
                 figures.figure_transfer_durations(nsys.durations_s, model_s=cmp.per_layer_s.model),
