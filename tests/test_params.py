@@ -126,7 +126,9 @@ def query(text: str) -> dict:
 
 def test_old_long_links_read_exactly_as_before():
     default, warnings, _ = P.parse_query(query(LONG_DEFAULT))
-    assert warnings == [] and default == P.parse_query({})[0]  # every default spelled out
+    assert warnings == []  # every default spelled out, Compare's variants included
+    assert default["cmp"] == "comp:int8;link:ib-ndr;stack:ideal"  # explicit: kept as written
+    assert {**default, "cmp": "auto"} == P.parse_query({})[0]  # today's default is cmp=auto
     v, warnings, _ = P.parse_query(query(LONG_DEEPSEEK))
     assert warnings == []
     assert (v["model"], v["seq"], v["batch"], v["link"], v["tp"], v["tpd"]) == (
@@ -137,7 +139,8 @@ def test_old_long_links_read_exactly_as_before():
     # the short link of that scenario reads back the same values
     short = P.to_link_query(v)
     assert short == {"model": "deepseek-v3", "seq": "8192", "batch": "16", "link": "ib-ndr",
-                     "stack": "mooncake", "tl": "2", "crit": "share"}  # fmt: skip
+                     "stack": "mooncake", "tl": "2", "crit": "share",
+                     "cmp": "comp:int8;link:ib-ndr;stack:ideal"}  # fmt: skip
     assert P.parse_query(short)[0] == v
 
 
