@@ -287,7 +287,7 @@ INPUTS: tuple[Input, ...] = (
           page="Traffic",
           help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)"),
     Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
-          cli="--rps", cli_default=None, page="Traffic",
+          cli="--rps", cli_default=None, page="Traffic, Capacity",
           help="0 = from the trace's timestamps"),
     Input("cmp", "Compared scenarios", "text", "comp:int8;link:ib-ndr;stack:ideal",
           page="Compare", help="each `key:value~key:value` over the scenario keys, scenarios "
@@ -297,7 +297,22 @@ INPUTS: tuple[Input, ...] = (
     Input("models", "Models compared", "ids",
           "llama-2-7b,llama-3.1-70b,deepseek-v3,mistral-7b,gemma-3-27b,qwen3.5-27b",
           choices=_model_ids, page="Sequence length", accepted="catalog model ids",
-          help="catalog model ids, comma-separated"),
+          help="catalog model ids, comma-separated"),  # capacity plan below: kvmodel.capacity
+    Input("out", "Output length", "int", 256, unit="tokens", lo=1, hi=1_000_000, limit=(1, None),
+          cli="--output-len", page="Capacity", help="per request, when the traffic has none"),
+    Input("ttft_slo", "TTFT target", "float", 2000.0, unit="ms", scale=1e-3, lo=10, hi=600_000,
+          limit=(0, None), lo_open=True, cli="--ttft-slo-ms", page="Capacity",
+          help="time to first token at the percentile below, queueing included"),
+    Input("ttft_pct", "TTFT percentile", "float", 90.0, unit="percentile", lo=50, hi=99.9,
+          limit=(0, 100), lo_open=True, hi_open=True, cli="--ttft-percentile", page="Capacity",
+          help="the share of requests that must meet the TTFT target"),
+    Input("tpot_slo", "TPOT target", "float", 50.0, unit="ms", scale=1e-3, lo=1, hi=10_000,
+          limit=(0, None), lo_open=True, cli="--tpot-slo-ms", page="Capacity",
+          help="time per output token, one decode step (50 ms: 20 tokens/s)"),
+    Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
+          page="Capacity", help="0 = no cost shown"),
+    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", page="Capacity",
+          help="trace file, directory or glob, or a sample id (else `--rps`, `--seq-len`)"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}

@@ -1,0 +1,329 @@
+"""Capacity plan: how many prefill and decode GPUs a workload needs at its latency targets, what
+network, and how many GPUs the same traffic needs colocated.
+
+:func:`plan` sizes one rate; :func:`rate_sweep` many (everything that does not depend on the
+rate is computed once).  The pieces:
+
+- :mod:`.capacity_workload`: the traffic (:class:`Workload`) and the targets (:class:`Slo`);
+- :mod:`.capacity_pools`: the disaggregated prefill and decode pools (and the link's queues);
+- :mod:`.capacity_colocated`: the colocated baseline with chunked prefill;
+- :mod:`.capacity_queue`: Erlang C, M/G/c waits and their percentiles (fixed draws).
+
+Whole instances: GPUs = instances × TP.  A TP given as None is searched (``tp_candidates``):
+the plan keeps the TPs that need fewest GPUs among those that meet the targets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from . import capacity_colocated as colo
+from .capacity_pools import Decode, Pools, Prefill, decode_side, prefill_side, size_pools
+from .capacity_queue import smallest
+from .capacity_workload import Shape, Slo, Workload, shape
+from .memory import USABLE_FRACTION, weights_bytes_per_gpu
+from .scenario import Scenario
+from .size import shard_heads
+
+__all__ = ["CapacityPlan", "Slo", "Workload", "plan", "rate_sweep", "tp_candidates"]
+
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
+
+
+def tp_candidates(sc: Scenario) -> tuple[int, ...]:
+    """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
+    that split every KV-head group and leave memory beside the weights."""
+    out = []
+    for tp in TP_CHOICES:
+        try:
+            for g in sc.model.groups:
+                shard_heads(g.kv_heads, tp)
+        except ValueError:
+            continue
+        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+            out.append(tp)
+        if len(out) == AUTO_TPS:
+            break
+    if not out:
+        raise ValueError(
+            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
+            f"{TP_CHOICES[-1]}"
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """GPUs, network and latency of one workload at one rate (SI units)."""
+
+    rps: float
+    prefill_gpus: int
+    decode_gpus: int
+    disaggregated_gpus: int
+    pd_ratio: float  # prefill GPUs ÷ decode GPUs
+    colocated_gpus: int
+    disaggregation_saves_gpus: int  # colocated − disaggregated (negative: it costs more)
+    ttft_s: float  # disaggregated, at the percentile asked
+    ttft_percentile: float
+    tpot_s: float  # the decode step at the pools' mean batch
+    link_utilization: float  # the busiest NICs' load (0–1; ≥ 1: the queue grows)
+    meets_slo: bool
+    limits: dict  # pool -> what sets its size: compute, memory, tpot, ttft, link
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    decode_batch: float  # mean requests per decode instance
+    colocated_tp: int
+    colocated_instances: int
+    colocated_chunk_tokens: int
+    colocated_batch: int
+    colocated_ttft_s: float
+    colocated_tpot_s: float
+    colocated_meets_slo: bool
+    nic_bandwidth_needed_bytes_per_s: float | None  # per NIC, for the TTFT percentile
+    link_bandwidth_bytes_per_s: float  # per NIC, as set
+    nics_per_transfer: int
+    demanded_bytes_per_s: float  # KV bytes per second over the whole deployment
+    cost_per_hour: float | None
+    colocated_cost_per_hour: float | None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """The plan as JSON-ready values (ms, GB/s where the key says so)."""
+
+        def ms(x):
+            return None if x is None or not math.isfinite(x) else x * 1e3
+
+        def gbs(x):
+            return None if x is None else x / 1e9
+
+        return {
+            "rps": self.rps,
+            "prefill_gpus": self.prefill_gpus,
+            "decode_gpus": self.decode_gpus,
+            "disaggregated_gpus": self.disaggregated_gpus,
+            "pd_ratio": self.pd_ratio,
+            "colocated_gpus": self.colocated_gpus,
+            "disaggregation_saves_gpus": self.disaggregation_saves_gpus,
+            "ttft_p90_ms": ms(self.ttft_s),
+            "ttft_percentile": self.ttft_percentile,
+            "tpot_ms": ms(self.tpot_s),
+            "link_utilization": self.link_utilization,
+            "meets_slo": self.meets_slo,
+            "limits": dict(self.limits),
+            "prefill_tp": self.prefill_tp,
+            "decode_tp": self.decode_tp,
+            "prefill_instances": self.prefill_instances,
+            "decode_instances": self.decode_instances,
+            "decode_batch": self.decode_batch,
+            "colocated_tp": self.colocated_tp,
+            "colocated_instances": self.colocated_instances,
+            "colocated_chunk_tokens": self.colocated_chunk_tokens,
+            "colocated_batch": self.colocated_batch,
+            "colocated_ttft_ms": ms(self.colocated_ttft_s),
+            "colocated_tpot_ms": ms(self.colocated_tpot_s),
+            "colocated_meets_slo": self.colocated_meets_slo,
+            "nic_bandwidth_needed_gbs": gbs(self.nic_bandwidth_needed_bytes_per_s),
+            "link_bandwidth_gbs": gbs(self.link_bandwidth_bytes_per_s),
+            "nics_per_transfer": self.nics_per_transfer,
+            "demanded_gbs": gbs(self.demanded_bytes_per_s),
+            "cost_per_hour": self.cost_per_hour,
+            "colocated_cost_per_hour": self.colocated_cost_per_hour,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything of a plan that does not depend on the rate."""
+
+    sc: Scenario
+    shp: Shape
+    slo: Slo
+    pairs: tuple[tuple[Prefill, Decode], ...]
+    options: tuple[colo.Option, ...]
+
+
+def _tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
+    if tp is None:
+        return tp_candidates(sc)
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
+    for g in sc.model.groups:
+        shard_heads(g.kv_heads, tp)  # raises with the reason
+    return (tp,)
+
+
+def _prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
+    shp = shape(workload, sc.model.max_context_tokens)
+    dtps = _tps(sc, decode_tp)
+    ptps = _tps(sc, prefill_tp)
+    decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
+    pairs = tuple((prefill_side(sc, shp, p, d), decodes[d]) for p in ptps for d in dtps)
+    if colocated_tp is None and decode_tp is not None:
+        colocated_tp = decode_tp  # compare like with like when the TP is set
+    opts = tuple(o for tp in _tps(sc, colocated_tp) for o in colo.options(sc, shp, slo.tpot_s, tp))
+    return _Prepared(sc=sc, shp=shp, slo=slo, pairs=pairs, options=opts)
+
+
+def _best_pools(prep: _Prepared, rps: float) -> Pools:
+    slo, q = prep.slo, prep.slo.ttft_percentile
+    best = None
+    for pf, dec in prep.pairs:
+        if best is not None and best.meets_slo:
+            bound = math.ceil(rps * pf.mean_s) * pf.tp + math.ceil(
+                rps * prep.shp.mean_output * dec.step_s / dec.batch) * dec.tp  # fmt: skip
+            if bound > best.gpus:
+                continue
+        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, q)
+        if best is None or (not p.meets_slo, p.gpus, p.ttft_s) < (
+            not best.meets_slo, best.gpus, best.ttft_s):  # fmt: skip
+            best = p
+    return best
+
+
+def _best_colocated(prep: _Prepared, rps: float) -> colo.Colocated | None:
+    best = None
+    for opt in prep.options:
+        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, prep.slo.ttft_percentile)
+        if best is None or (not c.meets_slo, c.gpus, c.ttft_s) < (
+            not best.meets_slo, best.gpus, best.ttft_s):  # fmt: skip
+            best = c
+    return best
+
+
+def _bandwidth_needed(prep: _Prepared, pools: Pools, rps: float) -> float | None:
+    """Smallest per-NIC bandwidth whose TTFT percentile still meets the target at these pools."""
+    from .capacity_pools import ttft_function
+
+    sc, slo = prep.sc, prep.slo
+    dec = next(d for p, d in prep.pairs if d.tp == pools.decode_tp)
+
+    def ok(bw: float) -> bool:
+        link = replace(sc.link, bandwidth_bytes_per_s=bw)
+        pf = prefill_side(sc, prep.shp, pools.prefill_tp, pools.decode_tp, link=link)
+        f = ttft_function(pf, dec, prep.shp, rps, slo.ttft_percentile)
+        return f(pools.prefill_instances, pools.decode_instances) <= slo.ttft_s
+
+    lo, hi = 1e6, 1e15
+    if not ok(hi):
+        return None
+    # bisection on a 1 % log grid of bandwidths: k steps of 1.01× above 1 MB/s
+    steps = math.ceil(math.log(hi / lo) / math.log(1.01))
+    k = smallest(lambda i: ok(lo * 1.01**i), 0, steps)
+    return None if k is None else lo * 1.01**k
+
+
+def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
+    sc, slo, shp = prep.sc, prep.slo, prep.shp
+    pools = _best_pools(prep, rps)
+    c = _best_colocated(prep, rps)
+    notes = list(pools.notes)
+    if c is None:
+        notes.append("no colocated instance holds a decode batch beside a prefilling request")
+    if shp.clipped:
+        notes.append(f"{shp.clipped:.1%} of requests are longer than the model's context; "
+                     "counted at its length")  # fmt: skip
+    if c is not None and not c.meets_slo:
+        notes.append(
+            "colocated: no chunk size meets both targets "
+            + ("(TPOT)" if c.limit == "tpot" else "(TTFT)")
+        )
+    pf = next(p for p, d in prep.pairs if p.tp == pools.prefill_tp and d.tp == pools.decode_tp)
+    pgpus = pools.prefill_instances * pools.prefill_tp
+    dgpus = pools.decode_instances * pools.decode_tp
+    cg = c.gpus if c else 0
+    return CapacityPlan(
+        rps=rps,
+        prefill_gpus=pgpus,
+        decode_gpus=dgpus,
+        disaggregated_gpus=pgpus + dgpus,
+        pd_ratio=pgpus / dgpus,
+        colocated_gpus=cg,
+        disaggregation_saves_gpus=cg - (pgpus + dgpus),
+        ttft_s=pools.ttft_s,
+        ttft_percentile=slo.ttft_percentile,
+        tpot_s=pools.tpot_s,
+        link_utilization=pools.link_utilization,
+        meets_slo=pools.meets_slo,
+        limits={
+            "prefill": pools.prefill_limit,
+            "decode": pools.decode_limit,
+            "colocated": c.limit if c else "memory",
+        },  # fmt: skip
+        prefill_tp=pools.prefill_tp,
+        decode_tp=pools.decode_tp,
+        prefill_instances=pools.prefill_instances,
+        decode_instances=pools.decode_instances,
+        decode_batch=pools.decode_batch,
+        colocated_tp=c.tp if c else 0,
+        colocated_instances=c.instances if c else 0,
+        colocated_chunk_tokens=c.chunk if c else 0,
+        colocated_batch=c.batch if c else 0,
+        colocated_ttft_s=c.ttft_s if c else math.inf,
+        colocated_tpot_s=c.tpot_s if c else math.inf,
+        colocated_meets_slo=bool(c and c.meets_slo),
+        nic_bandwidth_needed_bytes_per_s=_bandwidth_needed(prep, pools, rps) if network else None,
+        link_bandwidth_bytes_per_s=sc.link.bandwidth_bytes_per_s,
+        nics_per_transfer=pf.streams,
+        demanded_bytes_per_s=rps * pf.mean_wire_bytes,
+        cost_per_hour=None if price is None else (pgpus + dgpus) * price,
+        colocated_cost_per_hour=None if price is None else cg * price,
+        notes=tuple(notes),
+    )
+
+
+def _price(gpu_price_per_hour) -> float | None:
+    if gpu_price_per_hour is None or gpu_price_per_hour == 0:
+        return None
+    p = gpu_price_per_hour
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < math.inf:
+        raise ValueError(f"the GPU price must be > 0 $/GPU-hour (0: none), got {p!r}")
+    return float(p)
+
+
+def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,
+         decode_tp: int | None = None, colocated_tp: int | None = None,
+         gpu_price_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
+    """The capacity plan of ``workload`` on ``sc``'s model, GPU, link and stack (module doc).
+
+    A TP of None is searched.  ``colocated_tp`` None: the decode TP when it is given, else
+    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none).
+    """
+    price = _price(gpu_price_per_hour)
+    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
+    return _plan_at(prep, workload.rps, price, network=True)
+
+
+SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
+                 "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
+                 "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
+                 "prefill_tp", "decode_tp", "colocated_tp")  # fmt: skip
+
+
+def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
+               prefill_tp: int | None = None, decode_tp: int | None = None,
+               colocated_tp: int | None = None,
+               gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+    """One row per rate [requests/s] (``SWEEP_COLUMNS``); the workload's own rate is ignored."""
+    price = _price(gpu_price_per_hour)
+    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
+    rows = []
+    for r in rates:
+        workload.with_rps(float(r))  # validates the rate
+        p = _plan_at(prep, float(r), price, network=False)
+        rows.append({
+            "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,
+            "disaggregated_gpus": p.disaggregated_gpus, "colocated_gpus": p.colocated_gpus,
+            "prefill_limit": p.limits["prefill"], "decode_limit": p.limits["decode"],
+            "colocated_limit": p.limits["colocated"], "link_utilization": p.link_utilization,
+            "ttft_s": p.ttft_s, "meets_slo": p.meets_slo, "colocated_ttft_s": p.colocated_ttft_s,
+            "colocated_meets_slo": p.colocated_meets_slo, "prefill_tp": p.prefill_tp,
+            "decode_tp": p.decode_tp, "colocated_tp": p.colocated_tp,
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))

@@ -1,0 +1,249 @@
+"""Disaggregated pools: what one prefill TP and one decode TP give, and the instances a rate needs.
+
+Decode (per decode TP): the largest batch B* whose step (``timing.estimate_decode_step_s`` at
+the slots' mean context) is within the TPOT target and whose KV fits in memory
+(``memory.instance_memory``); by Little's law a rate λ keeps λ·E[output]·step(B*) requests
+decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
+
+Prefill (per prefill × decode TP): each request is prefilled alone (batch 1, the estimate of
+``timing.estimate_prefill_s``) by one of c instances (M/G/c), its KV then crosses the sender's
+NICs and the receiver's NICs (two M/G/1 queues, ``capacity_queue``), and the decode instance
+runs its first step.  ``TTFT = prefill wait + prefill + link waits + exposed transfer + first
+step``; the prefill pool is the smallest c whose TTFT percentile meets the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .capacity_queue import moments, percentile, smallest, wait_at
+from .capacity_workload import Shape
+from .memory import instance_memory
+from .scenario import Scenario
+from .timing import DECODE_MFU, estimate_decode_step_s, peak_flops
+from .wire import transfer
+
+MAX_BATCH = 65_536  # decode batches searched up to here
+FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
+SCAN_DECODE = 32  # extra decode instances tried when the receiving NICs' queue adds to TTFT
+
+
+@dataclass(frozen=True)
+class Decode:
+    """One decode instance at one TP (module doc)."""
+
+    tp: int
+    batch: int  # B*: the largest batch within the TPOT target and memory (1 if none)
+    step_s: float  # step at B*
+    limit: str  # "tpot" or "memory"
+    feasible: bool  # one request fits and its step meets the target
+    max_concurrent: int
+    batches: np.ndarray  # 1 … B*, for the step at a smaller batch
+    steps_s: np.ndarray
+    compute_bound: bool  # the GPU's FLOPs, not HBM, set the step at B*
+    note: str = ""
+
+
+def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
+    model, gpu = sc.model, sc.gpu
+    ctx = shp.decode_context
+    mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
+                          kv_scale_group=sc.kv_scale_group,
+                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+    top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
+    grid = np.arange(1, top + 1)
+    steps = estimate_decode_step_s(model, ctx, grid, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
+    fit = int(np.searchsorted(steps, tpot_s, side="right"))
+    note = ""
+    if mem.max_concurrent_requests < 1:
+        note = (f"a decode instance at TP {tp} cannot hold one request of {ctx:,} tokens "
+                "beside the weights")  # fmt: skip
+    elif fit == 0:
+        note = (f"one decode step at TP {tp} takes {steps[0] * 1e3:,.1f} ms even for one "
+                f"request: over the TPOT target of {tpot_s * 1e3:,.1f} ms")  # fmt: skip
+    b = max(fit, 1)
+    compute = (
+        2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * tp * DECODE_MFU)
+    )
+    return Decode(
+        tp=tp,
+        batch=b,
+        step_s=float(steps[b - 1]),
+        limit="memory" if fit == top and top == mem.max_concurrent_requests else "tpot",
+        feasible=not note,
+        max_concurrent=mem.max_concurrent_requests,
+        batches=grid[:b].astype(float),
+        steps_s=steps[:b],
+        compute_bound=bool(compute >= float(steps[b - 1]) * 0.5),
+        note=note,
+    )
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """One prefill TP sending to one decode TP: per-length times and their moments."""
+
+    tp: int
+    tp_decode: int
+    prefill_s: np.ndarray  # per distinct length of the shape
+    exposed_s: np.ndarray
+    whole_s: np.ndarray  # how long each request holds the link
+    wire_bytes: np.ndarray
+    mean_s: float
+    cs2: float
+    mean_x: float
+    cx2: float
+    mean_wire_bytes: float
+    streams: int
+    base: np.ndarray  # prefill + exposed transfer of each draw
+    note: str = ""
+
+
+def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
+    """``sc`` for one request at a time with these TPs, prefill estimated per length."""
+    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1)
+
+
+def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, link=None) -> Prefill:
+    s1 = pair_scenario(sc, tp, tp_decode)
+    if link is not None:
+        s1 = replace(s1, link=link)
+    t = transfer(s1, seq_len=shp.moved)
+    pre = np.atleast_1d(np.asarray(t.prefill_s, dtype=float))
+    exposed = np.atleast_1d(np.asarray(t.exposed_s, dtype=float))
+    whole = np.atleast_1d(np.asarray(t.transfer_s, dtype=float))
+    wire = np.atleast_1d(np.asarray(t.wire_bytes, dtype=float))
+    w = shp.weights
+    mean_s, cs2 = moments(pre, w)
+    mean_x, cx2 = moments(whole, w)
+    mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
+                          kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    note = ""
+    if mem.max_concurrent_requests < 1:
+        note = (f"a prefill instance at TP {tp} cannot hold the longest prompt "
+                f"({shp.longest_prompt:,} tokens) beside the weights")  # fmt: skip
+    return Prefill(
+        tp=tp, tp_decode=tp_decode, prefill_s=pre, exposed_s=exposed, whole_s=whole,
+        wire_bytes=wire, mean_s=mean_s, cs2=cs2, mean_x=mean_x, cx2=cx2,
+        mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
+        base=(pre + exposed)[shp.draws.idx], note=note,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Pools:
+    """The disaggregated deployment one (prefill TP, decode TP) pair needs at one rate."""
+
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    prefill_limit: str
+    decode_limit: str
+    ttft_s: float
+    tpot_s: float
+    decode_batch: float  # mean requests per decode instance
+    link_utilization: float
+    meets_slo: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_instances * self.prefill_tp + self.decode_instances * self.decode_tp
+
+
+def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
+    """TTFT percentile [s] at (prefill instances, decode instances); None = without that wait."""
+    base = pf.base + dec.step_s  # the first step at the design batch (worst case)
+    u = shp.draws.u
+    a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+
+    def ttft(cp: int | None, cd: int | None) -> float:
+        total = base
+        if cp is not None:
+            total = total + wait_at(u[0], c=cp, a=a_p, mean_s=pf.mean_s, cs2=pf.cs2)
+            total = total + wait_at(u[1], c=1, a=a_x / cp, mean_s=pf.mean_x, cs2=pf.cx2)
+        if cd is not None:
+            total = total + wait_at(u[2], c=1, a=a_x / cd, mean_s=pf.mean_x, cs2=pf.cx2)
+        return percentile(total, q)
+
+    return ttft
+
+
+def _at_least(load: float) -> int:
+    """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
+    return max(1, math.floor(load) + 1)
+
+
+def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
+               q: float) -> Pools:  # fmt: skip
+    """Instances of each pool for rate ``rps`` (module doc); never loops without bound."""
+    notes = [n for n in (pf.note, dec.note) if n]
+    a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+    slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
+    cd0 = max(slots, _at_least(a_x))
+    decode_limit = dec.limit if slots >= _at_least(a_x) else "link"
+    cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
+    cp_lo = max(cp_compute, cp_link)
+    low_limit = "compute" if cp_compute >= cp_link else "link"
+    ttft = ttft_function(pf, dec, shp, rps, q)
+    meets = dec.feasible and not pf.note
+    floor_s = ttft(None, None)
+    if floor_s > ttft_slo_s:
+        cp = max(cp_lo, math.ceil(a_p / FALLBACK_UTILIZATION - 1e-9))
+        cd, prefill_limit, meets = cd0, "ttft", False
+        notes.append(
+            f"no number of instances meets the TTFT target: prefill, transfer and the first "
+            f"decode step alone take {floor_s * 1e3:,.0f} ms at p{q:g}"
+        )
+    else:
+        cd_first = smallest(lambda c: ttft(None, c) <= ttft_slo_s, cd0) or cd0
+        if cd_first > cd0:
+            decode_limit = "link"
+        cp_free = smallest(lambda c: ttft(c, None) <= ttft_slo_s, cp_lo)
+        best = None
+        for cd in range(cd_first, cd_first + SCAN_DECODE):
+            cp = smallest(lambda c, cd=cd: ttft(c, cd) <= ttft_slo_s, cp_lo)
+            if cp is None:
+                continue
+            total = cp * pf.tp + cd * dec.tp
+            if best is None or total < best[0]:
+                best = (total, cp, cd)
+            if cp == cp_free:
+                break
+        _, cp, cd = best if best else (0, cp_lo, cd_first)
+        if cd > cd0:
+            decode_limit = "link"
+        prefill_limit = low_limit if cp == cp_lo else "ttft"
+    batch = _decode_batch(dec, rps * shp.mean_output, cd)
+    return Pools(
+        prefill_tp=pf.tp,
+        decode_tp=dec.tp,
+        prefill_instances=cp,
+        decode_instances=cd,
+        prefill_limit=prefill_limit,
+        decode_limit=decode_limit
+        if dec.feasible
+        else ("memory" if dec.max_concurrent < 1 else "tpot"),  # fmt: skip
+        ttft_s=ttft(cp, cd),
+        tpot_s=float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s)),
+        decode_batch=batch,
+        link_utilization=a_x / min(cp, cd),
+        meets_slo=meets and ttft(cp, cd) <= ttft_slo_s,
+        notes=tuple(notes),
+    )
+
+
+def _decode_batch(dec: Decode, tokens_per_s: float, instances: int) -> float:
+    """Mean batch b of each decode instance: b = rate × E[output] × step(b) ÷ instances."""
+    b = float(dec.batch)
+    for _ in range(40):
+        nxt = min(float(dec.batch), tokens_per_s * float(
+            np.interp(max(b, 1.0), dec.batches, dec.steps_s)) / instances)  # fmt: skip
+        if abs(nxt - b) < 1e-6:
+            break
+        b = nxt
+    return b
