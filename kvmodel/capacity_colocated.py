@@ -132,9 +132,15 @@ class Colocated:
         return self.instances * self.tp
 
 
+def bound(opt: Option, shp: Shape, rps: float) -> int:
+    """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
+    slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
+    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
+
+
 def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Colocated:
     """Instances of one colocated shape for rate ``rps`` (module doc)."""
-    u = shp.draws.u[0]
+    u = shp.draws.tail[0]
     a = rps * opt.mean_s
     slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
 
