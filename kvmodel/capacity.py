@@ -39,7 +39,15 @@ from .scenario import Scenario
 from .size import shard_heads
 from .wire import Volume, prefill_time_s
 
-__all__ = ["CapacityPlan", "Slo", "Workload", "plan", "rate_sweep", "tp_candidates"]
+__all__ = [
+    "CapacityPlan",
+    "Slo",
+    "Workload",
+    "disaggregated_ttft_s",
+    "plan",
+    "rate_sweep",
+    "tp_candidates",
+]
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
@@ -330,6 +338,15 @@ def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None =
     return _plan_at(prep, workload.rps, price, network=True)
 
 
+def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int,
+                         decode_tp: int, prefill_instances: int) -> float:  # fmt: skip
+    """TTFT [s] at ``slo.ttft_percentile`` of ``prefill_instances`` prefill instances at
+    ``prefill_tp`` sending to decode TP ``decode_tp``: the plan's TTFT at pools held fixed."""
+    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, decode_tp)
+    pf, dec = prep.pair(prefill_tp, decode_tp)
+    return ttft_function(pf, dec, prep.shp, workload.rps, slo.ttft_percentile)(prefill_instances)
+
+
 SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
                  "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
                  "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
@@ -345,7 +362,8 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
     rows = []
     for r in rates:
-        workload.with_rps(float(r))  # validates the rate
+        if isinstance(r, bool) or not 0 < float(r) < math.inf:
+            raise ValueError(f"every rate must be > 0 requests/s, got {r!r}")
         p = _plan_at(prep, float(r), price, network=False)
         rows.append({
             "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,

@@ -157,9 +157,9 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Co
         n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, lo) or lo
         pf_limit = "compute" if n_pf == lo else "ttft"
     n = max(slots, n_pf)
-    limit = opt.slot_limit if slots >= n_pf else pf_limit
+    limit = opt.slot_limit if slots >= n_pf and meets else pf_limit
     if not opt.feasible:
-        limit = "tpot"
+        limit = "tpot"  # not even one request decodes beside the chunk within the target
     return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
                      tpot_s=opt.iteration_s, meets_slo=meets and ttft(n) <= ttft_slo_s,
                      batch=opt.batch)  # fmt: skip
