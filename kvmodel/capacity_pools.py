@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .capacity_queue import moments, percentile, smallest, wait_at
+from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
 from .capacity_workload import Shape
 from .memory import instance_memory
 from .scenario import Scenario
@@ -62,30 +62,34 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
                           kv_scale_group=sc.kv_scale_group,
                           data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
     top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
-    grid = np.arange(1, top + 1)
-    steps = estimate_decode_step_s(model, ctx, grid, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
-    fit = int(np.searchsorted(steps, tpot_s, side="right"))
+
+    def step(b):
+        return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
+
+    fit, step_fit = largest_within(step, tpot_s, top)
     note = ""
     if mem.max_concurrent_requests < 1:
         note = (f"a decode instance at TP {tp} cannot hold one request of {ctx:,} tokens "
                 "beside the weights")  # fmt: skip
     elif fit == 0:
-        note = (f"one decode step at TP {tp} takes {steps[0] * 1e3:,.1f} ms even for one "
+        note = (f"one decode step at TP {tp} takes {step_fit * 1e3:,.1f} ms even for one "
                 f"request: over the TPOT target of {tpot_s * 1e3:,.1f} ms")  # fmt: skip
     b = max(fit, 1)
+    grid = batch_grid(b)
+    steps = step(grid)
     compute = (
         2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * tp * DECODE_MFU)
     )
     return Decode(
         tp=tp,
         batch=b,
-        step_s=float(steps[b - 1]),
+        step_s=float(steps[-1]),
         limit="memory" if fit == top and top == mem.max_concurrent_requests else "tpot",
         feasible=not note,
         max_concurrent=mem.max_concurrent_requests,
-        batches=grid[:b].astype(float),
-        steps_s=steps[:b],
-        compute_bound=bool(compute >= float(steps[b - 1]) * 0.5),
+        batches=grid.astype(float),
+        steps_s=steps,
+        compute_bound=bool(compute >= float(steps[-1]) * 0.5),
         note=note,
     )
 
@@ -112,7 +116,9 @@ class Prefill:
 
 def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
     """``sc`` for one request at a time with these TPs, prefill estimated per length."""
-    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1)
+    # the transfer never reads the decode step: no estimate of it for every pair
+    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1,
+                   decode_step_estimated=False)  # fmt: skip
 
 
 def _times(t) -> tuple[np.ndarray, ...]:
@@ -197,12 +203,13 @@ def _at_least(load: float) -> int:
 
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
-               q: float) -> Pools:  # fmt: skip
+               q: float, *, start: int = 1) -> Pools:  # fmt: skip
     """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
 
     The decode count depends on the rate, the TPOT target and the link only, the prefill count
     on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
-    link never lowers either.
+    link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
+    starts its search there; the answer is the same).
     """
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
@@ -217,7 +224,9 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
     floor_s = ttft(None)
-    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, cp_lo)
+    # ``start``: the count a lower rate needed (a sweep); no fewer can meet the target now
+    first = max(cp_lo, start)
+    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, first)
     if cp is None:
         cp = max(cp_lo, math.ceil(a_p / FALLBACK_UTILIZATION - 1e-9))
         prefill_limit, meets = "ttft", False
@@ -248,12 +257,17 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
 
 
 def _decode_batch(dec: Decode, tokens_per_s: float, instances: int) -> float:
-    """Mean batch b of each decode instance: b = rate × E[output] × step(b) ÷ instances."""
-    b = float(dec.batch)
-    for _ in range(40):
-        nxt = min(float(dec.batch), tokens_per_s * float(
-            np.interp(max(b, 1.0), dec.batches, dec.steps_s)) / instances)  # fmt: skip
-        if abs(nxt - b) < 1e-6:
-            break
-        b = nxt
-    return b
+    """Mean batch b of each decode instance, the fixed point of b = k·step(b), k = rate ×
+    E[output] ÷ instances: where b − k·step(b) (increasing: a step grows by far less than
+    1/k per request) crosses 0 on the batch grid, interpolated; B* when it never does."""
+    k = tokens_per_s / instances
+    gap = dec.batches - k * dec.steps_s
+    above = np.flatnonzero(gap >= 0)
+    if not above.size:
+        return float(dec.batch)
+    j = int(above[0])
+    if j == 0:
+        return float(min(k * dec.steps_s[0], dec.batches[0]))  # under one request on average
+    g0, g1 = float(gap[j - 1]), float(gap[j])
+    b0, b1 = float(dec.batches[j - 1]), float(dec.batches[j])
+    return b0 + (b1 - b0) * (-g0) / (g1 - g0)
