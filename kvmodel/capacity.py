@@ -28,6 +28,7 @@ from .capacity_pools import (
     decode_side,
     pair_scenario,
     prefill_side,
+    prefill_work_s,
     relinked,
     size_pools,
     ttft_function,
@@ -164,10 +165,11 @@ class _Prepared:
     def __init__(self, sc: Scenario, shp: Shape, slo: Slo, ptps, dtps, ctps):
         self.sc, self.shp, self.slo = sc, shp, slo
         self.decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
-        self.prefill_mean_s = {
-            tp: float((shp.weights * prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)).sum())
+        self.prefill_mean_s = {  # the work each request brings, for the lower bounds
+            tp: float((shp.weights * prefill_work_s(
+                sc.model, shp.moved, prefill_time_s(pair_scenario(sc, tp, tp), shp.moved))).sum())
             for tp in ptps
-        }
+        }  # fmt: skip
         self.options = tuple(o for tp in ctps for o in colo.options(sc, shp, slo.tpot_s, tp))
         self._pairs: dict[tuple[int, int], Prefill] = {}
         # the last result of each pair and colocated shape, (rate, result): counts only grow

@@ -5,10 +5,12 @@ the slots' mean context) is within the TPOT target and whose KV fits in memory
 (``memory.instance_memory``); by Little's law a rate λ keeps λ·E[output]·step(B*) requests
 decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
 
-Prefill (per prefill × decode TP): each request is prefilled alone (batch 1, the estimate of
-``timing.estimate_prefill_s``) by one of c instances (M/G/c), its KV then leaves through that
-instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at 1/c of the
-rate), and the decode instance runs its first step at the design batch:
+Prefill (per prefill × decode TP): one of c instances (M/G/c) prefills each request.  Waiting
+prompts share passes of up to :data:`PREFILL_BATCH_TOKENS` tokens, so a request occupies an
+instance for its own compute plus its share of a pass's fixed cost (``prefill_work_s``), and
+its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV then leaves
+through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
+1/c of the rate), and the decode instance runs its first step at the design batch:
 
     TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
 
@@ -31,11 +33,12 @@ from .capacity_queue import batch_grid, largest_within, moments, percentile, sma
 from .capacity_workload import Shape
 from .memory import instance_memory
 from .scenario import Scenario
-from .timing import DECODE_MFU, estimate_decode_step_s, peak_flops
+from .timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
 from .wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
 FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
+PREFILL_BATCH_TOKENS = 8192  # prompt tokens one prefill pass carries (a common engine budget)
 RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queue is not in TTFT)
 
 
@@ -126,11 +129,20 @@ def _times(t) -> tuple[np.ndarray, ...]:
                  for x in (t.prefill_s, t.exposed_s, t.transfer_s, t.wire_bytes))  # fmt: skip
 
 
+def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:
+    """Time each request occupies a prefill instance [s]: its compute, plus its share of one
+    pass's fixed cost when passes carry :data:`PREFILL_BATCH_TOKENS` prompt tokens (the
+    estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
+    floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
+    share = np.minimum(moved / PREFILL_BATCH_TOKENS, 1.0)
+    return prefill_s - floor * (1.0 - share)
+
+
 def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
     s1 = pair_scenario(sc, tp, tp_decode)
     pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
     w = shp.weights
-    mean_s, cs2 = moments(pre, w)
+    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
                           kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
