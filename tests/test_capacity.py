@@ -151,9 +151,10 @@ def test_tighter_tpot_never_needs_fewer_gpus_auto_tp(t1, t2):
     # with TP searched the split may move; the total never falls
     tight, loose = sorted((t1, t2))
     w = Workload.fixed(10, 2048, 256)
-    assert plan(SC, w, Slo(2.0, tight)).disaggregated_gpus >= plan(
-        SC, w, Slo(2.0, loose)
-    ).disaggregated_gpus
+    assert (
+        plan(SC, w, Slo(2.0, tight)).disaggregated_gpus
+        >= plan(SC, w, Slo(2.0, loose)).disaggregated_gpus
+    )
 
 
 @FAST
