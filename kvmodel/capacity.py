@@ -55,7 +55,9 @@ AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
 
 def tp_candidates(sc: Scenario) -> tuple[int, ...]:
     """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
-    that split every KV-head group and leave memory beside the weights."""
+    that split every KV-head group and leave memory beside the weights, within one node
+    (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
+    resort of a model too large for one."""
     out = []
     for tp in TP_CHOICES:
         try:
@@ -63,6 +65,8 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
                 shard_heads(g.kv_heads, tp)
         except ValueError:
             continue
+        if out and tp > sc.gpu.gpus_per_node:
+            break
         if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
             out.append(tp)
         if len(out) == AUTO_TPS:
@@ -202,6 +206,9 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
     pools = _best_pools(prep, rps)
     c = _best_colocated(prep, rps)
     notes = list(pools.notes)
+    if sc.prefill_s is not None or not sc.decode_step_estimated:
+        notes.append("the plan estimates prefill and decode steps for every length and batch; "
+                     "a fixed prefill or decode-step time is not used")  # fmt: skip
     if c is None:
         notes.append("no colocated instance holds a decode batch beside a prefilling request")
     if shp.clipped:
