@@ -311,8 +311,8 @@ INPUTS: tuple[Input, ...] = (
           help="time per output token, one decode step (50 ms: 20 tokens/s)"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
           page="Capacity", help="0 = no cost shown"),
-    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", page="Capacity",
-          help="trace file, directory or glob, or a sample id (else `--rps`, `--seq-len`)"),
+    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
+          page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}
