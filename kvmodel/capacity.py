@@ -37,6 +37,7 @@ from .capacity_workload import Shape, Slo, Workload, shape
 from .memory import USABLE_FRACTION, weights_bytes_per_gpu
 from .scenario import Scenario
 from .size import shard_heads
+from .topology import domain_gpus, is_scale_up
 from .wire import Volume, prefill_time_s
 
 __all__ = [
@@ -222,6 +223,10 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
     pf, _ = prep.pair(pools.prefill_tp, pools.decode_tp)
     pgpus = pools.prefill_instances * pools.prefill_tp
     dgpus = pools.decode_instances * pools.decode_tp
+    if is_scale_up(sc.link) and pgpus + dgpus > domain_gpus(sc.gpu, sc.link):
+        notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
+                     f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
+                     "between domains takes the scale-out network")  # fmt: skip
     cg = c.gpus if c else 0
     return CapacityPlan(
         rps=rps,

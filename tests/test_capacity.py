@@ -176,3 +176,11 @@ def test_slower_link_never_needs_fewer_gpus(b1, b2, rps):
         return plan(sc, w, slo, prefill_tp=8, decode_tp=8).disaggregated_gpus
 
     assert gpus(slow) >= gpus(fast)
+
+
+def test_scale_up_link_beyond_one_domain_is_noted():
+    # NVLink 4 joins 8 H100s; 20 requests/s of 8,000 tokens need more than one domain
+    sc = scenario_from_inputs({"link": "nvlink4"})
+    p = plan(sc, Workload.fixed(20, 8000, 256), Slo(2.0, 0.05), prefill_tp=8, decode_tp=8)
+    assert p.disaggregated_gpus > 8
+    assert any("joins at most 8 GPUs" in n for n in p.notes)
