@@ -302,14 +302,18 @@ def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_
 SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
                  "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
                  "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
-                 "prefill_tp", "decode_tp", "colocated_tp")  # fmt: skip
+                 "prefill_tp", "decode_tp", "colocated_tp", "pd_ratio",
+                 "disaggregation_saves_gpus", "tpot_s", "colocated_tpot_s",
+                 "prefill_instances", "decode_instances", "colocated_instances",
+                 "cost_per_hour", "colocated_cost_per_hour")  # fmt: skip
 
 
 def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                prefill_tp: int | None = None, decode_tp: int | None = None,
                colocated_tp: int | None = None,
                gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
-    """One row per rate [requests/s] (``SWEEP_COLUMNS``); the workload's own rate is ignored."""
+    """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
+    the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
     price = _price(gpu_price_per_hour)
     prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
     for r in rates:
@@ -319,13 +323,7 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     rows = []
     for r in rates:
         p = plans[float(r)]
-        rows.append({
-            "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,
-            "disaggregated_gpus": p.disaggregated_gpus, "colocated_gpus": p.colocated_gpus,
-            "prefill_limit": p.limits["prefill"], "decode_limit": p.limits["decode"],
-            "colocated_limit": p.limits["colocated"], "link_utilization": p.link_utilization,
-            "ttft_s": p.ttft_s, "meets_slo": p.meets_slo, "colocated_ttft_s": p.colocated_ttft_s,
-            "colocated_meets_slo": p.colocated_meets_slo, "prefill_tp": p.prefill_tp,
-            "decode_tp": p.decode_tp, "colocated_tp": p.colocated_tp,
-        })  # fmt: skip
+        row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
+        row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
+        rows.append(row)
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))

@@ -100,6 +100,10 @@ def test_rate_sweep_rows_match_single_plans():
     assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-12)
     with pytest.raises(ValueError, match="rate"):
         rate_sweep(SC, CODE, slo, [1, 0])
+    priced = rate_sweep(SC, CODE, slo, [4, 1], prefill_tp=8, decode_tp=8, gpu_price_per_hour=3)
+    assert list(priced.rps) == [4, 1]  # the caller's order, though sized rising
+    assert list(priced.cost_per_hour) == list(priced.disaggregated_gpus * 3)
+    assert priced.disaggregated_gpus.iloc[0] == one.disaggregated_gpus
 
 
 # --- properties (the "done when") ---
