@@ -235,7 +235,7 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
         disaggregated_gpus=pgpus + dgpus,
         pd_ratio=pgpus / dgpus,
         colocated_gpus=cg,
-        disaggregation_saves_gpus=cg - (pgpus + dgpus),
+        disaggregation_saves_gpus=cg - (pgpus + dgpus) if c else 0,  # nothing to compare
         ttft_s=pools.ttft_s,
         ttft_percentile=slo.ttft_percentile,
         tpot_s=pools.tpot_s,

@@ -188,3 +188,12 @@ def test_scale_up_link_beyond_one_domain_is_noted():
     p = plan(sc, Workload.fixed(20, 8000, 256), Slo(2.0, 0.05), prefill_tp=8, decode_tp=8)
     assert p.disaggregated_gpus > 8
     assert any("joins at most 8 GPUs" in n for n in p.notes)
+
+
+def test_what_does_not_fit_in_memory_is_named():
+    # Llama-3.1-70B BF16 at TP 2: 70.6 GB of weights per GPU leave 1.4 GB, less than one
+    # 20,000-token request's KV (20,000 × 327,680 B / 2 = 3.3 GB per GPU)
+    p = plan(SC, Workload.fixed(1, 20_000, 256), Slo(5.0, 0.05), prefill_tp=2, decode_tp=2)
+    assert p.limits == {"prefill": "memory", "decode": "memory", "colocated": "memory"}
+    assert not p.meets_slo and p.colocated_gpus == 0 and p.disaggregation_saves_gpus == 0
+    assert any("cannot hold" in n for n in p.notes)
