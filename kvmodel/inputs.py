@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from numbers import Real
 from pathlib import Path
 
@@ -295,7 +294,7 @@ INPUTS: tuple[Input, ...] = (
           page="Traffic",
           help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)"),
     Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
-          cli="--rps", cli_default=None, page="Traffic",
+          cli="--rps", cli_default=None, page="Traffic, Capacity",
           help="0 = from the trace's timestamps"),
     Input("cmp", "Compared scenarios", "text", "auto",
           page="Compare", help="each `key:value~key:value` over the scenario keys, scenarios "
@@ -313,6 +312,21 @@ INPUTS: tuple[Input, ...] = (
           help="the shipped sample shown (uploads stay in the session)"),
     Input("mread", "Read the measurement as", "choice", "auto", choices=READ_MEASUREMENT_AS,
           page="Measured", help="`auto` detects the format from the content"),
+    Input("out", "Output length", "int", 256, unit="tokens", lo=1, hi=1_000_000, limit=(1, None),
+          cli="--output-len", page="Capacity", help="per request, when the traffic has none"),
+    Input("ttft_slo", "TTFT target", "float", 2000.0, unit="ms", scale=1e-3, lo=10, hi=600_000,
+          limit=(0, None), lo_open=True, cli="--ttft-slo-ms", page="Capacity",
+          help="time to first token at the percentile below, queueing included"),
+    Input("ttft_pct", "TTFT percentile", "float", 90.0, unit="percentile", lo=50, hi=99.9,
+          limit=(0, 100), lo_open=True, hi_open=True, cli="--ttft-percentile", page="Capacity",
+          help="the share of requests that must meet the TTFT target"),
+    Input("tpot_slo", "TPOT target", "float", 50.0, unit="ms", scale=1e-3, lo=1, hi=10_000,
+          limit=(0, None), lo_open=True, cli="--tpot-slo-ms", page="Capacity",
+          help="time per output token, one decode step (50 ms: 20 tokens/s)"),
+    Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
+          page="Capacity", help="0 = no cost shown"),
+    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
+          page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}
@@ -341,60 +355,8 @@ def check_scenario_field(field: str, value) -> None:
     row.check_si(value)
 
 
-@cache
 def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows."""
-    lines = [
-        "| name | meaning | unit | default | accepted | CLI |",
-        "|---|---|---|---|---|---|",
-    ]
-    for i in URL_INPUTS:
-        lines.append(
-            f"| `{i.name}` | {i.label}: {i.help}"
-            + (f" ({i.page})" if i.page else "")
-            + f" | {i.unit or '–'} | {_default_text(i)} | {_accepted_text(i)} | "
-            + (f"`{i.cli}`" if i.cli else "–")
-            + " |"
-        )
-    lines += ["", "CLI-only inputs (the link has no field for them):", ""]
-    lines += ["| CLI | meaning | unit | default | accepted |", "|---|---|---|---|---|"]
-    for i in INPUTS:
-        if not i.url and i.cli:
-            lines.append(
-                f"| `{i.cli}` | {i.label}: {i.help} | {i.unit or '–'} | "
-                f"{_default_text(i)} | {i.range_text(model=True)}"
-                + (", whole" if i.kind == "int" else "")
-                + " |"
-            )
-    return "\n".join(lines)
+    """README's table of the app's link parameters (written by ``kvmodel.inputs_doc``)."""
+    from .inputs_doc import markdown_table as table
 
-
-def _default_text(i: Input) -> str:
-    if i.name == "tpd":
-        return "`tp`"
-    if i.name == "attn":
-        return "`dp` for MLA, else `tp`"
-    d = i.default
-    return "empty" if d == "" else f"`{_num(d) if isinstance(d, float) else d}`"
-
-
-def _accepted_text(i: Input) -> str:
-    if i.name == "cmp":
-        return f"keys {' '.join(SCENARIO_KEYS)}; " + i.accepted
-    if i.accepted:
-        return i.accepted
-    if i.kind == "choice":
-        return " ".join(f"`{c}`" for c in i.allowed())
-    if i.kind in ("id", "ids"):
-        return "catalog ids" if i.name != "batches" else f"whole numbers {i.range_text()}"
-    if i.kind == "flag":
-        return "0, 1"
-    if i.name == "seq":
-        return "1 – the model's max context, whole"
-    if i.default == "est":  # prefill, decode step
-        return f"{i.range_text()} or `est`"
-    if i.kind in ("int", "float") and i.lo is not None:
-        return i.range_text() + (", whole" if i.kind == "int" else "")
-    if i.name == "cfg":
-        return "≤ 4,000 characters"
-    return "see meaning"
+    return table()

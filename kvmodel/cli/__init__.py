@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from .. import inputs as I
+from .capacity import add_capacity_options, cmd_capacity
 from .listings import cmd_gpus, cmd_inputs, cmd_links, cmd_models, cmd_stacks
 from .measure import cmd_calibrate, cmd_metrics
 from .options import UsageError, _Parser, _scenario_options, add_input, check_inputs
@@ -35,6 +36,7 @@ COMMANDS = {
     "critical": (cmd_critical, "critical sequence length", True),
     "table": (cmd_table, "transfer ms per link × batch", True),
     "traffic": (cmd_traffic, "which share of a traffic file gains from disaggregation", True),
+    "capacity": (cmd_capacity, "GPUs for a traffic at TTFT/TPOT targets, vs colocated", True),
     "calibrate": (cmd_calibrate, "fit latency and bandwidth to perftest or timing data", False),
     "metrics": (cmd_metrics, "transfer gap, TTFT and their share from a /metrics scrape", False),
     "report": (cmd_report, "write a standalone HTML report of the scenario", True),
@@ -62,6 +64,8 @@ def make_parser() -> argparse.ArgumentParser:
                 add_input(p, I.get(name))
             p.add_argument("--prompt-column", help="prompt-length column, when not detected")
             p.add_argument("--time-column", help="timestamp column, when not detected")
+        if name == "capacity":
+            add_capacity_options(p)
         if name == "inputs":
             p.add_argument("--markdown", action="store_true", help="README's parameter table")
         if name == "calibrate":

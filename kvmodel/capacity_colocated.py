@@ -1,0 +1,175 @@
+"""Colocated baseline: the same GPUs running prefill and decode together, chunked (Sarathi-style).
+
+Every iteration of an instance carries its decode batch B and up to C prompt tokens (the chunk);
+prompts are cut into chunks, so no iteration is longer than one with a full chunk:
+
+    iteration(B, C) = decode floor × layers + max(bytes read ÷ (HBM × TP × e),
+                      decode FLOPs ÷ (peak × TP × ½) + C × FLOPs per prompt token ÷ prefill rate)
+                      + [TP > 1] × all-reduce × layers
+
+the decode step of ``kvmodel.timing`` with the chunk's FLOPs added to its compute side (a chunk
+rides on the memory-bound decode read: Sarathi-Serve's point), at the prefill's utilisation
+``MFU × TP^(−a)``.  FLOPs per prompt token are the workload's mean (attention to earlier chunks
+included, as in a whole prefill).  The interference both ways is in it: the chunk lengthens
+every decode step, and the decode batch caps the chunk that fits in the TPOT target.
+
+Sizing, per TP and chunk C: B = the largest batch with iteration(B, C) ≤ TPOT that fits in
+memory beside one prefilling request; the instance prefills C tokens per iteration, so a prompt
+of m tokens occupies it for m ÷ C iterations (several short prompts share a chunk) and waits for
+⌈m ÷ C⌉ iterations; instances = max(λ·E[output]·iteration ÷ B, the fewest whose M/G/c prefill
+queue meets the TTFT percentile).  TTFT = prefill wait + ⌈m ÷ C⌉ iterations: the last chunk's
+iteration emits the first token.  The chunk (and TP, when auto) that needs fewest GPUs wins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
+from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
+from .capacity_workload import Shape
+from .inputs import DEFAULT_MFU
+from .memory import instance_memory
+from .scenario import Scenario
+from .size import kv_bytes
+from .timing import (
+    DECODE_ALLREDUCE_S_PER_LAYER,
+    DECODE_FLOOR_S_PER_LAYER,
+    DECODE_HBM_EFFICIENCY,
+    DECODE_MFU,
+    PREFILL_MFU_TP_EXPONENT,
+    peak_flops,
+    prefill_flops,
+    weights_read_bytes,
+)
+
+CHUNKS = (256, 512, 1024, 2048, 4096, 8192)  # prompt tokens per iteration tried
+
+
+def mixed_step_s(sc: Scenario, context: int, batch, chunk: int, flops_per_token: float,
+                 tp: int) -> np.ndarray:  # fmt: skip
+    """One iteration of ``batch`` decodes at ``context`` tokens plus a ``chunk``-token prefill
+    piece [s] (module doc).  ``chunk=0`` is ``timing.estimate_decode_step_s``."""
+    model, gpu = sc.model, sc.gpu
+    b = np.asarray(batch, dtype=float)
+    kv = kv_bytes(model, context, b, kv_dtype=sc.kv_dtype).total
+    memory_s = (weights_read_bytes(model, b) + kv) / (
+        gpu.hbm_bytes_per_s * tp * DECODE_HBM_EFFICIENCY
+    )
+    peak = peak_flops(gpu, model.weight_dtype)
+    decode_s = 2.0 * model.params_active * b / (peak * tp * DECODE_MFU)
+    mfu = getattr(sc, "mfu", DEFAULT_MFU) * float(tp) ** -PREFILL_MFU_TP_EXPONENT
+    chunk_s = chunk * flops_per_token / (peak * tp * mfu)
+    comm = DECODE_ALLREDUCE_S_PER_LAYER * model.layers if tp > 1 else 0.0
+    return DECODE_FLOOR_S_PER_LAYER * model.layers + np.maximum(memory_s, decode_s + chunk_s) + comm
+
+
+@dataclass(frozen=True)
+class Option:
+    """One colocated instance shape: TP, chunk, the batch that fits, its iteration."""
+
+    tp: int
+    chunk: int
+    batch: int
+    iteration_s: float
+    slot_limit: str  # "tpot" or "memory": what caps the batch
+    latency_s: np.ndarray  # ⌈m ÷ C⌉ iterations, per draw
+    mean_s: float  # prompt service (m ÷ C iterations): mean and cs²
+    cs2: float
+    feasible: bool
+    batches: np.ndarray
+    steps_s: np.ndarray
+
+
+def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
+    """The colocated shapes at TP ``tp``, one per chunk that leaves room for a decode batch."""
+    model = sc.model
+    ctx = shp.decode_context
+    mem = instance_memory(model, sc.gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
+                          kv_scale_group=sc.kv_scale_group,
+                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+    slots = mem.max_concurrent_requests - 1  # one request is prefilling
+    if slots < 1:
+        return []
+    top = min(slots, MAX_BATCH)
+    fpt = float((shp.weights * prefill_flops(model, shp.moved)).sum()) / shp.mean_moved
+    out = []
+    for chunk in CHUNKS:
+
+        def step(b, chunk=chunk):
+            return mixed_step_s(sc, ctx, b, chunk, fpt, tp)
+
+        fit, it = largest_within(step, tpot_s, top)
+        b = max(fit, 1)
+        if fit == 0:
+            it = float(step(np.array([1]))[0])
+        grid = batch_grid(b)
+        service = shp.moved / chunk * it
+        mean_s, cs2 = moments(service, shp.weights)
+        lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
+        out.append(Option(tp=tp, chunk=chunk, batch=b, iteration_s=it,
+                          slot_limit="memory" if fit == top and top == slots else "tpot",
+                          latency_s=lat[shp.draws.idx], mean_s=mean_s, cs2=cs2,
+                          feasible=fit > 0, batches=grid.astype(float),
+                          steps_s=step(grid)))  # fmt: skip
+        if fit == 0:
+            break  # bigger chunks only take longer
+    return out
+
+
+@dataclass(frozen=True)
+class Colocated:
+    tp: int
+    chunk: int
+    instances: int
+    limit: str
+    ttft_s: float
+    tpot_s: float
+    meets_slo: bool
+    batch: int
+    prefill_instances: int = 1  # what the prefill queue alone needs
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.tp
+
+
+def bound(opt: Option, shp: Shape, rps: float) -> int:
+    """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
+    slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
+    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
+
+
+def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
+         start: int = 1) -> Colocated:  # fmt: skip
+    """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
+    lower rate needed (where a sweep starts its search; the answer is the same)."""
+    u = shp.draws.tail[0]
+    a = rps * opt.mean_s
+    slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
+
+    def ttft(n: int | None) -> float:
+        if n is None:
+            return percentile(opt.latency_s, q)
+        return percentile(opt.latency_s + wait_at(u, c=n, a=a, mean_s=opt.mean_s, cs2=opt.cs2), q)
+
+    lo = _at_least(a)
+    meets = opt.feasible
+    if ttft(None) > ttft_slo_s:
+        n_pf, pf_limit, meets = max(lo, math.ceil(a / FALLBACK_UTILIZATION - 1e-9)), "ttft", False
+    else:
+        n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, max(lo, start)) or lo
+        pf_limit = "compute" if n_pf == lo else "ttft"
+    n = max(slots, n_pf)
+    limit = opt.slot_limit if slots >= n_pf and meets else pf_limit
+    if not opt.feasible:
+        limit = "tpot"  # not even one request decodes beside the chunk within the target
+    # TPOT: an iteration with a full chunk at the instances' mean decode batch (at most B's)
+    b = mean_batch(opt.batches, opt.steps_s, rps * shp.mean_output, n)
+    tpot = float(np.interp(max(b, 1.0), opt.batches, opt.steps_s))
+    return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
+                     tpot_s=tpot, meets_slo=meets and ttft(n) <= ttft_slo_s,
+                     batch=opt.batch, prefill_instances=n_pf)  # fmt: skip

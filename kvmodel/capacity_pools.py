@@ -1,0 +1,289 @@
+"""Disaggregated pools: what one prefill TP and one decode TP give, and the instances a rate needs.
+
+Decode (per decode TP): the largest batch B* whose step (``timing.estimate_decode_step_s`` at
+the slots' mean context) is within the TPOT target and whose KV fits in memory
+(``memory.instance_memory``); by Little's law a rate λ keeps λ·E[output]·step(B*) requests
+decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
+
+Prefill (per prefill × decode TP): one of c instances (M/G/c) prefills each request.  Waiting
+prompts share passes of up to :data:`PREFILL_BATCH_TOKENS` tokens, so a request occupies an
+instance for its own compute plus its share of a pass's fixed cost (``prefill_work_s``), and
+its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV then leaves
+through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
+1/c of the rate), and the decode instance runs its first step at the design batch:
+
+    TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
+
+at the percentile asked (``capacity_queue``).  The prefill pool is the smallest c whose
+percentile meets the target.  The decode instances' NICs receive λ·E[transfer] seconds of
+transfers per second; they are kept at most :data:`RECEIVER_UTILIZATION` busy (extra decode
+instances, limit "link") and their own queueing is left out of TTFT: so the prefill count
+never depends on the decode count, and every count grows with the rate.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
+from .capacity_workload import Shape
+from .memory import instance_memory
+from .scenario import Scenario
+from .timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
+from .wire import Volume, transfer
+
+MAX_BATCH = 65_536  # decode batches searched up to here
+FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
+PREFILL_BATCH_TOKENS = 8192  # prompt tokens one prefill pass carries (a common engine budget)
+RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queue is not in TTFT)
+
+
+@dataclass(frozen=True)
+class Decode:
+    """One decode instance at one TP (module doc)."""
+
+    tp: int
+    batch: int  # B*: the largest batch within the TPOT target and memory (1 if none)
+    step_s: float  # step at B*
+    limit: str  # "tpot" or "memory"
+    feasible: bool  # one request fits and its step meets the target
+    max_concurrent: int
+    batches: np.ndarray  # 1 … B*, for the step at a smaller batch
+    steps_s: np.ndarray
+    compute_bound: bool  # the GPU's FLOPs, not HBM, set the step at B*
+    note: str = ""
+
+
+def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
+    model, gpu = sc.model, sc.gpu
+    ctx = shp.decode_context
+    mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
+                          kv_scale_group=sc.kv_scale_group,
+                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+    top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
+
+    def step(b):
+        return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
+
+    fit, step_fit = largest_within(step, tpot_s, top)
+    note = ""
+    if mem.max_concurrent_requests < 1:
+        note = (f"a decode instance at TP {tp} cannot hold one request of {ctx:,} tokens "
+                "beside the weights")  # fmt: skip
+    elif fit == 0:
+        note = (f"one decode step at TP {tp} takes {step_fit * 1e3:,.1f} ms even for one "
+                f"request: over the TPOT target of {tpot_s * 1e3:,.1f} ms")  # fmt: skip
+    b = max(fit, 1)
+    grid = batch_grid(b)
+    steps = step(grid)
+    compute = (
+        2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * tp * DECODE_MFU)
+    )
+    return Decode(
+        tp=tp,
+        batch=b,
+        step_s=float(steps[-1]),
+        limit="memory" if fit == top and top == mem.max_concurrent_requests else "tpot",
+        feasible=not note,
+        max_concurrent=mem.max_concurrent_requests,
+        batches=grid.astype(float),
+        steps_s=steps,
+        compute_bound=bool(compute >= float(steps[-1]) * 0.5),
+        note=note,
+    )
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """One prefill TP sending to one decode TP: per-length times and their moments."""
+
+    tp: int
+    tp_decode: int
+    prefill_s: np.ndarray  # per distinct length of the shape
+    exposed_s: np.ndarray
+    whole_s: np.ndarray  # how long each request holds the link
+    wire_bytes: np.ndarray
+    mean_s: float
+    cs2: float
+    mean_x: float
+    cx2: float
+    mean_wire_bytes: float
+    streams: int
+    base: np.ndarray  # prefill + exposed transfer of each draw
+    note: str = ""
+
+
+def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
+    """``sc`` for one request at a time with these TPs, prefill estimated per length."""
+    # the transfer never reads the decode step: no estimate of it for every pair
+    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1,
+                   decode_step_estimated=False)  # fmt: skip
+
+
+def _times(t) -> tuple[np.ndarray, ...]:
+    return tuple(np.atleast_1d(np.asarray(x, dtype=float))
+                 for x in (t.prefill_s, t.exposed_s, t.transfer_s, t.wire_bytes))  # fmt: skip
+
+
+def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:
+    """Time each request occupies a prefill instance [s]: its compute, plus its share of one
+    pass's fixed cost when passes carry :data:`PREFILL_BATCH_TOKENS` prompt tokens (the
+    estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
+    floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
+    share = np.minimum(moved / PREFILL_BATCH_TOKENS, 1.0)
+    return prefill_s - floor * (1.0 - share)
+
+
+def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
+    s1 = pair_scenario(sc, tp, tp_decode)
+    pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
+    w = shp.weights
+    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre), w)
+    mean_x, cx2 = moments(whole, w)
+    mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
+                          kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    note = ""
+    if mem.max_concurrent_requests < 1:
+        note = (f"a prefill instance at TP {tp} cannot hold the longest prompt "
+                f"({shp.longest_prompt:,} tokens) beside the weights")  # fmt: skip
+    return Prefill(
+        tp=tp, tp_decode=tp_decode, prefill_s=pre, exposed_s=exposed, whole_s=whole,
+        wire_bytes=wire, mean_s=mean_s, cs2=cs2, mean_x=mean_x, cx2=cx2,
+        mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
+        base=(pre + exposed)[shp.draws.idx], note=note,
+    )  # fmt: skip
+
+
+def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Volume) -> Prefill:
+    """``pf`` at another per-link ``bandwidth`` [bytes/s].  ``s1``: its ``pair_scenario``;
+    ``volume``: ``Volume(s1, seq_len=shp.moved)`` (bytes and prefill do not change)."""
+    # A copy of the validated scenario with only the link's bandwidth changed: building a
+    # Scenario re-validates every field (~0.5 ms), and the bandwidth search makes ~20 of them.
+    other = copy.copy(s1)
+    object.__setattr__(other, "link", replace(s1.link, bandwidth_bytes_per_s=bandwidth))
+    _, exposed, whole, _ = _times(transfer(other, volume=volume))
+    mean_x, cx2 = moments(whole, shp.weights)
+    return replace(pf, exposed_s=exposed, whole_s=whole, mean_x=mean_x, cx2=cx2,
+                   base=(pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Pools:
+    """The disaggregated deployment one (prefill TP, decode TP) pair needs at one rate."""
+
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    prefill_limit: str
+    decode_limit: str
+    ttft_s: float
+    tpot_s: float
+    decode_batch: float  # mean requests per decode instance
+    link_utilization: float
+    meets_slo: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_instances * self.prefill_tp + self.decode_instances * self.decode_tp
+
+
+def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
+    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits)."""
+    base = pf.base + dec.step_s  # the first step at the design batch (worst case)
+    u = shp.draws.tail
+    a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+
+    def ttft(cp: int | None) -> float:
+        if cp is None:
+            return percentile(base, q)
+        wait_p = wait_at(u[0], c=cp, a=a_p, mean_s=pf.mean_s, cs2=pf.cs2)
+        wait_x = wait_at(u[1], c=1, a=a_x / cp, mean_s=pf.mean_x, cs2=pf.cx2)
+        return percentile(base + wait_p + wait_x, q)
+
+    return ttft
+
+
+def _at_least(load: float) -> int:
+    """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
+    return max(1, math.floor(load) + 1)
+
+
+def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
+               q: float, *, start: int = 1) -> Pools:  # fmt: skip
+    """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
+
+    The decode count depends on the rate, the TPOT target and the link only, the prefill count
+    on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
+    link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
+    starts its search there; the answer is the same).
+    """
+    notes = [n for n in (pf.note, dec.note) if n]
+    a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+    slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
+    receivers = max(1, math.ceil(a_x / RECEIVER_UTILIZATION - 1e-9))
+    cd = max(slots, receivers)
+    decode_limit = dec.limit if slots >= receivers else "link"
+    if not dec.feasible:
+        decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
+    cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
+    cp_lo = max(cp_compute, cp_link)
+    ttft = ttft_function(pf, dec, shp, rps, q)
+    meets = dec.feasible and not pf.note
+    floor_s = ttft(None)
+    # ``start``: the count a lower rate needed (a sweep); no fewer can meet the target now
+    first = max(cp_lo, start)
+    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, first)
+    if cp is None:
+        cp = max(cp_lo, math.ceil(a_p / FALLBACK_UTILIZATION - 1e-9))
+        prefill_limit, meets = "ttft", False
+        notes.append(
+            f"no number of prefill instances meets the TTFT target: prefill, transfer and the "
+            f"first decode step alone take {floor_s * 1e3:,.0f} ms at p{q:g}"
+        )
+    elif cp > cp_lo:
+        prefill_limit = "ttft"
+    else:
+        prefill_limit = "compute" if cp_compute >= cp_link else "link"
+    if pf.note:
+        prefill_limit = "memory"  # the longest prompt does not fit beside the weights
+    batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, cd)
+    ttft_s = ttft(cp)
+    return Pools(
+        prefill_tp=pf.tp,
+        decode_tp=dec.tp,
+        prefill_instances=cp,
+        decode_instances=cd,
+        prefill_limit=prefill_limit,
+        decode_limit=decode_limit,
+        ttft_s=ttft_s,
+        tpot_s=float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s)),
+        decode_batch=batch,
+        link_utilization=a_x / min(cp, cd),
+        meets_slo=meets and ttft_s <= ttft_slo_s,
+        notes=tuple(notes),
+    )
+
+
+def mean_batch(batches: np.ndarray, steps_s: np.ndarray, tokens_per_s: float,
+               instances: int) -> float:  # fmt: skip
+    """Mean batch b of each of ``instances``, the fixed point of b = k·step(b), k = tokens per
+    second ÷ instances (Little's law), ``steps_s`` the step at each of ``batches`` (rising):
+    where b − k·step(b) (increasing: a step grows by far less than 1/k per request) crosses 0,
+    interpolated; the last batch when it never does."""
+    k = tokens_per_s / instances
+    gap = batches - k * steps_s
+    above = np.flatnonzero(gap >= 0)
+    if not above.size:
+        return float(batches[-1])
+    j = int(above[0])
+    if j == 0:
+        return float(min(k * steps_s[0], batches[0]))  # under one request on average
+    g0, g1 = float(gap[j - 1]), float(gap[j])
+    b0, b1 = float(batches[j - 1]), float(batches[j])
+    return b0 + (b1 - b0) * (-g0) / (g1 - g0)

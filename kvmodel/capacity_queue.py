@@ -1,0 +1,153 @@
+"""Queueing pieces of the capacity plan: Erlang C, M/G/c waiting times and their percentiles.
+
+A pool of ``c`` identical servers (instances) fed by Poisson arrivals at rate λ with service
+times of mean E[s] and squared coefficient of variation cs² is an M/G/c queue.  Its offered
+load is ``a = λ·E[s]``; it is stable when ``a < c``.  The waiting time is approximated the
+Allen–Cunneen way:
+
+    P(wait > 0)        = ErlangC(c, a)                       (exact for M/M/c)
+    wait | wait > 0    ~ Exponential, mean (1 + cs²)/2 · E[s] / (c − a)
+
+For ``c = 1`` this is the Pollaczek–Khinchine mean λ·E[s²] / (2(1 − ρ)) of ``traffic.queue``.
+
+Percentiles of a sum (prefill wait + prefill + link wait + transfer + first step) come from a
+fixed set of draws (:class:`Draws`: request lengths drawn by weight and one uniform number per
+queue, fixed seed): each wait is its inverse CDF at the draw's uniform, so every sample grows
+with the load and shrinks with the servers, and so does every percentile.  The same draws
+serve every rate, TP and pool size of a plan: comparisons between them carry no sampling noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .traffic.queue import SEED
+
+DRAWS = 8192  # samples per percentile (p99 rests on ~80 of them)
+LOOP_SERVERS = 200  # Erlang B by recursion up to here; by Poisson sums in numpy above
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Fixed random draws: which entry each sampled request is, and a uniform per queue."""
+
+    idx: np.ndarray  # (DRAWS,) entry index, drawn by weight
+    u: np.ndarray  # (3, DRAWS) uniforms in [0, 1): prefill queue, sender link, receiver link
+    tail: np.ndarray  # −ln(1 − u): the waits' inverse CDF is linear in it (``wait_at``)
+
+
+def make_draws(weights: np.ndarray, n: int = DRAWS) -> Draws:
+    """Draws for entries with ``weights`` (any positive scale), seed ``traffic.queue.SEED``."""
+    rng = np.random.default_rng(SEED)
+    cdf = np.cumsum(np.asarray(weights, dtype=float))
+    cdf /= cdf[-1]
+    idx = np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(cdf) - 1)
+    u = rng.random((3, n))
+    return Draws(idx=idx, u=u, tail=-np.log1p(-u))
+
+
+def erlang_c(c: int, a: float) -> float:
+    """Probability that an arrival waits in an M/M/c queue with offered load ``a`` [erlang].
+
+    1 when ``a ≥ c`` (unstable), 0 when ``a ≤ 0``.  Erlang B by its recursion
+    B(k) = a·B(k−1) / (k + a·B(k−1)), or for many servers as the Poisson ratio
+    pmf(c; a) / cdf(c; a) in log space; then C = c·B / (c − a·(1 − B)).
+    """
+    if a <= 0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    if c <= LOOP_SERVERS:
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+    else:
+        k = np.arange(c + 1, dtype=float)
+        logs = k * math.log(a) - np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))
+        top = logs.max()
+        b = math.exp(logs[-1] - top) / float(np.exp(logs - top).sum())
+    return c * b / (c - a * (1.0 - b))
+
+
+def wait_at(tail: np.ndarray, *, c: int, a: float, mean_s: float, cs2: float) -> np.ndarray:
+    """Waiting times [s] of an M/G/c queue at draws ``tail`` = −ln(1 − u) (module doc).
+
+    The inverse CDF: 0 when u ≤ 1 − p, else −mean·ln((1 − u)/p) = mean·(tail + ln p).
+    Infinite everywhere when the queue is unstable (``a ≥ c``).
+    """
+    if a <= 0 or mean_s <= 0:
+        return np.zeros_like(tail)
+    if a >= c:
+        return np.full_like(tail, np.inf)
+    p = erlang_c(c, a)
+    if p <= 0:
+        return np.zeros_like(tail)
+    mean = (1.0 + cs2) / 2.0 * mean_s / (c - a)
+    return np.maximum(tail + math.log(p), 0.0) * mean
+
+
+def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """Mean and squared coefficient of variation of ``values`` under probability ``weights``."""
+    mean = float((weights * values).sum())
+    if mean <= 0:
+        return 0.0, 0.0
+    var = float((weights * (values - mean) ** 2).sum())
+    return mean, var / mean**2
+
+
+def percentile(samples: np.ndarray, q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``samples``: the ⌈q·n/100⌉-th smallest (an order
+    statistic, so it never falls when a sample grows)."""
+    n = len(samples)
+    k = min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
+    return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
+
+
+def smallest(ok, lo: int, hi: int = 10_000_000) -> int | None:
+    """Smallest integer n in [lo, hi] with ``ok(n)`` for a monotone ``ok`` (None: none)."""
+    if ok(lo):
+        return lo
+    step, last_bad = 1, lo
+    while True:
+        n = min(lo + step, hi)
+        if ok(n):
+            break
+        if n == hi:
+            return None
+        last_bad, step = n, step * 2
+    good = n
+    while good - last_bad > 1:
+        mid = (good + last_bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            last_bad = mid
+    return good
+
+
+def largest_within(f, limit: float, top: int) -> tuple[int, float]:
+    """Largest whole n in [1, top] with ``f(n) ≤ limit`` for an increasing, vectorised ``f``
+    (0 when even ``f(1)`` exceeds it), and ``f`` there (at 1 when 0).  Refines a 65-point
+    grid three times instead of evaluating every n (``f`` costs ~1 µs per point)."""
+    lo, hi = 1, max(int(top), 1)
+    first = float(f(np.array([1]))[0])
+    if first > limit:
+        return 0, first
+    while hi > lo:
+        grid = np.unique(np.linspace(lo, hi, 65).astype(np.int64))
+        vals = np.asarray(f(grid), dtype=float)
+        k = int(np.searchsorted(vals, limit, side="right")) - 1  # last grid point within
+        if k == len(grid) - 1:
+            return int(grid[k]), float(vals[k])
+        if grid[k + 1] - grid[k] == 1:
+            return int(grid[k]), float(vals[k])
+        lo, hi = int(grid[k]), int(grid[k + 1]) - 1
+    return lo, float(f(np.array([lo]))[0])
+
+
+def batch_grid(top: int, points: int = 96) -> np.ndarray:
+    """Batches 1 … ``top`` on a geometric grid (for interpolating a step against the batch)."""
+    return np.unique(np.geomspace(1, max(top, 1), points).round().astype(np.int64))

@@ -1,0 +1,188 @@
+"""What a capacity plan sizes: the traffic (:class:`Workload`) and the targets (:class:`Slo`).
+
+A workload is a request-length distribution (prompt and output tokens per entry, with weights)
+and an arrival rate.  :class:`Shape` is its rate-independent summary for one model: the distinct
+prompt lengths a prefill computes and sends, their probabilities, and the decode-side moments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .capacity_queue import Draws, make_draws
+
+DENSE_LENGTHS = 50_000_000  # below this max context, lengths are counted with one bincount
+
+
+def _tokens(name: str, value) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(value))
+    if arr.dtype.kind in "iu":  # whole already: one pass for the sign (10 million in ~10 ms)
+        if arr.size and arr.min() < 0:
+            raise ValueError(f"{name} must be whole numbers >= 0")
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be numbers of tokens, got {value!r}")
+    if np.any(arr < 0) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"{name} must be whole numbers >= 0")
+    return arr.astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity, never element-wise
+class Workload:
+    """Requests to serve: per entry prompt and output tokens, a weight, and the arrival rate.
+
+    ``weights`` are probabilities (scaled to sum to 1 on construction).  ``cached_tokens``:
+    prompt tokens a prefix cache already holds (they are neither computed nor sent).
+    """
+
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    weights: np.ndarray
+    rps: float
+    cached_tokens: np.ndarray | None = None
+    source: str = field(default="", compare=False)  # where it came from, for notes
+
+    def __post_init__(self):
+        p = _tokens("prompt_tokens", self.prompt_tokens)
+        o = _tokens("output_tokens", self.output_tokens)
+        w = np.atleast_1d(np.asarray(self.weights, dtype=float))
+        if not (len(p) == len(o) == len(w)) or len(p) == 0:
+            raise ValueError(
+                f"prompt_tokens, output_tokens and weights need the same non-zero length, got "
+                f"{len(p)}, {len(o)} and {len(w)}"
+            )
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("weights must be finite, >= 0 and not all 0")
+        rps = self.rps
+        if isinstance(rps, bool) or not isinstance(rps, (int, float)) or not 0 < rps < math.inf:
+            raise ValueError(f"the arrival rate must be > 0 requests/s, got {rps!r}")
+        object.__setattr__(self, "prompt_tokens", p)
+        object.__setattr__(self, "output_tokens", o)
+        object.__setattr__(self, "weights", w / w.sum())
+        object.__setattr__(self, "rps", float(rps))
+        if self.cached_tokens is not None:
+            c = _tokens("cached_tokens", self.cached_tokens)
+            if len(c) != len(p):
+                raise ValueError("cached_tokens needs one entry per prompt")
+            object.__setattr__(self, "cached_tokens", np.minimum(c, p))
+
+    @classmethod
+    def fixed(cls, rps: float, seq_len: int, output_len: int) -> Workload:
+        """Every request ``seq_len`` prompt tokens and ``output_len`` output tokens."""
+        return cls(np.array([seq_len]), np.array([output_len]), np.array([1.0]), rps,
+                   source=f"{seq_len:,} prompt + {output_len:,} output tokens")  # fmt: skip
+
+    @classmethod
+    def from_requests(cls, requests, rps: float | None = None, *, output_len: int | None = None):
+        """From a :class:`kvmodel.traffic.Requests`.
+
+        ``rps`` None: requests ÷ the span of the trace's timestamps (an error without them).
+        ``output_len``: the output tokens of every request when the trace has none (an error
+        when neither is there).
+        """
+        prompt = np.asarray(requests.prompt_tokens, dtype=np.int64)
+        n = len(prompt)
+        if n == 0:
+            raise ValueError("the traffic holds no requests")
+        if requests.output_tokens is not None:
+            output = np.asarray(requests.output_tokens, dtype=np.int64)
+        elif output_len is not None:
+            output = np.full(n, int(output_len), dtype=np.int64)
+        else:
+            raise ValueError(
+                "the traffic has no output lengths: give the output tokens per request "
+                "(--output-len)"
+            )
+        weights = (
+            np.ones(n) if requests.weights is None else np.asarray(requests.weights, dtype=float)
+        )
+        if rps is None:
+            span = requests.span_s
+            if span is None and requests.arrival_s is not None and n > 1:
+                t = np.asarray(requests.arrival_s, dtype=float)
+                span = float(np.nanmax(t) - np.nanmin(t)) or None
+            if not span or not requests.count_known:
+                raise ValueError(
+                    "the traffic has no timestamps to tell its arrival rate: give the rate "
+                    "in requests/s (--rps)"
+                )
+            rps = requests.n_requests / span
+        return cls(prompt, output, weights, float(rps), requests.cached_tokens,
+                   source=requests.fmt)  # fmt: skip
+
+    def with_rps(self, rps: float) -> Workload:
+        return Workload(self.prompt_tokens, self.output_tokens, self.weights, rps,
+                        self.cached_tokens, self.source)  # fmt: skip
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        return float((self.weights * self.prompt_tokens).sum())
+
+    @property
+    def mean_output_tokens(self) -> float:
+        return float((self.weights * self.output_tokens).sum())
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets: TTFT at a percentile and the mean time per output token [s]."""
+
+    ttft_s: float
+    tpot_s: float
+    ttft_percentile: float = 90.0
+
+    def __post_init__(self):
+        for name in ("ttft_s", "tpot_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ValueError(f"{name} must be a time > 0 s, got {v!r}")
+        q = self.ttft_percentile
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q < 100:
+            raise ValueError(f"ttft_percentile must be in (0, 100), got {q!r}")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A workload's rate-independent summary for one model (module doc)."""
+
+    moved: np.ndarray  # distinct prompt tokens computed and sent (uncached, ≥ 1, ≤ max context)
+    weights: np.ndarray  # probability of each
+    mean_moved: float
+    mean_output: float
+    decode_context: int  # mean tokens a decode slot holds, weighted by the time it holds them
+    longest_prompt: int
+    draws: Draws
+    clipped: float  # share of requests longer than the model's max context
+
+
+def shape(workload: Workload, max_context: int) -> Shape:
+    """The summary of ``workload`` for a model with ``max_context`` tokens."""
+    w = workload.weights
+    p = np.minimum(workload.prompt_tokens, max_context)
+    cached = 0 if workload.cached_tokens is None else workload.cached_tokens
+    moved = np.clip(p - cached, 1, max_context)
+    if max_context <= DENSE_LENGTHS:  # one pass (a sort of 10 million lengths takes ~1 s)
+        counts = np.bincount(moved, weights=w)
+        uniq = np.flatnonzero(counts)
+        uw = counts[uniq]
+    else:
+        uniq, inverse = np.unique(moved, return_inverse=True)
+        uw = np.bincount(inverse, weights=w, minlength=len(uniq))
+    o = workload.output_tokens
+    wo = w * o  # one temporary per product over the requests (10 million: ~80 MB each)
+    held = float(wo.sum())
+    # a request holds a slot for o steps with p + o/2 tokens on average over them
+    ctx = (float(wo @ p) + float(wo @ o) / 2) / held if held > 0 else float(w @ p)
+    return Shape(
+        moved=uniq,
+        weights=uw,
+        mean_moved=float((uw * uniq).sum()),
+        mean_output=held,
+        decode_context=int(min(max(math.ceil(ctx), 1), max_context)),
+        longest_prompt=int(max(p.max(), 1)),
+        draws=make_draws(uw),
+        clipped=float(w[workload.prompt_tokens > max_context].sum()),
+    )

@@ -1,0 +1,136 @@
+"""``capacity``: prefill and decode GPUs for a traffic at its latency targets, the network it
+needs, and the same traffic colocated (``kvmodel.capacity``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import inputs as I
+from .edge import fmt_ms
+from .options import _scenario, _whole, add_input
+from .output import _emit
+
+ROWS = ("trace_file", "rps", "out", "ttft_slo", "ttft_pct", "tpot_slo", "price")
+
+
+def _tp_or_auto(text):
+    return "auto" if text.strip().lower() == "auto" else _whole(text)
+
+
+def add_capacity_options(p: argparse.ArgumentParser) -> None:
+    """The capacity inputs (one row each in kvmodel/inputs.py); ``--tp``/``--tp-decode`` take
+    ``auto`` here."""
+    g = p.add_argument_group("capacity plan (one row each in kvmodel/inputs.py)")
+    for name in ROWS:
+        add_input(g, I.get(name))
+    g.add_argument("--prompt-column", help="prompt-length column, when not detected")
+    g.add_argument("--output-column", help="output-length column, when not detected")
+    g.add_argument("--time-column", help="timestamp column, when not detected")
+    for action in p._actions:
+        if "--tp" in action.option_strings or "--tp-decode" in action.option_strings:
+            action.type = _tp_or_auto
+            action.help += "; `auto`: search the TPs that fit (capacity)"
+
+
+def _trace_path(text: str):
+    from ..traffic import SAMPLES, sample_path
+
+    if text in SAMPLES and not Path(text).exists():
+        return sample_path(text)
+    return text
+
+
+def workload_from_args(args):
+    """The workload of the parsed options, and notes on how it was made."""
+    from ..capacity import Workload
+    from ..traffic import load_traffic
+
+    rps = args.rps or None  # 0 = from the trace
+    notes = []
+    if args.trace:
+        req = load_traffic(
+            _trace_path(args.trace),
+            prompt_column=args.prompt_column,
+            output_column=args.output_column,
+            time_column=args.time_column,
+        )
+        if req.output_tokens is None:
+            notes.append(
+                f"the trace has no output lengths: every request generates {args.output_len:,} "
+                "tokens (--output-len)"
+            )
+        return Workload.from_requests(req, rps, output_len=args.output_len), req, notes
+    if rps is None:
+        raise ValueError(
+            "give a traffic file (--trace FILE) or an arrival rate (--rps) with --seq-len and "
+            "--output-len"
+        )
+    return Workload.fixed(rps, args.seq_len, args.output_len), None, notes
+
+
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" if abs(n) == 1 else f"{n:,} GPUs"
+
+
+def cmd_capacity(args):
+    from ..capacity import Slo, plan
+
+    raw_p, raw_d = args.tp, args.tp_decode
+    prefill_tp = None if raw_p == "auto" else raw_p
+    # --tp-decode absent: the prefill TP (searched with it when --tp is auto)
+    decode_tp = prefill_tp if raw_d is None else None if raw_d == "auto" else raw_d
+    args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
+    args.tp_decode = None if decode_tp is None else decode_tp
+    sc = _scenario(args)  # checks every option, the capacity ones included
+    workload, req, notes = workload_from_args(args)
+    slo = Slo(
+        ttft_s=args.ttft_slo_ms * I.get("ttft_slo").scale,
+        tpot_s=args.tpot_slo_ms * I.get("tpot_slo").scale,
+        ttft_percentile=args.ttft_percentile,
+    )
+    p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
+             gpu_price_per_hour=args.gpu_price or None)  # fmt: skip
+    payload = {
+        "model": sc.model.id,
+        "gpu": sc.gpu.id,
+        "link": sc.link.id,
+        "stack": sc.stack.id,
+        "trace": None if not args.trace else str(args.trace),
+        "format": None if req is None else req.fmt,
+        "mean_prompt_tokens": workload.mean_prompt_tokens,
+        "mean_output_tokens": workload.mean_output_tokens,
+        "ttft_slo_ms": slo.ttft_s * 1e3,
+        "tpot_slo_ms": slo.tpot_s * 1e3,
+        **p.to_json(),
+    }
+    payload["notes"] = [*notes, *payload["notes"]]
+    q = f"p{slo.ttft_percentile:g}"
+    rows = [
+        ("traffic", f"{p.rps:,.2f} requests/s, mean {workload.mean_prompt_tokens:,.0f} prompt + "
+                    f"{workload.mean_output_tokens:,.0f} output tokens"),
+        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
+                    f"(limit: {p.limits['prefill']})"),
+        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
+                   f"(limit: {p.limits['decode']})"),
+        ("disaggregated", f"{_gpus(p.disaggregated_gpus)} (P:D {p.pd_ratio:.2f})"),
+        ("colocated", f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP "
+                      f"{p.colocated_tp}, chunk {p.colocated_chunk_tokens:,} tokens "
+                      f"(limit: {p.limits['colocated']})"),
+        ("disaggregation saves", _gpus(p.disaggregation_saves_gpus)),
+        (f"TTFT {q}", f"{fmt_ms(p.ttft_s)} disaggregated, {fmt_ms(p.colocated_ttft_s)} colocated "
+                      f"(target {fmt_ms(slo.ttft_s)})"),
+        ("TPOT", f"{fmt_ms(p.tpot_s)} disaggregated, {fmt_ms(p.colocated_tpot_s)} colocated "
+                 f"(target {fmt_ms(slo.tpot_s)})"),
+        ("meets targets", f"{'yes' if p.meets_slo else 'no'} disaggregated, "
+                          f"{'yes' if p.colocated_meets_slo else 'no'} colocated"),
+        ("link utilisation", f"{p.link_utilization:.1%} of {p.nics_per_transfer} × "
+                             f"{p.link_bandwidth_bytes_per_s / 1e9:,.1f} GB/s per instance"),
+        (f"NIC bandwidth for {q}", "unreachable" if p.nic_bandwidth_needed_bytes_per_s is None
+         else f"{p.nic_bandwidth_needed_bytes_per_s / 1e9:,.2f} GB/s per NIC"),
+    ]  # fmt: skip
+    if p.cost_per_hour is not None:
+        rows.append(("cost", f"${p.cost_per_hour:,.2f}/h disaggregated, "
+                             f"${p.colocated_cost_per_hour:,.2f}/h colocated"))  # fmt: skip
+    footer = tuple(f"note: {n}" for n in payload["notes"])
+    _emit(args, payload, ("quantity", "value"), rows, footer)
