@@ -52,6 +52,7 @@ def assemble(col: Collect, det: dict, container: str, name: str, where: str) -> 
     if "arrival_s" in values:
         arrival_s, info["time_unit"] = _seconds(values.pop("arrival_s"), col.time_kind, det)
         span_s = float(arrival_s.max()) if arrival_s.size > 1 else None  # the earliest is 0
+        check_span(span_s, info["time_unit"], det)
     cached = None
     if det["fmt"] == "mooncake" and col.hashes:
         hashes = pa.chunked_array(col.hashes)
@@ -89,6 +90,21 @@ def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
     if unit != "s":
         x *= UNIT_SCALE[unit]
     return x, unit
+
+
+MAX_SPAN_S = 10 * 365.25 * 86400  # a trace longer than ten years is a misread time column
+
+
+def check_span(span_s: float | None, unit: str, det: dict) -> None:
+    """Refuse arrivals that span more than :data:`MAX_SPAN_S` (times like 1e30 would give a
+    rate of 1e-21 requests/s, a number that looks like an answer)."""
+    if span_s is not None and not span_s <= MAX_SPAN_S:
+        years = f"{span_s / (365.25 * 86400):.3g} years" if np.isfinite(span_s) else "no end"
+        raise TrafficError(
+            f"{det['arrival_s']}: the arrival times span {years} (read as {unit}); expected the "
+            "times of one trace (epoch or relative seconds, ms, us or ns) spanning under 10 "
+            "years; check the time column (--time-column, or none)"
+        )
 
 
 def time_unit(sample: np.ndarray, det: dict) -> str:
