@@ -416,7 +416,7 @@ def test_prompt_histogram_bad_buckets(lines, message):
 def test_prompt_histogram_counts_beyond_a_float():
     metric = "vllm:request_prompt_tokens_bucket"
     text = f'{metric}{{p="a",le="10"}} 1.7e308\n{metric}{{p="b",le="10"}} 1.7e308\n'
-    with pytest.raises(TrafficError, match="beyond what a number holds"):
+    with pytest.raises(TrafficError, match="more than a number holds"):
         load_traffic(text.encode(), name="m.prom")
 
 
@@ -472,3 +472,64 @@ def test_implausible_timestamps_are_a_clear_message(per_request):
         load_traffic(text, name="t.csv", per_request=per_request)
     ok = b"timestamp,prompt_tokens\n1700000000,100\n1700000060,200\n"  # one minute apart
     assert load_traffic(ok, name="t.csv", per_request=per_request).span_s == 60.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'prompt_tokens,output_tokens\n100,10\n"200,20\n300,30\n',  # 2 of 3 rows swallowed
+        b'prompt_tokens,model\n100,a\n200,"b\n300,c\n400,d\n',  # an unused column: "0 skipped"
+    ],
+)
+def test_a_quote_that_never_closes_is_named(text):
+    with pytest.raises(TrafficError, match=r"row 3: a quote \(\"\) opens here and never closes"):
+        load_traffic(text, name="t.csv")
+    quoted = b'prompt_tokens,model\n100,"a ""big"" one"\n200,"two\nlines"\n300,c\n'
+    assert load_traffic(quoted, name="t.csv").prompt_tokens.tolist() == [100, 200, 300]
+
+
+def test_a_million_columns_is_a_clear_message(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"c{i}" for i in range(1_000_000)) + "\n" + "1," * 999_999 + "1\n")
+    with pytest.raises(TrafficError, match="wide.csv: row 1 .* has 1,000,000 columns, over the"):
+        load_traffic(wide)
+
+
+@pytest.mark.parametrize(
+    "counts", [("1e308", "1e308"), ("1e15", "1")]
+)  # sum beyond a float; beyond the request limit
+def test_histogram_counts_beyond_the_limit(counts):
+    text = f"prompt_tokens,count\n100,{counts[0]}\n200,{counts[1]}\n".encode()
+    with pytest.raises(TrafficError, match="count: the counts add up to .* over the limit"):
+        load_traffic(text, name="h.csv")
+
+
+def test_fit_of_numbers_near_the_float_limit_is_a_clear_message(tmp_path, capfd):
+    from kvmodel.calibrate import fit_latency_bandwidth
+
+    # sizes near 1e308 overflow x / t: LAPACK printed "DLASCL had an illegal value" and the fit
+    # said "SVD did not converge"
+    with pytest.raises(MeasureError, match="cannot fit a latency and a bandwidth .* one benchmark"):
+        fit_latency_bandwidth([1e308, 1.5e308, 1.7e308], [1e-300, 1e300, 1e-300])
+    assert capfd.readouterr().err == ""
+    # scaled inside, the fit is the same for sizes in B and in 1e200 B: 2 us + size / 50 GB/s
+    sizes = [1e3, 1e6, 1e9]
+    fit = fit_latency_bandwidth(sizes, [2e-6 + s / 50e9 for s in sizes])
+    assert fit.latency_s == pytest.approx(2e-6) and fit.bandwidth_bytes_per_s == pytest.approx(50e9)
+    fit = fit_latency_bandwidth([s * 1e200 for s in sizes], [2e-6 + s / 50e9 for s in sizes])
+    assert fit.bandwidth_bytes_per_s == pytest.approx(50e209)
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("see http://attacker/x.png", "http\\://"),
+        ("HTTPS://a.example", "HTTPS\\://"),
+        ("www.attacker.example", "www\\."),
+        ("mail admin@attacker.example", "admin\\@"),
+    ],
+)
+def test_md_escape_leaves_no_autolink(text, escaped):
+    # GitHub-flavoured markdown (Streamlit's) turns bare URLs, www. hosts and e-mail addresses
+    # into links; an escaped ':', '.' or '@' reads the same and links nothing
+    assert escaped in md_escape(text)

@@ -92,6 +92,22 @@ def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
     return x, unit
 
 
+MAX_REQUESTS = 1e15  # a histogram's total: 30 million requests a second for a year
+
+
+def check_total(total: float, column: str, kind: str = "count") -> None:
+    """Refuse a histogram whose counts add up to more than :data:`MAX_REQUESTS` (counts near
+    1e308 overflow to inf and NaN in every number computed from them)."""
+    if not total <= (MAX_REQUESTS if kind == "count" else np.finfo(float).max):
+        shown = f"{total:.3g}" if np.isfinite(total) else "more than a number holds (1.8e308)"
+        raise TrafficError(
+            f"{column}: the counts add up to {shown}, over the limit of {MAX_REQUESTS:.0e} "
+            "requests; expected the request counts of one trace or scrape"
+            if kind == "count"
+            else f"{column}: the shares add up to {shown}; expected shares that sum to about 1"
+        )
+
+
 MAX_SPAN_S = 10 * 365.25 * 86400  # a trace longer than ten years is a misread time column
 
 
@@ -124,7 +140,8 @@ def _histogram(values, keep, det, info, col: Collect, skipped_rows, name) -> Req
     skipped = list(col.skipped)
     overflow = np.isinf(bounds)
     finite_b = bounds[~overflow]
-    over = float(w[overflow].sum())
+    with np.errstate(over="ignore"):  # checked with the total below
+        over = float(w[overflow].sum())
     top = int(np.floor(finite_b.max())) if finite_b.size else 0
     if over > 0:
         rows = np.arange(col.n) if keep is None else np.flatnonzero(keep)
@@ -138,9 +155,11 @@ def _histogram(values, keep, det, info, col: Collect, skipped_rows, name) -> Req
             skipped.append((num, reason))
             skipped_rows += 1
     lengths, inverse = np.unique(np.floor(finite_b).astype(np.int64), return_inverse=True)
-    counts = np.bincount(inverse, weights=w[~overflow], minlength=len(lengths))
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        counts = np.bincount(inverse, weights=w[~overflow], minlength=len(lengths))
+        total = counts.sum()
+        check_total(total + over, det["weights"], det["weights_kind"])
     nonzero = counts > 0
-    total = counts.sum()
     if total <= 0:
         extra = f" (the +Inf bucket holds {over:g})" if over > 0 else ""
         raise TrafficError(

@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from functools import partial
 
+import numpy as np
 import pyarrow as pa
 
 from ..textio import Source
 from .checks import Part, check
 from .collect import Collect, Hints
-from .result import MAX_EXAMPLES, arrow_message
+from .result import MAX_EXAMPLES, TrafficError, arrow_message
 
 _DELIMS = {"csv": ",", "tsv": "\t", "ssv": ";"}
+MAX_COLUMNS = 10_000  # a header with more is not a request table (and Arrow's message is obscure)
 
 
 def csv_names(source: Source, kind: str) -> tuple[list[str], int]:
@@ -29,6 +31,12 @@ def csv_names(source: Source, kind: str) -> tuple[list[str], int]:
     line = source.head[start:end]
     if not line.strip():
         return [], end
+    columns = line.count(_DELIMS[kind].encode()) + 1
+    if columns > MAX_COLUMNS:
+        raise TrafficError(
+            f"row 1 (the header) has {columns:,} columns, over the {MAX_COLUMNS:,} limit; "
+            "expected a table with one request per row and a column for its prompt length"
+        )
     table = pacsv.read_csv(
         pa.py_buffer(line),
         read_options=pacsv.ReadOptions(use_threads=False),
@@ -81,7 +89,25 @@ class PieceError(Exception):
         return f"{name}: cannot parse the table: {msg}"
 
 
+def _open_quote(piece) -> None:
+    """Raise :class:`PieceError` when a quote in ``piece`` never closes: Arrow would read the
+    rest of the piece as one value and the rows in it would vanish without a word."""
+    data = np.frombuffer(piece, np.uint8)
+    quotes = np.flatnonzero(data == 34)  # '"'; a closed field has 2, an escaped quote 2 more
+    if len(quotes) % 2:
+        at = int(quotes[-1])
+        lines = int(np.count_nonzero(data[at:] == 10))
+        row = int(np.count_nonzero(data[:at] == 10)) + 1
+        raise PieceError(
+            f'Row #{row}: a quote (") opens here and never closes, so the {lines:,} '
+            f"line{'' if lines == 1 else 's'} after it would be read as one value "
+            f"({bytes(data[at : at + 40]).decode('utf-8', 'replace')!r}…); expected every "
+            'quote to close (write a quote inside a quoted value as "")'
+        )
+
+
 def _csv_part(piece, names, needed, delim, det, hints: Hints, name: str) -> Part:
+    _open_quote(piece)
     table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
     numbers = sorted(d[0] or 0 for d in dropped)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..textio import decode, labels_text, parse_exposition
+from .assemble import check_total
 from .result import Requests, TrafficError, examples
 
 PROMETHEUS_PROMPT_METRICS = {
@@ -95,11 +96,8 @@ def load_prometheus(data: bytes, name: str) -> Requests:
                 )
     lengths = np.array(sorted(per_bound), dtype=np.int64)
     counts = np.array([per_bound[b] for b in lengths], dtype=np.float64)
-    if not np.isfinite(counts).all() or not np.isfinite(counts.sum()):
-        raise TrafficError(
-            f"{name}: {bucket_name}: the counts add up beyond what a number holds (over "
-            "1.8e308); expected the request counts of one scrape"
-        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        check_total(counts.sum() + overflow, bucket_name)
     if counts.sum() <= 0:
         extra = f" (+Inf holds {overflow:g})" if overflow else ""
         raise TrafficError(
