@@ -533,3 +533,14 @@ def test_md_escape_leaves_no_autolink(text, escaped):
     # GitHub-flavoured markdown (Streamlit's) turns bare URLs, www. hosts and e-mail addresses
     # into links; an escaped ':', '.' or '@' reads the same and links nothing
     assert escaped in md_escape(text)
+
+
+def test_histogram_bounds_over_2_62_tokens_are_refused():
+    # found by tests/test_hostile_properties.py: a bound of 1e30 was cast to int64 (garbage)
+    req = load_traffic(b"prompt_tokens,count\n100,3\n1e30,5\n", name="h.csv")
+    assert req.prompt_tokens.tolist() == [100] and req.weights.tolist() == [3.0]
+    assert "prompt_tokens is 1e+30" in req.skipped_examples[0]
+    metric = "vllm:request_prompt_tokens_bucket"
+    text = f'{metric}{{le="1e30"}} 5\n{metric}{{le="+Inf"}} 5\n'.encode()
+    with pytest.raises(TrafficError, match="le='1e30' is over 2\\^62 tokens"):
+        load_traffic(text, name="m.prom")

@@ -52,13 +52,18 @@ def load_prometheus(data: bytes, name: str) -> Requests:
         for s in samples:
             try:
                 le = float(s.labels["le"])
-                if le != le:  # NaN: no bound at all, and it sorts nowhere
+                if le != le:  # NaN: no bound, and it sorts nowhere
                     raise ValueError
             except ValueError:
                 raise TrafficError(
                     f"{name}: line {s.line}: le={s.labels['le']!r} is not a number; "
                     "expected a bucket upper bound such as 100.0 or +Inf"
                 ) from None
+            if 2**62 < le < np.inf:
+                raise TrafficError(
+                    f"{name}: line {s.line}: le={s.labels['le']!r} is over 2^62 tokens, not a "
+                    "prompt length; expected a bucket upper bound such as 100.0 or +Inf"
+                )
             rows.append((le, float(s.value), s))
         rows.sort(key=lambda r: r[0])
         prev_le, prev = None, 0.0
