@@ -327,7 +327,13 @@ def test_json_text_is_strict():
     from kvmodel.cli.output import json_text
 
     text = json_text({"a": float("nan"), "b": [float("inf"), 1.5], "c": (2, -float("inf"))})
-    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": [2, None]}
+    assert json.loads(text) == {
+        "a": None,
+        "b": [None, 1.5],
+        "c": [2, None],
+        "non_finite": {"a": "NaN", "b[0]": "Infinity", "c[1]": "-Infinity"},  # the reason
+    }
+    assert "non_finite" not in json.loads(json_text({"a": 1.0, "b": [2]}))
 
 
 # 7. Prometheus: linear, bounded, and no silent wrong answers
