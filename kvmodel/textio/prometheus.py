@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from .lines import TextError
 
 MAX_SERIES = 100_000  # distinct (name, labels without le): a real scrape has a few thousand
-MAX_SAMPLES = 1_000_000  # samples kept (those ``keep`` selects)
+MAX_SAMPLES = 500_000  # samples kept (those ``keep`` selects): ~200 MB at most
 MAX_SLOW_LINES = 20_000  # lines only prometheus_client reads (~0.2 ms each)
 
 _NAME = r"[A-Za-z_:][A-Za-z0-9_:]*"
 _NUMBER = r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[Ii]nf(?:inity)?|NaN)"
 _VALUE = r'(?:[^"\\\n]|\\.)*'  # a label value: \\, \" and \n escaped
-_SAMPLE = re.compile(
-    rf"({_NAME})(?:\{{((?:[A-Za-z_][A-Za-z0-9_]*=\"{_VALUE}\"(?:,(?!\}})|(?=\}})))*)\}})?"
-    rf"[ \t]+({_NUMBER})(?:[ \t]+-?\d+)?"
+_LINE = re.compile(  # one line: a sample (groups 1-3), a comment (4) or blank
+    rf"^[ \t]*(?:({_NAME})(?:\{{((?:[A-Za-z_][A-Za-z0-9_]*=\"{_VALUE}\"(?:,(?!\}})|(?=\}})))*)\}})?"
+    rf"[ \t]+({_NUMBER})(?:[ \t]+-?\d+)?|(#[^\n]*?)|)[ \t\r]*$\n?",
+    re.M,
 )
 _LABEL = re.compile(rf'([A-Za-z_][A-Za-z0-9_]*)="({_VALUE})"')
 _ESCAPE = re.compile(r'\\[\\n"]')  # the escapes prometheus_client undoes
@@ -57,16 +58,25 @@ def _unescape(m: re.Match) -> str:
     return {"\\\\": "\\", "\\n": "\n", '\\"': '"'}[m[0]]
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` without a list of all lines (a scrape may be 200 MB)."""
-    start, n, end = 0, 0, len(text)
-    while start < end:
-        cut = text.find("\n", start)
-        if cut < 0:
-            cut = end
+def _scan(text: str) -> Iterator[tuple[int, str | None, re.Match | None]]:
+    """``(line number, None, match)`` for each line :data:`_LINE` reads, ``(line number,
+    stripped line, None)`` for each other line; one pass of the expression over the text (a
+    scrape may be 200 MB: no list of lines, no Python work per character)."""
+    pos, n = 0, 0
+    for m in _LINE.finditer(text):
+        start = m.start()
+        if start == len(text):
+            break
+        if start != pos:  # whole lines the expression does not read
+            for raw in text[pos:start].split("\n")[:-1]:
+                n += 1
+                yield n, raw.strip(), None
         n += 1
-        yield n, text[start:cut]
-        start = cut + 1
+        yield n, None, m
+        pos = m.end()
+    for raw in text[pos:].split("\n") if pos < len(text) else ():
+        n += 1
+        yield n, raw.strip(), None
 
 
 def _slow(line: str) -> list[tuple[str, dict, float]]:
@@ -95,21 +105,29 @@ def parse_exposition(
     out: list[PromSample] = []
     series: set[tuple] = set()
     slow = 0
-    match, comment = _SAMPLE.fullmatch, _COMMENT.fullmatch
-    for n, raw in _lines(text):
-        line = raw.strip()
-        if not line:
-            continue
-        m = None if line[0] == "#" else match(line)
-        if m is not None:
-            pairs = _LABEL.findall(m[2]) if m[2] else []
-            labels = {k: _ESCAPE.sub(_unescape, v) if "\\" in v else v for k, v in pairs}
-            if len(labels) != len(pairs):
-                m = None  # a label named twice: the parser's message
+    wanted: dict[str, bool] = {}  # keep(name), asked once per name
+    for n, line, m in _scan(text):
+        if m is not None:  # an ordinary line, read by the expression
+            sample_name = m[1]
+            if sample_name is None:  # blank, or a comment
+                if m[4] is None or _COMMENT.fullmatch(m[4].strip()):
+                    continue
+                line = m[0].strip()
             else:
-                found = [(m[1], labels, float(m[3]))]
-        if m is None:
-            if line[0] == "#" and comment(line):
+                kept = wanted.get(sample_name)
+                if kept is None:
+                    kept = wanted[sample_name] = keep is None or keep(sample_name)
+                if not kept:
+                    continue
+                pairs = _LABEL.findall(m[2]) if m[2] else []
+                labels = {k: _ESCAPE.sub(_unescape, v) if "\\" in v else v for k, v in pairs}
+                if len(labels) == len(pairs):  # else a label named twice: the parser's message
+                    found = [(sample_name, labels, float(m[3]))]
+                    line = None
+                else:
+                    line = m[0].strip()
+        if line is not None:  # anything else: prometheus_client accepts it or not
+            if not line:
                 continue
             slow += 1
             if slow > MAX_SLOW_LINES:
