@@ -492,6 +492,11 @@ def test_a_quote_that_never_closes_is_named(text):
         load_traffic(text, name="t.csv")
     quoted = b'prompt_tokens,model\n100,"a ""big"" one"\n200,"two\nlines"\n300,c\n'
     assert load_traffic(quoted, name="t.csv").prompt_tokens.tolist() == [100, 200, 300]
+    inches = b'prompt_tokens,screen\n100,27"\n200,"32"""\n300,15"\n'  # quotes inside fields
+    assert load_traffic(inches, name="t.csv").prompt_tokens.tolist() == [100, 200, 300]
+    first = b'"prompt_tokens"\n"100\n200\n'  # the piece's first field left open
+    with pytest.raises(TrafficError, match=r"row 2: a quote .* never closes, so the 2 lines"):
+        load_traffic(first, name="t.csv")
 
 
 def test_a_million_columns_is_a_clear_message(tmp_path):

@@ -89,25 +89,48 @@ class PieceError(Exception):
         return f"{name}: cannot parse the table: {msg}"
 
 
-def _open_quote(piece) -> None:
-    """Raise :class:`PieceError` when a quote in ``piece`` never closes: Arrow would read the
-    rest of the piece as one value and the rows in it would vanish without a word."""
-    data = np.frombuffer(piece, np.uint8)
-    quotes = np.flatnonzero(data == 34)  # '"'; a closed field has 2, an escaped quote 2 more
-    if len(quotes) % 2:
-        at = int(quotes[-1])
-        lines = int(np.count_nonzero(data[at:] == 10))
-        row = int(np.count_nonzero(data[:at] == 10)) + 1
-        raise PieceError(
-            f'Row #{row}: a quote (") opens here and never closes, so the {lines:,} '
-            f"line{'' if lines == 1 else 's'} after it would be read as one value "
-            f"({bytes(data[at : at + 40]).decode('utf-8', 'replace')!r}…); expected every "
-            'quote to close (write a quote inside a quoted value as "")'
-        )
+def _fields(delim: str) -> re.Pattern:
+    """Text up to the first quoted field that never closes, in one match: runs without
+    quotes, quoted fields (a quote after a delimiter or a line break, to its closing quote,
+    ``""`` inside an escaped quote) and quotes inside a field (``27"``, as Arrow reads them).
+    Possessive, so it never backtracks."""
+    sep = re.escape(delim.encode())
+    return re.compile(
+        rb'(?:[^"]++|"(?<=[' + sep + rb'\n]")(?:[^"]++|"")*+"|"(?<![' + sep + rb'\n]"))*+'
+    )
+
+
+_FIELDS = {d: _fields(d) for d in _DELIMS.values()}
+_FIRST = re.compile(rb'"(?:[^"]++|"")*+(")?')  # a quoted field at the very start
+
+
+def _open_quote(piece, delim: str) -> None:
+    """Raise :class:`PieceError` when a quoted field in ``piece`` never closes: Arrow would
+    read the rest of the piece as one value and the rows in it would vanish without a word.
+    Quoted fields pair their quotes, so an even count of quotes is passed at once (a field that
+    never closes together with an odd count of quotes inside fields is not caught)."""
+    if np.count_nonzero(np.frombuffer(piece, np.uint8) == 34) % 2 == 0:  # 34: '"'
+        return
+    first = _FIRST.match(piece)
+    if first is not None and first.group(1) is None:
+        at = 0
+    else:
+        at = _FIELDS[delim].match(piece, 0 if first is None else first.end()).end()
+        if at == len(piece):
+            return
+    rest = bytes(piece[at:])
+    lines = rest.count(b"\n")
+    row = bytes(piece[:at]).count(b"\n") + 1
+    raise PieceError(
+        f'Row #{row}: a quote (") opens here and never closes, so the {lines:,} '
+        f"line{'' if lines == 1 else 's'} after it would be read as one value "
+        f"({rest[:40].decode('utf-8', 'replace')!r}…); expected every quote that starts a "
+        'value to close (write a quote inside a quoted value as "")'
+    )
 
 
 def _csv_part(piece, names, needed, delim, det, hints: Hints, name: str) -> Part:
-    _open_quote(piece)
+    _open_quote(piece, delim)
     table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
     numbers = sorted(d[0] or 0 for d in dropped)
 
