@@ -81,16 +81,34 @@ def fit_latency_bandwidth(sizes, seconds, *, source: str = "time") -> Fit:
             f"the fit needs at least 2 distinct message sizes; got {x.size} measurement(s) of "
             f"{', '.join(f'{v:g}' for v in np.unique(x)[:3])} bytes"
         )
-    w = 1.0 / t
-    a_cols = np.column_stack([w, x * w])
-    norms = np.linalg.norm(a_cols, axis=0)
-    norms[norms == 0] = 1.0
-    coef, *_ = np.linalg.lstsq(a_cols / norms, np.ones_like(t), rcond=None)
-    latency, slope = coef / norms
-    clamped = False
-    if latency < 0:
-        xw = x * w
-        latency, slope, clamped = 0.0, float(xw.sum() / (xw * xw).sum()), True
+    unfit = MeasureError(
+        f"cannot fit a latency and a bandwidth to sizes from {x.min():g} to {x.max():g} bytes "
+        f"and times from {t.min():g} to {t.max():g} s (the numbers span too wide a range to "
+        "compute with); expected the sizes in bytes and the times in seconds of one benchmark"
+    )
+    x_scale, t_scale = float(x.max()) or 1.0, float(t.max())
+    with np.errstate(all="ignore"):  # overflow and underflow are checked, not printed
+        xs, ts = x / x_scale, t / t_scale  # fit in [0, 1] (sizes near 1e308 overflow x / t)
+        w = 1.0 / ts
+        a_cols = np.column_stack([w, xs * w])
+        norms = np.linalg.norm(a_cols, axis=0)
+        norms[norms == 0] = 1.0
+        if not np.isfinite(a_cols).all() or not np.isfinite(norms).all():
+            raise unfit  # LAPACK would print its own complaint on stderr
+        try:
+            coef, *_ = np.linalg.lstsq(a_cols / norms, np.ones_like(ts), rcond=None)
+        except np.linalg.LinAlgError:  # "SVD did not converge"
+            raise unfit from None
+        latency, slope = coef / norms
+        clamped = False
+        if latency < 0:
+            xw = xs * w
+            latency, slope, clamped = 0.0, float(xw.sum() / (xw * xw).sum()), True
+        latency, slope = latency * t_scale, slope * t_scale / x_scale
+        if not (math.isfinite(latency) and math.isfinite(slope)):
+            raise unfit
+        if slope > 0 and not math.isfinite(1.0 / slope):  # a bandwidth beyond a float's range
+            raise unfit
     if not slope > 0:
         raise MeasureError(
             "the times do not grow with the message size (fitted slope ≤ 0), so no bandwidth can "

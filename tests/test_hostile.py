@@ -299,21 +299,6 @@ def test_md_escape_keeps_ordinary_text():
 # 6. --json is always valid JSON
 
 
-def test_cli_json_maps_overflow_to_null(tmp_path, capsys):
-    prom = (ROOT / "data" / "measurements" / "gap_gauge.prom").read_text()
-    big = re.sub(r" [0-9.e+]+$", " 1.7e308", prom, flags=re.M)
-    path = tmp_path / "big.prom"
-    path.write_text(big)
-    assert main(["metrics", str(path), "--json"]) == 0
-    out = capsys.readouterr().out
-
-    def refuse(name):
-        raise AssertionError(f"{name} in --json output")
-
-    data = json.loads(out, parse_constant=refuse)
-    assert None in data.values()
-
-
 def test_imported_model_names_carry_no_markup():
     # an imported name is shown in titles, captions and warnings: nothing markdown or HTML reads
     from kvmodel.hfconfig_fields import display_name
@@ -326,3 +311,247 @@ def test_imported_model_names_carry_no_markup():
                            "max_position_embeddings": 128, "vocab_size": 1000,
                            "intermediate_size": 128}, name="# [hi](x)")  # fmt: skip
     assert "[" not in spec.name and "#" not in spec.name
+
+
+def test_cli_json_overflow_is_a_clear_error(tmp_path, capsys):
+    # gauge samples of 1.7e308 add up beyond a float: a message, never NaN or a silent null
+    prom = (ROOT / "data" / "measurements" / "gap_gauge.prom").read_text()
+    big = re.sub(r" [0-9.e+]+$", " 1.7e308", prom, flags=re.M)
+    path = tmp_path / "big.prom"
+    path.write_text(big)
+    assert main(["metrics", str(path), "--json"]) == 2
+    assert "beyond what a number holds" in capsys.readouterr().err
+
+
+def test_json_text_is_strict():
+    from kvmodel.cli.output import json_text
+
+    text = json_text({"a": float("nan"), "b": [float("inf"), 1.5], "c": (2, -float("inf"))})
+    assert json.loads(text) == {
+        "a": None,
+        "b": [None, 1.5],
+        "c": [2, None],
+        "non_finite": {"a": "NaN", "b[0]": "Infinity", "c[1]": "-Infinity"},  # the reason
+    }
+    assert "non_finite" not in json.loads(json_text({"a": 1.0, "b": [2]}))
+
+
+# 7. Prometheus: linear, bounded, and no silent wrong answers
+
+
+def _gap_histogram(n_sets: int, distinct: bool = True) -> str:
+    """``n_sets`` label sets of a gap histogram, each with its own bucket bounds (distinct)."""
+    out = ["# TYPE llm_kv_transfer_gap_seconds histogram"]
+    for i in range(n_sets):
+        lo, hi = (0.01 + i * 1e-6, 0.1 + i * 1e-6) if distinct else (0.01, 0.1)
+        name = "llm_kv_transfer_gap_seconds"
+        out += [
+            f'{name}_bucket{{pod="p{i}",le="{lo}"}} 5',
+            f'{name}_bucket{{pod="p{i}",le="{hi}"}} 10',
+            f'{name}_bucket{{pod="p{i}",le="+Inf"}} 10',
+            f'{name}_sum{{pod="p{i}"}} 0.3',
+            f'{name}_count{{pod="p{i}"}} 10',
+        ]
+    return "\n".join(out) + "\n"
+
+
+def test_label_sets_with_their_own_bounds_sum_by_le():
+    from kvmodel.measure import parse_prometheus_metrics
+
+    # 2 sets: A (le 1: 5, le 3: 10), B (le 2: 4, le 3: 6); sum by (le), where a set without a
+    # bound counts up to its last bound below: le 1 → 5+0, le 2 → 5+4, le 3 → 10+6 (by hand)
+    text = "\n".join(
+        [
+            'llm_kv_transfer_gap_seconds_bucket{p="a",le="1"} 5',
+            'llm_kv_transfer_gap_seconds_bucket{p="a",le="3"} 10',
+            'llm_kv_transfer_gap_seconds_bucket{p="a",le="+Inf"} 10',
+            'llm_kv_transfer_gap_seconds_bucket{p="b",le="2"} 4',
+            'llm_kv_transfer_gap_seconds_bucket{p="b",le="3"} 6',
+            'llm_kv_transfer_gap_seconds_bucket{p="b",le="+Inf"} 6',
+        ]
+    )
+    summary = parse_prometheus_metrics(text, "t").summaries["llm_kv_transfer_gap_seconds"]
+    assert summary.buckets == ((1.0, 5.0), (2.0, 9.0), (3.0, 16.0), (float("inf"), 16.0))
+
+
+def test_many_series_are_a_clear_message(monkeypatch):
+    from kvmodel.measure import parse_prometheus_metrics
+    from kvmodel.textio import prometheus
+
+    monkeypatch.setattr(prometheus, "MAX_SERIES", 500)
+    summary = parse_prometheus_metrics(_gap_histogram(500), "t").summaries
+    assert summary["llm_kv_transfer_gap_seconds"].label_sets == 500
+    with pytest.raises(MeasureError, match="over 500 series"):
+        parse_prometheus_metrics(_gap_histogram(501), "t")
+    hist = "".join(
+        f'vllm:request_prompt_tokens_bucket{{pod="{i}",le="{le}"}} 1\n'
+        for i in range(501)
+        for le in (10, "+Inf")
+    )
+    with pytest.raises(TrafficError, match="over 500 series"):
+        load_traffic(hist.encode(), name="m.prom")
+
+
+def test_unusual_prometheus_lines_are_bounded(monkeypatch):
+    from kvmodel.textio import prometheus
+
+    monkeypatch.setattr(prometheus, "MAX_SLOW_LINES", 10)
+    exemplar = 'a_bucket{le="1"} 5 # {trace_id="x"} 0.5 1.0\n'  # only prometheus_client reads it
+    assert len(prometheus.parse_exposition(exemplar * 10, "t", expected="")) == 10
+    with pytest.raises(ValueError, match="over 10 lines in unusual forms"):
+        prometheus.parse_exposition(exemplar * 11, "t", expected="")
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['le="NaN"} 8'], "le='NaN' is not a number"),
+        (['le="100"} -3'], "is -3"),
+        (['le="100"} NaN'], "is nan"),
+    ],
+)
+def test_prompt_histogram_bad_buckets(lines, message):
+    metric = "vllm:request_prompt_tokens_bucket{"
+    text = "\n".join(
+        [metric + 'le="50"} 4', *(metric + x for x in lines), metric + 'le="+Inf"} 12']
+    )
+    with pytest.raises(TrafficError, match=re.escape(message)):
+        load_traffic(text.encode(), name="m.prom")
+
+
+def test_prompt_histogram_counts_beyond_a_float():
+    metric = "vllm:request_prompt_tokens_bucket"
+    text = f'{metric}{{p="a",le="10"}} 1.7e308\n{metric}{{p="b",le="10"}} 1.7e308\n'
+    with pytest.raises(TrafficError, match="more than a number holds"):
+        load_traffic(text.encode(), name="m.prom")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('llm_kv_transfer_gap_seconds{request_id="1"} -0.5', "is -0.5; expected a duration"),
+        ("llm_kv_transfer_gap_seconds_sum -50\nllm_kv_transfer_gap_seconds_count 10", "is -50"),
+        ('llm_kv_transfer_gap_seconds_bucket{le="NaN"} 3', "le='NaN' is not a number"),
+        ('llm_kv_transfer_gap_seconds_bucket{le="1"} -3', "expected a count ≥ 0"),
+    ],
+)
+def test_metrics_negative_or_nan_are_clear_messages(text, message):
+    # a negative gap once gave a share of -5,000 % with the verdict "under"
+    from kvmodel.measure import parse_prometheus_metrics
+
+    with pytest.raises(MeasureError, match=re.escape(message)):
+        parse_prometheus_metrics(text + "\n", "t")
+
+
+# 8. decompression bombs and implausible numbers in traces
+
+
+def gzip_bomb(path: Path, line: bytes, megabytes: int) -> Path:
+    """A gzip file that inflates to ``megabytes`` MB of ``line`` repeated: one compressed 1 MB
+    member written again and again (gzip readers read concatenated members), so it is quick."""
+    import gzip
+
+    member = gzip.compress(line * (1_000_000 // len(line)), compresslevel=9)
+    with open(path, "wb") as fh:
+        for _ in range(megabytes):
+            fh.write(member)
+    return path
+
+
+def test_gzip_read_whole_is_held_to_the_plain_limit(tmp_path):
+    bomb = gzip_bomb(tmp_path / "t.jsonl.gz", b'{"prompt_tokens": 1234}\n', 3)
+    with pytest.raises(TrafficError, match=r"decompressed, the file is over 2 MB \(the limit"):
+        load_traffic(bomb, max_bytes=2_000_000)
+    small = gzip_bomb(tmp_path / "s.jsonl.gz", b'{"prompt_tokens": 1234}\n', 1)
+    assert load_traffic(small, max_bytes=2_000_000).prompt_tokens.size == 1_000_000 // 24
+    prom = gzip_bomb(tmp_path / "m.prom.gz", b'vllm:request_prompt_tokens_bucket{le="9"} 5\n', 3)
+    with pytest.raises(TrafficError, match="decompressed, the file is over 2 MB"):
+        load_traffic(prom, max_bytes=2_000_000)
+    with pytest.raises(MeasureError, match="decompressed, the file is over 2 MB"):
+        load_measurement(prom, max_bytes=2_000_000)
+
+
+@pytest.mark.parametrize("per_request", [True, False])
+def test_implausible_timestamps_are_a_clear_message(per_request):
+    text = b"timestamp,prompt_tokens\n0,100\n1e30,200\n2e30,300\n"
+    with pytest.raises(TrafficError, match="the arrival times span .* years"):
+        load_traffic(text, name="t.csv", per_request=per_request)
+    ok = b"timestamp,prompt_tokens\n1700000000,100\n1700000060,200\n"  # one minute apart
+    assert load_traffic(ok, name="t.csv", per_request=per_request).span_s == 60.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'prompt_tokens,output_tokens\n100,10\n"200,20\n300,30\n',  # 2 of 3 rows swallowed
+        b'prompt_tokens,model\n100,a\n200,"b\n300,c\n400,d\n',  # an unused column: "0 skipped"
+    ],
+)
+def test_a_quote_that_never_closes_is_named(text):
+    with pytest.raises(TrafficError, match=r"row 3: a quote \(\"\) opens here and never closes"):
+        load_traffic(text, name="t.csv")
+    quoted = b'prompt_tokens,model\n100,"a ""big"" one"\n200,"two\nlines"\n300,c\n'
+    assert load_traffic(quoted, name="t.csv").prompt_tokens.tolist() == [100, 200, 300]
+    inches = b'prompt_tokens,screen\n100,27"\n200,"32"""\n300,15"\n'  # quotes inside fields
+    assert load_traffic(inches, name="t.csv").prompt_tokens.tolist() == [100, 200, 300]
+    first = b'"prompt_tokens"\n"100\n200\n'  # the piece's first field left open
+    with pytest.raises(TrafficError, match=r"row 2: a quote .* never closes, so the 2 lines"):
+        load_traffic(first, name="t.csv")
+
+
+def test_a_million_columns_is_a_clear_message(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"c{i}" for i in range(1_000_000)) + "\n" + "1," * 999_999 + "1\n")
+    with pytest.raises(TrafficError, match="wide.csv: row 1 .* has 1,000,000 columns, over the"):
+        load_traffic(wide)
+
+
+@pytest.mark.parametrize(
+    "counts", [("1e308", "1e308"), ("1e15", "1")]
+)  # sum beyond a float; beyond the request limit
+def test_histogram_counts_beyond_the_limit(counts):
+    text = f"prompt_tokens,count\n100,{counts[0]}\n200,{counts[1]}\n".encode()
+    with pytest.raises(TrafficError, match="count: the counts add up to .* over the limit"):
+        load_traffic(text, name="h.csv")
+
+
+def test_fit_of_numbers_near_the_float_limit_is_a_clear_message(tmp_path, capfd):
+    from kvmodel.calibrate import fit_latency_bandwidth
+
+    # sizes near 1e308 overflow x / t: LAPACK printed "DLASCL had an illegal value" and the fit
+    # said "SVD did not converge"
+    with pytest.raises(MeasureError, match="cannot fit a latency and a bandwidth .* one benchmark"):
+        fit_latency_bandwidth([1e308, 1.5e308, 1.7e308], [1e-300, 1e300, 1e-300])
+    assert capfd.readouterr().err == ""
+    # scaled inside, the fit is the same for sizes in B and in 1e200 B: 2 us + size / 50 GB/s
+    sizes = [1e3, 1e6, 1e9]
+    fit = fit_latency_bandwidth(sizes, [2e-6 + s / 50e9 for s in sizes])
+    assert fit.latency_s == pytest.approx(2e-6) and fit.bandwidth_bytes_per_s == pytest.approx(50e9)
+    fit = fit_latency_bandwidth([s * 1e200 for s in sizes], [2e-6 + s / 50e9 for s in sizes])
+    assert fit.bandwidth_bytes_per_s == pytest.approx(50e209)
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("see http://attacker/x.png", "http\\://"),
+        ("HTTPS://a.example", "HTTPS\\://"),
+        ("www.attacker.example", "www\\."),
+        ("mail admin@attacker.example", "admin\\@"),
+    ],
+)
+def test_md_escape_leaves_no_autolink(text, escaped):
+    # GitHub-flavoured markdown (Streamlit's) turns bare URLs, www. hosts and e-mail addresses
+    # into links; an escaped ':', '.' or '@' reads the same and links nothing
+    assert escaped in md_escape(text)
+
+
+def test_histogram_bounds_over_2_62_tokens_are_refused():
+    # found by tests/test_hostile_properties.py: a bound of 1e30 was cast to int64 (garbage)
+    req = load_traffic(b"prompt_tokens,count\n100,3\n1e30,5\n", name="h.csv")
+    assert req.prompt_tokens.tolist() == [100] and req.weights.tolist() == [3.0]
+    assert "prompt_tokens is 1e+30" in req.skipped_examples[0]
+    metric = "vllm:request_prompt_tokens_bucket"
+    text = f'{metric}{{le="1e30"}} 5\n{metric}{{le="+Inf"}} 5\n'.encode()
+    with pytest.raises(TrafficError, match="le='1e30' is over 2\\^62 tokens"):
+        load_traffic(text, name="m.prom")

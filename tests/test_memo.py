@@ -169,3 +169,43 @@ def test_an_explicit_key_ignores_the_arguments_and_does_not_keep_them():
     assert memo.call(parse, (Payload(),), {}, key=("file-1", "a.csv")) == 1  # same key: a hit
     assert memo.call(parse, (Payload(),), {}, key=("file-2", "a.csv")) == 2
     assert seen == [1, 1]
+
+
+def test_entries_are_bounded_in_bytes():
+    # issue 14: distinct share links whose results were large kept ~105 MB each
+    import numpy as np
+
+    memo = Memo(max_entries=100, max_bytes=10_000_000)
+    calls = []
+
+    def big(n):
+        calls.append(n)
+        return np.zeros(500_000)  # 4 MB
+
+    for n in range(3):
+        memo(big, n)
+    assert len(memo) == 2 and 8_000_000 <= memo.bytes <= 8_001_000  # the oldest went
+    memo(big, 2)
+    assert calls == [0, 1, 2]  # still kept
+    memo(big, 0)
+    assert calls == [0, 1, 2, 0]  # evicted, computed again
+    huge = memo(lambda: np.zeros(2_000_000))  # 16 MB: returned, never kept
+    assert huge.nbytes == 16_000_000 and len(memo) == 2 and memo.bytes <= 10_000_000
+    memo.clear()
+    assert memo.bytes == 0
+
+
+def test_approx_bytes():
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from ui.memo import approx_bytes
+
+    arr = np.zeros(1_000_000)  # 8 MB
+    assert 8e6 <= approx_bytes(arr) < 8.01e6
+    assert 8e6 <= approx_bytes(pd.DataFrame({"a": arr})) < 8.1e6
+    assert 16e6 <= approx_bytes({"x": [arr, arr + 1]}) < 16.1e6
+    assert 8e6 <= approx_bytes(go.Figure(go.Scatter(x=arr, y=arr))) < 16.1e6
+    # a long list is sampled: 100,000 strings of 1,000 characters ≈ 105 MB
+    assert 95e6 < approx_bytes([str(i).ljust(1000) for i in range(100_000)]) < 115e6
+    assert approx_bytes(evaluate(build_scenario())) < 1e6

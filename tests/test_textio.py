@@ -97,6 +97,11 @@ def test_gzip_is_limited_to_its_expansion_of_the_limit():
     limit = 20_000
     assert len(bomb) < limit < 400_000 / GZIP_EXPANSION
     with pytest.raises(TextError, match=r"b\.gz: decompressed, the file is over 0\.1 MB \(5×"):
+        for _ in open_source(bomb, "b.gz", limit).pieces(0):  # streamed (CSV): 5× the limit
+            pass
+    # read whole (JSON, Prometheus text): the plain file's limit, not 5× it (issue 14: a 950 MB
+    # JSON Lines gzip grew the process to 2.8 GB)
+    with pytest.raises(TextError, match=r"over 0\.02 MB \(the limit for a file read whole"):
         _whole(bomb, "b.gz", limit)
 
 

@@ -2,8 +2,9 @@
 
 A file name, a CSV header, a model name or a query-string value is shown as the characters it
 is: ``![x](http://host/x.png)`` draws no image (the browser fetches nothing), ``[a](b)`` no
-link, ``# Title`` no heading, ``<a href=…>`` no tag, ``$x$`` no formula, ``*a*`` no emphasis,
-and line breaks cannot start new blocks.  Only what markdown would read is escaped, so ordinary
+link, ``http://host/x``, ``www.host`` or ``a@b.com`` no autolink, ``# Title`` no heading,
+``<a href=…>`` no tag, ``$x$`` no formula, ``*a*`` no emphasis, and line breaks cannot start
+new blocks.  Only what markdown would read is escaped, so ordinary
 text (``48.02 GB/s``, ``kv_cache_usage``, ``(closest: …)``) reads unchanged in the source.
 Pure Python, tested directly.
 """
@@ -18,6 +19,9 @@ _INLINE = re.compile(
     r"|(?<=\])\("  # "](" even after escaping: no link destination
     r"|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # emphasis by underscores (not inside a word)
     r"|:(?=[a-z/]+\[|material/)"  # Streamlit's :red[...] and :material/icon:
+    r"|(?<=[A-Za-z]):(?=//)"  # bare http://host: GFM makes it a link
+    r"|(?i:(?<=www)(?<![A-Za-z0-9]www)\.)"  # and www.host
+    r"|@"  # and user@host.com
 )
 _ENTITY = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}  # HTML: an entity, never a tag
 # a heading, list, rule or ordered list at the start

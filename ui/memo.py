@@ -13,12 +13,16 @@ the arguments themselves:
   entry lives.
 
 Results are shared, not copied: callers treat them as read-only.  Entries are evicted least
-recently used first.  Use it only for pure functions (the same inputs always give the same
-result), which is all the pages cache.
+recently used first, beyond ``max_entries`` or beyond ``max_bytes`` in all (each result's size
+estimated by :func:`approx_bytes`; one larger than ``max_bytes`` is returned, not kept), so a
+stream of distinct links whose results are large cannot grow the server without bound.  Use it
+only for pure functions (the same inputs always give the same result), which is all the pages
+cache.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 
@@ -37,13 +41,65 @@ def _part(value):
     return value
 
 
+_WALK = 2_000  # objects looked at per estimate; the rest of a long list is extrapolated
+
+
+def approx_bytes(obj) -> int:
+    """About the memory ``obj`` holds: arrays and frames by their buffers, containers, plotly
+    figures and dataclasses by walking them (at most :data:`_WALK` objects, shared objects
+    once; a long list is sampled and scaled up)."""
+    seen: set[int] = set()
+    budget = [_WALK]
+
+    def size(o) -> int:
+        if id(o) in seen or budget[0] <= 0:
+            return 0
+        seen.add(id(o))
+        budget[0] -= 1
+        nbytes = getattr(o, "nbytes", None)  # numpy arrays (views count their window)
+        if isinstance(nbytes, int):
+            return nbytes + 112
+        usage = getattr(o, "memory_usage", None)  # pandas
+        if callable(usage) and hasattr(o, "index"):
+            try:
+                used = usage(index=True, deep=False)
+                return int(used.sum() if hasattr(used, "sum") else used)
+            except (TypeError, ValueError):
+                pass
+        if isinstance(o, (str, bytes, bytearray, int, float, bool, type(None))):
+            return sys.getsizeof(o)
+        if isinstance(o, dict):
+            items = list(o.items())
+            return sys.getsizeof(o) + _sampled(items, lambda kv: size(kv[0]) + size(kv[1]))
+        if isinstance(o, (list, tuple, set, frozenset)):
+            return sys.getsizeof(o) + _sampled(list(o), size)
+        if hasattr(o, "_data") and hasattr(o, "_layout"):  # a plotly figure
+            return size(o._data) + size(o._layout)
+        fields = getattr(o, "__dict__", None)
+        if fields is None and hasattr(type(o), "__slots__"):
+            fields = {k: getattr(o, k, None) for k in type(o).__slots__}
+        return sys.getsizeof(o) + (size(fields) if isinstance(fields, dict) else 0)
+
+    def _sampled(items: list, one) -> int:
+        if len(items) <= 64:
+            return sum(one(x) for x in items)
+        step = max(1, len(items) // 64)  # every step-th item, scaled up
+        sample = items[::step]
+        return int(sum(one(x) for x in sample) * len(items) / len(sample))
+
+    return size(obj)
+
+
 class Memo:
     """``memo(fn, *args, **kwargs)`` = ``fn(*args, **kwargs)`` computed once per distinct key."""
 
-    def __init__(self, max_entries: int = 512):
+    def __init__(self, max_entries: int = 512, max_bytes: int = 256_000_000):
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries!r}")
-        self.max_entries = max_entries
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes!r}")
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.bytes = 0  # the estimated size of the results kept
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
@@ -80,19 +136,26 @@ class Memo:
         else:
             with around_miss():
                 result = fn(*args, **kwargs)
+        nbytes = approx_bytes(result)
         with self._lock:
             self.misses += 1
+            if nbytes > self.max_bytes:
+                return result  # kept by nobody once the caller is done with it
+            old = self._entries.pop(key, None)
+            if old is not None:  # another session computed it meanwhile
+                self.bytes -= old[3]
             # args keep keyed identities alive
-            self._entries[key] = (result, args, kwargs) if keep_args else (result, None, None)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            entry = (result, args, kwargs) if keep_args else (result, None, None)
+            self._entries[key] = (*entry, nbytes)
+            self.bytes += nbytes
+            while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
+                self.bytes -= self._entries.popitem(last=False)[1][3]
         return result
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self.hits = self.misses = 0
+            self.hits = self.misses = self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -6,21 +6,31 @@ import json
 import math
 
 
-def _finite(obj):
-    """``obj`` with every NaN or infinite float replaced by None (JSON null)."""
+def _finite(obj, path: str = "", found: dict | None = None):
+    """``obj`` with every NaN or infinite float replaced by None (JSON null); ``found`` gets
+    ``{path: "NaN" | "Infinity" | "-Infinity"}`` for each one replaced."""
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        if math.isfinite(obj):
+            return obj
+        if found is not None:
+            found[path] = "NaN" if obj != obj else "Infinity" if obj > 0 else "-Infinity"
+        return None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: _finite(v, f"{path}.{k}" if path else str(k), found) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
+        return [_finite(v, f"{path}[{i}]", found) for i, v in enumerate(obj)]
     return obj
 
 
 def json_text(payload) -> str:
     """``payload`` as strict JSON: a number that is NaN or infinite (inputs near 1e308
-    overflow) becomes null, never the ``NaN``/``Infinity`` no JSON parser accepts."""
-    return json.dumps(_finite(payload), indent=2, allow_nan=False)
+    overflow) becomes null, never the ``NaN``/``Infinity`` no JSON parser accepts; a dict
+    payload then says which, and why, under ``non_finite`` (``{"field.path": "Infinity"}``)."""
+    found: dict = {}
+    clean = _finite(payload, found=found)
+    if found and isinstance(clean, dict):
+        clean["non_finite"] = found
+    return json.dumps(clean, indent=2, allow_nan=False)
 
 
 def _print_table(headers, rows):

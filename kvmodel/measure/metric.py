@@ -68,11 +68,34 @@ def _label_key(labels: dict, drop=("le",)) -> tuple:
     return tuple(sorted((k, v) for k, v in labels.items() if k not in drop))
 
 
+_MEANING = "a duration, size or speed"  # every metric read is one of these
+
+
 def summarise_metric(
     metric: str, scale: float, rows: list[PromSample], name: str, notes: list
 ) -> MetricSummary | None:
     """Sum one metric's samples into a :class:`MetricSummary` in SI units (values × ``scale``);
-    ``notes`` gets what the caller should know (a label set without a ``+Inf`` bucket)."""
+    ``notes`` gets what the caller should know (a label set without a ``+Inf`` bucket).
+    Negative values, and totals beyond a float's range (values near 1e308), are a
+    :class:`MeasureError`."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked below
+        summary = _summarise(metric, scale, rows, name, notes)
+    if summary is not None:
+        shown = (summary.count, summary.sum, summary.mean, summary.p50, summary.p90, summary.p99)
+        inner = [c for _, c in summary.buckets] + list(summary.samples)
+        if any(x is not None and math.isinf(x) for x in shown) or not all(
+            math.isfinite(x) for x in inner
+        ):
+            raise MeasureError(
+                f"{name}: {metric}: the values add up beyond what a number holds (over "
+                "1.8e308); expected the counts and sums of one scrape"
+            )
+    return summary
+
+
+def _summarise(
+    metric: str, scale: float, rows: list[PromSample], name: str, notes: list
+) -> MetricSummary | None:
     buckets: dict[tuple, list] = {}
     sums: dict[tuple, float] = {}
     counts: dict[tuple, float] = {}
@@ -83,6 +106,12 @@ def summarise_metric(
         suffix = s.name[len(metric) :]
         if suffix in ("_bucket", "_sum", "_count", "_total", "") and not math.isfinite(value):
             raise MeasureError(f"{name}: line {n}: {s.name} is {value}; expected a finite number")
+        if value < 0 and suffix in ("_bucket", "_sum", "_count", "_total", ""):
+            what = "a count" if suffix in ("_bucket", "_count") else _MEANING
+            raise MeasureError(
+                f"{name}: line {n}: {s.name} is {value:g}; expected {what} ≥ 0 "
+                f"({metric} cannot be negative)"
+            )
         if suffix == "_bucket":
             if "le" not in s.labels:
                 raise MeasureError(
@@ -90,13 +119,13 @@ def summarise_metric(
                 )
             try:
                 le = float(s.labels["le"])
+                if le != le:
+                    raise ValueError
             except ValueError:
                 raise MeasureError(
                     f"{name}: line {n}: le={s.labels['le']!r} is not a number; expected a bucket "
                     "upper bound such as 0.5 or +Inf"
                 ) from None
-            if value < 0:
-                raise MeasureError(f"{name}: line {n}: {s.name} is {value:g}; expected a count ≥ 0")
             buckets.setdefault(_label_key(s.labels), []).append((le, value, n))
         elif suffix == "_sum":
             sums[_label_key(s.labels)] = value
@@ -127,14 +156,18 @@ def summarise_metric(
                 series.append((math.inf, max(inf, series[-1][1])))
                 notes.append(f"{metric}: a label set has no +Inf bucket; its _count stands in")
             per_series.append(series)
-        bounds = sorted({le for s in per_series for le, _ in s})
-        summed = []
-        for le in bounds:  # sum by (le); a series without this bound counts up to its last ≤ le
-            total = 0.0
-            for s in per_series:
-                below = [c for b, c in s if b <= le]
-                total += below[-1] if below else 0.0
-            summed.append((le, total))
+        # sum by (le): a series without a bound counts up to its last bound below it, so
+        # each series adds its increments at its own bounds; linear in the samples
+        steps: dict[float, float] = {}
+        for s in per_series:
+            prev = 0.0
+            for le, c in s:
+                steps[le] = steps.get(le, 0.0) + (c - prev)
+                prev = c
+        summed, running = [], 0.0
+        for le in sorted(steps):
+            running += steps[le]
+            summed.append((le, running))
         count = sum(counts.values()) if counts else summed[-1][1]
         total_sum = sum(sums.values()) * scale if sums else math.nan
         mean = total_sum / count if count > 0 and math.isfinite(total_sum) else None

@@ -95,17 +95,17 @@ def parse_prometheus_metrics(text: str, name: str = "metrics") -> Metrics:
     ÷ the mean TTFT (None without both).
     """
     text = check_text(text, name)
-    samples = parse_exposition(text, name, expected=_PROM_EXPECTED, error=MeasureError)
     by_metric: dict[str, list] = {m: [] for m in METRIC_SCALES}
-    seen: dict[str, None] = {}
-    suffixes = ("_bucket", "_sum", "_count", "_total", "_created", "")
-    for s in samples:
-        seen[s.name] = None
-        for metric in METRIC_SCALES:
-            if s.name.startswith(metric) and s.name[len(metric) :] in suffixes:
-                if not s.name.endswith("_created"):
-                    by_metric[metric].append(s)
-                break
+    seen: dict[str, None] = {}  # every sample name, for the message when none is read
+    wanted = {m + x: m for m in METRIC_SCALES for x in ("_bucket", "_sum", "_count", "_total", "")}
+
+    def keep(sample_name: str) -> bool:
+        if len(seen) <= 12:
+            seen[sample_name] = None
+        return sample_name in wanted
+
+    for s in parse_exposition(text, name, expected=_PROM_EXPECTED, error=MeasureError, keep=keep):
+        by_metric[wanted[s.name]].append(s)
     notes: list[str] = []
     summaries = {}
     for metric, rows in by_metric.items():
@@ -115,7 +115,7 @@ def parse_prometheus_metrics(text: str, name: str = "metrics") -> Metrics:
                 summaries[metric] = summary
     if not summaries:
         found = ", ".join(list(seen)[:12]) or "no samples"
-        more = f" (and {len(seen) - 12} more)" if len(seen) > 12 else ""
+        more = " (and more)" if len(seen) > 12 else ""
         raise MeasureError(
             f"{name}: none of the KV-transfer metrics in this Prometheus text; expected any of "
             f"{', '.join(METRIC_SCALES)}; found: {found}{more}"

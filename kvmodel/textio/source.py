@@ -104,19 +104,32 @@ class Source:
         if self._limit is not None:
             self._got += got
             if self._got > self._limit:
-                raise self.error(
-                    f"{self.name}: decompressed, the file is over {self._limit / 1e6:g} MB "
-                    f"({GZIP_EXPANSION}× the {self._max_bytes / 1e6:g} MB limit); "
-                    "upload a smaller sample"
-                )
+                raise self._too_big()
         return got
 
+    def _too_big(self) -> TextError:
+        why = (
+            f"({GZIP_EXPANSION}× the {self._max_bytes / 1e6:g} MB limit)"
+            if self._limit > self._max_bytes
+            else "(the limit for a file read whole: JSON, JSON Lines, Prometheus text)"
+        )
+        return self.error(
+            f"{self.name}: decompressed, the file is over {self._limit / 1e6:g} MB {why}; "
+            "upload a smaller sample"
+        )
+
     def whole(self) -> bytes:
-        """Everything after the byte-order mark (JSON, Prometheus text, Parquet from memory)."""
+        """Everything after the byte-order mark (JSON, Prometheus text, Parquet from memory).
+        Decompressed gzip is held to ``max_bytes`` here (not :data:`GZIP_EXPANSION` × it): the
+        formats read whole take a few times their size in memory."""
         if self._data is not None:
             if self._skip:
                 self._data, self._skip = self._data[self._skip :], 0
             return self._data
+        if self._limit is not None:  # held in memory whole: the plain file's limit
+            self._limit = min(self._limit, self._max_bytes)
+            if self._got > self._limit:
+                raise self._too_big()
         parts = [self.head]
         while True:
             buf = bytearray(_PIECE)

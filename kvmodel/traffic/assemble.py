@@ -52,6 +52,7 @@ def assemble(col: Collect, det: dict, container: str, name: str, where: str) -> 
     if "arrival_s" in values:
         arrival_s, info["time_unit"] = _seconds(values.pop("arrival_s"), col.time_kind, det)
         span_s = float(arrival_s.max()) if arrival_s.size > 1 else None  # the earliest is 0
+        check_span(span_s, info["time_unit"], det)
     cached = None
     if det["fmt"] == "mooncake" and col.hashes:
         hashes = pa.chunked_array(col.hashes)
@@ -91,6 +92,37 @@ def _seconds(x: np.ndarray, kind: str, det: dict) -> tuple[np.ndarray, str]:
     return x, unit
 
 
+MAX_REQUESTS = 1e15  # a histogram's total: 30 million requests a second for a year
+
+
+def check_total(total: float, column: str, kind: str = "count") -> None:
+    """Refuse a histogram whose counts add up to more than :data:`MAX_REQUESTS` (counts near
+    1e308 overflow to inf and NaN in every number computed from them)."""
+    if not total <= (MAX_REQUESTS if kind == "count" else np.finfo(float).max):
+        shown = f"{total:.3g}" if np.isfinite(total) else "more than a number holds (1.8e308)"
+        raise TrafficError(
+            f"{column}: the counts add up to {shown}, over the limit of {MAX_REQUESTS:.0e} "
+            "requests; expected the request counts of one trace or scrape"
+            if kind == "count"
+            else f"{column}: the shares add up to {shown}; expected shares that sum to about 1"
+        )
+
+
+MAX_SPAN_S = 10 * 365.25 * 86400  # a trace longer than ten years is a misread time column
+
+
+def check_span(span_s: float | None, unit: str, det: dict) -> None:
+    """Refuse arrivals that span more than :data:`MAX_SPAN_S` (times like 1e30 would give a
+    rate of 1e-21 requests/s, a number that looks like an answer)."""
+    if span_s is not None and not span_s <= MAX_SPAN_S:
+        years = f"{span_s / (365.25 * 86400):.3g} years" if np.isfinite(span_s) else "no end"
+        raise TrafficError(
+            f"{det['arrival_s']}: the arrival times span {years} (read as {unit}); expected the "
+            "times of one trace (epoch or relative seconds, ms, us or ns) spanning under 10 "
+            "years; check the time column (--time-column, or none)"
+        )
+
+
 def time_unit(sample: np.ndarray, det: dict) -> str:
     """The unit of a numeric time column: from the layout or the column's name, else from the
     magnitude of a sample of its values (epoch ms / us / ns are > 1e11 / 1e14 / 1e17)."""
@@ -108,7 +140,8 @@ def _histogram(values, keep, det, info, col: Collect, skipped_rows, name) -> Req
     skipped = list(col.skipped)
     overflow = np.isinf(bounds)
     finite_b = bounds[~overflow]
-    over = float(w[overflow].sum())
+    with np.errstate(over="ignore"):  # checked with the total below
+        over = float(w[overflow].sum())
     top = int(np.floor(finite_b.max())) if finite_b.size else 0
     if over > 0:
         rows = np.arange(col.n) if keep is None else np.flatnonzero(keep)
@@ -122,9 +155,11 @@ def _histogram(values, keep, det, info, col: Collect, skipped_rows, name) -> Req
             skipped.append((num, reason))
             skipped_rows += 1
     lengths, inverse = np.unique(np.floor(finite_b).astype(np.int64), return_inverse=True)
-    counts = np.bincount(inverse, weights=w[~overflow], minlength=len(lengths))
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        counts = np.bincount(inverse, weights=w[~overflow], minlength=len(lengths))
+        total = counts.sum()
+        check_total(total + over, det["weights"], det["weights_kind"])
     nonzero = counts > 0
-    total = counts.sum()
     if total <= 0:
         extra = f" (the +Inf bucket holds {over:g})" if over > 0 else ""
         raise TrafficError(

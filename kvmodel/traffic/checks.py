@@ -171,7 +171,7 @@ def _bounds(arr: pa.ChunkedArray, column: str) -> _Checked:
         inf = np.array([str(v).strip().lower() in ("+inf", "inf", "infinity") for v in text])
         x = np.where(inf, np.inf, x) if len(x) else x
     with np.errstate(invalid="ignore"):
-        bad = np.isnan(x) | (x < 0)
+        bad = np.isnan(x) | (x < 0) | (np.isfinite(x) & (x > 2**62))  # as prompt lengths do
     return _Checked(np.where(bad, 0.0, x), _any(bad), arr, column, expected)
 
 

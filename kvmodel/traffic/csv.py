@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from functools import partial
 
+import numpy as np
 import pyarrow as pa
 
 from ..textio import Source
 from .checks import Part, check
 from .collect import Collect, Hints
-from .result import MAX_EXAMPLES, arrow_message
+from .result import MAX_EXAMPLES, TrafficError, arrow_message
 
 _DELIMS = {"csv": ",", "tsv": "\t", "ssv": ";"}
+MAX_COLUMNS = 10_000  # a header with more is not a request table (and Arrow's message is obscure)
 
 
 def csv_names(source: Source, kind: str) -> tuple[list[str], int]:
@@ -29,6 +31,12 @@ def csv_names(source: Source, kind: str) -> tuple[list[str], int]:
     line = source.head[start:end]
     if not line.strip():
         return [], end
+    columns = line.count(_DELIMS[kind].encode()) + 1
+    if columns > MAX_COLUMNS:
+        raise TrafficError(
+            f"row 1 (the header) has {columns:,} columns, over the {MAX_COLUMNS:,} limit; "
+            "expected a table with one request per row and a column for its prompt length"
+        )
     table = pacsv.read_csv(
         pa.py_buffer(line),
         read_options=pacsv.ReadOptions(use_threads=False),
@@ -81,7 +89,48 @@ class PieceError(Exception):
         return f"{name}: cannot parse the table: {msg}"
 
 
+def _fields(delim: str) -> re.Pattern:
+    """Text up to the first quoted field that never closes, in one match: runs without
+    quotes, quoted fields (a quote after a delimiter or a line break, to its closing quote,
+    ``""`` inside an escaped quote) and quotes inside a field (``27"``, as Arrow reads them).
+    Possessive, so it never backtracks."""
+    sep = re.escape(delim.encode())
+    return re.compile(
+        rb'(?:[^"]++|"(?<=[' + sep + rb'\n]")(?:[^"]++|"")*+"|"(?<![' + sep + rb'\n]"))*+'
+    )
+
+
+_FIELDS = {d: _fields(d) for d in _DELIMS.values()}
+_FIRST = re.compile(rb'"(?:[^"]++|"")*+(")?')  # a quoted field at the very start
+
+
+def _open_quote(piece, delim: str) -> None:
+    """Raise :class:`PieceError` when a quoted field in ``piece`` never closes: Arrow would
+    read the rest of the piece as one value and the rows in it would vanish without a word.
+    Quoted fields pair their quotes, so an even count of quotes is passed at once (a field that
+    never closes together with an odd count of quotes inside fields is not caught)."""
+    if np.count_nonzero(np.frombuffer(piece, np.uint8) == 34) % 2 == 0:  # 34: '"'
+        return
+    first = _FIRST.match(piece)
+    if first is not None and first.group(1) is None:
+        at = 0
+    else:
+        at = _FIELDS[delim].match(piece, 0 if first is None else first.end()).end()
+        if at == len(piece):
+            return
+    rest = bytes(piece[at:])
+    lines = rest.count(b"\n")
+    row = bytes(piece[:at]).count(b"\n") + 1
+    raise PieceError(
+        f'Row #{row}: a quote (") opens here and never closes, so the {lines:,} '
+        f"line{'' if lines == 1 else 's'} after it would be read as one value "
+        f"({rest[:40].decode('utf-8', 'replace')!r}…); expected every quote that starts a "
+        'value to close (write a quote inside a quoted value as "")'
+    )
+
+
 def _csv_part(piece, names, needed, delim, det, hints: Hints, name: str) -> Part:
+    _open_quote(piece, delim)
     table, dropped = _parse_csv(piece, names, needed, delim, hints.types, name)
     numbers = sorted(d[0] or 0 for d in dropped)
 

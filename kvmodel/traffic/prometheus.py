@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..textio import decode, labels_text, parse_exposition
+from .assemble import check_total
 from .result import Requests, TrafficError, examples
 
 PROMETHEUS_PROMPT_METRICS = {
@@ -22,14 +23,21 @@ def load_prometheus(data: bytes, name: str) -> Requests:
     :data:`PROMETHEUS_PROMPT_METRICS` found, de-cumulated, summed over label sets."""
     text = decode(data, name, expected="Prometheus text", error=TrafficError)
     series: dict[str, dict[tuple, list]] = {}
-    for s in parse_exposition(text, name, expected=_EXPECTED, error=TrafficError):
+    seen: dict[str, None] = {}  # the histograms found, for the message when none is read
+
+    def keep(sample_name: str) -> bool:
+        if sample_name.endswith("_bucket") and len(seen) <= 12:
+            seen[sample_name.removesuffix("_bucket")] = None
+        return sample_name.removesuffix("_bucket") in PROMETHEUS_PROMPT_METRICS
+
+    for s in parse_exposition(text, name, expected=_EXPECTED, error=TrafficError, keep=keep):
         if s.name.endswith("_bucket") and "le" in s.labels:
             base = s.name.removesuffix("_bucket")
             key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
             series.setdefault(base, {}).setdefault(key, []).append(s)
     metric = next((m for m in PROMETHEUS_PROMPT_METRICS if m in series), None)
     if metric is None:
-        found = ", ".join(sorted(series)) or "none"
+        found = ", ".join(sorted(seen)[:12]) or "none"
         wanted = ", ".join(f"{m}_bucket" for m in PROMETHEUS_PROMPT_METRICS)
         raise TrafficError(
             f"{name}: no prompt-length histogram in this Prometheus text; expected {wanted}; "
@@ -44,11 +52,18 @@ def load_prometheus(data: bytes, name: str) -> Requests:
         for s in samples:
             try:
                 le = float(s.labels["le"])
+                if le != le:  # NaN: no bound, and it sorts nowhere
+                    raise ValueError
             except ValueError:
                 raise TrafficError(
                     f"{name}: line {s.line}: le={s.labels['le']!r} is not a number; "
                     "expected a bucket upper bound such as 100.0 or +Inf"
                 ) from None
+            if 2**62 < le < np.inf:
+                raise TrafficError(
+                    f"{name}: line {s.line}: le={s.labels['le']!r} is over 2^62 tokens, not a "
+                    "prompt length; expected a bucket upper bound such as 100.0 or +Inf"
+                )
             rows.append((le, float(s.value), s))
         rows.sort(key=lambda r: r[0])
         prev_le, prev = None, 0.0
@@ -86,6 +101,8 @@ def load_prometheus(data: bytes, name: str) -> Requests:
                 )
     lengths = np.array(sorted(per_bound), dtype=np.int64)
     counts = np.array([per_bound[b] for b in lengths], dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        check_total(counts.sum() + overflow, bucket_name)
     if counts.sum() <= 0:
         extra = f" (+Inf holds {overflow:g})" if overflow else ""
         raise TrafficError(
@@ -98,7 +115,8 @@ def load_prometheus(data: bytes, name: str) -> Requests:
         "prompt_tokens": f"{bucket_name} (le, upper bound)",
         "weights": f"{bucket_name} (de-cumulated)",
         "weights_kind": "count",
-        "label_sets": "; ".join(labels_text(dict(k)) for k in series[metric]),
+        "label_sets": "; ".join(labels_text(dict(k)) for k in list(series[metric])[:20])
+        + (f"; … ({len(series[metric]):,} in all)" if len(series[metric]) > 20 else ""),
     }
     if overflow:
         info["overflow_requests"] = overflow

@@ -92,7 +92,8 @@ def load_traffic(
     except TrafficError:
         raise
     except (pa.ArrowException, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
-        shown = name or getattr(src, "name", None) or "the file"
+        path = src if isinstance(src, str) else getattr(src, "name", None)
+        shown = name or (str(path).rsplit("/", 1)[-1] if path else "the file")
         raise TrafficError(
             f"{shown}: cannot read it ({type(exc).__name__}: {arrow_message(exc)}); expected CSV, "
             "TSV, Parquet, JSON Lines or Prometheus text with one prompt length per request"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .assemble import check_usable, time_unit
+from .assemble import check_span, check_usable, time_unit
 from .checks import UNIT_SCALE, Part
 from .collect import Collect
 from .result import Requests, examples
@@ -131,6 +131,7 @@ class Tally(Collect):
         timed = [t for t in self.tallies if t.time_kind and t.time_kind == self.time_kind]
         if det["arrival_s"] and timed:
             span, info["time_unit"] = _span(timed, self.time_kind, det)
+            check_span(span, info["time_unit"], det)
         if det["fmt"] == "burstgpt" and det["output_tokens"]:
             info["failed_requests"] = sum(t.failed for t in self.tallies)
         return Requests(
