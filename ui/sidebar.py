@@ -96,7 +96,7 @@ def _seq_options(max_ctx: int, current: int) -> list[int]:
 # a browser that had not drawn the widget yet when a click sent a rerun (a click right after
 # opening a shared link) showed that default and sent it back on the next interaction: the
 # link's scenario was lost.
-SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec")
+SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec", "stack")
 
 
 def sidebar_controls() -> None:
