@@ -173,7 +173,7 @@ def main(argv=None) -> int:
         f"server RSS: {r['rss_server_started_mb']:.0f} MB started, "
         f"{r['rss_1_session_mb']:.0f} MB after 1 session "
         f"(drawn in {r['first_session_drawn_s']:.1f} s), "
-        f"{r[f'rss_{n}_sessions_mb']:.0f} MB after {n} sessions "
+        f"{r['rss_all_sessions_mb']:.0f} MB after {n} sessions "
         f"(the other {n - 1} drawn in {r['other_sessions_drawn_s']:.1f} s, opened at once)"
     )
     print(f"memory per extra session: {r['mb_per_extra_session']:.2f} MB "
