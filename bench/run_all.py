@@ -1,7 +1,9 @@
 """``make bench``: server-side rerun times (AppTest) and control-to-chart times (browser), one
-summary per page with ratios to the trivial one-chart page and PASS/FAIL against the targets.
+summary per page with ratios to the trivial one-chart page and PASS/FAIL against the targets;
+then the server's memory per browser session (``server_memory.py``, 1 and 20 sessions).
 
-Each part runs in its own process (``page_rerun.py``, ``control_to_chart.py``), writing JSON to
+Each part runs in its own process (``page_rerun.py``, ``control_to_chart.py``,
+``server_memory.py``), writing JSON to
 ``bench/out/`` (git-ignored); the browser part is skipped with a message when Debian chromium or
 playwright is missing.  ``--profile`` then runs ``profile_rerun.py`` on the pages that missed the
 rerun target.  Exit status 1 when any target is missed.
@@ -101,7 +103,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     rerun_json, c2c_json = OUT / "page_rerun.json", OUT / "control_to_chart.json"
-    for stale in (rerun_json, c2c_json):
+    mem_json = OUT / "server_memory.json"
+    for stale in (rerun_json, c2c_json, mem_json):
         stale.unlink(missing_ok=True)
 
     run("page_rerun.py", "--runs", str(args.runs), "--json", str(rerun_json))
@@ -114,6 +117,8 @@ def main(argv=None) -> int:
         run("control_to_chart.py", "--repeats", str(args.repeats), "--json", str(c2c_json))
         if c2c_json.exists():
             c2c = json.loads(c2c_json.read_text())
+        print()
+        run("server_memory.py", "--sessions", "20", "--json", str(mem_json))
     if not rerun_json.exists():
         print("page_rerun.py wrote no results")
         return 1
@@ -130,6 +135,16 @@ def main(argv=None) -> int:
     if c2c:
         print(f"control→chart: Enter in a sidebar number input → every changed chart drawn with "
               f"its new figure; target median ≤ {CONTROL_TO_CHART_MS:g} ms.")  # fmt: skip
+    if mem_json.exists():
+        mem = json.loads(mem_json.read_text())
+        print(f"server memory: {mem['mb_per_extra_session']:.2f} MB per extra session "
+              f"({mem['rss_1_session_mb']:.0f} MB with 1 session, "
+              f"{mem['rss_all_sessions_mb']:.0f} MB with {mem['sessions']}); "
+              f"target ≤ {mem['target_mb_per_session']:g} MB {verdict(mem['pass'])}")  # fmt: skip
+        if not mem["pass"]:
+            missed.append("server memory per session")
+    elif not why_not:
+        missed.append("server memory (no result)")
     print("Targets missed: " + (", ".join(missed) if missed else "none"))
     if args.profile:
         slow = sorted({s.split(":")[0] for s in missed if s.endswith("rerun")})

@@ -69,6 +69,21 @@ def _set_seq_from_exact() -> None:
     st.session_state["seq"] = int(st.session_state["seq_exact"])
 
 
+def _number_input(box, label: str, lo, hi, *, key: str, **kwargs):
+    """``box.number_input`` whose first paint shows the session's value, not its minimum.
+
+    Streamlit's number box paints its proto ``default`` (the minimum, when no ``value`` is
+    given) before it applies the value set through session state.  Under load that first
+    paint lasted long enough to be seen, and clicked: 20 sessions opened from links at once
+    showed Batch = 1 in 11 of them (tests/e2e/test_load.py).  Passing the session's value as
+    the default makes both paints agree; the key still holds the state.
+    """
+    floats = any(isinstance(v, float) for v in (lo, hi, kwargs.get("step")))
+    value = min(max(st.session_state[key], lo), hi)
+    value = float(value) if floats else int(value)
+    return box.number_input(label, lo, hi, value=value, key=key, **kwargs)
+
+
 def _seq_options(max_ctx: int, current: int) -> list[int]:
     nice = [int(v) for base in (128 * 2**k for k in range(20)) for v in (base, base * 3 // 2)]
     opts = sorted({v for v in nice if v <= max_ctx} | {max_ctx, current})
@@ -81,7 +96,7 @@ def _seq_options(max_ctx: int, current: int) -> list[int]:
 # a browser that had not drawn the widget yet when a click sent a rerun (a click right after
 # opening a shared link) showed that default and sent it back on the next interaction: the
 # link's scenario was lost.
-SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec")
+SIDEBAR_KEYS = ("model", "batch", "link", "bw", "lat", "eff", "comp", "lw", "codec", "stack")
 
 
 def sidebar_controls() -> None:
@@ -108,7 +123,8 @@ def sidebar_controls() -> None:
     )
     ss["seq_exact"] = ss["seq"]
     c1, c2 = sb.columns(2)
-    c1.number_input(
+    _number_input(
+        c1,
         "Exact tokens",
         1,
         spec.max_context_tokens,
@@ -116,7 +132,7 @@ def sidebar_controls() -> None:
         step=1,
         on_change=_set_seq_from_exact,
     )
-    c2.number_input("Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
+    _number_input(c2, "Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
     links = P.link_ids() + [P.CUSTOM_LINK]
     sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
     if ss["link"] != P.CUSTOM_LINK:
@@ -145,8 +161,8 @@ def sidebar_controls() -> None:
     )
     if ss["link"] == P.CUSTOM_LINK:
         c1, c2 = sb.columns(2)
-        c1.number_input("Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
-        c2.number_input("Latency [µs]", 0.0, 1_000_000.0, key="lat")
+        _number_input(c1, "Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
+        _number_input(c2, "Latency [µs]", 0.0, 1_000_000.0, key="lat")
     sb.slider(
         "Link efficiency [%]",
         1.0,
@@ -170,7 +186,8 @@ def sidebar_controls() -> None:
             help="Each layer's KV leaves as soon as prefill has computed it.",
         )
         if ss["comp"] != "none":
-            st.number_input(
+            _number_input(
+                st,
                 "Quantize/dequantize throughput [GB/s]",
                 1.0,
                 100_000.0,
@@ -201,7 +218,8 @@ def _hardware_controls(box, spec) -> None:
         c1, c2 = st.columns(2)
         c1.selectbox("Prefill TP", tps, key="tp")
         c2.selectbox("Decode TP", tps, key="tpd")
-        st.number_input(
+        _number_input(
+            st,
             "Parallel links (0 = the NICs both instances have)",
             0,
             1024,
@@ -245,14 +263,14 @@ def _times_controls(box, spec) -> None:
                  help=I.get("step").help.replace("`", ""))  # fmt: skip
         if ss["step_mode"] == "Given":
             row = I.get("step")
-            st.number_input("Decode step [ms]", row.lo, float(row.hi), key="step_ms", step=1.0)
+            _number_input(st, "Decode step [ms]", row.lo, float(row.hi), key="step_ms", step=1.0)
         st.caption(_roofline_caption(spec))
         st.radio("Prefill time", ("Estimate", "Given"), key="prefill_mode", horizontal=True)
         if ss["prefill_mode"] == "Given":
-            st.number_input("Prefill [ms]", 0.0, 3_600_000.0, key="prefill_ms", step=10.0)
+            _number_input(st, "Prefill [ms]", 0.0, 3_600_000.0, key="prefill_ms", step=10.0)
         c1, c2 = st.columns(2)
-        c1.number_input("Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
-        c2.number_input("TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
+        _number_input(c1, "Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
+        _number_input(c2, "TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
 
 
 def _link_label(link_id: str) -> str:

@@ -25,6 +25,8 @@ def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=No
     def _store():
         ss[name] = from_widget(ss[wkey])
 
+    if widget is st.number_input:  # first paint shows the value, not the minimum (see
+        kwargs.setdefault("value", ss[wkey])  # ui.sidebar._number_input)
     return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
 
 

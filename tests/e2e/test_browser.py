@@ -272,3 +272,97 @@ def test_measure_upload_in_the_browser(page, app_url, wait_ready, screenshot):
     expect(page.get_by_test_id("stException")).to_have_count(0)
     wait_charts(page)
     screenshot(page, "measure-upload")
+
+
+def test_no_outbound_requests_with_exports(browser, app_url, wait_ready, tmp_path):
+    """Exports included (issue 14): every request the browser makes leaves nothing outside
+    (anything not on this machine is aborted and recorded), and the files downloaded (chart
+    HTML, PNG, SVG; the report; a CSV table) point at nothing outside either."""
+    from tests.e2e.conftest import VIEWPORT
+
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    blocked: list[str] = []
+
+    def guard(route):
+        host = urlparse(route.request.url).hostname
+        if urlparse(route.request.url).scheme in ("data", "blob") or host in (
+            "127.0.0.1",
+            "localhost",
+        ):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    try:
+        page.goto(f"{app_url}/?{urlencode(SHARED)}")
+        wait_ready(page)
+        expect(metric_value(page, "Whole cache")).to_be_visible()
+        files = {}
+        page.get_by_role("button", name="Export chart").first.click()
+        for name in ("Interactive HTML (opens offline)", "PNG", "SVG"):
+            with page.expect_download(timeout=90_000) as dl:
+                page.get_by_role("button", name=name, exact=True).click()
+            files[name] = tmp_path / dl.value.suggested_filename
+            dl.value.save_as(files[name])
+        page.keyboard.press("Escape")
+        page.get_by_test_id("stSidebar").get_by_text("Share this scenario").click()
+        with page.expect_download(timeout=90_000) as dl:
+            page.get_by_role("button", name="Download report (HTML)").click()
+        files["report"] = tmp_path / "report.html"
+        dl.value.save_as(files["report"])
+        open_nav(page, "Models")
+        expect(title(page, r"model")).to_be_visible()
+        with page.expect_download(timeout=90_000) as dl:
+            page.get_by_role("button", name=re.compile(r"CSV")).first.click()
+        files["csv"] = tmp_path / "table.csv"
+        dl.value.save_as(files["csv"])
+        page.wait_for_timeout(500)
+    finally:
+        context.close()
+    assert not blocked, f"outbound requests from the browser: {sorted(set(blocked))}"
+    assert all(urlparse(u).hostname == "127.0.0.1" for u in sockets), sockets
+    assert files["PNG"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = files["SVG"].read_text()
+    assert svg.lstrip().startswith("<svg") and "MathJax" not in svg
+    # xmlns values are names, not requests; a src, <link href> or url() to the network is one
+    for name in ("Interactive HTML (opens offline)", "SVG", "report"):
+        text = files[name].read_text()
+        text = re.sub(r"<script[^>]*>.*?</script>", "", text, flags=re.S)  # plotly.js itself
+        text = re.sub(r"<a\s[^>]*>", "", text)  # a link the reader may follow is no request
+        fetched = re.findall(r"""(?:src|href)\s*=\s*["']?((?:https?:)?//[^"'\s>]+)""", text)
+        fetched += re.findall(r"url\(\s*['\"]?((?:https?:)?//[^)'\"]+)", text)
+        assert not fetched, f"{name} would fetch {fetched[:3]}"
+    urls = re.findall(r"https?://[^\s,\"]+", files["csv"].read_text())
+    assert all(u.startswith(app_url) for u in urls), urls  # the scenario's own link only
+
+
+def test_kaleido_page_loads_nothing_from_the_network(chromium_path, monkeypatch):
+    """The PNG/SVG engine (kaleido, server side) renders a page of its own in a Chromium the
+    browser above never sees.  That page must load plotly.js from the installed package and no
+    MathJax: by default kaleido 1.x adds MathJax from cdnjs (issue 14 saw it in DNS)."""
+    import kaleido
+    import plotly.graph_objects as go
+
+    from ui import export
+
+    pages: list[str] = []
+    original = kaleido.PageGenerator.generate_index
+
+    def spy(self):
+        pages.append(original(self))
+        return pages[-1]
+
+    monkeypatch.setattr(kaleido.PageGenerator, "generate_index", spy)
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout={"title": "$x^2$ stays text"})
+    assert export.figure_svg(fig).lstrip().startswith(b"<svg")
+    assert export.figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pages, "kaleido generated no page (a new kaleido version?)"
+    for html in pages:
+        sources = re.findall(r'<script src="([^"]+)"', html)
+        assert sources and all(s.startswith("file://") for s in sources), sources
+        assert "mathjax" not in html.lower()
