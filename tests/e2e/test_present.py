@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402
 
+from tests.e2e.test_phone import CHART_TEXTS_JS, clashes  # noqa: E402
+
 PROJECTOR = {"width": 1920, "height": 1080}
 MIN_LABEL_PX = 14  # no text smaller, anywhere (issue 13)
 MIN_BODY_PX = 24  # body text at 1920×1080 (issue 13: "at least ~24 px")
@@ -89,6 +91,9 @@ def test_presentation_mode_reads_from_the_back(
     assert sum(s["kind"] == "svg" for s in sizes) > 10, "the charts' text was not measured"
     small = [s for s in sizes if s["px"] < MIN_LABEL_PX - 0.05]
     assert not small, f"text under {MIN_LABEL_PX} px on {path}: {small[:8]}"
+    # larger type still fits: no chart text runs into another or out of its chart
+    problems = [p for chart in page.evaluate(CHART_TEXTS_JS) for p in clashes(chart)]
+    assert not problems, f"{path}: " + "; ".join(problems[:10])
 
     strip = page.get_by_test_id("present-strip")
     expect(strip).to_be_visible()
