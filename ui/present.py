@@ -2,7 +2,7 @@
 
 - type readable from the back of a room: the root font is 24 px, so body text is 24 px and the
   smallest label Streamlit draws (0.75 rem) is 18 px; charts get the kit's presentation scale
-  (``ui.figkit.presentation``, applied where every chart is drawn, ``ui.exports_ui.chart``);
+  (``ui.figscale.presentation``, applied where every chart is drawn, ``ui.exports_ui.chart``);
 - a scenario strip above every page names what the numbers are about (the sidebar is hidden);
 - editing controls are hidden (buttons, downloads, export menus, uploaders, Compare's variant
   editors); one "Exit presentation mode" button stays.

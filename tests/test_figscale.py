@@ -1,4 +1,4 @@
-"""The figure kit (ui.figkit): the presentation scale every chart gets in presentation mode."""
+"""Charts at a projector's scale (ui.figscale): what every chart gets in presentation mode."""
 
 import pytest
 from sweeps_ms import mitigation_options, mitigation_table
@@ -6,7 +6,7 @@ from sweeps_ms import mitigation_options, mitigation_table
 from kvmodel.build import build_scenario
 from kvmodel.sensitivity import tornado
 from ui import figures
-from ui.figkit import PRESENT_FLOOR_PX, PRESENT_FONT_PX, presentation
+from ui.figscale import PRESENT_FLOOR_PX, PRESENT_FONT_PX, presentation
 
 
 def _sizes(node, out):
