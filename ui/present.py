@@ -26,6 +26,9 @@ PRESENTATION_CSS = f"""
 html {{ font-size: {ROOT_FONT_PX}px; }}
 .stMainBlockContainer {{ max-width: 96%; padding-top: 4.5rem; }}
 [data-testid="stMetricValue"] {{ font-size: 2.4rem; }}
+[data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) {{
+  zoom: 1.4; width: 71.4% !important;  /* a data grid draws 14 px text on a canvas */
+}}
 [data-testid="stElementContainer"]:has([data-testid="stButton"]):not(.st-key-{EXIT_KEY}),
 [data-testid="stElementContainer"]:has([data-testid="stDownloadButton"]),
 [data-testid="stElementContainer"]:has([data-testid="stPopover"]),

@@ -91,6 +91,11 @@ def test_presentation_mode_reads_from_the_back(
     assert sum(s["kind"] == "svg" for s in sizes) > 10, "the charts' text was not measured"
     small = [s for s in sizes if s["px"] < MIN_LABEL_PX - 0.05]
     assert not small, f"text under {MIN_LABEL_PX} px on {path}: {small[:8]}"
+    # a data grid draws its text (14 px) on a canvas: the page zooms it instead
+    for zoom in page.get_by_test_id("stDataFrame").evaluate_all(
+        "els => els.map(e => e.currentCSSZoom)"
+    ):
+        assert 14 * zoom >= 18, f"a table's canvas text at {14 * zoom:.1f} px on {path}"
     # larger type still fits: no chart text runs into another or out of its chart
     problems = [p for chart in page.evaluate(CHART_TEXTS_JS) for p in clashes(chart)]
     assert not problems, f"{path}: " + "; ".join(problems[:10])
