@@ -114,14 +114,20 @@ def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
     left = figures.figure_option_transfer(table, step_ms=30.0)
     right = figures.figure_ttft(table, title="t")
     assert len(pair.data) == len(left.data) + len(right.data)
-    assert {t.xaxis for t in pair.data[: len(left.data)]} == {"x"}
-    assert {t.xaxis for t in pair.data[len(left.data) :]} == {"x2"}
+    assert {(t.xaxis, t.yaxis) for t in pair.data[: len(left.data)]} == {("x", "y")}
+    assert {(t.xaxis, t.yaxis) for t in pair.data[len(left.data) :]} == {("x2", "y2")}
     assert_allclose(np.asarray(pair.data[0].x, dtype=float), table["exposed_transfer_ms"])
-    lo1, hi1 = pair.layout.xaxis.domain
-    lo2, hi2 = pair.layout.xaxis2.domain
-    assert 0 <= lo1 < hi1 < lo2 < hi2 <= 1
-    # the decode-step line stays on the left panel
-    assert [s.xref for s in pair.layout.shapes] == ["x"]
+    # stacked (side by side, the panels' texts ran into each other on a phone)
+    top, bottom = pair.layout.yaxis.domain, pair.layout.yaxis2.domain
+    assert 0 <= bottom[0] < bottom[1] < top[0] < top[1] <= 1
+    # the decode-step line stays on the top panel; each option is named above its bars in
+    # both panels, at the panel's left edge
+    assert [(s.xref, s.yref) for s in pair.layout.shapes] == [("x", "y domain")]
+    names = [a for a in pair.layout.annotations if a.text in set(table["option"])]
+    assert [a.xref for a in names] == ["x domain"] * len(table) + ["x2 domain"] * len(table)
+    # one legend: the step line and the TTFT parts, each once
+    shown = [t.name for t in pair.data if t.showlegend is not False]
+    assert shown == ["one decode step (30.0 ms)", "Prefill", "KV transfer", "First decode step"]
 
     df = tornado(sc)
     rows = figures.figure_tornado_panels(df)
@@ -132,7 +138,9 @@ def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
     top, bottom = rows.layout.yaxis.domain, rows.layout.yaxis2.domain
     assert 0 <= bottom[0] < bottom[1] < top[0] < top[1] <= 1
     assert rows.layout.xaxis.range == ttft.layout.xaxis.range
-    assert rows.layout.height == ttft.layout.height + share.layout.height
+    # each panel keeps its plot's height; one legend above both (the panels' own were alike)
+    plots = [f.layout.height - f.layout.margin.t - 10 for f in (ttft, share)]
+    assert rows.layout.height == rows.layout.margin.t + sum(plots) + 120 + 10
 
 
 def test_option_labels_never_sit_on_the_decode_step_line():

@@ -86,8 +86,15 @@ def figure_downloads(fig, name: str) -> None:
 
 
 def chart(fig, name: str, container=None) -> None:
-    """A chart with its Export menu (in ``container``, e.g. a column; default the page)."""
+    """A chart with its Export menu (in ``container``, e.g. a column; default the page).
+
+    In presentation mode the chart is drawn at projector scale and without the menu."""
+    from . import figscale, perf, present
+
     target = container if container is not None else st.container()
+    if present.active():  # memoised by the figure's identity: pages pass cached figures
+        target.plotly_chart(perf.cached(figscale.presentation, fig), width="stretch")
+        return
     target.plotly_chart(fig, width="stretch")
     with target:
         figure_downloads(fig, name)

@@ -215,6 +215,53 @@ def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
     )
 
 
+ROW_PX = 46  # one category row of a bar chart with names above its bars
+NAME_BAND = 0.45  # the top share of a row that holds its name; the bar sits below it
+LEGEND_ROW_PX = 21  # one entry of a legend stacked one per line
+TITLE_PX = 40  # the figure's title, at the top of the figure
+
+
+def _names_above(fig: _Fig, names, *, bar: float = 0.5) -> None:
+    """Horizontal bars named by a line of text above each bar instead of tick labels on the
+    left.  The names then take height, not width: on a 390 px phone the bars keep the whole
+    width and no name runs into a bar label.  Every bar trace is moved into the lower part of
+    its row (``offset``) with thickness ``bar`` (in rows) unless it sets its own; the names
+    sit in the top ``NAME_BAND`` of the row.
+    """
+    names = list(names)
+    for trace in fig.data:
+        if trace.get("type") == "bar":
+            trace.setdefault("width", bar)
+            trace.setdefault("offset", NAME_BAND - 0.5)
+    fig.update_yaxes(
+        showticklabels=False, range=[len(names) - 0.5, -0.5], title=None, autorange=False
+    )
+    for i, name in enumerate(names):
+        fig.add_annotation(text=name, x=0, xref="x domain", xanchor="left", y=i - 0.5,
+                           yanchor="top", showarrow=False)  # fmt: skip
+
+
+def _legend_entries(fig: _Fig) -> int:
+    return sum(1 for t in fig.data if t.get("name") and t.get("showlegend") is not False)
+
+
+def _legend_stacked(fig: _Fig, *, above_px: int = 0) -> None:
+    """A legend of one entry per line between the title and the plot (or ``above_px`` higher):
+    it is as wide as its longest entry, so it fits a phone and never wraps into the title."""
+    fig.update_layout(
+        legend={
+            "orientation": "v",
+            "yanchor": "bottom",
+            "xanchor": "left",
+            "x": 0,
+            "y": 1.0,
+            "traceorder": "normal",
+        },  # fmt: skip
+        title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
+        margin={"t": TITLE_PX + LEGEND_ROW_PX * _legend_entries(fig) + 12 + above_px},
+    )
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
@@ -238,13 +285,18 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
     annotations follow its axes.
     """
     out = _Fig()
+    named: set[str] = set()
     n = len(figs)
     heights = [int(fig.layout.get("height", 420)) for fig in figs]
     top = max(int(fig.layout.get("margin", {}).get("t", 60)) for fig in figs) + 30
     plot_px = (sum(heights) if rows else max(heights)) - top - 10
-    if rows:  # room for the axis title above and the next panel's heading, in pixels
+    if rows:  # each panel keeps its plot's pixels; between panels, room for the axis title
+        # above and the next panel's heading; one legend above all (its margin: at the end)
+        tops = [int(fig.layout.get("margin", {}).get("t", 60)) for fig in figs]
+        plots = [h - t - 10 for h, t in zip(heights, tops, strict=True)]
+        plot_px = sum(plots) + 120 * (n - 1)
         gap = 120 / plot_px
-    share = [h / sum(heights) for h in heights] if rows else [1 / n] * n
+    share = [p / sum(plots) for p in plots] if rows else [1 / n] * n
     span = 1 - gap * (n - 1)
     edges, pos = [], 1.0 if rows else 0.0
     for k in range(n):
@@ -256,11 +308,14 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
         suffix = "" if k == 0 else str(k + 1)
         xname, yname = f"x{suffix}", (f"y{suffix}" if rows else "y")
         lay = fig.layout
-        hide_legend = lay.get("showlegend") is False or (rows and k > 0)
+        hide_legend = lay.get("showlegend") is False
         for trace in fig.data:
             trace = dict(trace, xaxis=xname, yaxis=yname)
-            if hide_legend and not str(trace.get("name", "")).startswith("base"):
+            name = str(trace.get("name", ""))
+            if hide_legend or (rows and name in named):  # rows: each entry once
                 trace["showlegend"] = False
+            elif trace.get("showlegend") is not False and name:
+                named.add(name)
             out.data.append(trace)
         xaxis = dict(lay.get("xaxis", {}), anchor=yname)
         yaxis = dict(lay.get("yaxis", {}))
@@ -285,7 +340,8 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
             )
         for note in lay.get("annotations", []):
             yref = ref["yref"] if note.get("yref") == "paper" else note.get("yref", yname)
-            out.layout.setdefault("annotations", []).append(dict(note, xref=xname, yref=yref))
+            xref = f"{xname} domain" if str(note.get("xref", "")).endswith("domain") else xname
+            out.layout.setdefault("annotations", []).append(dict(note, xref=xref, yref=yref))
         heading = lay.get("title", {}).get("text")
         if heading:
             out.add_annotation(
@@ -296,12 +352,18 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
         for key in ("barmode", "hoverlabel"):
             if key in lay:
                 out.layout[key] = lay[key]
-        if "legend" in lay and not hide_legend:  # above its panel (rows: above its heading)
-            legend = dict(lay["legend"], x=0 if rows else lo)
-            out.layout["legend"] = dict(legend, y=1 + 34 / plot_px) if rows else legend
+        if "legend" in lay and not hide_legend and not rows:  # above its panel
+            out.layout["legend"] = dict(lay["legend"], x=lo)
     out.layout.update(
         title={"text": title, "x": 0, "xanchor": "left"},
         height=sum(heights) if rows else max(heights),
         margin={"l": 10, "r": 10, "t": top + (40 if rows else 0), "b": 10},
     )
+    if rows:  # one legend, one entry per line, above the first panel's heading
+        entries = _legend_entries(out)
+        out.layout["legend"] = {"orientation": "v", "x": 0, "xanchor": "left", "yanchor": "bottom",
+                                "y": 1 + 40 / plot_px, "traceorder": "normal"}  # fmt: skip
+        out.layout["title"].update(y=1, yref="container", yanchor="top", pad={"t": 10})
+        out.layout["margin"]["t"] = TITLE_PX + 40 + LEGEND_ROW_PX * entries + 12
+        out.layout["height"] = out.layout["margin"]["t"] + plot_px + 10
     return out

@@ -19,12 +19,14 @@ from kvmodel.inputs import DEFAULT_BAND_MS
 from .figkit import (
     BAND_COLOR,
     LAYOUT_COLORS,
+    ROW_PX,
     SEGMENT_COLORS,
     _Fig,
     _finished,
     _groups,
     _layout,
-    _legend_on_top,
+    _legend_stacked,
+    _names_above,
     _panels,
     link_color,
     link_name,
@@ -92,9 +94,11 @@ __all__ = [  # the builders defined here and those re-exported from the modules 
 @_finished
 def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Mitigations page: exposed transfer per option (left) beside its TTFT breakdown (right)."""
-    left = figure_option_transfer.unbuilt(table, step_ms=step_ms)
-    right = figure_ttft.unbuilt(table, title="TTFT per option")
-    return _panels([left, right], title="Each option: what decode waits for, and TTFT", rows=False)
+    top = figure_option_transfer.unbuilt(table, step_ms=step_ms)
+    bottom = figure_ttft.unbuilt(table, title="TTFT per option")
+    # stacked, each panel as wide as the page: side by side, their headings, legend and axis
+    # titles ran into each other on a phone (and the headings crowded at 1280 px)
+    return _panels([top, bottom], title="What each option changes", rows=True)
 
 
 @_finished
@@ -121,15 +125,10 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
             "<extra>%{y}</extra>",
         )
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig = _layout(
-        fig,
-        title,
-        "time since the request arrived [ms]",
-        "",
-        height=max(240, 100 + 40 * len(table)),
-    )
-    _legend_on_top(fig, top=90)
+    _names_above(fig, table["option"])
+    _layout(fig, title, "time since the request arrived [ms]", "")
+    _legend_stacked(fig)
+    fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * len(table))
     return fig
 
 
@@ -147,7 +146,9 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
         orientation="h",
         marker_color=SEGMENT_COLORS["KV transfer"],
         name="exposed transfer",
+        showlegend=False,
         text=[f"{v:,.2f} ms" for v in xs],
+        constraintext="none",
         # ... carries its label inside, so no label sits on the step line
         textposition=["inside" if i else "outside" for i in inside],
         insidetextanchor="end",
@@ -155,26 +156,19 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
         hovertemplate="%{y}: exposed transfer %{x:,.3f} ms<extra></extra>",
     )
     fig.add_vline(x=step_ms, line_dash="dash", line_color="#475569", layer="below")
-    fig.add_annotation(
-        x=step_ms,
-        y=1,
-        yref="paper",
-        yanchor="bottom",
-        xanchor="right",
-        showarrow=False,
-        text=f"one decode step ({step_ms:,.1f} ms)",
-        font={"size": 11},
+    fig.add_scatter(  # the step line's legend entry (a note beside the line ran into titles)
+        x=[None],
+        y=[None],
+        mode="lines",
+        line={"color": "#475569", "dash": "dash"},
+        name=f"one decode step ({step_ms:,.1f} ms)",
     )
     fig.update_xaxes(range=[0, top])
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_layout(showlegend=False)
-    return _layout(
-        fig,
-        "What the decode node waits for, per option",
-        "exposed transfer [ms]",
-        "",
-        height=max(260, 80 + 40 * len(table)),
-    )
+    _names_above(fig, table["option"])
+    _layout(fig, "Exposed transfer per option", "exposed transfer [ms]", "")
+    _legend_stacked(fig)
+    fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * len(table))
+    return fig
 
 
 def _ms_label(ms: float, digits: int = 1) -> str:

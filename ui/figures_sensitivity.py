@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import _Fig, _finished, _layout, _legend_on_top, _panels
+from .figkit import (
+    NAME_BAND,
+    ROW_PX,
+    _Fig,
+    _finished,
+    _layout,
+    _legend_stacked,
+    _names_above,
+    _panels,
+)
 from .fmt import setting_labels
 
 
@@ -18,7 +27,11 @@ from .fmt import setting_labels
 def figure_tornado_panels(df: pd.DataFrame) -> go.Figure:
     """Plan page: what moves TTFT (top) and the transfer share of TTFT (bottom)."""
     panels = [figure_tornado.unbuilt(df, metric=m) for m in ("ttft", "share")]
-    return _panels(panels, title="Sensitivity: each input moved on its own", rows=True)
+    for panel, what in zip(panels, ("TTFT", "transfer share of TTFT"), strict=True):
+        panel.layout["title"]["text"] = f"What moves the {what}"  # short: a phone's width
+    rel = df.attrs.get("rel")
+    span = f"each input ±{rel:.0%} on its own" if rel else "each input moved on its own"
+    return _panels(panels, title=f"Sensitivity: {span}", rows=True)
 
 
 def _ticks_from_zero(top: float, most: int = 8) -> list[float]:
@@ -65,11 +78,11 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     what = "TTFT" if metric == "ttft" else "transfer share of TTFT"
     values = [b, *(d[lo_col] * scale), *(d[hi_col] * scale)]
     lo, hi = min(values), max(values)
-    pad = (hi - lo) * 0.35 or max(abs(b) * 0.1, 1e-9)
+    pad = (hi - lo) * 0.5 or max(abs(b) * 0.1, 1e-9)  # room for the labels beside the bars
     fig = _Fig()
     for side, col, label_col, width, name in (
-        ("low", lo_col, "low_label", 0.7, "low setting (categories: best option)"),
-        ("high", hi_col, "high_label", 0.4, "high setting (categories: worst option)"),
+        ("low", lo_col, "low_label", 0.5, "low setting (categories: best option)"),
+        ("high", hi_col, "high_label", 0.28, "high setting (categories: worst option)"),
     ):
         v = d[col].astype(float) * scale
         # label a bar only when it is long enough to tell which label belongs to it
@@ -81,10 +94,12 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
             base=[b] * n_inputs,
             orientation="h",
             width=width,
+            offset=NAME_BAND - 0.5 + (0.5 - width) / 2,  # both centred below the input's name
             name=name,
             marker_color=TORNADO_COLORS[side],
             text=text,
             textposition="outside",
+            constraintext="none",  # plotly shrank these to the bar's thickness (~7 px)
             cliponaxis=False,
             customdata=list(zip(d[label_col], v, v - b, strict=True)),
             hovertemplate=f"%{{y}}<br>%{{customdata[0]}}: {what} %{{customdata[1]:{fmt}}} "
@@ -101,16 +116,11 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     fig.update_xaxes(range=[lo - pad, hi + pad])  # room on the left for outside labels ...
     if lo >= 0 > lo - pad:  # ... but no tick below 0: a time or a share is never negative
         fig.update_xaxes(tickvals=_ticks_from_zero(hi + pad))
-    fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(barmode="overlay")
     rel = df.attrs.get("rel")
     span = f": each input ±{rel:.0%}, categories over all options" if rel else ""
-    fig = _layout(
-        fig,
-        f"What moves the {what}{span}",
-        f"{what} [{unit}]",
-        "",
-        height=max(300, 110 + 36 * n_inputs),
-    )
-    _legend_on_top(fig, top=100)
+    _names_above(fig, d["input"])
+    _layout(fig, f"What moves the {what}{span}", f"{what} [{unit}]", "")
+    _legend_stacked(fig)
+    fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * n_inputs)
     return fig

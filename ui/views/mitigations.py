@@ -86,7 +86,7 @@ def render() -> None:
         perf.cached(
             figures.figure_timeline,
             perf.cached(in_ms, perf.cached(timeline, chosen)),
-            title=f"{labels[pick]}: prefill, KV transfer chunks and the first decode step",
+            title=f"Timeline: {labels[pick]}".replace(" (not buildable)", ""),  # a phone's width
         ),
         "timeline",
     )

@@ -1,0 +1,91 @@
+"""Charts on a phone (390×844) and a laptop (1280×800): no chart text runs into another.
+
+Every text of every chart (title, subplot headings, legend entries, axis titles, tick and bar
+labels, notes) is measured in the browser; no two boxes may overlap and none may leave the
+chart.  On main, Mitigations' headings, legend and axis titles overlapped at 390 px (and its
+headings crowded at 1280 px), and the tornado's input names ran into its bar labels.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
+from playwright.sync_api import expect  # noqa: E402
+
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1280, "height": 800}
+SLACK_PX = 1.0  # boxes may touch, not overlap
+
+# Per chart: the boxes of its visible texts and the chart's own box.
+CHART_TEXTS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map((plot) => {
+  const texts = [];
+  for (const el of plot.querySelectorAll('svg text')) {
+    const text = el.textContent.trim();
+    if (!text || !el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    if (el.closest('.hoverlayer')) continue;
+    const b = el.getBoundingClientRect();
+    if (b.width < 1 || b.height < 1) continue;
+    const g = el.closest('g[class]');
+    texts.push({text: text.slice(0, 50), kind: g ? g.getAttribute('class') : '',
+                l: b.left, t: b.top, r: b.right, b: b.bottom});
+  }
+  const c = plot.getBoundingClientRect();
+  return {texts, box: {l: c.left, t: c.top, r: c.right, b: c.bottom}};
+})"""
+
+
+def _overlap(a, b) -> bool:
+    return (
+        min(a["r"], b["r"]) - max(a["l"], b["l"]) > SLACK_PX
+        and min(a["b"], b["b"]) - max(a["t"], b["t"]) > SLACK_PX
+    )
+
+
+def clashes(chart) -> list[str]:
+    """Pairs of overlapping texts and texts outside the chart, as readable lines."""
+    texts, box = chart["texts"], chart["box"]
+    out = [
+        f"{a['text']!r} ({a['kind']}) overlaps {b['text']!r} ({b['kind']})"
+        for i, a in enumerate(texts)
+        for b in texts[i + 1 :]
+        if _overlap(a, b)
+    ]
+    out += [
+        f"{a['text']!r} ({a['kind']}) leaves the chart"
+        for a in texts
+        if a["l"] < box["l"] - SLACK_PX or a["r"] > box["r"] + SLACK_PX
+    ]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("path", "viewport", "charts"),
+    [
+        ("/mitigations", PHONE, 2),
+        ("/plan", PHONE, 1),
+        ("/mitigations", LAPTOP, 2),
+        ("/plan", LAPTOP, 1),
+        ("/", PHONE, 2),
+    ],
+    ids=["mitigations-390", "plan-390", "mitigations-1280", "plan-1280", "overview-390"],
+)
+def test_chart_texts_do_not_overlap(browser, app_url, wait_ready, screenshot, path, viewport,
+                                    charts):  # fmt: skip
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}{path}")
+        wait_ready(page)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        expect(page.locator(".js-plotly-plot .main-svg").nth(charts - 1)).to_be_attached()
+        page.wait_for_timeout(1500)  # let plotly finish laying its text out
+        found = page.evaluate(CHART_TEXTS_JS)
+        assert len(found) >= charts
+        problems = [p for chart in found for p in clashes(chart)]
+        assert all(len(chart["texts"]) > 5 for chart in found), "chart text not measured"
+        name = f"charts-{viewport['width']}{path.replace('/', '-').rstrip('-')}"
+        screenshot(page, name)
+        assert not problems, f"{path} at {viewport['width']} px:\n" + "\n".join(problems[:15])
+    finally:
+        context.close()
