@@ -313,6 +313,12 @@ INPUTS: tuple[Input, ...] = (
           page="Capacity", help="0 = no cost shown"),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", page="Capacity",
           help="trace file, directory or glob, or a sample id (else `--rps`, `--seq-len`)"),
+    Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),
+          page="Capacity", help="`trace`: the Traffic page's sample or upload; `fixed`: every "
+          "request `seq` prompt and `out` output tokens at `rps` (CLI: `--trace` or `--rps`)"),
+    Input("ctp", "Capacity TP", "choice", "auto", choices=("auto", "sidebar"), page="Capacity",
+          help="`auto`: search the TPs that hold the weights; `sidebar`: `tp` and `tpd` "
+          "(CLI: `--tp auto` or a number)"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}
