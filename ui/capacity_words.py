@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .fmt import fmt_time
 
 LIMIT_WORDS = {
@@ -113,3 +115,35 @@ def source_caption(label: str, fallback: str | None, output_len: int | None = No
             f"every request generates {output_len:,} tokens (Output tokens per request)."
         )
     return text
+
+
+def crossover_sentence(sweep, rps: float) -> str:
+    """Where the two curves of the rate sweep cross: from which rate disaggregation needs fewer
+    GPUs than colocated serving, read off the sweep's rows (rates ascending)."""
+    r = sweep["rps"].to_numpy(dtype=float)
+    fewer = (sweep["disaggregated_gpus"] < sweep["colocated_gpus"]).to_numpy()
+    drawn = f"from {r[0]:,.3g} to {r[-1]:,.3g} requests/s"
+    if fewer.all():
+        return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
+    if not fewer.any():
+        return f"Disaggregated serving never needs fewer GPUs than colocated {drawn}."
+    if fewer[-1]:
+        start = float(r[len(fewer) - int(np.argmin(fewer[::-1]))])  # the last run of wins
+        you = (
+            f"{start / rps:,.2g}× your rate"
+            if start > rps
+            else "your rate included"
+            if start < rps
+            else "your rate"
+        )
+        return (
+            f"Where the lines cross: disaggregated serving needs fewer GPUs from about "
+            f"{start:,.3g} requests/s up ({you}; shaded)."
+        )
+    if fewer[0]:
+        end = float(r[int(np.argmin(fewer)) - 1])
+        return (
+            f"Disaggregated serving needs fewer GPUs up to about {end:,.3g} requests/s; above "
+            "it colocated serving needs as few or fewer (shaded: where disaggregation wins)."
+        )
+    return "Disaggregated serving needs fewer GPUs only at the shaded rates."

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import _Fig, _finished, _layout, _legend_on_top
+from .figkit import _Fig, _finished, _layout
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
 COLOC_COLOR = "#dc2626"  # colocated (chunked prefill)
@@ -75,7 +75,8 @@ def _rate_axis(fig: _Fig) -> None:
 
 
 def _legend_below(fig: _Fig) -> None:
-    """A legend under the x axis title: half-width charts have no room above the plot."""
+    """A legend under the x axis title: above the plot it would run into the title on a
+    phone-wide screen (390 px) and in the half-width columns."""
     fig.update_layout(
         legend={"orientation": "h", "yanchor": "top", "y": -0.28, "x": 0, "xanchor": "left"},
         margin={"b": 90},
@@ -143,8 +144,8 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
     _rate_axis(fig)
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(hovermode="x unified")
-    _layout(fig, "GPUs needed against the request rate", RATE_AXIS, "GPUs")
-    _legend_on_top(fig, top=96)
+    _layout(fig, "GPUs needed against the request rate", RATE_AXIS, "GPUs", height=460)
+    _legend_below(fig)
     return fig
 
 

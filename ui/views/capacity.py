@@ -18,6 +18,7 @@ from ui import figures_capacity as figs
 from ui.capacity_words import (
     capacity_takeaway,
     cheaper_text,
+    crossover_sentence,
     gpus,
     limit_text,
     pct_label,
@@ -125,7 +126,7 @@ def _inputs(sc):
             help="The share of requests that must meet the TTFT target")  # fmt: skip
     _number(c[2], "tpot_slo", "TPOT target [ms]", 5.0,
             help="Time per output token, one decode step")  # fmt: skip
-    _number(c[3], "price", "GPU price [$/GPU-hour]", 0.5, help="0 = no cost shown")
+    _number(c[3], "price", "Price [$/GPU-hour]", 0.5, help="0 = no cost shown")
     widgets.page_widget(
         c[4].radio,
         "Tensor parallelism",
@@ -186,6 +187,8 @@ def render() -> None:
     st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
     _tiles(plan, slo, price)
 
+    st.subheader("Across request rates")
+    st.markdown(crossover_sentence(sweep, rate))
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
     exports_ui.table_download(  # the numbers of the three charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
@@ -272,6 +275,9 @@ def _tiles(plan, slo, price) -> None:
         m[3].metric(
             "Cost per hour",
             f"${plan.cost_per_hour:,.0f}",
+            delta=f"colocated ${plan.colocated_cost_per_hour:,.0f}",
+            delta_color="off",
+            delta_arrow="off",
             help=f"Colocated: ${plan.colocated_cost_per_hour:,.0f} per hour at ${price:,.2f} "
             "per GPU-hour",
         )
