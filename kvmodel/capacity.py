@@ -16,19 +16,38 @@ the plan keeps the TPs that need fewest GPUs among those that meet the targets.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 
 from . import capacity_colocated as colo
-from .capacity_pools import Decode, Pools, Prefill, decode_side, prefill_side, size_pools
+from .capacity_pools import (
+    Decode,
+    Pools,
+    Prefill,
+    decode_side,
+    pair_scenario,
+    prefill_side,
+    relinked,
+    size_pools,
+    ttft_function,
+)
 from .capacity_queue import smallest
 from .capacity_workload import Shape, Slo, Workload, shape
 from .memory import USABLE_FRACTION, weights_bytes_per_gpu
 from .scenario import Scenario
 from .size import shard_heads
+from .wire import Volume, prefill_time_s
 
-__all__ = ["CapacityPlan", "Slo", "Workload", "plan", "rate_sweep", "tp_candidates"]
+__all__ = [
+    "CapacityPlan",
+    "Slo",
+    "Workload",
+    "disaggregated_ttft_s",
+    "plan",
+    "rate_sweep",
+    "tp_candidates",
+]
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
@@ -138,15 +157,35 @@ class CapacityPlan:
         }
 
 
-@dataclass(frozen=True)
 class _Prepared:
-    """Everything of a plan that does not depend on the rate."""
+    """Everything of a plan that does not depend on the rate, built as it is asked for: a
+    (prefill TP, decode TP) pair's transfer times only when its lower bound on GPUs can still
+    beat the best pair found (``_best_pools``)."""
 
-    sc: Scenario
-    shp: Shape
-    slo: Slo
-    pairs: tuple[tuple[Prefill, Decode], ...]
-    options: tuple[colo.Option, ...]
+    def __init__(self, sc: Scenario, shp: Shape, slo: Slo, ptps, dtps, ctps):
+        self.sc, self.shp, self.slo = sc, shp, slo
+        self.decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
+        self.prefill_mean_s = {
+            tp: float((shp.weights * prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)).sum())
+            for tp in ptps
+        }
+        self.options = tuple(o for tp in ctps for o in colo.options(sc, shp, slo.tpot_s, tp))
+        self._pairs: dict[tuple[int, int], Prefill] = {}
+
+    def pair(self, tp: int, tp_decode: int) -> tuple[Prefill, Decode]:
+        key = (tp, tp_decode)
+        if key not in self._pairs:
+            self._pairs[key] = prefill_side(self.sc, self.shp, tp, tp_decode)
+        return self._pairs[key], self.decodes[tp_decode]
+
+    def bounds(self, rps: float) -> list[tuple[int, int, int]]:
+        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
+        out = []
+        for tp, mean_s in self.prefill_mean_s.items():
+            for tpd, dec in self.decodes.items():
+                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
+                out.append((math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd, tp, tpd))
+        return sorted(out)
 
 
 def _tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
@@ -161,28 +200,27 @@ def _tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
 
 def _prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
     shp = shape(workload, sc.model.max_context_tokens)
-    dtps = _tps(sc, decode_tp)
-    ptps = _tps(sc, prefill_tp)
-    decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
-    pairs = tuple((prefill_side(sc, shp, p, d), decodes[d]) for p in ptps for d in dtps)
     if colocated_tp is None and decode_tp is not None:
         colocated_tp = decode_tp  # compare like with like when the TP is set
-    opts = tuple(o for tp in _tps(sc, colocated_tp) for o in colo.options(sc, shp, slo.tpot_s, tp))
-    return _Prepared(sc=sc, shp=shp, slo=slo, pairs=pairs, options=opts)
+    return _Prepared(sc, shp, slo, _tps(sc, prefill_tp), _tps(sc, decode_tp),
+                     _tps(sc, colocated_tp))  # fmt: skip
+
+
+def _better(new, best) -> bool:
+    """Meeting the targets first, then fewer GPUs, then a shorter TTFT."""
+    return best is None or (not new.meets_slo, new.gpus, new.ttft_s) < (
+        not best.meets_slo, best.gpus, best.ttft_s)  # fmt: skip
 
 
 def _best_pools(prep: _Prepared, rps: float) -> Pools:
-    slo, q = prep.slo, prep.slo.ttft_percentile
+    slo = prep.slo
     best = None
-    for pf, dec in prep.pairs:
-        if best is not None and best.meets_slo:
-            bound = math.ceil(rps * pf.mean_s) * pf.tp + math.ceil(
-                rps * prep.shp.mean_output * dec.step_s / dec.batch) * dec.tp  # fmt: skip
-            if bound > best.gpus:
-                continue
-        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, q)
-        if best is None or (not p.meets_slo, p.gpus, p.ttft_s) < (
-            not best.meets_slo, best.gpus, best.ttft_s):  # fmt: skip
+    for bound, tp, tpd in prep.bounds(rps):
+        if best is not None and best.meets_slo and bound > best.gpus:
+            break  # the rest need more GPUs than the best already found
+        pf, dec = prep.pair(tp, tpd)
+        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile)
+        if _better(p, best):
             best = p
     return best
 
@@ -190,30 +228,30 @@ def _best_pools(prep: _Prepared, rps: float) -> Pools:
 def _best_colocated(prep: _Prepared, rps: float) -> colo.Colocated | None:
     best = None
     for opt in prep.options:
+        if best is not None and best.meets_slo and colo.bound(opt, prep.shp, rps) > best.gpus:
+            continue
         c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, prep.slo.ttft_percentile)
-        if best is None or (not c.meets_slo, c.gpus, c.ttft_s) < (
-            not best.meets_slo, best.gpus, best.ttft_s):  # fmt: skip
+        if _better(c, best):
             best = c
     return best
 
 
 def _bandwidth_needed(prep: _Prepared, pools: Pools, rps: float) -> float | None:
-    """Smallest per-NIC bandwidth whose TTFT percentile still meets the target at these pools."""
-    from .capacity_pools import ttft_function
-
-    sc, slo = prep.sc, prep.slo
-    dec = next(d for p, d in prep.pairs if d.tp == pools.decode_tp)
+    """Smallest per-NIC bandwidth [bytes/s] whose TTFT percentile still meets the target at
+    these pools: a search on a 1 % grid from 1 MB/s (None: no bandwidth is enough)."""
+    sc, slo, shp = prep.sc, prep.slo, prep.shp
+    pf, dec = prep.pair(pools.prefill_tp, pools.decode_tp)
+    s1 = pair_scenario(sc, pf.tp, pf.tp_decode)
+    volume = Volume(s1, seq_len=shp.moved)
 
     def ok(bw: float) -> bool:
-        link = replace(sc.link, bandwidth_bytes_per_s=bw)
-        pf = prefill_side(sc, prep.shp, pools.prefill_tp, pools.decode_tp, link=link)
-        f = ttft_function(pf, dec, prep.shp, rps, slo.ttft_percentile)
-        return f(pools.prefill_instances, pools.decode_instances) <= slo.ttft_s
+        other = relinked(pf, s1, shp, bw, volume)
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)
+        return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15
     if not ok(hi):
         return None
-    # bisection on a 1 % log grid of bandwidths: k steps of 1.01× above 1 MB/s
     steps = math.ceil(math.log(hi / lo) / math.log(1.01))
     k = smallest(lambda i: ok(lo * 1.01**i), 0, steps)
     return None if k is None else lo * 1.01**k
@@ -234,7 +272,7 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
             "colocated: no chunk size meets both targets "
             + ("(TPOT)" if c.limit == "tpot" else "(TTFT)")
         )
-    pf = next(p for p, d in prep.pairs if p.tp == pools.prefill_tp and d.tp == pools.decode_tp)
+    pf, _ = prep.pair(pools.prefill_tp, pools.decode_tp)
     pgpus = pools.prefill_instances * pools.prefill_tp
     dgpus = pools.decode_instances * pools.decode_tp
     cg = c.gpus if c else 0
@@ -300,6 +338,15 @@ def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None =
     return _plan_at(prep, workload.rps, price, network=True)
 
 
+def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int,
+                         decode_tp: int, prefill_instances: int) -> float:  # fmt: skip
+    """TTFT [s] at ``slo.ttft_percentile`` of ``prefill_instances`` prefill instances at
+    ``prefill_tp`` sending to decode TP ``decode_tp``: the plan's TTFT at pools held fixed."""
+    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, decode_tp)
+    pf, dec = prep.pair(prefill_tp, decode_tp)
+    return ttft_function(pf, dec, prep.shp, workload.rps, slo.ttft_percentile)(prefill_instances)
+
+
 SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
                  "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
                  "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
@@ -315,7 +362,8 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
     rows = []
     for r in rates:
-        workload.with_rps(float(r))  # validates the rate
+        if isinstance(r, bool) or not 0 < float(r) < math.inf:
+            raise ValueError(f"every rate must be > 0 requests/s, got {r!r}")
         p = _plan_at(prep, float(r), price, network=False)
         rows.append({
             "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,

@@ -132,9 +132,15 @@ class Colocated:
         return self.instances * self.tp
 
 
+def bound(opt: Option, shp: Shape, rps: float) -> int:
+    """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
+    slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
+    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
+
+
 def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Colocated:
     """Instances of one colocated shape for rate ``rps`` (module doc)."""
-    u = shp.draws.u[0]
+    u = shp.draws.tail[0]
     a = rps * opt.mean_s
     slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
 
@@ -151,9 +157,9 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Co
         n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, lo) or lo
         pf_limit = "compute" if n_pf == lo else "ttft"
     n = max(slots, n_pf)
-    limit = opt.slot_limit if slots >= n_pf else pf_limit
+    limit = opt.slot_limit if slots >= n_pf and meets else pf_limit
     if not opt.feasible:
-        limit = "tpot"
+        limit = "tpot"  # not even one request decodes beside the chunk within the target
     return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
                      tpot_s=opt.iteration_s, meets_slo=meets and ttft(n) <= ttft_slo_s,
                      batch=opt.batch)  # fmt: skip

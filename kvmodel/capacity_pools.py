@@ -6,14 +6,22 @@ the slots' mean context) is within the TPOT target and whose KV fits in memory
 decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
 
 Prefill (per prefill × decode TP): each request is prefilled alone (batch 1, the estimate of
-``timing.estimate_prefill_s``) by one of c instances (M/G/c), its KV then crosses the sender's
-NICs and the receiver's NICs (two M/G/1 queues, ``capacity_queue``), and the decode instance
-runs its first step.  ``TTFT = prefill wait + prefill + link waits + exposed transfer + first
-step``; the prefill pool is the smallest c whose TTFT percentile meets the target.
+``timing.estimate_prefill_s``) by one of c instances (M/G/c), its KV then leaves through that
+instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at 1/c of the
+rate), and the decode instance runs its first step at the design batch:
+
+    TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
+
+at the percentile asked (``capacity_queue``).  The prefill pool is the smallest c whose
+percentile meets the target.  The decode instances' NICs receive λ·E[transfer] seconds of
+transfers per second; they are kept at most :data:`RECEIVER_UTILIZATION` busy (extra decode
+instances, limit "link") and their own queueing is left out of TTFT: so the prefill count
+never depends on the decode count, and every count grows with the rate.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, replace
 
@@ -24,11 +32,11 @@ from .capacity_workload import Shape
 from .memory import instance_memory
 from .scenario import Scenario
 from .timing import DECODE_MFU, estimate_decode_step_s, peak_flops
-from .wire import transfer
+from .wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
 FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
-SCAN_DECODE = 32  # extra decode instances tried when the receiving NICs' queue adds to TTFT
+RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queue is not in TTFT)
 
 
 @dataclass(frozen=True)
@@ -107,15 +115,14 @@ def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
     return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1)
 
 
-def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, link=None) -> Prefill:
+def _times(t) -> tuple[np.ndarray, ...]:
+    return tuple(np.atleast_1d(np.asarray(x, dtype=float))
+                 for x in (t.prefill_s, t.exposed_s, t.transfer_s, t.wire_bytes))  # fmt: skip
+
+
+def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
     s1 = pair_scenario(sc, tp, tp_decode)
-    if link is not None:
-        s1 = replace(s1, link=link)
-    t = transfer(s1, seq_len=shp.moved)
-    pre = np.atleast_1d(np.asarray(t.prefill_s, dtype=float))
-    exposed = np.atleast_1d(np.asarray(t.exposed_s, dtype=float))
-    whole = np.atleast_1d(np.asarray(t.transfer_s, dtype=float))
-    wire = np.atleast_1d(np.asarray(t.wire_bytes, dtype=float))
+    pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
     w = shp.weights
     mean_s, cs2 = moments(pre, w)
     mean_x, cx2 = moments(whole, w)
@@ -131,6 +138,19 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, link=None) -
         mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
         base=(pre + exposed)[shp.draws.idx], note=note,
     )  # fmt: skip
+
+
+def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Volume) -> Prefill:
+    """``pf`` at another per-link ``bandwidth`` [bytes/s].  ``s1``: its ``pair_scenario``;
+    ``volume``: ``Volume(s1, seq_len=shp.moved)`` (bytes and prefill do not change)."""
+    # A copy of the validated scenario with only the link's bandwidth changed: building a
+    # Scenario re-validates every field (~0.5 ms), and the bandwidth search makes ~20 of them.
+    other = copy.copy(s1)
+    object.__setattr__(other, "link", replace(s1.link, bandwidth_bytes_per_s=bandwidth))
+    _, exposed, whole, _ = _times(transfer(other, volume=volume))
+    mean_x, cx2 = moments(whole, shp.weights)
+    return replace(pf, exposed_s=exposed, whole_s=whole, mean_x=mean_x, cx2=cx2,
+                   base=(pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,19 +176,17 @@ class Pools:
 
 
 def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
-    """TTFT percentile [s] at (prefill instances, decode instances); None = without that wait."""
+    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits)."""
     base = pf.base + dec.step_s  # the first step at the design batch (worst case)
-    u = shp.draws.u
+    u = shp.draws.tail
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
 
-    def ttft(cp: int | None, cd: int | None) -> float:
-        total = base
-        if cp is not None:
-            total = total + wait_at(u[0], c=cp, a=a_p, mean_s=pf.mean_s, cs2=pf.cs2)
-            total = total + wait_at(u[1], c=1, a=a_x / cp, mean_s=pf.mean_x, cs2=pf.cx2)
-        if cd is not None:
-            total = total + wait_at(u[2], c=1, a=a_x / cd, mean_s=pf.mean_x, cs2=pf.cx2)
-        return percentile(total, q)
+    def ttft(cp: int | None) -> float:
+        if cp is None:
+            return percentile(base, q)
+        wait_p = wait_at(u[0], c=cp, a=a_p, mean_s=pf.mean_s, cs2=pf.cs2)
+        wait_x = wait_at(u[1], c=1, a=a_x / cp, mean_s=pf.mean_x, cs2=pf.cx2)
+        return percentile(base + wait_p + wait_x, q)
 
     return ttft
 
@@ -180,59 +198,51 @@ def _at_least(load: float) -> int:
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
                q: float) -> Pools:  # fmt: skip
-    """Instances of each pool for rate ``rps`` (module doc); never loops without bound."""
+    """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
+
+    The decode count depends on the rate, the TPOT target and the link only, the prefill count
+    on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
+    link never lowers either.
+    """
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
-    cd0 = max(slots, _at_least(a_x))
-    decode_limit = dec.limit if slots >= _at_least(a_x) else "link"
+    receivers = max(1, math.ceil(a_x / RECEIVER_UTILIZATION - 1e-9))
+    cd = max(slots, receivers)
+    decode_limit = dec.limit if slots >= receivers else "link"
+    if not dec.feasible:
+        decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
     cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
     cp_lo = max(cp_compute, cp_link)
-    low_limit = "compute" if cp_compute >= cp_link else "link"
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
-    floor_s = ttft(None, None)
-    if floor_s > ttft_slo_s:
+    floor_s = ttft(None)
+    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, cp_lo)
+    if cp is None:
         cp = max(cp_lo, math.ceil(a_p / FALLBACK_UTILIZATION - 1e-9))
-        cd, prefill_limit, meets = cd0, "ttft", False
+        prefill_limit, meets = "ttft", False
         notes.append(
-            f"no number of instances meets the TTFT target: prefill, transfer and the first "
-            f"decode step alone take {floor_s * 1e3:,.0f} ms at p{q:g}"
+            f"no number of prefill instances meets the TTFT target: prefill, transfer and the "
+            f"first decode step alone take {floor_s * 1e3:,.0f} ms at p{q:g}"
         )
+    elif cp > cp_lo:
+        prefill_limit = "ttft"
     else:
-        cd_first = smallest(lambda c: ttft(None, c) <= ttft_slo_s, cd0) or cd0
-        if cd_first > cd0:
-            decode_limit = "link"
-        cp_free = smallest(lambda c: ttft(c, None) <= ttft_slo_s, cp_lo)
-        best = None
-        for cd in range(cd_first, cd_first + SCAN_DECODE):
-            cp = smallest(lambda c, cd=cd: ttft(c, cd) <= ttft_slo_s, cp_lo)
-            if cp is None:
-                continue
-            total = cp * pf.tp + cd * dec.tp
-            if best is None or total < best[0]:
-                best = (total, cp, cd)
-            if cp == cp_free:
-                break
-        _, cp, cd = best if best else (0, cp_lo, cd_first)
-        if cd > cd0:
-            decode_limit = "link"
-        prefill_limit = low_limit if cp == cp_lo else "ttft"
+        prefill_limit = "compute" if cp_compute >= cp_link else "link"
     batch = _decode_batch(dec, rps * shp.mean_output, cd)
+    ttft_s = ttft(cp)
     return Pools(
         prefill_tp=pf.tp,
         decode_tp=dec.tp,
         prefill_instances=cp,
         decode_instances=cd,
         prefill_limit=prefill_limit,
-        decode_limit=decode_limit
-        if dec.feasible
-        else ("memory" if dec.max_concurrent < 1 else "tpot"),  # fmt: skip
-        ttft_s=ttft(cp, cd),
+        decode_limit=decode_limit,
+        ttft_s=ttft_s,
         tpot_s=float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s)),
         decode_batch=batch,
         link_utilization=a_x / min(cp, cd),
-        meets_slo=meets and ttft(cp, cd) <= ttft_slo_s,
+        meets_slo=meets and ttft_s <= ttft_slo_s,
         notes=tuple(notes),
     )
 

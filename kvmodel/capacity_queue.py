@@ -36,6 +36,7 @@ class Draws:
 
     idx: np.ndarray  # (DRAWS,) entry index, drawn by weight
     u: np.ndarray  # (3, DRAWS) uniforms in [0, 1): prefill queue, sender link, receiver link
+    tail: np.ndarray  # −ln(1 − u): the waits' inverse CDF is linear in it (``wait_at``)
 
 
 def make_draws(weights: np.ndarray, n: int = DRAWS) -> Draws:
@@ -44,7 +45,8 @@ def make_draws(weights: np.ndarray, n: int = DRAWS) -> Draws:
     cdf = np.cumsum(np.asarray(weights, dtype=float))
     cdf /= cdf[-1]
     idx = np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(cdf) - 1)
-    return Draws(idx=idx, u=rng.random((3, n)))
+    u = rng.random((3, n))
+    return Draws(idx=idx, u=u, tail=-np.log1p(-u))
 
 
 def erlang_c(c: int, a: float) -> float:
@@ -70,22 +72,21 @@ def erlang_c(c: int, a: float) -> float:
     return c * b / (c - a * (1.0 - b))
 
 
-def wait_at(u: np.ndarray, *, c: int, a: float, mean_s: float, cs2: float) -> np.ndarray:
-    """Waiting times [s] of an M/G/c queue at uniforms ``u`` (inverse CDF; module doc).
+def wait_at(tail: np.ndarray, *, c: int, a: float, mean_s: float, cs2: float) -> np.ndarray:
+    """Waiting times [s] of an M/G/c queue at draws ``tail`` = −ln(1 − u) (module doc).
 
+    The inverse CDF: 0 when u ≤ 1 − p, else −mean·ln((1 − u)/p) = mean·(tail + ln p).
     Infinite everywhere when the queue is unstable (``a ≥ c``).
     """
     if a <= 0 or mean_s <= 0:
-        return np.zeros_like(u)
+        return np.zeros_like(tail)
     if a >= c:
-        return np.full_like(u, np.inf)
+        return np.full_like(tail, np.inf)
     p = erlang_c(c, a)
     if p <= 0:
-        return np.zeros_like(u)
+        return np.zeros_like(tail)
     mean = (1.0 + cs2) / 2.0 * mean_s / (c - a)
-    with np.errstate(divide="ignore"):
-        tail = -mean * np.log((1.0 - u) / p)
-    return np.where(u > 1.0 - p, tail, 0.0)
+    return np.maximum(tail + math.log(p), 0.0) * mean
 
 
 def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
@@ -98,10 +99,11 @@ def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
 
 
 def percentile(samples: np.ndarray, q: float) -> float:
-    """The ``q``-th percentile (0-100) of ``samples``; infinite if any sample is (unstable)."""
-    if not np.all(np.isfinite(samples)):
-        return float("inf")
-    return float(np.percentile(samples, q))
+    """The ``q``-th percentile (0-100) of ``samples``: the ⌈q·n/100⌉-th smallest (an order
+    statistic, so it never falls when a sample grows)."""
+    n = len(samples)
+    k = min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
+    return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
 
 
 def smallest(ok, lo: int, hi: int = 10_000_000) -> int | None:

@@ -1,0 +1,184 @@
+"""kvmodel.capacity: the plan, the rate sweep, and the properties the issue asks for."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvmodel.build import scenario_from_inputs
+from kvmodel.capacity import (
+    SWEEP_COLUMNS,
+    Slo,
+    Workload,
+    disaggregated_ttft_s,
+    plan,
+    rate_sweep,
+    tp_candidates,
+)
+from kvmodel.traffic import load_traffic, sample_path
+
+SC = scenario_from_inputs({"stack": "ideal"})  # Llama-3.1-70B, H100, 100 GbE
+MOONCAKE = scenario_from_inputs({})  # the app's defaults: the Mooncake stack
+CODE = Workload.from_requests(load_traffic(sample_path("azure-code")))
+FAST = settings(max_examples=20, deadline=None)
+
+
+def test_hand_case_plan():
+    # tests/test_capacity_pools.py's hand case at 5/s, TTFT 250 ms p90, TPOT 15 ms:
+    # 2 prefill instances (ttft), 1 decode instance (tpot), TP 8 each -> 16 + 8 = 24 GPUs
+    p = plan(SC, Workload.fixed(5, 1024, 256), Slo(0.25, 0.015), prefill_tp=8, decode_tp=8)
+    assert (p.prefill_instances, p.decode_instances) == (2, 1)
+    assert (p.prefill_gpus, p.decode_gpus, p.disaggregated_gpus) == (16, 8, 24)
+    assert p.pd_ratio == 2.0
+    assert p.limits == {"prefill": "ttft", "decode": "tpot", "colocated": p.limits["colocated"]}
+    assert p.meets_slo and p.ttft_s <= 0.25
+    assert p.disaggregation_saves_gpus == p.colocated_gpus - 24
+    # 5/s × 335.5 MB = 1.678 GB/s over the deployment
+    assert p.demanded_bytes_per_s == pytest.approx(5 * 335_544_320)
+    # the busier side is the one decode instance's 8 NICs: 5/s × 3.359 ms = 1.68 % busy
+    assert p.link_utilization == pytest.approx(5 * 3.3594e-3, rel=1e-3)
+
+
+def test_price_gives_the_cost_per_hour():
+    p = plan(SC, Workload.fixed(5, 1024, 256), Slo(0.25, 0.015), prefill_tp=8, decode_tp=8,
+             gpu_price_per_hour=2.5)  # fmt: skip
+    assert p.cost_per_hour == 24 * 2.5 and p.colocated_cost_per_hour == p.colocated_gpus * 2.5
+    assert plan(SC, Workload.fixed(5, 1024, 256), Slo(0.25, 0.015)).cost_per_hour is None
+
+
+def test_nic_bandwidth_needed_meets_the_target_just():
+    w, slo = Workload.fixed(20, 8192, 256), Slo(2.0, 0.05)
+    p = plan(SC, w, slo, prefill_tp=8, decode_tp=8)
+    bw = p.nic_bandwidth_needed_bytes_per_s
+    assert bw is not None and bw < SC.link.bandwidth_bytes_per_s
+    kw = dict(prefill_tp=8, decode_tp=8, prefill_instances=p.prefill_instances)
+
+    def at(b):
+        link = replace(SC.link, bandwidth_bytes_per_s=b)
+        return disaggregated_ttft_s(replace(SC, link=link), w, slo, **kw)
+
+    assert at(bw) <= slo.ttft_s < at(bw / 1.05)
+
+
+def test_impossible_targets_say_why():
+    p = plan(SC, Workload.fixed(5, 1024, 256), Slo(0.05, 0.005), prefill_tp=8, decode_tp=8)
+    assert not p.meets_slo and not p.colocated_meets_slo
+    assert p.limits["prefill"] == "ttft" and p.limits["decode"] == "tpot"
+    assert any("TPOT" in n for n in p.notes) and any("TTFT" in n for n in p.notes)
+    assert p.prefill_instances >= 1 and p.decode_instances >= 1
+
+
+def test_auto_tp_needs_no_more_gpus_than_any_fixed_tp():
+    w, slo = Workload.fixed(8, 2048, 256), Slo(1.0, 0.04)
+    auto = plan(MOONCAKE, w, slo)
+    assert auto.prefill_tp in tp_candidates(MOONCAKE) and auto.meets_slo
+    for tp in tp_candidates(MOONCAKE):
+        fixed = plan(MOONCAKE, w, slo, prefill_tp=tp, decode_tp=tp)
+        assert not fixed.meets_slo or auto.disaggregated_gpus <= fixed.disaggregated_gpus
+        assert not fixed.colocated_meets_slo or auto.colocated_gpus <= fixed.colocated_gpus
+
+
+def test_tp_candidates_skip_what_does_not_fit():
+    # Llama-3.1-70B BF16 = 141.2 GB: TP 1 exceeds 72 GB usable, TP 2 holds 70.6 GB per GPU
+    assert tp_candidates(SC) == (2, 4, 8, 16)
+
+
+def test_to_json_has_the_issue_keys_and_is_finite():
+    p = plan(SC, CODE, Slo(2.0, 0.05), prefill_tp=8, decode_tp=8)
+    out = p.to_json()
+    for key in ("prefill_gpus", "decode_gpus", "disaggregated_gpus", "pd_ratio", "colocated_gpus",
+                "disaggregation_saves_gpus", "ttft_p90_ms", "tpot_ms", "link_utilization",
+                "meets_slo", "limits", "ttft_percentile"):  # fmt: skip
+        assert key in out, key
+    assert out["ttft_p90_ms"] == pytest.approx(p.ttft_s * 1e3)
+    assert all(v in ("compute", "memory", "tpot", "ttft", "link") for v in out["limits"].values())
+
+
+def test_rate_sweep_rows_match_single_plans():
+    slo = Slo(2.0, 0.05)
+    df = rate_sweep(SC, CODE, slo, [1, 4, 16], prefill_tp=8, decode_tp=8)
+    assert tuple(df.columns) == SWEEP_COLUMNS and len(df) == 3
+    one = plan(SC, CODE.with_rps(4), slo, prefill_tp=8, decode_tp=8)
+    row = df.iloc[1]
+    assert row.disaggregated_gpus == one.disaggregated_gpus
+    assert row.colocated_gpus == one.colocated_gpus
+    assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-12)
+    with pytest.raises(ValueError, match="rate"):
+        rate_sweep(SC, CODE, slo, [1, 0])
+
+
+# --- properties (the issue's "done when") ---
+
+rates = st.floats(0.05, 60.0)
+lengths = st.integers(64, 16_384)
+
+
+@FAST
+@given(r1=rates, r2=rates, seq=lengths, out=st.integers(1, 2048), tpot=st.floats(0.01, 0.2))
+def test_more_traffic_never_needs_fewer_gpus(r1, r2, seq, out, tpot):
+    lo, hi = sorted((r1, r2))
+    slo = Slo(2.0, tpot)
+    a = plan(SC, Workload.fixed(lo, seq, out), slo, prefill_tp=8, decode_tp=8)
+    b = plan(SC, Workload.fixed(hi, seq, out), slo, prefill_tp=8, decode_tp=8)
+    assert b.prefill_gpus >= a.prefill_gpus and b.decode_gpus >= a.decode_gpus
+    assert b.colocated_gpus >= a.colocated_gpus
+
+
+@settings(max_examples=8, deadline=None)
+@given(r1=st.floats(0.1, 40.0), r2=st.floats(0.1, 40.0))
+def test_more_traffic_never_needs_fewer_gpus_auto_tp_real_trace(r1, r2):
+    lo, hi = sorted((r1, r2))
+    df = rate_sweep(MOONCAKE, CODE, Slo(1.5, 0.04), [lo, hi])
+    assert df.disaggregated_gpus.iloc[1] >= df.disaggregated_gpus.iloc[0]
+    assert df.colocated_gpus.iloc[1] >= df.colocated_gpus.iloc[0]
+
+
+@FAST
+@given(t1=st.floats(0.005, 0.3), t2=st.floats(0.005, 0.3), rps=rates, seq=lengths)
+def test_tighter_tpot_never_needs_fewer_decode_gpus(t1, t2, rps, seq):
+    tight, loose = sorted((t1, t2))
+    w = Workload.fixed(rps, seq, 256)
+    a = plan(SC, w, Slo(2.0, tight), prefill_tp=8, decode_tp=4)
+    b = plan(SC, w, Slo(2.0, loose), prefill_tp=8, decode_tp=4)
+    assert a.decode_gpus >= b.decode_gpus
+
+
+@settings(max_examples=6, deadline=None)
+@given(t1=st.floats(0.01, 0.2), t2=st.floats(0.01, 0.2))
+def test_tighter_tpot_never_needs_fewer_gpus_auto_tp(t1, t2):
+    # with TP searched the split may move; the total never falls
+    tight, loose = sorted((t1, t2))
+    w = Workload.fixed(10, 2048, 256)
+    assert plan(SC, w, Slo(2.0, tight)).disaggregated_gpus >= plan(
+        SC, w, Slo(2.0, loose)
+    ).disaggregated_gpus
+
+
+@FAST
+@given(b1=st.floats(0.05, 100.0), b2=st.floats(0.05, 100.0), rps=rates, seq=lengths,
+       n=st.integers(1, 64))  # fmt: skip
+def test_slower_link_never_lowers_the_ttft_percentile(b1, b2, rps, seq, n):
+    slow, fast = sorted((b1, b2))
+    w, slo = Workload.fixed(rps, seq, 256), Slo(2.0, 0.05)
+
+    def ttft(gbs):
+        sc = replace(MOONCAKE, link=replace(MOONCAKE.link, bandwidth_bytes_per_s=gbs * 1e9))
+        return disaggregated_ttft_s(sc, w, slo, prefill_tp=8, decode_tp=8, prefill_instances=n)
+
+    a, b = ttft(slow), ttft(fast)
+    assert a >= b or (math.isinf(a) and math.isinf(b))
+
+
+@FAST
+@given(b1=st.floats(0.05, 100.0), b2=st.floats(0.05, 100.0), rps=rates)
+def test_slower_link_never_needs_fewer_gpus(b1, b2, rps):
+    slow, fast = sorted((b1, b2))
+    w, slo = Workload.fixed(rps, 4096, 256), Slo(2.0, 0.05)
+
+    def gpus(gbs):
+        sc = replace(SC, link=replace(SC.link, bandwidth_bytes_per_s=gbs * 1e9))
+        return plan(sc, w, slo, prefill_tp=8, decode_tp=8).disaggregated_gpus
+
+    assert gpus(slow) >= gpus(fast)

@@ -1,0 +1,61 @@
+"""kvmodel.capacity_colocated: mixed iterations (decode batch + prefill chunk) and their sizing.
+
+Same hand case as tests/test_capacity_pools.py: Llama-3.1-70B BF16 on H100 at TP 8, every
+request 1,024 prompt + 256 output tokens (slots hold 1,152 tokens on average).
+"""
+
+import numpy as np
+import pytest
+
+from kvmodel import capacity_colocated as colo
+from kvmodel.build import scenario_from_inputs
+from kvmodel.capacity_workload import Workload, shape
+from kvmodel.timing import estimate_decode_step_s, prefill_flops
+
+SC = scenario_from_inputs({"stack": "ideal"})
+SHAPE = shape(Workload.fixed(5, 1024, 256), SC.model.max_context_tokens)
+FPT = float(prefill_flops(SC.model, 1024)) / 1024  # 1.45965e14 FLOPs / 1,024 tokens
+
+
+def test_no_chunk_is_the_decode_step():
+    b = np.array([1, 16, 300, 1000])
+    assert np.allclose(
+        colo.mixed_step_s(SC, 1152, b, 0, FPT, 8),
+        estimate_decode_step_s(SC.model, 1152, b, gpu=SC.gpu, tp=8, kv_dtype="fp16"),
+        rtol=1e-12,
+    )
+
+
+def test_a_chunk_rides_on_the_compute_side():
+    # B = 16, C = 512: memory = 5.7834 + 16·0.0154614 = 6.031 ms; compute = 16·35.69 µs
+    # + 512·1.42544e11 / (989e12·8·0.5·8^−0.214) = 0.571 + 28.79 ms = 29.36 ms -> the chunk
+    # makes the step compute-bound: 6.008 ms floors + 29.36 ms = 35.37 ms
+    assert colo.mixed_step_s(SC, 1152, 16, 512, FPT, 8) == pytest.approx(35.37e-3, rel=1e-3)
+
+
+def test_options_fit_the_batch_beside_each_chunk():
+    opts = {o.chunk: o for o in colo.options(SC, SHAPE, 0.05, 8)}
+    # C = 512: 6.008 + 28.79 + 0.03569·B ≤ 50 ms -> B ≤ 425.9
+    assert opts[512].batch == 425 and opts[512].feasible
+    assert opts[512].iteration_s == pytest.approx(0.05, abs=5e-5)
+    # a 1,024-token prompt takes ⌈1,024/512⌉ = 2 iterations to its first token
+    assert opts[512].latency_s[0] == pytest.approx(2 * opts[512].iteration_s)
+    # C = 1,024 alone (57.6 ms of prefill) exceeds 50 ms: infeasible, and no larger chunk is tried
+    assert not opts[1024].feasible and 2048 not in opts
+
+
+def test_sizing_takes_the_larger_of_slots_and_prefill_queue():
+    opt = next(o for o in colo.options(SC, SHAPE, 0.05, 8) if o.chunk == 512)
+    # 5/s: slots ⌈5·256·0.04997/425⌉ = 1; prefill load 5·0.0999 = 0.50 erlang -> 1 instance
+    low = colo.size(opt, SHAPE, 5, 2.0, 90)
+    assert low.instances == 1 and low.meets_slo
+    # 100/s: prefill load 9.99 erlangs -> at least 10 instances, the TTFT percentile asks 11
+    high = colo.size(opt, SHAPE, 100, 2.0, 90)
+    assert high.instances == 11 and high.limit == "ttft"
+    assert colo.bound(opt, SHAPE, 100) <= high.gpus
+
+
+def test_unreachable_ttft_is_reported():
+    opt = next(o for o in colo.options(SC, SHAPE, 0.05, 8) if o.chunk == 512)
+    c = colo.size(opt, SHAPE, 5, 0.05, 90)  # two 50 ms iterations exceed 50 ms
+    assert not c.meets_slo and c.limit == "ttft"

@@ -1,0 +1,75 @@
+"""kvmodel.capacity_queue: Erlang C, M/G/c waits at fixed draws, order-statistic percentiles."""
+
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from kvmodel.capacity_queue import erlang_c, make_draws, percentile, smallest, wait_at
+
+
+@pytest.mark.parametrize(
+    "c, a, expected",
+    [
+        (1, 0.5, 0.5),  # M/M/1: P(wait) = ρ
+        (2, 1.0, 1 / 3),  # B(2, 1) = 0.5/2.5 = 0.2; C = 2·0.2 / (2 − 1·0.8) = 1/3
+        # B(3, 2) = (8/6) / (1 + 2 + 2 + 8/6) = 4/19; C = 3·(4/19) / (3 − 2·15/19) = 12/27
+        (3, 2.0, 4 / 9),
+        (4, 0.0, 0.0),
+        (4, 4.0, 1.0),  # unstable: everyone waits
+    ],
+)
+def test_erlang_c_against_hand_values(c, a, expected):
+    assert erlang_c(c, a) == pytest.approx(expected, rel=1e-12)
+
+
+def test_erlang_c_many_servers_matches_the_recursion():
+    # above 200 servers the Poisson ratio in log space replaces the recursion: same number
+    def recursion(c, a):
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return c * b / (c - a * (1 - b))
+
+    for c, a in ((201, 180.0), (400, 390.0), (1000, 950.5)):
+        assert erlang_c(c, a) == pytest.approx(recursion(c, a), rel=1e-9)
+
+
+def test_single_server_wait_has_the_pollaczek_khinchine_mean():
+    # exponential-tail inverse CDF at evenly spread uniforms integrates to the mean:
+    # λ = 2/s, E[s] = 0.2 s, cs² = 0.5 -> ρ = 0.4, E[s²] = (1 + 0.5)·0.04 = 0.06,
+    # P-K mean = λ·E[s²] / (2(1 − ρ)) = 2·0.06 / 1.2 = 0.1 s
+    u = (np.arange(200_000) + 0.5) / 200_000
+    w = wait_at(-np.log1p(-u), c=1, a=0.4, mean_s=0.2, cs2=0.5)
+    assert w.mean() == pytest.approx(0.1, rel=1e-3)
+    assert (w > 0).mean() == pytest.approx(0.4, abs=1e-5)  # P(wait > 0) = ρ
+
+
+def test_waits_grow_with_load_and_shrink_with_servers():
+    d = make_draws(np.ones(3))
+    t = d.tail[0]
+    lo = wait_at(t, c=3, a=1.5, mean_s=0.1, cs2=1.0)
+    assert np.all(wait_at(t, c=3, a=2.0, mean_s=0.1, cs2=1.0) >= lo)
+    assert np.all(wait_at(t, c=4, a=1.5, mean_s=0.1, cs2=1.0) <= lo)
+    assert np.all(np.isinf(wait_at(t, c=3, a=3.0, mean_s=0.1, cs2=1.0)))
+
+
+def test_percentile_is_an_order_statistic():
+    x = np.arange(1.0, 11.0)  # 1 … 10
+    assert percentile(x, 90) == 9.0  # the ⌈0.9·10⌉ = 9th smallest
+    assert percentile(x, 50) == 5.0
+    assert percentile(x, 99.9) == 10.0
+    assert math.isinf(percentile(np.full(4, np.inf), 90))
+
+
+def test_draws_repeat_and_follow_the_weights():
+    a, b = make_draws(np.array([1.0, 3.0])), make_draws(np.array([1.0, 3.0]))
+    assert np.array_equal(a.idx, b.idx) and np.array_equal(a.u, b.u)
+    assert_allclose((a.idx == 1).mean(), 0.75, atol=0.02)
+
+
+def test_smallest_finds_the_threshold_and_gives_up():
+    assert smallest(lambda n: n >= 37, 1) == 37
+    assert smallest(lambda n: n >= 5, 9) == 9
+    assert smallest(lambda n: False, 1, hi=1000) is None
