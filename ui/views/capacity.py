@@ -171,22 +171,21 @@ def render() -> None:
     # that the plan is the same.
     sc = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
     rate = float(wl.rps)
-    rates = tuple(float(r) for r in rate * np.geomspace(1 / SWEEP_SPAN, SWEEP_SPAN, SWEEP_POINTS))
     try:
         plan = perf.cached_with_spinner("Sizing the deployment…", cap.plan, sc, wl, slo, **kw)
+    except ValueError as exc:
+        _no_plan(exc)
+    st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
+    _tiles(plan, slo, price)
+
+    # after the tiles: they are on screen while the sweep computes (a new target or trace)
+    rates = tuple(float(r) for r in rate * np.geomspace(1 / SWEEP_SPAN, SWEEP_SPAN, SWEEP_POINTS))
+    try:
         sweep = perf.cached_with_spinner(
             "Sizing across request rates…", cap.rate_sweep, sc, wl, slo, rates, **kw
         )
     except ValueError as exc:
-        st.error(
-            f"No capacity plan for this scenario: {exc}. Change the model, GPU or TP in the "
-            "sidebar.",
-            icon=":material/block:",
-        )
-        st.stop()
-    st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
-    _tiles(plan, slo, price)
-
+        _no_plan(exc)
     st.subheader("Across request rates")
     st.markdown(crossover_sentence(sweep, rate))
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
@@ -206,6 +205,14 @@ def render() -> None:
     )
     for note in getattr(plan, "notes", ()) or ():
         st.caption(f"Note: {note}.")
+
+
+def _no_plan(exc: Exception) -> None:
+    st.error(
+        f"No capacity plan for this scenario: {exc}. Change the model, GPU or TP in the sidebar.",
+        icon=":material/block:",
+    )
+    st.stop()
 
 
 def _tiles(plan, slo, price) -> None:
