@@ -19,8 +19,9 @@ MutationObserver:
 
 The control per page is the first of "Batch [requests]", "Exact tokens" (sequence length),
 "Decode step [ms]" (in the sidebar's "Times and thresholds" expander) and the Capacity page's
-own "TPOT target [ms]" whose change alters one of that page's charts, found with a quick AppTest probe (e.g. Interconnects' batch sweep and Models'
-bytes-per-token chart ignore the batch; Traffic's chart ignores batch and sequence length).
+own "TPOT target [ms]" whose change alters one of that page's charts, found with a quick
+AppTest probe (e.g. Interconnects' batch sweep and Models' bytes-per-token chart ignore the
+batch; Traffic's chart ignores batch and sequence length).
 Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]

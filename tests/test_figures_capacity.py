@@ -54,16 +54,24 @@ def test_pd_split_is_stacked_with_shares():
     assert "% of the pool" in fig.data[0].hovertemplate
 
 
-def test_limits_one_bar_per_run_and_one_legend_entry_per_limit():
+def test_limits_one_trace_per_constraint_one_bar_per_run():
     fig = F.figure_limits(SWEEP, rps=2.0)
-    bars = [(t.y[0], t.name, t.base[0], t.base[0] + t.x[0]) for t in fig.data]
-    prefill = [b for b in bars if b[0] == "prefill"]
-    assert [b[1] for b in prefill] == ["TTFT target", "compute"]
+    names = [t.name for t in fig.data]
+    assert sorted(names) == ["KV memory", "TPOT target", "TTFT target", "compute"]
+    bars = [
+        (y, t.name, base, base + x)
+        for t in fig.data
+        for y, base, x in zip(t.y, t.base, t.x, strict=True)
+    ]
     edges = F._edges(np.array(RATES))
+    # prefill: TTFT target at 1 and 2 req/s, compute at 4 and 8, split at the edge √8
+    prefill = sorted((b for b in bars if b[0] == "prefill"), key=lambda b: b[2])
+    assert [b[1] for b in prefill] == ["TTFT target", "compute"]
     assert prefill[0][2] == pytest.approx(edges[0]) and prefill[0][3] == pytest.approx(edges[2])
-    assert [b[1] for b in bars if b[0] == "colocated"] == ["TPOT target", "compute", "TTFT target"]
-    shown = [t.name for t in fig.data if t.showlegend]
-    assert sorted(shown) == sorted(set(shown))
+    assert prefill[1][3] == pytest.approx(edges[-1])
+    colocated = sorted((b for b in bars if b[0] == "colocated"), key=lambda b: b[2])
+    assert [b[1] for b in colocated] == ["TPOT target", "compute", "TTFT target"]
+    assert "sized by" in fig.data[0].hovertemplate and "req/s" in fig.data[0].hovertemplate
 
 
 def test_edges_are_geometric_midpoints():

@@ -184,11 +184,12 @@ def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figu
 @_finished
 def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """Which constraint sizes each pool as the rate grows: one row per pool, coloured by the
-    binding constraint over the rates where it binds."""
+    binding constraint over the rates where it binds (one bar trace per constraint: a trace
+    per run made dozens of traces, slow to draw in the browser)."""
     fig = _Fig()
     r = sweep["rps"].to_numpy(dtype=float)
     edges = _edges(r)
-    seen: set[str] = set()
+    runs: dict[str, dict[str, list]] = {}  # constraint -> its bars (in first-seen order)
     for col, pool in POOLS:
         if col not in sweep.columns:
             continue
@@ -197,27 +198,29 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
         for i in range(1, len(limits) + 1):
             if i < len(limits) and limits[i] == limits[start]:
                 continue
-            what = limits[start]
-            x0, x1 = edges[start], edges[i]
-            label = LIMIT_NAMES.get(what, what)
-            fig.add_bar(
-                y=[pool],
-                x=[x1 - x0],
-                base=[x0],
-                orientation="h",
-                name=label,
-                legendgroup=what,
-                showlegend=what not in seen,
-                marker_color=LIMIT_COLORS.get(what, "#475569"),
-                customdata=[[r[start], r[i - 1]]],
-                hovertemplate=f"{pool}: {label}<br>%{{customdata[0]:,.3g}}–"
-                "%{customdata[1]:,.3g} req/s<extra></extra>",
-            )
-            seen.add(what)
+            bars = runs.setdefault(limits[start], {"y": [], "base": [], "x": [], "cd": []})
+            bars["y"].append(pool)
+            bars["base"].append(edges[start])
+            bars["x"].append(edges[i] - edges[start])
+            bars["cd"].append([r[start], r[i - 1]])
             start = i
+    for what, bars in runs.items():
+        label = LIMIT_NAMES.get(what, what)
+        fig.add_bar(
+            y=bars["y"],
+            x=bars["x"],
+            base=bars["base"],
+            orientation="h",
+            name=label,
+            marker_color=LIMIT_COLORS.get(what, "#475569"),
+            customdata=bars["cd"],
+            hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3g}}–"
+            "%{customdata[1]:,.3g} req/s<extra></extra>",
+        )
     _rate_marker(fig, rps)
     _rate_axis(fig)
     fig.update_layout(barmode="overlay", bargap=0.35)
+    fig.update_yaxes(categoryorder="array", categoryarray=[pool for _, pool in POOLS])
     _layout(fig, "What sizes each pool as the rate grows", RATE_AXIS, "", height=400)
     _legend_below(fig)
     return fig
