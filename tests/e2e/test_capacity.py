@@ -53,7 +53,7 @@ def test_capacity_from_a_link_redraws_and_downloads(
     expect(metric_value(page, "TPOT")).to_have_text(fmt_time(plan.tpot_s))
     wait_charts(page)
     wait_for_url(page, "/capacity", LINK)
-    screenshot(page, "capacity")
+    screenshot(page, "capacity-fixed-workload")
     before = page.evaluate(CHART_DATA_JS)
 
     tighter = _plan(25.0)  # a tighter TPOT never needs fewer decode GPUs (issue 15)

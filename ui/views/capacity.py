@@ -238,7 +238,7 @@ def _tiles(plan, slo, price) -> None:
     saves = plan.disaggregation_saves_gpus
     m[2].metric(
         "Disaggregation saves",
-        f"{saves:,} GPUs".replace("-", "−"),
+        ("−" if saves < 0 else "") + gpus(abs(saves)),
         delta=cheaper_text(saves),
         delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
         delta_arrow="off",
