@@ -28,11 +28,11 @@ from .capacity_pools import (
     decode_side,
     pair_scenario,
     prefill_side,
+    prefill_work_s,
     relinked,
     size_pools,
     ttft_function,
 )
-from .capacity_queue import smallest
 from .capacity_workload import Shape, Slo, Workload, shape
 from .memory import USABLE_FRACTION, weights_bytes_per_gpu
 from .scenario import Scenario
@@ -165,12 +165,16 @@ class _Prepared:
     def __init__(self, sc: Scenario, shp: Shape, slo: Slo, ptps, dtps, ctps):
         self.sc, self.shp, self.slo = sc, shp, slo
         self.decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
-        self.prefill_mean_s = {
-            tp: float((shp.weights * prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)).sum())
+        self.prefill_mean_s = {  # the work each request brings, for the lower bounds
+            tp: float((shp.weights * prefill_work_s(
+                sc.model, shp.moved, prefill_time_s(pair_scenario(sc, tp, tp), shp.moved))).sum())
             for tp in ptps
-        }
+        }  # fmt: skip
         self.options = tuple(o for tp in ctps for o in colo.options(sc, shp, slo.tpot_s, tp))
         self._pairs: dict[tuple[int, int], Prefill] = {}
+        # the last result of each pair and colocated shape, (rate, result): counts only grow
+        # with the rate, so a sweep in rising order starts from them and prunes with them
+        self.last: dict = {}
 
     def pair(self, tp: int, tp_decode: int) -> tuple[Prefill, Decode]:
         key = (tp, tp_decode)
@@ -178,13 +182,20 @@ class _Prepared:
             self._pairs[key] = prefill_side(self.sc, self.shp, tp, tp_decode)
         return self._pairs[key], self.decodes[tp_decode]
 
+    def earlier(self, key, rps: float):
+        """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""
+        hit = self.last.get(key)
+        return hit[1] if hit is not None and hit[0] <= rps else None
+
     def bounds(self, rps: float) -> list[tuple[int, int, int]]:
         """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
         out = []
         for tp, mean_s in self.prefill_mean_s.items():
             for tpd, dec in self.decodes.items():
                 slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
-                out.append((math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd, tp, tpd))
+                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
+                before = self.earlier((tp, tpd), rps)
+                out.append((max(bound, before.gpus if before else 0), tp, tpd))
         return sorted(out)
 
 
@@ -219,7 +230,10 @@ def _best_pools(prep: _Prepared, rps: float) -> Pools:
         if best is not None and best.meets_slo and bound > best.gpus:
             break  # the rest need more GPUs than the best already found
         pf, dec = prep.pair(tp, tpd)
-        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile)
+        before = prep.earlier((tp, tpd), rps)
+        start = before.prefill_instances if before else 1
+        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start)
+        prep.last[(tp, tpd)] = (rps, p)
         if _better(p, best):
             best = p
     return best
@@ -227,10 +241,14 @@ def _best_pools(prep: _Prepared, rps: float) -> Pools:
 
 def _best_colocated(prep: _Prepared, rps: float) -> colo.Colocated | None:
     best = None
-    for opt in prep.options:
-        if best is not None and best.meets_slo and colo.bound(opt, prep.shp, rps) > best.gpus:
+    for i, opt in enumerate(prep.options):
+        before = prep.earlier(("colocated", i), rps)
+        bound = max(colo.bound(opt, prep.shp, rps), before.gpus if before else 0)
+        if best is not None and best.meets_slo and bound > best.gpus:
             continue
-        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, prep.slo.ttft_percentile)
+        start = before.prefill_instances if before else 1
+        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, prep.slo.ttft_percentile, start=start)
+        prep.last[("colocated", i)] = (rps, c)
         if _better(c, best):
             best = c
     return best
@@ -252,9 +270,13 @@ def _bandwidth_needed(prep: _Prepared, pools: Pools, rps: float) -> float | None
     lo, hi = 1e6, 1e15
     if not ok(hi):
         return None
-    steps = math.ceil(math.log(hi / lo) / math.log(1.01))
-    k = smallest(lambda i: ok(lo * 1.01**i), 0, steps)
-    return None if k is None else lo * 1.01**k
+    if ok(lo):
+        return lo
+    bad, good = 0, math.ceil(math.log(hi / lo) / math.log(1.01))  # lo·1.01^k, k = 0 … good
+    while good - bad > 1:  # bisection: ~11 transfers
+        mid = (bad + good) // 2
+        bad, good = (bad, mid) if ok(lo * 1.01**mid) else (mid, good)
+    return lo * 1.01**good
 
 
 def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
@@ -360,11 +382,13 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     """One row per rate [requests/s] (``SWEEP_COLUMNS``); the workload's own rate is ignored."""
     price = _price(gpu_price_per_hour)
     prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
-    rows = []
     for r in rates:
         if isinstance(r, bool) or not 0 < float(r) < math.inf:
             raise ValueError(f"every rate must be > 0 requests/s, got {r!r}")
-        p = _plan_at(prep, float(r), price, network=False)
+    plans = {r: _plan_at(prep, r, price, network=False) for r in sorted({float(r) for r in rates})}
+    rows = []
+    for r in rates:
+        p = plans[float(r)]
         rows.append({
             "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,
             "disaggregated_gpus": p.disaggregated_gpus, "colocated_gpus": p.colocated_gpus,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least
-from .capacity_queue import moments, percentile, smallest, wait_at
+from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
 from .capacity_workload import Shape
 from .inputs import DEFAULT_MFU
 from .memory import instance_memory
@@ -95,22 +95,26 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
     if slots < 1:
         return []
     top = min(slots, MAX_BATCH)
-    grid = np.arange(1, top + 1)
     fpt = float((shp.weights * prefill_flops(model, shp.moved)).sum()) / shp.mean_moved
     out = []
     for chunk in CHUNKS:
-        steps = mixed_step_s(sc, ctx, grid, chunk, fpt, tp)
-        fit = int(np.searchsorted(steps, tpot_s, side="right"))
+
+        def step(b, chunk=chunk):
+            return mixed_step_s(sc, ctx, b, chunk, fpt, tp)
+
+        fit, it = largest_within(step, tpot_s, top)
         b = max(fit, 1)
-        it = float(steps[b - 1])
+        if fit == 0:
+            it = float(step(np.array([1]))[0])
+        grid = batch_grid(b)
         service = shp.moved / chunk * it
         mean_s, cs2 = moments(service, shp.weights)
         lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
         out.append(Option(tp=tp, chunk=chunk, batch=b, iteration_s=it,
                           slot_limit="memory" if fit == top and top == slots else "tpot",
                           latency_s=lat[shp.draws.idx], mean_s=mean_s, cs2=cs2,
-                          feasible=fit > 0, batches=grid[:b].astype(float),
-                          steps_s=steps[:b]))  # fmt: skip
+                          feasible=fit > 0, batches=grid.astype(float),
+                          steps_s=step(grid)))  # fmt: skip
         if fit == 0:
             break  # bigger chunks only take longer
     return out
@@ -126,6 +130,7 @@ class Colocated:
     tpot_s: float
     meets_slo: bool
     batch: int
+    prefill_instances: int = 1  # what the prefill queue alone needs
 
     @property
     def gpus(self) -> int:
@@ -138,8 +143,10 @@ def bound(opt: Option, shp: Shape, rps: float) -> int:
     return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
 
 
-def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Colocated:
-    """Instances of one colocated shape for rate ``rps`` (module doc)."""
+def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
+         start: int = 1) -> Colocated:  # fmt: skip
+    """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
+    lower rate needed (where a sweep starts its search; the answer is the same)."""
     u = shp.draws.tail[0]
     a = rps * opt.mean_s
     slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
@@ -154,7 +161,7 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Co
     if ttft(None) > ttft_slo_s:
         n_pf, pf_limit, meets = max(lo, math.ceil(a / FALLBACK_UTILIZATION - 1e-9)), "ttft", False
     else:
-        n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, lo) or lo
+        n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, max(lo, start)) or lo
         pf_limit = "compute" if n_pf == lo else "ttft"
     n = max(slots, n_pf)
     limit = opt.slot_limit if slots >= n_pf and meets else pf_limit
@@ -162,4 +169,4 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float) -> Co
         limit = "tpot"  # not even one request decodes beside the chunk within the target
     return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
                      tpot_s=opt.iteration_s, meets_slo=meets and ttft(n) <= ttft_slo_s,
-                     batch=opt.batch)  # fmt: skip
+                     batch=opt.batch, prefill_instances=n_pf)  # fmt: skip

@@ -5,10 +5,12 @@ the slots' mean context) is within the TPOT target and whose KV fits in memory
 (``memory.instance_memory``); by Little's law a rate λ keeps λ·E[output]·step(B*) requests
 decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
 
-Prefill (per prefill × decode TP): each request is prefilled alone (batch 1, the estimate of
-``timing.estimate_prefill_s``) by one of c instances (M/G/c), its KV then leaves through that
-instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at 1/c of the
-rate), and the decode instance runs its first step at the design batch:
+Prefill (per prefill × decode TP): one of c instances (M/G/c) prefills each request.  Waiting
+prompts share passes of up to :data:`PREFILL_BATCH_TOKENS` tokens, so a request occupies an
+instance for its own compute plus its share of a pass's fixed cost (``prefill_work_s``), and
+its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV then leaves
+through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
+1/c of the rate), and the decode instance runs its first step at the design batch:
 
     TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
 
@@ -27,15 +29,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .capacity_queue import moments, percentile, smallest, wait_at
+from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
 from .capacity_workload import Shape
 from .memory import instance_memory
 from .scenario import Scenario
-from .timing import DECODE_MFU, estimate_decode_step_s, peak_flops
+from .timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
 from .wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
 FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
+PREFILL_BATCH_TOKENS = 8192  # prompt tokens one prefill pass carries (a common engine budget)
 RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queue is not in TTFT)
 
 
@@ -62,30 +65,34 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
                           kv_scale_group=sc.kv_scale_group,
                           data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
     top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
-    grid = np.arange(1, top + 1)
-    steps = estimate_decode_step_s(model, ctx, grid, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
-    fit = int(np.searchsorted(steps, tpot_s, side="right"))
+
+    def step(b):
+        return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
+
+    fit, step_fit = largest_within(step, tpot_s, top)
     note = ""
     if mem.max_concurrent_requests < 1:
         note = (f"a decode instance at TP {tp} cannot hold one request of {ctx:,} tokens "
                 "beside the weights")  # fmt: skip
     elif fit == 0:
-        note = (f"one decode step at TP {tp} takes {steps[0] * 1e3:,.1f} ms even for one "
+        note = (f"one decode step at TP {tp} takes {step_fit * 1e3:,.1f} ms even for one "
                 f"request: over the TPOT target of {tpot_s * 1e3:,.1f} ms")  # fmt: skip
     b = max(fit, 1)
+    grid = batch_grid(b)
+    steps = step(grid)
     compute = (
         2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * tp * DECODE_MFU)
     )
     return Decode(
         tp=tp,
         batch=b,
-        step_s=float(steps[b - 1]),
+        step_s=float(steps[-1]),
         limit="memory" if fit == top and top == mem.max_concurrent_requests else "tpot",
         feasible=not note,
         max_concurrent=mem.max_concurrent_requests,
-        batches=grid[:b].astype(float),
-        steps_s=steps[:b],
-        compute_bound=bool(compute >= float(steps[b - 1]) * 0.5),
+        batches=grid.astype(float),
+        steps_s=steps,
+        compute_bound=bool(compute >= float(steps[-1]) * 0.5),
         note=note,
     )
 
@@ -112,7 +119,9 @@ class Prefill:
 
 def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
     """``sc`` for one request at a time with these TPs, prefill estimated per length."""
-    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1)
+    # the transfer never reads the decode step: no estimate of it for every pair
+    return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1,
+                   decode_step_estimated=False)  # fmt: skip
 
 
 def _times(t) -> tuple[np.ndarray, ...]:
@@ -120,11 +129,20 @@ def _times(t) -> tuple[np.ndarray, ...]:
                  for x in (t.prefill_s, t.exposed_s, t.transfer_s, t.wire_bytes))  # fmt: skip
 
 
+def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:
+    """Time each request occupies a prefill instance [s]: its compute, plus its share of one
+    pass's fixed cost when passes carry :data:`PREFILL_BATCH_TOKENS` prompt tokens (the
+    estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
+    floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
+    share = np.minimum(moved / PREFILL_BATCH_TOKENS, 1.0)
+    return prefill_s - floor * (1.0 - share)
+
+
 def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
     s1 = pair_scenario(sc, tp, tp_decode)
     pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
     w = shp.weights
-    mean_s, cs2 = moments(pre, w)
+    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
                           kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
@@ -197,12 +215,13 @@ def _at_least(load: float) -> int:
 
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
-               q: float) -> Pools:  # fmt: skip
+               q: float, *, start: int = 1) -> Pools:  # fmt: skip
     """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
 
     The decode count depends on the rate, the TPOT target and the link only, the prefill count
     on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
-    link never lowers either.
+    link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
+    starts its search there; the answer is the same).
     """
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
@@ -217,7 +236,9 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
     floor_s = ttft(None)
-    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, cp_lo)
+    # ``start``: the count a lower rate needed (a sweep); no fewer can meet the target now
+    first = max(cp_lo, start)
+    cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, first)
     if cp is None:
         cp = max(cp_lo, math.ceil(a_p / FALLBACK_UTILIZATION - 1e-9))
         prefill_limit, meets = "ttft", False
@@ -248,12 +269,17 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
 
 
 def _decode_batch(dec: Decode, tokens_per_s: float, instances: int) -> float:
-    """Mean batch b of each decode instance: b = rate × E[output] × step(b) ÷ instances."""
-    b = float(dec.batch)
-    for _ in range(40):
-        nxt = min(float(dec.batch), tokens_per_s * float(
-            np.interp(max(b, 1.0), dec.batches, dec.steps_s)) / instances)  # fmt: skip
-        if abs(nxt - b) < 1e-6:
-            break
-        b = nxt
-    return b
+    """Mean batch b of each decode instance, the fixed point of b = k·step(b), k = rate ×
+    E[output] ÷ instances: where b − k·step(b) (increasing: a step grows by far less than
+    1/k per request) crosses 0 on the batch grid, interpolated; B* when it never does."""
+    k = tokens_per_s / instances
+    gap = dec.batches - k * dec.steps_s
+    above = np.flatnonzero(gap >= 0)
+    if not above.size:
+        return float(dec.batch)
+    j = int(above[0])
+    if j == 0:
+        return float(min(k * dec.steps_s[0], dec.batches[0]))  # under one request on average
+    g0, g1 = float(gap[j - 1]), float(gap[j])
+    b0, b1 = float(dec.batches[j - 1]), float(dec.batches[j])
+    return b0 + (b1 - b0) * (-g0) / (g1 - g0)

@@ -126,3 +126,28 @@ def smallest(ok, lo: int, hi: int = 10_000_000) -> int | None:
         else:
             last_bad = mid
     return good
+
+
+def largest_within(f, limit: float, top: int) -> tuple[int, float]:
+    """Largest whole n in [1, top] with ``f(n) ≤ limit`` for an increasing, vectorised ``f``
+    (0 when even ``f(1)`` exceeds it), and ``f`` there (at 1 when 0).  Refines a 65-point
+    grid three times instead of evaluating every n (``f`` costs ~1 µs per point)."""
+    lo, hi = 1, max(int(top), 1)
+    first = float(f(np.array([1]))[0])
+    if first > limit:
+        return 0, first
+    while hi > lo:
+        grid = np.unique(np.linspace(lo, hi, 65).astype(np.int64))
+        vals = np.asarray(f(grid), dtype=float)
+        k = int(np.searchsorted(vals, limit, side="right")) - 1  # last grid point within
+        if k == len(grid) - 1:
+            return int(grid[k]), float(vals[k])
+        if grid[k + 1] - grid[k] == 1:
+            return int(grid[k]), float(vals[k])
+        lo, hi = int(grid[k]), int(grid[k + 1]) - 1
+    return lo, float(f(np.array([lo]))[0])
+
+
+def batch_grid(top: int, points: int = 96) -> np.ndarray:
+    """Batches 1 … ``top`` on a geometric grid (for interpolating a step against the batch)."""
+    return np.unique(np.geomspace(1, max(top, 1), points).round().astype(np.int64))

@@ -66,6 +66,8 @@ def test_prefill_and_transfer_times():
     # + 80·4·64·128·(1,024·1,025/2) = 1.45965e14 -> 43.36 ms + 57.58 ms = 100.94 ms
     pf = prefill_side(SC, SHAPE, 8, 8)
     assert pf.prefill_s[0] == pytest.approx(0.10094, rel=1e-3)
+    # it occupies the instance for 57.58 ms + 43.36 ms × 1,024/8,192 = 63.00 ms (pass shared)
+    assert pf.mean_s == pytest.approx(0.06300, rel=1e-3)
     # transfer = 4 µs + 335,544,320 B / (12.5 GB/s · 8 NICs) = 3.3594 ms
     assert pf.whole_s[0] == pytest.approx(3.3594e-3, rel=1e-4)
     assert pf.cs2 == 0  # one length: deterministic service
@@ -74,12 +76,13 @@ def test_prefill_and_transfer_times():
 @pytest.mark.parametrize(
     "slo_s, instances, ttft_s",
     [
-        # one instance at 5/s: a = 0.5047, M/D/1 wait P(W>0) = 0.5047, tail mean
-        # ½·0.10094/(1 − 0.5047) = 0.1019 s -> p90 wait = 0.1019·ln(5.047) = 0.1649 s;
-        # TTFT = 0.10094 + 0.00336 + 0.01499 + 0.1649 = 0.284 s (+ a rare link wait)
-        (0.30, 1, 0.284),
-        # two instances: ErlangC(2, 0.5047) = 0.1016 -> p90 wait = 0.6 ms: TTFT = 0.120 s
-        (0.25, 2, 0.120),
+        # work per request: 57.58 ms compute + 43.36 ms floor × 1,024/8,192 = 63.0 ms; at 5/s
+        # a = 0.315 erlang.  One instance: P(W>0) = 0.315, tail mean ½·0.0630/(1 − 0.315)
+        # = 0.0460 s -> p90 wait = 0.0460·ln(3.15) = 0.0528 s; TTFT = own pass 0.10094
+        # + transfer 0.00336 + first step 0.01499 + 0.0528 = 0.1725 s (+ a rare link wait)
+        (0.20, 1, 0.1725),
+        # two instances: ErlangC(2, 0.315) = 0.043 < 10 %: no wait at p90, TTFT = 0.1193 s
+        (0.15, 2, 0.1193),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -96,7 +99,7 @@ def test_impossible_ttft_is_reported_not_searched_forever():
     pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # prefill alone takes 101 ms
     assert not pools.meets_slo and pools.prefill_limit == "ttft"
     assert any("TTFT target" in n for n in pools.notes)
-    assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.5047/0.8⌉
+    assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.315/0.8⌉
 
 
 def test_slow_link_adds_decode_instances_for_the_receiving_nics():

@@ -1,0 +1,70 @@
+"""Capacity plan speed on the shipped traces (issue 15): one ``plan`` and a 30-rate
+``rate_sweep``, at TP 8 and with TP searched (``auto``), median of ``--repeat`` runs.
+
+Targets: a plan well under 100 ms (the Capacity page reruns it on every control change), a
+30-rate sweep under ~300 ms (the page's GPUs-vs-rate chart).  The trace is read once, outside
+the clock (the page caches the parsed upload); the workload is built inside it.
+
+    .venv/bin/python bench/capacity_plan.py [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kvmodel.build import scenario_from_inputs  # noqa: E402
+from kvmodel.capacity import Slo, Workload, plan, rate_sweep  # noqa: E402
+from kvmodel.traffic import load_traffic, sample_path  # noqa: E402
+
+PLAN_MS, SWEEP_MS = 100.0, 300.0
+
+
+def _median_ms(fn, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU time [ms]: on a shared machine the CPU time is the cost itself, the
+    wall time adds the wait for a core."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        wall.append((time.perf_counter() - t) * 1e3)
+        cpu.append((time.process_time() - c) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    sc = scenario_from_inputs({})
+    slo = Slo(2.0, 0.05)
+    print(f"{'trace':<11} {'requests':>8} {'TP':>4} {'plan ms (cpu)':>16} {'sweep ms (cpu)':>17}"
+          "  verdict (cpu)")  # fmt: skip
+    worst = []
+    for sample in ("azure-conv", "azure-code", "mooncake"):
+        req = load_traffic(sample_path(sample))
+        for label, kw in (("8", dict(prefill_tp=8, decode_tp=8)), ("auto", {})):
+            w = Workload.from_requests(req)
+            rates = [w.rps * (i + 1) / 10 for i in range(30)]
+            plan(sc, w, slo, **kw)  # warm the estimators' caches once
+            p_ms = _median_ms(lambda q=req, kw=kw: plan(sc, Workload.from_requests(q), slo, **kw),
+                              args.repeat)  # fmt: skip
+            s_ms = _median_ms(lambda w=w, kw=kw, r=rates: rate_sweep(sc, w, slo, r, **kw),
+                              args.repeat)  # fmt: skip
+            ok = p_ms[1] < PLAN_MS and s_ms[1] < SWEEP_MS  # CPU: the machine is shared
+            worst.append(ok)
+            print(f"{sample:<11} {len(req.prompt_tokens):>8,} {label:>4} "
+                  f"{p_ms[0]:>7.1f} ({p_ms[1]:>6.1f}) {s_ms[0]:>8.1f} ({s_ms[1]:>6.1f})"
+                  f"  {'PASS' if ok else 'FAIL'}")  # fmt: skip
+    print(f"targets: plan < {PLAN_MS:.0f} ms, 30-rate sweep < {SWEEP_MS:.0f} ms (medians)")
+    print("wall time, CPU time in brackets: on a quiet machine they agree; the verdict is on CPU")
+    return 0 if all(worst) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
