@@ -13,7 +13,7 @@ from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.capacity_pools import pair_scenario
 from kvmodel.traffic import load_traffic
-from ui import csv_capacity, exports_ui, perf, routing, tables, traffic_ui, urlstate, widgets
+from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui import figures_capacity as figs
 from ui.capacity_words import (
     capacity_takeaway,
@@ -199,7 +199,7 @@ def render() -> None:
 
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
-    st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
+    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
     exports_ui.table_download(
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
     )
