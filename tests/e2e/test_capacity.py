@@ -80,3 +80,11 @@ def test_capacity_from_a_link_redraws_and_downloads(
     assert float(table.loc["GPUs [GPUs]", "disaggregated"]) == tighter.disaggregated_gpus
     assert float(table.loc["GPUs [GPUs]", "colocated"]) == tighter.colocated_gpus
     assert float(table.loc["TPOT target [ms]", "disaggregated"]) == 25.0
+
+    with page.expect_download(timeout=90_000) as dl:
+        page.get_by_role("button", name="Download capacity plan (HTML)").click()
+    report = tmp_path / "capacity-plan.html"
+    dl.value.save_as(report)
+    html = report.read_text()
+    assert "<h1>Capacity plan</h1>" in html and gpus(tighter.disaggregated_gpus) in html
+    assert re.search(r'href="http://127\.0\.0\.1:\d+/capacity\?[^"]*tpot_slo=25', html)

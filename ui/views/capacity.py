@@ -15,6 +15,7 @@ from kvmodel.capacity_pools import pair_scenario
 from kvmodel.traffic import load_traffic
 from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui import figures_capacity as figs
+from ui.capacity_report import capacity_report_html
 from ui.capacity_words import (
     capacity_takeaway,
     cheaper_text,
@@ -169,7 +170,7 @@ def render() -> None:
     # that scenario keeps a sidebar change the plan ignores (the batch) a cache hit instead of
     # a new sweep (bench/page_rerun.py, "change" mode).  tests/test_capacity_page.py checks
     # that the plan is the same.
-    sc = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
+    shown_sc, sc = sc, pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
     rate = float(wl.rps)
     try:
         plan = perf.cached_with_spinner("Sizing the deployment…", cap.plan, sc, wl, slo, **kw)
@@ -203,8 +204,33 @@ def render() -> None:
     exports_ui.table_download(
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
     )
-    for note in getattr(plan, "notes", ()) or ():
+    for note in plan.notes:
         st.caption(f"Note: {note}.")
+    tp_mode = (
+        f"the sidebar's: prefill TP {shown_sc.tp_prefill}, decode TP {shown_sc.tp_decode}"
+        if ss["ctp"] == "sidebar"
+        else "searched (the smallest TPs that hold the weights)"
+    )
+    _report_button(
+        partial(capacity_report_html, plan, sweep, sc=shown_sc, slo=slo, rps=rate, price=price,
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
+    )  # fmt: skip
+
+
+def _report_button(build) -> None:
+    """The plan as one standalone HTML page, made when pressed; the link back is captured now
+    (the button's callback runs without the session)."""
+    link = urlstate.share_url()
+    st.download_button(
+        "Download capacity plan (HTML)",
+        lambda: build(share_url=link if link.startswith("http") else None),
+        file_name="capacity-plan.html",
+        mime="text/html",
+        icon=":material/description:",
+        key="dl_capacity_report",
+        on_click="ignore",
+        help="One self-contained page: the plan, its charts, the inputs and a link back.",
+    )
 
 
 def _no_plan(exc: Exception) -> None:
