@@ -41,7 +41,8 @@ def test_the_report_holds_the_plan_charts_and_inputs(made):
     assert f"${plan.cost_per_hour:,.0f} disaggregated" in html
     assert all(f'id="chart-{c}"' in html for c in ("gpus", "split", "limits"))
     assert "TTFT target</th><td>1.50 s at p99" in html
-    assert "InfiniBand NDR" in html  # the scenario's inputs
+    assert "InfiniBand NDR" in html  # the scenario's inputs, without those the plan ignores
+    assert "<th>Batch</th>" not in html and "<th>TTFT share target</th>" not in html
     assert 'href="http://host:8501/capacity?wl=fixed&amp;rps=25"' in html
 
 

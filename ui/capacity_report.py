@@ -23,6 +23,11 @@ from .report import CSS
 from .report_text import scenario_inputs
 from .scenario_link import check_url
 
+# scenario inputs the capacity model does not read (the workload, the targets and the TP
+# search set them): left out of the report's inputs so that none seems to matter
+IGNORED = ("Sequence length", "Batch", "TP prefill", "Decode step", "Prefill", "Critical",
+           "TTFT share")  # fmt: skip
+
 
 def _rows(rows) -> str:
     body = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
@@ -122,7 +127,7 @@ def capacity_report_html(
                 ("TPOT target", fmt_time(slo.tpot_s)),
                 ("GPU price", f"${price:,.2f} per GPU-hour" if price else "not given"),
                 ("Tensor parallelism", tp_mode),
-                *scenario_inputs(sc),
+                *((k, v) for k, v in scenario_inputs(sc) if not k.startswith(IGNORED)),
             ]
         ),
     ]
