@@ -15,6 +15,13 @@ LIMIT_WORDS = {
 }
 
 
+SIDEBAR_NOTE = (
+    "From the sidebar the plan takes the model, GPU, interconnect (with its efficiency and "
+    "parallel links), transfer stack, KV dtype, compression and layer-wise sending; it sets "
+    "batches, prompt lengths and the prefill and decode times itself."
+)
+
+
 def gpus(n) -> str:
     n = int(n)
     return f"{n:,} GPU" if n == 1 else f"{n:,} GPUs"

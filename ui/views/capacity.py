@@ -17,6 +17,7 @@ from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, wi
 from ui import figures_capacity as figs
 from ui.capacity_report import capacity_report_html
 from ui.capacity_words import (
+    SIDEBAR_NOTE,
     capacity_takeaway,
     cheaper_text,
     crossover_sentence,
@@ -156,7 +157,7 @@ def render() -> None:
     out = int(ss["out"])
     wl = _workload(source, req, rps, sc.seq_len, out)
     no_output = source == TRACE and req is not None and req.output_tokens is None
-    st.caption(source_caption(label, fallback, out if no_output else None))
+    st.caption(source_caption(label, fallback, out if no_output else None) + " " + SIDEBAR_NOTE)
     if wl is None:
         st.stop()
     slo = cap.Slo(
