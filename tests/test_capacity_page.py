@@ -199,3 +199,29 @@ def test_the_memo_key_scenario_gives_the_same_plan():
         key = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
         for kw in ({}, {"prefill_tp": sc.tp_prefill, "decode_tp": sc.tp_decode}):
             assert cap.plan(key, wl, slo, **kw) == cap.plan(sc, wl, slo, **kw), (inputs, kw)
+
+
+def test_the_sidebars_tp_when_asked():
+    at = open_at({**FIXED, "ctp": "sidebar", "tp": "4", "tpd": "2"})
+    sc = scenario_from_inputs({"seq": 2048, "tp": 4, "tpd": 2})
+    _, wl, slo, _ = _expected_fixed()
+    plan = cap.plan(sc, wl, slo, prefill_tp=4, decode_tp=2, gpu_price_per_hour=2.5)
+    assert (plan.prefill_tp, plan.decode_tp) == (4, 2)
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert at.radio(key="w_ctp").value == "sidebar"
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        # a Prometheus scrape has no timestamps: without a rate there is nothing to size
+        ({"trace": "vllm-prom", "rps": "0"}, "give the rate"),
+        ({"wl": "fixed", "rps": "0"}, "Enter a request rate above 0"),
+    ],
+)
+def test_no_rate_says_what_to_enter(query, says):
+    at = open_at({"stack": "mooncake", **query})
+    assert not at.exception
+    shown = " ".join(e.value for e in [*at.warning, *at.info])
+    assert says in shown, shown
+    assert not at.metric
