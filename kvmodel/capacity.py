@@ -16,7 +16,6 @@ the plan keeps the TPs that need fewest GPUs among those that meet the targets.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 
@@ -33,6 +32,7 @@ from .capacity_pools import (
     size_pools,
     ttft_function,
 )
+from .capacity_result import CapacityPlan
 from .capacity_workload import Shape, Slo, Workload, shape
 from .memory import USABLE_FRACTION, weights_bytes_per_gpu
 from .scenario import Scenario
@@ -55,7 +55,9 @@ AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
 
 def tp_candidates(sc: Scenario) -> tuple[int, ...]:
     """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
-    that split every KV-head group and leave memory beside the weights."""
+    that split every KV-head group and leave memory beside the weights, within one node
+    (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
+    resort of a model too large for one."""
     out = []
     for tp in TP_CHOICES:
         try:
@@ -63,6 +65,8 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
                 shard_heads(g.kv_heads, tp)
         except ValueError:
             continue
+        if out and tp > sc.gpu.gpus_per_node:
+            break
         if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
             out.append(tp)
         if len(out) == AUTO_TPS:
@@ -73,88 +77,6 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
             f"{TP_CHOICES[-1]}"
         )
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class CapacityPlan:
-    """GPUs, network and latency of one workload at one rate (SI units)."""
-
-    rps: float
-    prefill_gpus: int
-    decode_gpus: int
-    disaggregated_gpus: int
-    pd_ratio: float  # prefill GPUs ÷ decode GPUs
-    colocated_gpus: int
-    disaggregation_saves_gpus: int  # colocated − disaggregated (negative: it costs more)
-    ttft_s: float  # disaggregated, at the percentile asked
-    ttft_percentile: float
-    tpot_s: float  # the decode step at the pools' mean batch
-    link_utilization: float  # the busiest NICs' load (0–1; ≥ 1: the queue grows)
-    meets_slo: bool
-    limits: dict  # pool -> what sets its size: compute, memory, tpot, ttft, link
-    prefill_tp: int
-    decode_tp: int
-    prefill_instances: int
-    decode_instances: int
-    decode_batch: float  # mean requests per decode instance
-    colocated_tp: int
-    colocated_instances: int
-    colocated_chunk_tokens: int
-    colocated_batch: int
-    colocated_ttft_s: float
-    colocated_tpot_s: float
-    colocated_meets_slo: bool
-    nic_bandwidth_needed_bytes_per_s: float | None  # per NIC, for the TTFT percentile
-    link_bandwidth_bytes_per_s: float  # per NIC, as set
-    nics_per_transfer: int
-    demanded_bytes_per_s: float  # KV bytes per second over the whole deployment
-    cost_per_hour: float | None
-    colocated_cost_per_hour: float | None
-    notes: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        """The plan as JSON-ready values (ms, GB/s where the key says so)."""
-
-        def ms(x):
-            return None if x is None or not math.isfinite(x) else x * 1e3
-
-        def gbs(x):
-            return None if x is None else x / 1e9
-
-        return {
-            "rps": self.rps,
-            "prefill_gpus": self.prefill_gpus,
-            "decode_gpus": self.decode_gpus,
-            "disaggregated_gpus": self.disaggregated_gpus,
-            "pd_ratio": self.pd_ratio,
-            "colocated_gpus": self.colocated_gpus,
-            "disaggregation_saves_gpus": self.disaggregation_saves_gpus,
-            "ttft_p90_ms": ms(self.ttft_s),
-            "ttft_percentile": self.ttft_percentile,
-            "tpot_ms": ms(self.tpot_s),
-            "link_utilization": self.link_utilization,
-            "meets_slo": self.meets_slo,
-            "limits": dict(self.limits),
-            "prefill_tp": self.prefill_tp,
-            "decode_tp": self.decode_tp,
-            "prefill_instances": self.prefill_instances,
-            "decode_instances": self.decode_instances,
-            "decode_batch": self.decode_batch,
-            "colocated_tp": self.colocated_tp,
-            "colocated_instances": self.colocated_instances,
-            "colocated_chunk_tokens": self.colocated_chunk_tokens,
-            "colocated_batch": self.colocated_batch,
-            "colocated_ttft_ms": ms(self.colocated_ttft_s),
-            "colocated_tpot_ms": ms(self.colocated_tpot_s),
-            "colocated_meets_slo": self.colocated_meets_slo,
-            "nic_bandwidth_needed_gbs": gbs(self.nic_bandwidth_needed_bytes_per_s),
-            "link_bandwidth_gbs": gbs(self.link_bandwidth_bytes_per_s),
-            "nics_per_transfer": self.nics_per_transfer,
-            "demanded_gbs": gbs(self.demanded_bytes_per_s),
-            "cost_per_hour": self.cost_per_hour,
-            "colocated_cost_per_hour": self.colocated_cost_per_hour,
-            "notes": list(self.notes),
-        }
 
 
 class _Prepared:
@@ -284,6 +206,9 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
     pools = _best_pools(prep, rps)
     c = _best_colocated(prep, rps)
     notes = list(pools.notes)
+    if sc.prefill_s is not None or not sc.decode_step_estimated:
+        notes.append("the plan estimates prefill and decode steps for every length and batch; "
+                     "a fixed prefill or decode-step time is not used")  # fmt: skip
     if c is None:
         notes.append("no colocated instance holds a decode batch beside a prefilling request")
     if shp.clipped:

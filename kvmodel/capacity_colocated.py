@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least
+from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
 from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
 from .capacity_workload import Shape
 from .inputs import DEFAULT_MFU
@@ -167,6 +167,9 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
     limit = opt.slot_limit if slots >= n_pf and meets else pf_limit
     if not opt.feasible:
         limit = "tpot"  # not even one request decodes beside the chunk within the target
+    # TPOT: an iteration with a full chunk at the instances' mean decode batch (at most B's)
+    b = mean_batch(opt.batches, opt.steps_s, rps * shp.mean_output, n)
+    tpot = float(np.interp(max(b, 1.0), opt.batches, opt.steps_s))
     return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
-                     tpot_s=opt.iteration_s, meets_slo=meets and ttft(n) <= ttft_slo_s,
+                     tpot_s=tpot, meets_slo=meets and ttft(n) <= ttft_slo_s,
                      batch=opt.batch, prefill_instances=n_pf)  # fmt: skip

@@ -250,7 +250,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
         prefill_limit = "ttft"
     else:
         prefill_limit = "compute" if cp_compute >= cp_link else "link"
-    batch = _decode_batch(dec, rps * shp.mean_output, cd)
+    batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, cd)
     ttft_s = ttft(cp)
     return Pools(
         prefill_tp=pf.tp,
@@ -268,18 +268,20 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     )
 
 
-def _decode_batch(dec: Decode, tokens_per_s: float, instances: int) -> float:
-    """Mean batch b of each decode instance, the fixed point of b = k·step(b), k = rate ×
-    E[output] ÷ instances: where b − k·step(b) (increasing: a step grows by far less than
-    1/k per request) crosses 0 on the batch grid, interpolated; B* when it never does."""
+def mean_batch(batches: np.ndarray, steps_s: np.ndarray, tokens_per_s: float,
+               instances: int) -> float:  # fmt: skip
+    """Mean batch b of each of ``instances``, the fixed point of b = k·step(b), k = tokens per
+    second ÷ instances (Little's law), ``steps_s`` the step at each of ``batches`` (rising):
+    where b − k·step(b) (increasing: a step grows by far less than 1/k per request) crosses 0,
+    interpolated; the last batch when it never does."""
     k = tokens_per_s / instances
-    gap = dec.batches - k * dec.steps_s
+    gap = batches - k * steps_s
     above = np.flatnonzero(gap >= 0)
     if not above.size:
-        return float(dec.batch)
+        return float(batches[-1])
     j = int(above[0])
     if j == 0:
-        return float(min(k * dec.steps_s[0], dec.batches[0]))  # under one request on average
+        return float(min(k * steps_s[0], batches[0]))  # under one request on average
     g0, g1 = float(gap[j - 1]), float(gap[j])
-    b0, b1 = float(dec.batches[j - 1]), float(dec.batches[j])
+    b0, b1 = float(batches[j - 1]), float(batches[j])
     return b0 + (b1 - b0) * (-g0) / (g1 - g0)

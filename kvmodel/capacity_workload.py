@@ -30,7 +30,7 @@ def _tokens(name: str, value) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: compared by identity, never element-wise
 class Workload:
     """Requests to serve: per entry prompt and output tokens, a weight, and the arrival rate.
 

@@ -311,8 +311,8 @@ INPUTS: tuple[Input, ...] = (
           help="time per output token, one decode step (50 ms: 20 tokens/s)"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
           page="Capacity", help="0 = no cost shown"),
-    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", page="Capacity",
-          help="trace file, directory or glob, or a sample id (else `--rps`, `--seq-len`)"),
+    Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
+          page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),
           page="Capacity", help="`trace`: the Traffic page's sample or upload; `fixed`: every "
           "request `seq` prompt and `out` output tokens at `rps` (CLI: `--trace` or `--rps`)"),

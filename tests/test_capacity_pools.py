@@ -6,10 +6,11 @@ Hand case: Llama-3.1-70B (70.6e9 parameters, BF16, 80 layers, 8 KV heads × 128,
 256 output tokens.
 """
 
+import numpy as np
 import pytest
 
 from kvmodel.build import scenario_from_inputs
-from kvmodel.capacity_pools import decode_side, prefill_side, size_pools
+from kvmodel.capacity_pools import decode_side, mean_batch, prefill_side, size_pools
 from kvmodel.capacity_workload import Workload, shape
 
 SC = scenario_from_inputs({"stack": "ideal"})
@@ -109,3 +110,13 @@ def test_slow_link_adds_decode_instances_for_the_receiving_nics():
     pf, d = prefill_side(slow, SHAPE, 8, 8), decode_side(slow, SHAPE, 0.015, 8)
     pools = size_pools(pf, d, SHAPE, 5, 60.0, 90)
     assert pools.decode_instances == 3 and pools.decode_limit == "link"
+
+
+def test_mean_batch_is_littles_fixed_point():
+    # steps 10, 12, 16 ms at batches 1, 2, 4; 150 tokens/s on one instance: b = 150·step(b)
+    # crosses between 1 and 2: gaps 1 − 1.5 = −0.5, 2 − 1.8 = 0.2 -> b = 1 + 0.5/0.7 = 1.714,
+    # and indeed 150·(10 + 0.714·2) ms = 1.714
+    batches, steps = np.array([1.0, 2.0, 4.0]), np.array([0.010, 0.012, 0.016])
+    assert mean_batch(batches, steps, 150, 1) == pytest.approx(1 + 0.5 / 0.7)
+    assert mean_batch(batches, steps, 50, 1) == pytest.approx(0.5)  # under one request
+    assert mean_batch(batches, steps, 1e6, 1) == 4.0  # saturated: the largest batch

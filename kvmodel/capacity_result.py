@@ -1,0 +1,88 @@
+"""What a capacity plan returns: :class:`CapacityPlan` (SI units) and its JSON form."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """GPUs, network and latency of one workload at one rate (SI units)."""
+
+    rps: float
+    prefill_gpus: int
+    decode_gpus: int
+    disaggregated_gpus: int
+    pd_ratio: float  # prefill GPUs ÷ decode GPUs
+    colocated_gpus: int
+    disaggregation_saves_gpus: int  # colocated − disaggregated (negative: it costs more)
+    ttft_s: float  # disaggregated, at the percentile asked
+    ttft_percentile: float
+    tpot_s: float  # the decode step at the pools' mean batch
+    link_utilization: float  # the busiest NICs' load (0–1; ≥ 1: the queue grows)
+    meets_slo: bool
+    limits: dict  # pool -> what sets its size: compute, memory, tpot, ttft, link
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    decode_batch: float  # mean requests per decode instance
+    colocated_tp: int
+    colocated_instances: int
+    colocated_chunk_tokens: int
+    colocated_batch: int
+    colocated_ttft_s: float
+    colocated_tpot_s: float
+    colocated_meets_slo: bool
+    nic_bandwidth_needed_bytes_per_s: float | None  # per NIC, for the TTFT percentile
+    link_bandwidth_bytes_per_s: float  # per NIC, as set
+    nics_per_transfer: int
+    demanded_bytes_per_s: float  # KV bytes per second over the whole deployment
+    cost_per_hour: float | None
+    colocated_cost_per_hour: float | None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """The plan as JSON-ready values (ms, GB/s where the key says so)."""
+
+        def ms(x):
+            return None if x is None or not math.isfinite(x) else x * 1e3
+
+        def gbs(x):
+            return None if x is None else x / 1e9
+
+        return {
+            "rps": self.rps,
+            "prefill_gpus": self.prefill_gpus,
+            "decode_gpus": self.decode_gpus,
+            "disaggregated_gpus": self.disaggregated_gpus,
+            "pd_ratio": self.pd_ratio,
+            "colocated_gpus": self.colocated_gpus,
+            "disaggregation_saves_gpus": self.disaggregation_saves_gpus,
+            "ttft_p90_ms": ms(self.ttft_s),
+            "ttft_percentile": self.ttft_percentile,
+            "tpot_ms": ms(self.tpot_s),
+            "link_utilization": self.link_utilization,
+            "meets_slo": self.meets_slo,
+            "limits": dict(self.limits),
+            "prefill_tp": self.prefill_tp,
+            "decode_tp": self.decode_tp,
+            "prefill_instances": self.prefill_instances,
+            "decode_instances": self.decode_instances,
+            "decode_batch": self.decode_batch,
+            "colocated_tp": self.colocated_tp,
+            "colocated_instances": self.colocated_instances,
+            "colocated_chunk_tokens": self.colocated_chunk_tokens,
+            "colocated_batch": self.colocated_batch,
+            "colocated_ttft_ms": ms(self.colocated_ttft_s),
+            "colocated_tpot_ms": ms(self.colocated_tpot_s),
+            "colocated_meets_slo": self.colocated_meets_slo,
+            "nic_bandwidth_needed_gbs": gbs(self.nic_bandwidth_needed_bytes_per_s),
+            "link_bandwidth_gbs": gbs(self.link_bandwidth_bytes_per_s),
+            "nics_per_transfer": self.nics_per_transfer,
+            "demanded_gbs": gbs(self.demanded_bytes_per_s),
+            "cost_per_hour": self.cost_per_hour,
+            "colocated_cost_per_hour": self.colocated_cost_per_hour,
+            "notes": list(self.notes),
+        }
