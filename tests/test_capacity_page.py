@@ -187,18 +187,24 @@ def test_an_upload_on_traffic_is_sized_and_a_missing_one_falls_back_to_the_sampl
     assert at.metric
 
 
-def test_the_memo_key_scenario_gives_the_same_plan():
-    """The page keys its memo on ``pair_scenario(sc)`` (batch, prompt length and prefill time
-    replaced): the plan must not change with what that drops."""
-    from kvmodel.capacity_pools import pair_scenario
+def test_equal_memo_keys_give_equal_plans():
+    """The page keys its memo on ``plan_key(sc)``: scenarios with equal keys (they differ in
+    what the plan does not read) must have equal plans, and a fixed prefill time (which the
+    plan notes) must change the key."""
+    from ui.views.capacity import plan_key
 
     wl = cap.Workload.fixed(20.0, 2048, 300)
     slo = cap.Slo(ttft_s=2.0, tpot_s=0.05)
-    for inputs in ({}, {"batch": 32, "seq": 8192, "prefill": 120.0}, {"tp": 4, "tpd": 2}):
+    base = scenario_from_inputs({})
+    for inputs in ({"batch": 32}, {"batch": 32, "seq": 8192}, {"seq": 300}):
         sc = scenario_from_inputs(inputs)
-        key = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
-        for kw in ({}, {"prefill_tp": sc.tp_prefill, "decode_tp": sc.tp_decode}):
-            assert cap.plan(key, wl, slo, **kw) == cap.plan(sc, wl, slo, **kw), (inputs, kw)
+        assert plan_key(sc) == plan_key(base), inputs
+        for kw in ({}, {"prefill_tp": 8, "decode_tp": 8}):
+            assert cap.plan(sc, wl, slo, **kw) == cap.plan(base, wl, slo, **kw), (inputs, kw)
+    given = scenario_from_inputs({"prefill": 120.0})
+    assert plan_key(given) != plan_key(base)
+    assert cap.plan(given, wl, slo).notes != cap.plan(base, wl, slo).notes
+    assert plan_key(scenario_from_inputs({"comp": "int8"})) != plan_key(base)
 
 
 def test_the_sidebars_tp_when_asked():

@@ -3,6 +3,7 @@ whether disaggregation needs fewer GPUs than colocated serving."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -27,10 +28,35 @@ from ui.capacity_words import (
     source_caption,
 )
 from ui.fmt import fmt_bandwidth, fmt_time
+from ui.memo import Memo
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_POINTS = 25  # request rates drawn, from a tenth to ten times the rate asked
 SWEEP_SPAN = 10.0
+
+
+_PLANS = Memo(max_entries=64)  # plans and sweeps, process-wide like perf's memo
+perf._OTHER_MEMOS.append(_PLANS)
+
+
+def plan_key(sc) -> tuple:
+    """What of the scenario the capacity plan reads: ``pair_scenario`` (kvmodel.capacity_pools:
+    batch 1, prompt 1 token, prefill estimated; the workload and the TP search set those) with
+    one decode step, and whether a fixed prefill or decode step was given (the plan then says
+    it is not used).
+
+    The memo is keyed on it, so a sidebar change the plan ignores (the batch) is a lookup, not a
+    new plan and sweep: bench/page_rerun.py's "change" mode changes the batch (~70 ms of model
+    per rerun otherwise).  tests/test_capacity_page.py checks that equal keys give equal plans.
+    """
+    fixed_time = sc.prefill_s is not None or not sc.decode_step_estimated
+    pair = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
+    # the step it keeps is the sidebar's (estimated for the batch): the plan estimates its own
+    return (replace(pair, decode_step_s=I.DEFAULT_DECODE_STEP_S), fixed_time)
+
+
+def _memo(text: str, fn, args: tuple, kwargs: dict, key):
+    return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
 @st.cache_resource(max_entries=len(tr.SAMPLES), show_spinner=False)
@@ -166,15 +192,10 @@ def render() -> None:
     kw = {"gpu_price_per_hour": price}
     if ss["ctp"] == "sidebar":
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
-    # The plan reads the scenario as kvmodel.capacity_pools.pair_scenario does (batch 1, prompt
-    # 1 token, prefill estimated: the workload and the search set those); keying the memo on
-    # that scenario keeps a sidebar change the plan ignores (the batch) a cache hit instead of
-    # a new sweep (bench/page_rerun.py, "change" mode).  tests/test_capacity_page.py checks
-    # that the plan is the same.
-    shown_sc, sc = sc, pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
+    key = (plan_key(sc), wl, slo, tuple(sorted(kw.items())))
     rate = float(wl.rps)
     try:
-        plan = perf.cached_with_spinner("Sizing the deployment…", cap.plan, sc, wl, slo, **kw)
+        plan = _memo("Sizing the deployment…", cap.plan, (sc, wl, slo), kw, key)
     except ValueError as exc:
         _no_plan(exc)
     st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
@@ -183,8 +204,8 @@ def render() -> None:
     # after the tiles: they are on screen while the sweep computes (a new target or trace)
     rates = tuple(float(r) for r in rate * np.geomspace(1 / SWEEP_SPAN, SWEEP_SPAN, SWEEP_POINTS))
     try:
-        sweep = perf.cached_with_spinner(
-            "Sizing across request rates…", cap.rate_sweep, sc, wl, slo, rates, **kw
+        sweep = _memo(
+            "Sizing across request rates…", cap.rate_sweep, (sc, wl, slo, rates), kw, (key, rates)
         )
     except ValueError as exc:
         _no_plan(exc)
@@ -208,12 +229,12 @@ def render() -> None:
     for note in plan.notes:
         st.caption(f"Note: {note}.")
     tp_mode = (
-        f"the sidebar's: prefill TP {shown_sc.tp_prefill}, decode TP {shown_sc.tp_decode}"
+        f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
         if ss["ctp"] == "sidebar"
         else "searched (the smallest TPs that hold the weights)"
     )
     _report_button(
-        partial(capacity_report_html, plan, sweep, sc=shown_sc, slo=slo, rps=rate, price=price,
+        partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
     )  # fmt: skip
 
