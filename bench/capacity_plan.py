@@ -92,12 +92,12 @@ def _large(rows: int, repeat: int, sc, slo) -> bool:
         }), path)  # fmt: skip
 
     def analysis():
-        mix = tr.mix_from_requests(load_traffic(path, per_request=False))
+        mix = tr.mix_from_requests(load_traffic(path, max_bytes=10**12, per_request=False))
         tr.regions(sc, mix)
         tr.load(sc, mix)
 
     def capacity():
-        w = Workload.from_requests(load_traffic(path))
+        w = Workload.from_requests(load_traffic(path, max_bytes=10**12))
         plan(sc, w, slo, prefill_tp=8, decode_tp=8)
 
     a, c = [], []

@@ -37,6 +37,7 @@ from .capacity_workload import Shape, Slo, Workload, shape
 from .memory import USABLE_FRACTION, weights_bytes_per_gpu
 from .scenario import Scenario
 from .size import shard_heads
+from .topology import domain_gpus, is_scale_up
 from .wire import Volume, prefill_time_s
 
 __all__ = [
@@ -222,6 +223,10 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
     pf, _ = prep.pair(pools.prefill_tp, pools.decode_tp)
     pgpus = pools.prefill_instances * pools.prefill_tp
     dgpus = pools.decode_instances * pools.decode_tp
+    if is_scale_up(sc.link) and pgpus + dgpus > domain_gpus(sc.gpu, sc.link):
+        notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
+                     f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
+                     "between domains takes the scale-out network")  # fmt: skip
     cg = c.gpus if c else 0
     return CapacityPlan(
         rps=rps,
@@ -230,7 +235,7 @@ def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool)
         disaggregated_gpus=pgpus + dgpus,
         pd_ratio=pgpus / dgpus,
         colocated_gpus=cg,
-        disaggregation_saves_gpus=cg - (pgpus + dgpus),
+        disaggregation_saves_gpus=cg - (pgpus + dgpus) if c else 0,  # nothing to compare
         ttft_s=pools.ttft_s,
         ttft_percentile=slo.ttft_percentile,
         tpot_s=pools.tpot_s,
@@ -297,14 +302,18 @@ def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_
 SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
                  "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
                  "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
-                 "prefill_tp", "decode_tp", "colocated_tp")  # fmt: skip
+                 "prefill_tp", "decode_tp", "colocated_tp", "pd_ratio",
+                 "disaggregation_saves_gpus", "tpot_s", "colocated_tpot_s",
+                 "prefill_instances", "decode_instances", "colocated_instances",
+                 "cost_per_hour", "colocated_cost_per_hour")  # fmt: skip
 
 
 def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                prefill_tp: int | None = None, decode_tp: int | None = None,
                colocated_tp: int | None = None,
                gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
-    """One row per rate [requests/s] (``SWEEP_COLUMNS``); the workload's own rate is ignored."""
+    """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
+    the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
     price = _price(gpu_price_per_hour)
     prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
     for r in rates:
@@ -314,13 +323,7 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     rows = []
     for r in rates:
         p = plans[float(r)]
-        rows.append({
-            "rps": p.rps, "prefill_gpus": p.prefill_gpus, "decode_gpus": p.decode_gpus,
-            "disaggregated_gpus": p.disaggregated_gpus, "colocated_gpus": p.colocated_gpus,
-            "prefill_limit": p.limits["prefill"], "decode_limit": p.limits["decode"],
-            "colocated_limit": p.limits["colocated"], "link_utilization": p.link_utilization,
-            "ttft_s": p.ttft_s, "meets_slo": p.meets_slo, "colocated_ttft_s": p.colocated_ttft_s,
-            "colocated_meets_slo": p.colocated_meets_slo, "prefill_tp": p.prefill_tp,
-            "decode_tp": p.decode_tp, "colocated_tp": p.colocated_tp,
-        })  # fmt: skip
+        row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
+        row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
+        rows.append(row)
     return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))

@@ -250,6 +250,8 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
         prefill_limit = "ttft"
     else:
         prefill_limit = "compute" if cp_compute >= cp_link else "link"
+    if pf.note:
+        prefill_limit = "memory"  # the longest prompt does not fit beside the weights
     batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, cd)
     ttft_s = ttft(cp)
     return Pools(

@@ -100,6 +100,10 @@ def test_rate_sweep_rows_match_single_plans():
     assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-12)
     with pytest.raises(ValueError, match="rate"):
         rate_sweep(SC, CODE, slo, [1, 0])
+    priced = rate_sweep(SC, CODE, slo, [4, 1], prefill_tp=8, decode_tp=8, gpu_price_per_hour=3)
+    assert list(priced.rps) == [4, 1]  # the caller's order, though sized rising
+    assert list(priced.cost_per_hour) == list(priced.disaggregated_gpus * 3)
+    assert priced.disaggregated_gpus.iloc[0] == one.disaggregated_gpus
 
 
 # --- properties (the "done when") ---
@@ -176,3 +180,20 @@ def test_slower_link_never_needs_fewer_gpus(b1, b2, rps):
         return plan(sc, w, slo, prefill_tp=8, decode_tp=8).disaggregated_gpus
 
     assert gpus(slow) >= gpus(fast)
+
+
+def test_scale_up_link_beyond_one_domain_is_noted():
+    # NVLink 4 joins 8 H100s; 20 requests/s of 8,000 tokens need more than one domain
+    sc = scenario_from_inputs({"link": "nvlink4"})
+    p = plan(sc, Workload.fixed(20, 8000, 256), Slo(2.0, 0.05), prefill_tp=8, decode_tp=8)
+    assert p.disaggregated_gpus > 8
+    assert any("joins at most 8 GPUs" in n for n in p.notes)
+
+
+def test_what_does_not_fit_in_memory_is_named():
+    # Llama-3.1-70B BF16 at TP 2: 70.6 GB of weights per GPU leave 1.4 GB, less than one
+    # 20,000-token request's KV (20,000 × 327,680 B / 2 = 3.3 GB per GPU)
+    p = plan(SC, Workload.fixed(1, 20_000, 256), Slo(5.0, 0.05), prefill_tp=2, decode_tp=2)
+    assert p.limits == {"prefill": "memory", "decode": "memory", "colocated": "memory"}
+    assert not p.meets_slo and p.colocated_gpus == 0 and p.disaggregation_saves_gpus == 0
+    assert any("cannot hold" in n for n in p.notes)

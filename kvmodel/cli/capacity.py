@@ -69,6 +69,10 @@ def workload_from_args(args):
     return Workload.fixed(rps, args.seq_len, args.output_len), None, notes
 
 
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" if abs(n) == 1 else f"{n:,} GPUs"
+
+
 def cmd_capacity(args):
     from ..capacity import Slo, plan
 
@@ -105,15 +109,15 @@ def cmd_capacity(args):
     rows = [
         ("traffic", f"{p.rps:,.2f} requests/s, mean {workload.mean_prompt_tokens:,.0f} prompt + "
                     f"{workload.mean_output_tokens:,.0f} output tokens"),
-        ("prefill", f"{p.prefill_gpus:,} GPUs = {p.prefill_instances:,} × TP {p.prefill_tp} "
+        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
                     f"(limit: {p.limits['prefill']})"),
-        ("decode", f"{p.decode_gpus:,} GPUs = {p.decode_instances:,} × TP {p.decode_tp} "
+        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
                    f"(limit: {p.limits['decode']})"),
-        ("disaggregated", f"{p.disaggregated_gpus:,} GPUs (P:D {p.pd_ratio:.2f})"),
-        ("colocated", f"{p.colocated_gpus:,} GPUs = {p.colocated_instances:,} × TP "
+        ("disaggregated", f"{_gpus(p.disaggregated_gpus)} (P:D {p.pd_ratio:.2f})"),
+        ("colocated", f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP "
                       f"{p.colocated_tp}, chunk {p.colocated_chunk_tokens:,} tokens "
                       f"(limit: {p.limits['colocated']})"),
-        ("disaggregation saves", f"{p.disaggregation_saves_gpus:,} GPUs"),
+        ("disaggregation saves", _gpus(p.disaggregation_saves_gpus)),
         (f"TTFT {q}", f"{fmt_ms(p.ttft_s)} disaggregated, {fmt_ms(p.colocated_ttft_s)} colocated "
                       f"(target {fmt_ms(slo.ttft_s)})"),
         ("TPOT", f"{fmt_ms(p.tpot_s)} disaggregated, {fmt_ms(p.colocated_tpot_s)} colocated "
