@@ -88,3 +88,12 @@ def test_source_caption():
     text = source_caption("A", "a sample: no upload", 300)
     assert text.startswith("Traffic: A (a sample: no upload).")
     assert "every request generates 300 tokens" in text
+
+
+def test_no_colocated_shape_is_said_and_counts_as_a_win(plan):
+    none = replace(plan, colocated_gpus=0, colocated_meets_slo=False, disaggregation_saves_gpus=0)
+    assert "colocated serving is not an option here" in capacity_takeaway(none, rps=1.0, slo=SLO)
+    # no colocated shape at 4 and 8 req/s: disaggregation "wins" there (it is the only option)
+    says = crossover_sentence(_sweep([8, 8, 8, 8], [4, 6, 0, 0]), rps=4.0)
+    assert "from about 4 requests/s up" in says
+    assert "No colocated instance can serve" in crossover_sentence(_sweep([8] * 4, [0] * 4), 4.0)

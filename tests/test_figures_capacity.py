@@ -76,3 +76,11 @@ def test_limits_one_trace_per_constraint_one_bar_per_run():
 
 def test_edges_are_geometric_midpoints():
     np.testing.assert_allclose(F._edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
+
+
+def test_no_colocated_shape_is_a_gap_and_shaded():
+    gap = SWEEP.assign(colocated_gpus=[4, 4, 0, 0])
+    fig = F.figure_gpus_vs_rate(gap, rps=2.0)
+    assert np.isnan(fig.data[1].y[2:]).all() and list(fig.data[1].y[:2]) == [4, 4]
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(rects) == 1 and rects[0].x0 == pytest.approx(np.sqrt(8))

@@ -87,6 +87,12 @@ def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> s
     if price and plan.cost_per_hour is not None and plan.colocated_cost_per_hour is not None:
         diff = plan.colocated_cost_per_hour - plan.cost_per_hour
         money = f" (${abs(diff):,.0f} per hour {'less' if diff >= 0 else 'more'})"
+    if not col:  # kvmodel.capacity: no colocated shape at all
+        return (
+            head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "
+            "serving is not an option here: no colocated instance holds a decode batch beside "
+            "a prefilling request."
+        )
     if not plan.colocated_meets_slo:
         return (
             head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "
@@ -128,8 +134,12 @@ def crossover_sentence(sweep, rps: float) -> str:
     """Where the two curves of the rate sweep cross: from which rate disaggregation needs fewer
     GPUs than colocated serving, read off the sweep's rows (rates ascending)."""
     r = sweep["rps"].to_numpy(dtype=float)
-    fewer = (sweep["disaggregated_gpus"] < sweep["colocated_gpus"]).to_numpy()
+    col = sweep["colocated_gpus"].to_numpy(dtype=float)
     drawn = f"from {r[0]:,.3g} to {r[-1]:,.3g} requests/s"
+    if not col.any():  # 0: no colocated shape at all (kvmodel.capacity)
+        return f"No colocated instance can serve this traffic at any rate drawn, {drawn}."
+    # where colocated serving is impossible, disaggregation needs fewer GPUs
+    fewer = (sweep["disaggregated_gpus"].to_numpy(dtype=float) < col) | (col == 0)
     if fewer.all():
         return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
     if not fewer.any():

@@ -100,8 +100,10 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
     r = sweep["rps"].to_numpy(dtype=float)
     dis = sweep["disaggregated_gpus"].to_numpy(dtype=float)
     col = sweep["colocated_gpus"].to_numpy(dtype=float)
+    col = np.where(col > 0, col, np.nan)  # 0: no colocated shape at that rate, a gap
     edges = _edges(r)
-    for first, last in _runs(dis < col):
+    wins = (dis < col) | np.isnan(col)
+    for first, last in _runs(wins):
         fig.add_vrect(x0=edges[first], x1=edges[last + 1], fillcolor=SAVES_FILL, line_width=0,
                       layer="below")  # fmt: skip
     pd_text = np.array(
@@ -134,7 +136,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         marker_size=5,
         hovertemplate="%{x:,.3g} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
     )
-    if (dis < col).any():
+    if wins.any():
         fig.add_scatter(  # a legend entry for the shading
             x=[None], y=[None], mode="markers", marker_symbol="square", marker_size=12,
             marker_color="rgba(22, 163, 74, 0.35)", name="disaggregated needs fewer GPUs",

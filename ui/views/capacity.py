@@ -274,7 +274,7 @@ def _tiles(plan, slo, price) -> None:
     )
     m[1].metric(
         "Colocated GPUs",
-        gpus(plan.colocated_gpus),
+        gpus(plan.colocated_gpus) if plan.colocated_gpus else "none fits",
         delta=None if plan.colocated_meets_slo else "misses the targets",
         delta_color="inverse",
         delta_arrow="off",
