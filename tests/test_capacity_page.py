@@ -231,3 +231,17 @@ def test_no_rate_says_what_to_enter(query, says):
     shown = " ".join(e.value for e in [*at.warning, *at.info])
     assert says in shown, shown
     assert not at.metric
+
+
+def test_rate_csv_costs_only_with_a_price():
+    sc, wl, slo, _ = _expected_fixed()
+    with_price = cap.rate_sweep(sc, wl, slo, (10.0, 40.0), gpu_price_per_hour=2.5)
+    df = csv_capacity.sweep_frame(with_price, ttft_percentile=99.0)
+    # 2.5 $/GPU-hour × the GPUs (the model's cost_per_hour)
+    np.testing.assert_allclose(
+        df["disaggregated cost [$ per hour]"], 2.5 * with_price["disaggregated_gpus"]
+    )
+    no_price = cap.rate_sweep(sc, wl, slo, (10.0, 40.0))
+    assert "disaggregated cost [$ per hour]" not in csv_capacity.sweep_frame(
+        no_price, ttft_percentile=99.0
+    )

@@ -81,6 +81,10 @@ def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
             ("prefill_gpus", "prefill GPUs [GPUs]", 1),
             ("decode_gpus", "decode GPUs [GPUs]", 1),
             ("colocated_gpus", "colocated GPUs [GPUs]", 1),
+            ("disaggregation_saves_gpus", "GPUs saved by disaggregation [GPUs]", 1),
+            ("prefill_instances", "prefill instances", None),
+            ("decode_instances", "decode instances", None),
+            ("colocated_instances", "colocated instances", None),
             ("prefill_limit", "prefill limited by", None),
             ("decode_limit", "decode limited by", None),
             ("colocated_limit", "colocated limited by", None),
@@ -89,11 +93,18 @@ def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
             ("meets_slo", "disaggregated meets the SLO", None),
             ("colocated_ttft_s", f"colocated TTFT at {p} [ms]", 1e3),
             ("colocated_meets_slo", "colocated meets the SLO", None),
+            ("tpot_s", "disaggregated TPOT [ms]", 1e3),
+            ("colocated_tpot_s", "colocated TPOT [ms]", 1e3),
             ("prefill_tp", "prefill TP [GPUs]", None),
             ("decode_tp", "decode TP [GPUs]", None),
             ("colocated_tp", "colocated TP [GPUs]", None),
+            ("cost_per_hour", "disaggregated cost [$ per hour]", None),
+            ("colocated_cost_per_hour", "colocated cost [$ per hour]", None),
         ),
     )
+    costs = ["disaggregated cost [$ per hour]", "colocated cost [$ per hour]"]
+    if costs[0] in out and out[costs[0]].isna().all():  # no price given: no cost columns
+        out = out.drop(columns=costs)
     for col in ("disaggregated meets the SLO", "colocated meets the SLO"):
         if col in out.columns:
             out[col] = [_yes_no(bool(v)) for v in out[col]]
