@@ -24,6 +24,7 @@ PAGES = (  # file, title, icon, url path
     ("plan", "Plan", "target", "plan"),
     ("compare", "Compare", "compare_arrows", "compare"),
     ("traffic", "Traffic", "bar_chart", "traffic"),
+    ("capacity", "Capacity", "dns", "capacity"),
     ("measure", "Measured", "monitoring", "measure"),
     ("recipes", "Recipes", "menu_book", "recipes"),
     ("models", "Models", "neurology", "models"),

@@ -167,6 +167,9 @@ def wait_ready(page, timeout_ms: int) -> None:
     page.wait_for_timeout(500)  # let the first plot settle
 
 
+MAIN = "main"  # a control's "expander" value for an input in the page body, not the sidebar
+
+
 class PageUnderTest:
     """One page in its own browser context (its own Streamlit session), changed on demand."""
 
@@ -183,7 +186,9 @@ class PageUnderTest:
         self.load_ms = (time.perf_counter() - t0) * 1e3
         self.page.evaluate(JS_INSTALL)
         sidebar = self.page.get_by_test_id("stSidebar")
-        if expander:
+        if expander == MAIN:  # a page's own input, in the page body
+            sidebar = self.page.get_by_test_id("stMain")
+        elif expander:
             exp = sidebar.get_by_test_id("stExpander").filter(has_text=expander)
             exp.locator("summary").click()
         self.box = sidebar.get_by_label(self.control_label, exact=True)

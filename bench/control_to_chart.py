@@ -17,10 +17,11 @@ MutationObserver:
 * ``settled``      the last mutation that changed any chart's SVG, once the charts have been
                    quiet for ``--quiet`` ms (later re-draws, e.g. a re-mount or resize).
 
-The control per page is the first of "Batch [requests]", "Exact tokens" (sequence length) and
-"Decode step [ms]" (in the sidebar's "Times and thresholds" expander) whose change alters one of
-that page's charts, found with a quick AppTest probe (e.g. Interconnects' batch sweep and Models'
-bytes-per-token chart ignore the batch; Traffic's chart ignores batch and sequence length).
+The control per page is the first of "Batch [requests]", "Exact tokens" (sequence length),
+"Decode step [ms]" (in the sidebar's "Times and thresholds" expander) and the Capacity page's
+own "TPOT target [ms]" whose change alters one of that page's charts, found with a quick
+AppTest probe (e.g. Interconnects' batch sweep and Models' bytes-per-token chart ignore the
+batch; Traffic's chart ignores batch and sequence length).
 Target: median <= 1 s.
 
     .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
@@ -36,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from browser import CHROMIUM_ARGS, PageUnderTest, Server, chromium_path  # noqa: E402
+from browser import CHROMIUM_ARGS, MAIN, PageUnderTest, Server, chromium_path  # noqa: E402
 from common import (  # noqa: E402
     CONTROL_TO_CHART_MS,
     ROOT,
@@ -59,7 +60,10 @@ EXACT = ("Exact tokens", None, 3000, 13, "seq_exact")
 # step=30 opens that way, STEP_QUERY).
 STEP = ("Decode step [ms]", "Times and thresholds", 11, 1, "step_ms")
 STEP_QUERY = "?step=30&stack=mooncake"
-CANDIDATES = (BATCH, EXACT, STEP)  # preference order
+# A page's own input, for a page whose charts no sidebar input above moves (Capacity: its plan
+# ignores the batch, and a trace sets the prompt lengths).
+TPOT = ("TPOT target [ms]", MAIN, 31, 1, "w_tpot_slo")
+CANDIDATES = (BATCH, EXACT, STEP, TPOT)  # preference order
 
 
 def choose_control(page: str | None) -> tuple | None:
@@ -82,7 +86,11 @@ def choose_control(page: str | None) -> tuple | None:
         at.run()
         for control in CANDIDATES:
             before = [c.proto.spec for c in at.get("plotly_chart")]
-            at.number_input(key=control[4]).set_value(control[2] + 7 * control[3]).run()
+            try:
+                box = at.number_input(key=control[4])
+            except KeyError:  # a page input on another page
+                continue
+            box.set_value(control[2] + 7 * control[3]).run()
             after = [c.proto.spec for c in at.get("plotly_chart")]
             if not at.exception and before != after:
                 return control

@@ -327,6 +327,12 @@ INPUTS: tuple[Input, ...] = (
           page="Capacity", help="0 = no cost shown"),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
+    Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),
+          page="Capacity", help="`trace`: the Traffic page's sample or upload; `fixed`: every "
+          "request `seq` prompt and `out` output tokens at `rps` (CLI: `--trace` or `--rps`)"),
+    Input("ctp", "Capacity TP", "choice", "auto", choices=("auto", "sidebar"), page="Capacity",
+          help="`auto`: search the TPs that hold the weights; `sidebar`: `tp` and `tpd` "
+          "(CLI: `--tp auto` or a number)"),
 )  # fmt: skip
 
 BY_NAME = {i.name: i for i in INPUTS}
@@ -356,7 +362,7 @@ def check_scenario_field(field: str, value) -> None:
 
 
 def markdown_table() -> str:
-    """README's table of the app's link parameters (written by ``kvmodel.inputs_doc``)."""
-    from .inputs_doc import markdown_table as table
+    """README's table of the app's link parameters, made from the rows (``inputs_table``)."""
+    from .inputs_table import markdown_table as table
 
     return table()

@@ -14,6 +14,7 @@ PAGES = [
     "pages/sequence.py",
     "pages/mitigations.py",
     "pages/models.py",
+    "pages/capacity.py",
 ]
 
 

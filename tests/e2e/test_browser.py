@@ -36,6 +36,7 @@ PAGES = [
     ("/plan", "Plan", r"plan"),
     ("/compare", "Compare", r"compare"),
     ("/traffic", "Traffic", r"traffic"),
+    ("/capacity", "Capacity", r"capacity"),
     ("/measure", "Measured", r"measured"),
     ("/recipes", "Recipes", r"recipes"),
     ("/models", "Models", r"model"),

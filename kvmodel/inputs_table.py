@@ -1,4 +1,6 @@
-"""README's parameter table, written from the rows of :mod:`kvmodel.inputs`."""
+"""README's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks it), made
+from the rows of :mod:`kvmodel.inputs`.  Kept apart from the rows so that file holds the inputs
+themselves (``inputs.markdown_table`` calls this)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,8 @@
+"""Capacity: how many prefill and decode GPUs the traffic needs, disaggregated vs colocated.
+
+The body lives in ui/views/capacity.py (compiled once, importable, tested through AppTest).
+"""
+
+from ui.views import capacity
+
+capacity.render()

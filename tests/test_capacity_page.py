@@ -1,0 +1,247 @@
+"""The Capacity page through AppTest: its tiles follow kvmodel.capacity, its inputs travel in the
+link, a bad link value is a warning, and its CSVs hold the plan and the rate sweep."""
+
+from io import BytesIO
+
+import numpy as np
+import pandas as pd
+import pytest
+from app_helpers import APP, app, metric
+from streamlit.testing.v1 import AppTest
+
+from kvmodel import capacity as cap
+from kvmodel import traffic as tr
+from kvmodel.build import scenario_from_inputs
+from kvmodel.traffic import load_traffic
+from ui import csv_capacity
+from ui.capacity_words import capacity_takeaway, gpus
+from ui.fmt import fmt_time
+
+PAGE = "pages/capacity.py"
+# A fixed workload with non-default targets and a price: everything the page reads from a link.
+FIXED = {
+    "stack": "mooncake",  # a version-2 link (without it, a link means version 1's defaults)
+    "wl": "fixed",
+    "rps": "40",
+    "out": "300",
+    "seq": "2048",
+    "ttft_slo": "1500",
+    "ttft_pct": "99",
+    "tpot_slo": "60",
+    "price": "2.5",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    from ui import perf
+
+    perf.clear_cache()
+    yield
+    perf.clear_cache()
+
+
+def open_at(query: dict) -> AppTest:
+    """The app opened straight at the Capacity page's address (where a shared link lands: the
+    link's notices show on the first page drawn)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(query)
+    at.switch_page(PAGE)
+    at.run()
+    return at
+
+
+def _expected_fixed():
+    sc = scenario_from_inputs({"seq": 2048})  # the app's defaults otherwise
+    wl = cap.Workload.fixed(40.0, 2048, 300)
+    slo = cap.Slo(ttft_s=1.5, tpot_s=0.060, ttft_percentile=99.0)
+    return sc, wl, slo, cap.plan(sc, wl, slo, gpu_price_per_hour=2.5)
+
+
+def test_defaults_render_the_sample_trace_plan():
+    at = app(page=PAGE, article=False)
+    sc = scenario_from_inputs({})
+    req = load_traffic(tr.sample_path("azure-conv"))
+    wl = cap.Workload.from_requests(req)
+    slo = cap.Slo(
+        ttft_s=float(at.session_state["ttft_slo"]) / 1e3,
+        tpot_s=float(at.session_state["tpot_slo"]) / 1e3,
+        ttft_percentile=float(at.session_state["ttft_pct"]),
+    )
+    plan = cap.plan(sc, wl, slo)
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus)
+    assert at.info[0].value == capacity_takeaway(plan, rps=wl.rps, slo=slo)
+    assert any("Azure LLM inference 2023: conversation" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_a_link_with_capacity_inputs_shows_the_models_numbers():
+    at = app(FIXED, PAGE, article=False)
+    _, wl, slo, plan = _expected_fixed()
+    assert at.radio(key="w_wl").value == "fixed"
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus)
+    saves = plan.disaggregation_saves_gpus
+    assert metric(at, "Disaggregation saves") == ("−" if saves < 0 else "") + gpus(abs(saves))
+    assert metric(at, "TTFT p99") == fmt_time(plan.ttft_s)
+    assert metric(at, "TPOT") == fmt_time(plan.tpot_s)
+    assert metric(at, "Link utilisation") == f"{plan.link_utilization:.0%}"
+    assert metric(at, "Meets the targets") == ("yes" if plan.meets_slo else "no")
+    assert metric(at, "Cost per hour") == f"${plan.cost_per_hour:,.0f}"
+    assert at.info[0].value == capacity_takeaway(plan, rps=40.0, slo=slo, price=2.5)
+    for key, value in FIXED.items():  # the inputs stay in the link
+        assert at.query_params[key] in (value, [value]), key
+
+
+def test_changing_a_target_redraws_and_rewrites_the_link():
+    at = app(FIXED, PAGE, article=False)
+    at.number_input(key="w_tpot_slo").set_value(20.0).run()
+    sc, wl, _, _ = _expected_fixed()
+    slo = cap.Slo(ttft_s=1.5, tpot_s=0.020, ttft_percentile=99.0)
+    plan = cap.plan(sc, wl, slo, gpu_price_per_hour=2.5)
+    assert metric(at, "TPOT").startswith(fmt_time(plan.tpot_s))
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert at.query_params["tpot_slo"] in ("20", ["20"])
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ({"ttft_slo": "-5"}, "ttft_slo"),
+        ({"tp": "banana"}, "tp"),
+        ({"ttft_pct": "abc"}, "ttft_pct"),
+        ({"wl": "nope"}, "wl"),
+    ],
+)
+def test_a_bad_link_value_is_a_warning_not_a_traceback(query, says):
+    at = open_at({"stack": "mooncake", **query})
+    assert not at.exception
+    warned = " ".join(w.value for w in at.warning)
+    assert f"{says}=" in warned or f"{says}:" in warned, warned
+    assert at.metric  # the page still sizes a deployment
+
+
+def test_plan_csv_holds_both_options_with_units_and_the_link():
+    from ui.csv_tables import csv_handout
+
+    _, _, slo, plan = _expected_fixed()
+    df = csv_capacity.plan_frame(plan, rps=40.0, slo=slo, price=2.5)
+    raw = csv_handout(df, scenario_link="http://x/capacity?wl=fixed&rps=40")
+    text = raw.decode()
+    assert text.startswith("# scenario: http://x/capacity?wl=fixed&rps=40\r\n")
+    back = pd.read_csv(BytesIO(raw), comment="#").set_index("quantity")
+    assert list(back.columns) == ["disaggregated", "colocated"]
+    assert float(back.loc["GPUs [GPUs]", "disaggregated"]) == plan.disaggregated_gpus
+    assert float(back.loc["GPUs [GPUs]", "colocated"]) == plan.colocated_gpus
+    assert float(back.loc["prefill GPUs [GPUs]", "disaggregated"]) == plan.prefill_gpus
+    assert float(back.loc["TPOT target [ms]", "disaggregated"]) == 60.0
+    assert float(back.loc["cost [$ per hour]", "disaggregated"]) == pytest.approx(
+        plan.cost_per_hour, rel=1e-3
+    )
+    assert float(back.loc["TTFT at p99 [ms]", "disaggregated"]) == pytest.approx(
+        plan.ttft_s * 1e3, rel=1e-3
+    )
+
+
+def test_rate_csv_is_the_sweep_with_units():
+    from ui.csv_tables import csv_handout
+
+    sc, wl, slo, _ = _expected_fixed()
+    rates = (10.0, 40.0, 160.0)
+    sweep = cap.rate_sweep(sc, wl, slo, rates, gpu_price_per_hour=2.5)
+    raw = csv_handout(csv_capacity.sweep_frame(sweep, ttft_percentile=99.0))
+    back = pd.read_csv(BytesIO(raw))
+    assert back.columns[0] == "request rate [requests/s]"
+    np.testing.assert_allclose(back["request rate [requests/s]"], rates)
+    np.testing.assert_array_equal(back["disaggregated GPUs [GPUs]"], sweep["disaggregated_gpus"])
+    np.testing.assert_array_equal(back["colocated GPUs [GPUs]"], sweep["colocated_gpus"])
+    assert set(back["disaggregated meets the SLO"]) <= {"yes", "no"}
+    assert "disaggregated TTFT at p99 [ms]" in back.columns
+
+
+def test_an_upload_on_traffic_is_sized_and_a_missing_one_falls_back_to_the_sample():
+    at = app(page="pages/traffic.py", article=False)
+    at.radio(key="w_traffic_source").set_value("Upload").run()
+    csv = b"timestamp,prompt_tokens,output_tokens\n0,1000,200\n1,3000,100\n2,500,300\n3,800,50\n"
+    at.file_uploader(key="traffic_upload").set_value(("mine.csv", csv, "text/csv")).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("mine.csv (the Traffic page's upload)" in c.value for c in at.caption)
+    # the Traffic page keeps an upload as counts per prompt length, without output lengths:
+    # the page says so and sizes with the output-length input (default 256 tokens)
+    assert any("every request generates 256 tokens" in c.value for c in at.caption)
+    req = load_traffic(csv, name="mine.csv", per_request=False)
+    wl = cap.Workload.from_requests(req, output_len=256)
+    slo = cap.Slo(
+        ttft_s=float(at.session_state["ttft_slo"]) / 1e3,
+        tpot_s=float(at.session_state["tpot_slo"]) / 1e3,
+        ttft_percentile=float(at.session_state["ttft_pct"]),
+    )
+    plan = cap.plan(scenario_from_inputs({}), wl, slo)
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    at.switch_page("pages/traffic.py").run()
+    at.button(key="traffic_forget").click().run()  # Upload still chosen, no file loaded
+    at.switch_page(PAGE).run()
+    assert any("a sample: no upload is loaded" in c.value for c in at.caption)
+    assert at.metric
+
+
+def test_equal_memo_keys_give_equal_plans():
+    """The page keys its memo on ``plan_key(sc)``: scenarios with equal keys (they differ in
+    what the plan does not read) must have equal plans, and a fixed prefill time (which the
+    plan notes) must change the key."""
+    from ui.views.capacity import plan_key
+
+    wl = cap.Workload.fixed(20.0, 2048, 300)
+    slo = cap.Slo(ttft_s=2.0, tpot_s=0.05)
+    base = scenario_from_inputs({})
+    for inputs in ({"batch": 32}, {"batch": 32, "seq": 8192}, {"seq": 300}):
+        sc = scenario_from_inputs(inputs)
+        assert plan_key(sc) == plan_key(base), inputs
+        for kw in ({}, {"prefill_tp": 8, "decode_tp": 8}):
+            assert cap.plan(sc, wl, slo, **kw) == cap.plan(base, wl, slo, **kw), (inputs, kw)
+    given = scenario_from_inputs({"prefill": 120.0})
+    assert plan_key(given) != plan_key(base)
+    assert cap.plan(given, wl, slo).notes != cap.plan(base, wl, slo).notes
+    assert plan_key(scenario_from_inputs({"comp": "int8"})) != plan_key(base)
+
+
+def test_the_sidebars_tp_when_asked():
+    at = open_at({**FIXED, "ctp": "sidebar", "tp": "4", "tpd": "2"})
+    sc = scenario_from_inputs({"seq": 2048, "tp": 4, "tpd": 2})
+    _, wl, slo, _ = _expected_fixed()
+    plan = cap.plan(sc, wl, slo, prefill_tp=4, decode_tp=2, gpu_price_per_hour=2.5)
+    assert (plan.prefill_tp, plan.decode_tp) == (4, 2)
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert at.radio(key="w_ctp").value == "sidebar"
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        # a Prometheus scrape has no timestamps: without a rate there is nothing to size
+        ({"trace": "vllm-prom", "rps": "0"}, "give the rate"),
+        ({"wl": "fixed", "rps": "0"}, "Enter a request rate above 0"),
+    ],
+)
+def test_no_rate_says_what_to_enter(query, says):
+    at = open_at({"stack": "mooncake", **query})
+    assert not at.exception
+    shown = " ".join(e.value for e in [*at.warning, *at.info])
+    assert says in shown, shown
+    assert not at.metric
+
+
+def test_rate_csv_costs_only_with_a_price():
+    sc, wl, slo, _ = _expected_fixed()
+    with_price = cap.rate_sweep(sc, wl, slo, (10.0, 40.0), gpu_price_per_hour=2.5)
+    df = csv_capacity.sweep_frame(with_price, ttft_percentile=99.0)
+    # 2.5 $/GPU-hour × the GPUs (the model's cost_per_hour)
+    np.testing.assert_allclose(
+        df["disaggregated cost [$ per hour]"], 2.5 * with_price["disaggregated_gpus"]
+    )
+    no_price = cap.rate_sweep(sc, wl, slo, (10.0, 40.0))
+    assert "disaggregated cost [$ per hour]" not in csv_capacity.sweep_frame(
+        no_price, ttft_percentile=99.0
+    )

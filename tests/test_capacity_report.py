@@ -1,0 +1,61 @@
+"""The Capacity page's HTML handout (ui.capacity_report): standalone, the plan's numbers, its
+charts and inputs, a link back."""
+
+import re
+from datetime import UTC, datetime
+from html import escape
+
+import numpy as np
+import pytest
+
+from kvmodel import capacity as cap
+from kvmodel.build import scenario_from_inputs
+from ui.capacity_report import capacity_report_html
+from ui.capacity_words import capacity_takeaway, crossover_sentence, gpus
+from ui.fmt import fmt_time
+
+SLO = cap.Slo(ttft_s=1.5, tpot_s=0.04, ttft_percentile=99.0)
+
+
+@pytest.fixture(scope="module")
+def made():
+    sc = scenario_from_inputs({"link": "ib-ndr"})
+    wl = cap.Workload.fixed(25.0, 3000, 200)
+    plan = cap.plan(sc, wl, SLO, gpu_price_per_hour=3.0)
+    sweep = cap.rate_sweep(sc, wl, SLO, tuple(25.0 * np.geomspace(0.1, 10, 9)),
+                           gpu_price_per_hour=3.0)  # fmt: skip
+    html = capacity_report_html(
+        plan, sweep, sc=sc, slo=SLO, rps=25.0, price=3.0, traffic="every request 3,000 tokens",
+        tp_mode="searched", share_url="http://host:8501/capacity?wl=fixed&rps=25",
+        generated_at=datetime(2026, 12, 1, 0, 0, tzinfo=UTC),
+    )  # fmt: skip
+    return sc, plan, sweep, html
+
+
+def test_the_report_holds_the_plan_charts_and_inputs(made):
+    sc, plan, sweep, html = made
+    assert html.startswith("<!DOCTYPE html>") and "Generated 2026-12-01 00:00 UTC" in html
+    assert escape(capacity_takeaway(plan, rps=25.0, slo=SLO, price=3.0)) in html
+    assert escape(crossover_sentence(sweep, 25.0)) in html
+    assert gpus(plan.disaggregated_gpus) in html and fmt_time(plan.ttft_s) in html
+    assert f"${plan.cost_per_hour:,.0f} disaggregated" in html
+    assert all(f'id="chart-{c}"' in html for c in ("gpus", "split", "limits"))
+    assert "TTFT target</th><td>1.50 s at p99" in html
+    assert "InfiniBand NDR" in html  # the scenario's inputs, without those the plan ignores
+    assert "<th>Batch</th>" not in html and "<th>TTFT share target</th>" not in html
+    assert 'href="http://host:8501/capacity?wl=fixed&amp;rps=25"' in html
+
+
+def test_the_report_asks_the_network_for_nothing(made):
+    html = made[3]
+    markup = re.sub(r"<script[^>]*>.*?</script>", "", html, flags=re.S)
+    assert "<script src=" not in html and "https://cdn" not in html
+    for attr in re.findall(r'(?:src|href)="([^"]*)"', markup):
+        assert attr.startswith("http://host:8501/"), attr
+
+
+def test_a_bad_link_back_is_refused(made):
+    sc, plan, sweep, _ = made
+    with pytest.raises(ValueError, match="share_url"):
+        capacity_report_html(plan, sweep, sc=sc, slo=SLO, rps=25.0, price=None, traffic="x",
+                             tp_mode="searched", share_url="javascript:alert(1)")  # fmt: skip

@@ -1,0 +1,99 @@
+"""The Capacity page's sentences (ui.capacity_words) on hand-made plans and sweeps."""
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from kvmodel import capacity as cap
+from kvmodel.build import scenario_from_inputs
+from ui.capacity_words import (
+    capacity_takeaway,
+    cheaper_text,
+    crossover_sentence,
+    gpus,
+    pct_label,
+    saves_text,
+    source_caption,
+)
+
+SLO = cap.Slo(ttft_s=2.0, tpot_s=0.05, ttft_percentile=90.0)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return cap.plan(scenario_from_inputs({}), cap.Workload.fixed(20.0, 2048, 300), SLO)
+
+
+def _sweep(dis, col, rates=(1.0, 2.0, 4.0, 8.0)):
+    return pd.DataFrame({"rps": rates, "disaggregated_gpus": dis, "colocated_gpus": col})
+
+
+def test_counts_and_labels():
+    assert gpus(1) == "1 GPU" and gpus(1200) == "1,200 GPUs"
+    assert pct_label(90.0) == "p90" and pct_label(99.9) == "p99.9"
+    assert saves_text(8) == "saves 8 GPUs" and saves_text(-1) == "costs 1 more GPU"
+    assert saves_text(0) == "same GPUs"
+    assert cheaper_text(3) == "disaggregated is cheaper"
+    assert cheaper_text(-3) == "colocated is cheaper" and cheaper_text(0) == "a tie"
+
+
+@pytest.mark.parametrize(
+    ("dis", "col", "says"),
+    [
+        # wins only at 8 req/s, the top rate: from 8 up, 8 ÷ 4 = 2× the rate asked
+        ([8, 8, 8, 8], [4, 6, 8, 12], "from about 8 requests/s up (2× your rate; shaded)"),
+        # wins from 2 req/s up: the rate asked (4) is inside
+        ([8, 8, 8, 8], [4, 9, 9, 9], "from about 2 requests/s up (your rate included"),
+        # wins at 1 and 2 req/s only
+        ([4, 4, 8, 8], [8, 8, 8, 8], "fewer GPUs up to about 2 requests/s; above it colocated"),
+        ([4, 4, 4, 4], [8, 8, 8, 8], "fewer GPUs at every rate drawn, from 1 to 8 requests/s"),
+        ([8, 8, 8, 8], [8, 8, 8, 8], "never needs fewer GPUs than colocated from 1 to 8"),
+        ([8, 4, 8, 8], [8, 8, 8, 4], "only at the shaded rates"),
+    ],
+)
+def test_crossover_sentence(dis, col, says):
+    assert says in crossover_sentence(_sweep(dis, col), rps=4.0)
+
+
+def test_takeaway_names_the_cheaper_option_and_by_how_many(plan):
+    win = replace(plan, disaggregated_gpus=16, colocated_gpus=24, prefill_gpus=8, decode_gpus=8,
+                  prefill_instances=2, prefill_tp=4, decode_instances=1, decode_tp=8,
+                  meets_slo=True, colocated_meets_slo=True, cost_per_hour=32.0,
+                  colocated_cost_per_hour=48.0)  # fmt: skip
+    text = capacity_takeaway(win, rps=20.0, slo=SLO, price=2.0)
+    assert text.startswith("At 20 requests/s with p90 TTFT ≤ 2.00 s and TPOT ≤ 50.0 ms: ")
+    assert "disaggregated serving is cheaper: 16 GPUs (8 prefill (2 × TP 4) + 8 decode " in text
+    assert "against 24 GPUs colocated, 8 GPUs fewer ($16 per hour less)." in text  # 48 − 32
+    lose = replace(win, colocated_gpus=12, colocated_cost_per_hour=24.0)
+    text = capacity_takeaway(lose, rps=20.0, slo=SLO, price=2.0)
+    assert "colocated serving is cheaper: 12 GPUs against 16 GPUs disaggregated" in text
+    assert "disaggregation costs 4 more GPUs ($8 per hour more)." in text
+    tie = replace(win, colocated_gpus=16)
+    assert "both need 16 GPUs" in capacity_takeaway(tie, rps=20.0, slo=SLO)
+
+
+def test_takeaway_when_a_side_misses_the_targets(plan):
+    colo_misses = replace(plan, meets_slo=True, colocated_meets_slo=False)
+    text = capacity_takeaway(colo_misses, rps=20.0, slo=SLO)
+    assert "colocated serving does not meet the targets at any size" in text
+    missed = replace(plan, meets_slo=False, colocated_meets_slo=True)
+    text = capacity_takeaway(missed, rps=20.0, slo=SLO)
+    assert "no disaggregated plan meets the targets" in text
+    assert f"Colocated serving meets them with {gpus(plan.colocated_gpus)}." in text
+
+
+def test_source_caption():
+    assert source_caption("A", None) == "Traffic: A."
+    text = source_caption("A", "a sample: no upload", 300)
+    assert text.startswith("Traffic: A (a sample: no upload).")
+    assert "every request generates 300 tokens" in text
+
+
+def test_no_colocated_shape_is_said_and_counts_as_a_win(plan):
+    none = replace(plan, colocated_gpus=0, colocated_meets_slo=False, disaggregation_saves_gpus=0)
+    assert "colocated serving is not an option here" in capacity_takeaway(none, rps=1.0, slo=SLO)
+    # no colocated shape at 4 and 8 req/s: disaggregation "wins" there (it is the only option)
+    says = crossover_sentence(_sweep([8, 8, 8, 8], [4, 6, 0, 0]), rps=4.0)
+    assert "from about 4 requests/s up" in says
+    assert "No colocated instance can serve" in crossover_sentence(_sweep([8] * 4, [0] * 4), 4.0)

@@ -1,0 +1,86 @@
+"""Capacity figures (ui.figures_capacity) on a hand-made rate sweep."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ui import figures_capacity as F
+
+RATES = [1.0, 2.0, 4.0, 8.0]
+SWEEP = pd.DataFrame(
+    {
+        "rps": RATES,
+        "prefill_gpus": [4, 4, 8, 16],
+        "decode_gpus": [4, 4, 4, 8],
+        "disaggregated_gpus": [8, 8, 12, 24],
+        "colocated_gpus": [4, 8, 16, 32],  # disaggregation wins at 4 and 8 req/s
+        "prefill_limit": ["ttft", "ttft", "compute", "compute"],
+        "decode_limit": ["memory"] * 4,
+        "colocated_limit": ["tpot", "compute", "compute", "ttft"],
+    }
+)
+
+
+def test_gpus_vs_rate_lines_shading_and_marker():
+    fig = F.figure_gpus_vs_rate(SWEEP, rps=4.0)
+    names = [t.name for t in fig.data]
+    assert names[:2] == ["disaggregated (prefill + decode)", "colocated (chunked prefill)"]
+    np.testing.assert_array_equal(fig.data[0].y, [8, 8, 12, 24])
+    np.testing.assert_array_equal(fig.data[1].y, [4, 8, 16, 32])
+    assert list(fig.data[0].customdata) == ["4 + 4", "4 + 4", "8 + 4", "16 + 8"]
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    # one shaded run, from the cell edge between 2 and 4 (√8) past the last rate (8² ÷ √32)
+    assert len(rects) == 1
+    assert rects[0].x0 == pytest.approx(np.sqrt(8)) and rects[0].x1 == pytest.approx(
+        64 / np.sqrt(32)
+    )
+    assert [s.x0 for s in fig.layout.shapes if s.type == "line"] == [4.0]
+    assert fig.layout.xaxis.type == "log"
+    assert "requests/s" in fig.layout.xaxis.title.text and fig.layout.yaxis.title.text == "GPUs"
+    assert "GPUs" in fig.data[0].hovertemplate and "req/s" in fig.data[0].hovertemplate
+
+
+def test_no_shading_where_disaggregation_never_wins():
+    never = SWEEP.assign(colocated_gpus=[4, 4, 4, 4])
+    fig = F.figure_gpus_vs_rate(never, rps=None)
+    assert not [s for s in (fig.layout.shapes or ()) if s.type == "rect"]
+    assert len(fig.data) == 2  # no legend entry for a shading that is not there
+
+
+def test_pd_split_is_stacked_with_shares():
+    fig = F.figure_pd_split(SWEEP, rps=2.0)
+    assert [t.stackgroup for t in fig.data] == ["pd", "pd"]
+    np.testing.assert_allclose(fig.data[0].customdata, [50, 50, 200 / 3, 200 / 3])  # 8 ÷ 12
+    assert "% of the pool" in fig.data[0].hovertemplate
+
+
+def test_limits_one_trace_per_constraint_one_bar_per_run():
+    fig = F.figure_limits(SWEEP, rps=2.0)
+    names = [t.name for t in fig.data]
+    assert sorted(names) == ["KV memory", "TPOT target", "TTFT target", "compute"]
+    bars = [
+        (y, t.name, base, base + x)
+        for t in fig.data
+        for y, base, x in zip(t.y, t.base, t.x, strict=True)
+    ]
+    edges = F._edges(np.array(RATES))
+    # prefill: TTFT target at 1 and 2 req/s, compute at 4 and 8, split at the edge √8
+    prefill = sorted((b for b in bars if b[0] == "prefill"), key=lambda b: b[2])
+    assert [b[1] for b in prefill] == ["TTFT target", "compute"]
+    assert prefill[0][2] == pytest.approx(edges[0]) and prefill[0][3] == pytest.approx(edges[2])
+    assert prefill[1][3] == pytest.approx(edges[-1])
+    colocated = sorted((b for b in bars if b[0] == "colocated"), key=lambda b: b[2])
+    assert [b[1] for b in colocated] == ["TPOT target", "compute", "TTFT target"]
+    assert "sized by" in fig.data[0].hovertemplate and "req/s" in fig.data[0].hovertemplate
+
+
+def test_edges_are_geometric_midpoints():
+    np.testing.assert_allclose(F._edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
+
+
+def test_no_colocated_shape_is_a_gap_and_shaded():
+    gap = SWEEP.assign(colocated_gpus=[4, 4, 0, 0])
+    fig = F.figure_gpus_vs_rate(gap, rps=2.0)
+    assert np.isnan(fig.data[1].y[2:]).all() and list(fig.data[1].y[:2]) == [4, 4]
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(rects) == 1 and rects[0].x0 == pytest.approx(np.sqrt(8))

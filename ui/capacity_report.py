@@ -1,0 +1,151 @@
+"""The Capacity page's HTML handout: one standalone page (inline CSS, plotly.js inlined once, no
+network address but the optional link back to the app) with the plan, its charts and the inputs
+it came from, for a budget meeting.  No streamlit here; every text goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from html import escape
+
+from . import figures_capacity as figs
+from .capacity_words import (
+    capacity_takeaway,
+    crossover_sentence,
+    gpus,
+    limit_text,
+    pct_label,
+    saves_text,
+)
+from .export import figure_div, plotlyjs_inline
+from .fmt import fmt_bandwidth, fmt_time
+from .report import CSS
+from .report_text import scenario_inputs
+from .scenario_link import check_url
+
+# scenario inputs the capacity model does not read (the workload, the targets and the TP
+# search set them): left out of the report's inputs so that none seems to matter
+IGNORED = ("Sequence length", "Batch", "TP prefill", "Decode step", "Prefill", "Critical",
+           "TTFT share")  # fmt: skip
+
+
+def _rows(rows) -> str:
+    body = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def _frame(df) -> str:
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in df.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
+        for row in df.itertuples(index=False)
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
+    """The plan's numbers as (quantity, value with unit) rows."""
+    p = pct_label(slo.ttft_percentile)
+    need = plan.nic_bandwidth_needed_bytes_per_s
+    rows = [
+        ("Disaggregated", f"{gpus(plan.disaggregated_gpus)}: {plan.prefill_gpus:,} prefill "
+         f"({plan.prefill_instances} × TP {plan.prefill_tp}) + {plan.decode_gpus:,} decode "
+         f"({plan.decode_instances} × TP {plan.decode_tp})"),
+        ("Colocated (chunked prefill)", f"{gpus(plan.colocated_gpus)}: "
+         f"{plan.colocated_instances} × TP {plan.colocated_tp}"
+         + ("" if plan.colocated_meets_slo else " (misses the targets)")),
+        ("Disaggregation", saves_text(plan.disaggregation_saves_gpus)),
+        (f"TTFT {p}", f"{fmt_time(plan.ttft_s)} disaggregated, "
+         f"{fmt_time(plan.colocated_ttft_s)} colocated (target {fmt_time(slo.ttft_s)})"),
+        ("TPOT", f"{fmt_time(plan.tpot_s)} disaggregated, {fmt_time(plan.colocated_tpot_s)} "
+         f"colocated (target {fmt_time(slo.tpot_s)})"),
+        ("Meets the targets", "yes" if plan.meets_slo else "no"),
+        ("Link utilisation", f"{plan.link_utilization:.0%} of "
+         f"{fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per NIC"),
+        (f"NIC bandwidth the {p} needs", f"{fmt_bandwidth(need)} per NIC" if need else "none"),
+        ("Sized by", f"prefill: {limit_text(plan.limits, 'prefill')}; decode: "
+         f"{limit_text(plan.limits, 'decode')}; colocated: "
+         f"{limit_text(plan.limits, 'colocated')}"),
+    ]  # fmt: skip
+    if price:
+        rows.append(("Cost per hour", f"${plan.cost_per_hour:,.0f} disaggregated, "
+                     f"${plan.colocated_cost_per_hour:,.0f} colocated at ${price:,.2f} "
+                     "per GPU-hour"))  # fmt: skip
+    return rows
+
+
+def capacity_report_html(
+    plan,
+    sweep,
+    *,
+    sc,
+    slo,
+    rps: float,
+    price: float | None,
+    traffic: str,
+    tp_mode: str,
+    share_url: str | None = None,
+    generated_at: datetime | None = None,
+) -> str:
+    """The standalone page (module doc); ``sc`` is the sidebar's scenario, ``traffic`` says
+    where the requests came from, ``tp_mode`` how the TPs were chosen."""
+    if share_url is not None:
+        check_url(share_url, "share_url")
+    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M %Z").strip()
+    charts = (
+        (figs.figure_gpus_vs_rate(sweep, rps=rps), "chart-gpus"),
+        (figs.figure_pd_split(sweep, rps=rps), "chart-split"),
+        (figs.figure_limits(sweep, rps=rps), "chart-limits"),
+    )
+    body = [
+        "<h1>Capacity plan</h1>",
+        f'<p class="meta">Generated {escape(when)} by the KV Transfer Planner · '
+        f"{escape(sc.model.name)} on {escape(sc.gpu.name)}, {escape(sc.link.name)}</p>",
+    ]
+    if share_url:
+        body.append(
+            f'<p class="meta"><a href="{escape(share_url, quote=True)}">Open this plan in the '
+            "app</a> (the link holds every input).</p>"
+        )
+    body += [
+        '<h2 id="summary">Summary</h2>',
+        f'<p class="verdict{"" if plan.meets_slo else " bad"}">'
+        f"{escape(capacity_takeaway(plan, rps=rps, slo=slo, price=price))}</p>",
+        "<h3>Key numbers</h3>",
+        _rows(key_rows(plan, slo=slo, price=price)),
+        "<h3>Per pool</h3>",
+        _frame(figs.pool_table(plan, ttft_percentile=slo.ttft_percentile)),
+        '<h2 id="rates">Across request rates</h2>',
+        f"<p>{escape(crossover_sentence(sweep, rps))}</p>",
+        *(f'<div class="chart">{figure_div(f, div_id=i)}</div>' for f, i in charts),
+        '<h2 id="inputs">Inputs</h2>',
+        _rows(
+            [
+                ("Traffic", traffic),
+                ("Request rate", f"{rps:,.4g} requests/s"),
+                ("TTFT target", f"{fmt_time(slo.ttft_s)} at {pct_label(slo.ttft_percentile)}"),
+                ("TPOT target", fmt_time(slo.tpot_s)),
+                ("GPU price", f"${price:,.2f} per GPU-hour" if price else "not given"),
+                ("Tensor parallelism", tp_mode),
+                *((k, v) for k, v in scenario_inputs(sc) if not k.startswith(IGNORED)),
+            ]
+        ),
+    ]
+    if plan.notes:
+        body.append('<h2 id="notes">Notes</h2><ul class="assumptions">')
+        body += [f"<li>{escape(n)}</li>" for n in plan.notes]
+        body.append("</ul>")
+    body.append(
+        "<footer>Computed by the KV Transfer Planner's capacity model (kvmodel.capacity; README, "
+        "Capacity plan) from the inputs above; the charts are interactive and work offline."
+        "</footer>"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>Capacity plan: {escape(sc.model.name)}</title>\n<style>{CSS}</style>\n"
+        "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
+        f"<script>{plotlyjs_inline()}</script>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )

@@ -1,0 +1,166 @@
+"""The Capacity page's sentences, made from a ``kvmodel.capacity.CapacityPlan``.  No streamlit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .fmt import fmt_time
+
+LIMIT_WORDS = {
+    "compute": "compute",
+    "memory": "KV-cache memory",
+    "tpot": "the TPOT target",
+    "ttft": "the TTFT target",
+    "link": "the link",
+}
+
+
+SIDEBAR_NOTE = (
+    "From the sidebar the plan takes the model, GPU, interconnect (with its efficiency and "
+    "parallel links), transfer stack, KV dtype, compression and layer-wise sending; it sets "
+    "batches, prompt lengths and the prefill and decode times itself."
+)
+
+
+def gpus(n) -> str:
+    n = int(n)
+    return f"{n:,} GPU" if n == 1 else f"{n:,} GPUs"
+
+
+def pct_label(p: float) -> str:
+    """90.0 → 'p90', 99.9 → 'p99.9'."""
+    return f"p{p:g}"
+
+
+def split_text(plan) -> str:
+    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'."""
+    return (
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
+        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp})"
+    )
+
+
+def saves_text(saves) -> str:
+    """The colocated − disaggregated difference as words ('saves 8 GPUs', 'costs 8 more')."""
+    if saves > 0:
+        return f"saves {gpus(saves)}"
+    if saves < 0:
+        n = int(-saves)
+        return f"costs {n:,} more GPU{'' if n == 1 else 's'}"
+    return "same GPUs"
+
+
+def cheaper_text(saves) -> str:
+    """Which option needs fewer GPUs, from colocated − disaggregated."""
+    if saves > 0:
+        return "disaggregated is cheaper"
+    return "colocated is cheaper" if saves < 0 else "a tie"
+
+
+def limit_text(limits: dict, pool: str) -> str:
+    what = limits.get(pool)
+    return LIMIT_WORDS.get(what, str(what)) if what else "–"
+
+
+def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> str:
+    """Which option is cheaper for this traffic and these targets, and by how many GPUs."""
+    target = (
+        f"{pct_label(slo.ttft_percentile)} TTFT ≤ {fmt_time(slo.ttft_s)} and TPOT ≤ "
+        f"{fmt_time(slo.tpot_s)}"
+    )
+    head = f"At {rps:,.3g} requests/s with {target}: "
+    dis, col = plan.disaggregated_gpus, plan.colocated_gpus
+    if not plan.meets_slo:
+        binds = ", ".join(f"{pool} by {limit_text(plan.limits, pool)}" for pool in plan.limits)
+        colo = (
+            f" Colocated serving meets them with {gpus(plan.colocated_gpus)}."
+            if plan.colocated_meets_slo
+            else ""
+        )
+        return (
+            head + f"no disaggregated plan meets the targets (best: {gpus(dis)}, "
+            f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
+            f"{fmt_time(plan.tpot_s)}; sized by {binds}).{colo} Relax the targets, or pick a "
+            "faster GPU or link, or a smaller model."
+        )
+    money = ""
+    if price and plan.cost_per_hour is not None and plan.colocated_cost_per_hour is not None:
+        diff = plan.colocated_cost_per_hour - plan.cost_per_hour
+        money = f" (${abs(diff):,.0f} per hour {'less' if diff >= 0 else 'more'})"
+    if not col:  # kvmodel.capacity: no colocated shape at all
+        return (
+            head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "
+            "serving is not an option here: no colocated instance holds a decode batch beside "
+            "a prefilling request."
+        )
+    if not plan.colocated_meets_slo:
+        return (
+            head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "
+            f"serving does not meet the targets at any size (with {gpus(col)}: "
+            f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.colocated_ttft_s)}, TPOT "
+            f"{fmt_time(plan.colocated_tpot_s)}), so disaggregation is the way to meet them."
+        )
+    saves = col - dis
+    if saves > 0:
+        return (
+            head + f"disaggregated serving is cheaper: {gpus(dis)} ({split_text(plan)}) "
+            f"against {gpus(col)} colocated, {gpus(saves)} fewer{money}."
+        )
+    if saves < 0:
+        return (
+            head + f"colocated serving is cheaper: {gpus(col)} against {gpus(dis)} "
+            f"disaggregated ({split_text(plan)}); disaggregation costs "
+            f"{saves_text(saves).removeprefix('costs ')}{money}."
+        )
+    return (
+        head + f"both need {gpus(dis)} ({split_text(plan)} disaggregated); disaggregation "
+        "saves no GPUs here, so choose on latency or operations."
+    )
+
+
+def source_caption(label: str, fallback: str | None, output_len: int | None = None) -> str:
+    """Where the traffic came from, why it fell back to a sample when it did, and the output
+    length used when the traffic has none."""
+    text = f"Traffic: {label}" + (f" ({fallback})" if fallback else "") + "."
+    if output_len is not None:
+        text += (
+            f" It gives no output lengths (an upload is kept as counts per prompt length): "
+            f"every request generates {output_len:,} tokens (Output tokens per request)."
+        )
+    return text
+
+
+def crossover_sentence(sweep, rps: float) -> str:
+    """Where the two curves of the rate sweep cross: from which rate disaggregation needs fewer
+    GPUs than colocated serving, read off the sweep's rows (rates ascending)."""
+    r = sweep["rps"].to_numpy(dtype=float)
+    col = sweep["colocated_gpus"].to_numpy(dtype=float)
+    drawn = f"from {r[0]:,.3g} to {r[-1]:,.3g} requests/s"
+    if not col.any():  # 0: no colocated shape at all (kvmodel.capacity)
+        return f"No colocated instance can serve this traffic at any rate drawn, {drawn}."
+    # where colocated serving is impossible, disaggregation needs fewer GPUs
+    fewer = (sweep["disaggregated_gpus"].to_numpy(dtype=float) < col) | (col == 0)
+    if fewer.all():
+        return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
+    if not fewer.any():
+        return f"Disaggregated serving never needs fewer GPUs than colocated {drawn}."
+    if fewer[-1]:
+        start = float(r[len(fewer) - int(np.argmin(fewer[::-1]))])  # the last run of wins
+        you = (
+            f"{start / rps:,.2g}× your rate"
+            if start > rps
+            else "your rate included"
+            if start < rps
+            else "your rate"
+        )
+        return (
+            f"Where the lines cross: disaggregated serving needs fewer GPUs from about "
+            f"{start:,.3g} requests/s up ({you}; shaded)."
+        )
+    if fewer[0]:
+        end = float(r[int(np.argmin(fewer)) - 1])
+        return (
+            f"Disaggregated serving needs fewer GPUs up to about {end:,.3g} requests/s; above "
+            "it colocated serving needs as few or fewer (shaded: where disaggregation wins)."
+        )
+    return "Disaggregated serving needs fewer GPUs only at the shaded rates."

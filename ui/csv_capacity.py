@@ -1,0 +1,111 @@
+"""The Capacity page's CSV tables (conventions of ``ui.csv_tables``: a label column, units in
+the headers or row labels, numbers as numbers; ``csv_tables.csv_handout`` adds the scenario
+link).  No streamlit here."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .capacity_words import pct_label
+from .csv_tables import _columns
+
+
+def _yes_no(flag) -> str:
+    return "" if flag is None else ("yes" if flag else "no")
+
+
+def _si(value, scale: float):
+    return None if value is None else float(value) * scale
+
+
+def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataFrame:
+    """One row per quantity (unit in its label), one column per option."""
+    p = pct_label(slo.ttft_percentile)
+    rows = [
+        ("request rate [requests/s]", rps, rps),
+        (f"TTFT target at {p} [ms]", slo.ttft_s * 1e3, slo.ttft_s * 1e3),
+        ("TPOT target [ms]", slo.tpot_s * 1e3, slo.tpot_s * 1e3),
+        ("GPUs [GPUs]", plan.disaggregated_gpus, plan.colocated_gpus),
+        ("prefill GPUs [GPUs]", plan.prefill_gpus, None),
+        ("decode GPUs [GPUs]", plan.decode_gpus, None),
+        ("prefill : decode GPUs [ratio]", plan.pd_ratio, None),
+        ("prefill TP [GPUs per instance]", plan.prefill_tp, None),
+        ("prefill instances", plan.prefill_instances, None),
+        ("decode TP [GPUs per instance]", plan.decode_tp, None),
+        ("decode instances", plan.decode_instances, None),
+        ("mean requests per decode instance", plan.decode_batch, None),
+        ("colocated TP [GPUs per instance]", None, plan.colocated_tp),
+        ("colocated instances", None, plan.colocated_instances),
+        ("prefill chunk [tokens]", None, plan.colocated_chunk_tokens),
+        ("requests per colocated instance", None, plan.colocated_batch),
+        ("GPUs saved by disaggregation [GPUs]", plan.disaggregation_saves_gpus, None),
+        (f"TTFT at {p} [ms]", _si(plan.ttft_s, 1e3), _si(plan.colocated_ttft_s, 1e3)),
+        ("TPOT [ms]", _si(plan.tpot_s, 1e3), _si(plan.colocated_tpot_s, 1e3)),
+        ("link utilisation [%]", _si(plan.link_utilization, 100), None),
+        ("KV bytes sent [GB/s]", _si(plan.demanded_bytes_per_s, 1e-9), None),
+        (
+            "link bandwidth per NIC [GB/s per direction]",
+            _si(plan.link_bandwidth_bytes_per_s, 1e-9),
+            None,
+        ),
+        (
+            f"NIC bandwidth the {p} TTFT needs [GB/s per direction]",
+            _si(plan.nic_bandwidth_needed_bytes_per_s, 1e-9),
+            None,
+        ),
+        ("meets the SLO", _yes_no(plan.meets_slo), _yes_no(plan.colocated_meets_slo)),
+        ("prefill pool limited by", plan.limits.get("prefill", ""), ""),
+        ("decode pool limited by", plan.limits.get("decode", ""), ""),
+        ("colocated limited by", "", plan.limits.get("colocated", "")),
+    ]
+    if price:
+        rows.append(("GPU price [$ per GPU-hour]", price, price))
+        rows.append(("cost [$ per hour]", plan.cost_per_hour, plan.colocated_cost_per_hour))
+    return pd.DataFrame(
+        {
+            "quantity": [r[0] for r in rows],
+            "disaggregated": pd.Series([r[1] for r in rows], dtype=object),
+            "colocated": pd.Series([r[2] for r in rows], dtype=object),
+        }
+    )
+
+
+def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
+    """``rate_sweep``'s frame with units in the headers, one row per request rate."""
+    p = pct_label(ttft_percentile)
+    out = _columns(
+        sweep,
+        (
+            ("rps", "request rate [requests/s]", 1),
+            ("disaggregated_gpus", "disaggregated GPUs [GPUs]", 1),
+            ("prefill_gpus", "prefill GPUs [GPUs]", 1),
+            ("decode_gpus", "decode GPUs [GPUs]", 1),
+            ("colocated_gpus", "colocated GPUs [GPUs]", 1),
+            ("disaggregation_saves_gpus", "GPUs saved by disaggregation [GPUs]", 1),
+            ("prefill_instances", "prefill instances", None),
+            ("decode_instances", "decode instances", None),
+            ("colocated_instances", "colocated instances", None),
+            ("prefill_limit", "prefill limited by", None),
+            ("decode_limit", "decode limited by", None),
+            ("colocated_limit", "colocated limited by", None),
+            ("link_utilization", "link utilisation [%]", 100),
+            ("ttft_s", f"disaggregated TTFT at {p} [ms]", 1e3),
+            ("meets_slo", "disaggregated meets the SLO", None),
+            ("colocated_ttft_s", f"colocated TTFT at {p} [ms]", 1e3),
+            ("colocated_meets_slo", "colocated meets the SLO", None),
+            ("tpot_s", "disaggregated TPOT [ms]", 1e3),
+            ("colocated_tpot_s", "colocated TPOT [ms]", 1e3),
+            ("prefill_tp", "prefill TP [GPUs]", None),
+            ("decode_tp", "decode TP [GPUs]", None),
+            ("colocated_tp", "colocated TP [GPUs]", None),
+            ("cost_per_hour", "disaggregated cost [$ per hour]", None),
+            ("colocated_cost_per_hour", "colocated cost [$ per hour]", None),
+        ),
+    )
+    costs = ["disaggregated cost [$ per hour]", "colocated cost [$ per hour]"]
+    if costs[0] in out and out[costs[0]].isna().all():  # no price given: no cost columns
+        out = out.drop(columns=costs)
+    for col in ("disaggregated meets the SLO", "colocated meets the SLO"):
+        if col in out.columns:
+            out[col] = [_yes_no(bool(v)) for v in out[col]]
+    return out

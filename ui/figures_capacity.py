@@ -1,0 +1,269 @@
+"""Capacity figures: GPUs needed against the request rate, the P:D split, and what binds.
+
+Pure functions of ``kvmodel.capacity.rate_sweep``'s frame (one row per request rate), no
+``st.*`` calls.  Every chart has a title, axis titles with units and hover text with units; the
+current rate is marked on each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .figkit import _Fig, _finished, _layout
+
+DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
+COLOC_COLOR = "#dc2626"  # colocated (chunked prefill)
+PREFILL_COLOR = "#94a3b8"  # as the Prefill segment of the TTFT charts (figkit.SEGMENT_COLORS)
+DECODE_COLOR = "#2563eb"
+SAVES_FILL = "rgba(22, 163, 74, 0.10)"  # rates where disaggregation needs fewer GPUs
+LIMIT_COLORS = {  # what binds a pool (kvmodel.capacity plan.limits values)
+    "compute": "#64748b",
+    "memory": "#7c3aed",
+    "tpot": "#ea580c",
+    "ttft": "#ca8a04",
+    "link": "#dc2626",
+    "slo": "#991b1b",
+}
+LIMIT_NAMES = {
+    "compute": "compute",
+    "memory": "KV memory",
+    "tpot": "TPOT target",
+    "ttft": "TTFT target",
+    "link": "link",
+    "slo": "SLO not met",
+}
+POOLS = (("colocated_limit", "colocated"), ("decode_limit", "decode"), ("prefill_limit", "prefill"))
+RATE_AXIS = "request rate [requests/s, log scale]"
+
+
+def _rate_marker(fig: _Fig, rps: float | None) -> None:
+    if rps and rps > 0:
+        fig.add_vline(x=float(rps), line_dash="dot", line_color="#111827", line_width=1.5)
+        fig.add_annotation(
+            x=float(np.log10(rps)),  # annotations on a log axis are placed in log10 units
+            y=1,
+            yref="paper",
+            yanchor="top",
+            xanchor="left",
+            xshift=4,
+            showarrow=False,
+            text=f"your rate<br>{rps:,.3g} req/s",
+            align="left",
+            bgcolor="rgba(255, 255, 255, 0.8)",
+            font={"size": 11},
+        )
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) index of each run of True in ``mask``."""
+    runs, start = [], None
+    for i, m in enumerate(mask):
+        if m and start is None:
+            start = i
+        if not m and start is not None:
+            runs.append((start, i - 1))
+            start = None
+    if start is not None:
+        runs.append((start, len(mask) - 1))
+    return runs
+
+
+def _rate_axis(fig: _Fig) -> None:
+    fig.update_xaxes(type="log", dtick="D2")  # labels at 1, 2, 5 of each decade
+
+
+def _legend_below(fig: _Fig) -> None:
+    """A legend under the x axis title: above the plot it would run into the title on a
+    phone-wide screen (390 px) and in the half-width columns."""
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "top", "y": -0.28, "x": 0, "xanchor": "left"},
+        margin={"b": 90},
+    )
+
+
+def _edges(rates: np.ndarray) -> np.ndarray:
+    """Cell edges around each rate: geometric midpoints, the ends half a step out."""
+    r = np.asarray(rates, dtype=float)
+    if len(r) == 1:
+        return np.array([r[0] / 1.2, r[0] * 1.2])
+    mid = np.sqrt(r[:-1] * r[1:])
+    return np.concatenate([[r[0] ** 2 / mid[0]], mid, [r[-1] ** 2 / mid[-1]]])
+
+
+@_finished
+def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
+    """Whole GPUs needed against the request rate, colocated vs disaggregated (step lines:
+    GPUs come in whole instances); the rates where disaggregation needs fewer are shaded."""
+    fig = _Fig()
+    r = sweep["rps"].to_numpy(dtype=float)
+    dis = sweep["disaggregated_gpus"].to_numpy(dtype=float)
+    col = sweep["colocated_gpus"].to_numpy(dtype=float)
+    col = np.where(col > 0, col, np.nan)  # 0: no colocated shape at that rate, a gap
+    edges = _edges(r)
+    wins = (dis < col) | np.isnan(col)
+    for first, last in _runs(wins):
+        fig.add_vrect(x0=edges[first], x1=edges[last + 1], fillcolor=SAVES_FILL, line_width=0,
+                      layer="below")  # fmt: skip
+    pd_text = np.array(
+        [
+            f"{int(p)} + {int(d)}"
+            for p, d in zip(sweep["prefill_gpus"], sweep["decode_gpus"], strict=True)
+        ],
+        dtype=object,
+    )
+    fig.add_scatter(
+        x=r,
+        y=dis,
+        mode="lines+markers",
+        line_shape="hvh",
+        name="disaggregated (prefill + decode)",
+        line_color=DISAGG_COLOR,
+        marker_size=5,
+        customdata=pd_text,
+        hovertemplate="%{x:,.3g} req/s<br>disaggregated: %{y:,.0f} GPUs "
+        "(prefill + decode %{customdata})<extra></extra>",
+    )
+    fig.add_scatter(
+        x=r,
+        y=col,
+        mode="lines+markers",
+        line_shape="hvh",
+        name="colocated (chunked prefill)",
+        line_color=COLOC_COLOR,
+        line_dash="dash",
+        marker_size=5,
+        hovertemplate="%{x:,.3g} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
+    )
+    if wins.any():
+        fig.add_scatter(  # a legend entry for the shading
+            x=[None], y=[None], mode="markers", marker_symbol="square", marker_size=12,
+            marker_color="rgba(22, 163, 74, 0.35)", name="disaggregated needs fewer GPUs",
+            hoverinfo="skip",
+        )  # fmt: skip
+    _rate_marker(fig, rps)
+    _rate_axis(fig)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(hovermode="x unified")
+    _layout(fig, "GPUs needed against the request rate", RATE_AXIS, "GPUs", height=460)
+    _legend_below(fig)
+    return fig
+
+
+@_finished
+def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
+    """Prefill and decode GPUs of the disaggregated plan, stacked, against the rate."""
+    fig = _Fig()
+    r = sweep["rps"].to_numpy(dtype=float)
+    p = sweep["prefill_gpus"].to_numpy(dtype=float)
+    d = sweep["decode_gpus"].to_numpy(dtype=float)
+    share = np.divide(p, p + d, out=np.zeros_like(p), where=(p + d) > 0)
+    for name, y, color, extra in (
+        ("prefill GPUs", p, PREFILL_COLOR, share),
+        ("decode GPUs", d, DECODE_COLOR, 1 - share),
+    ):
+        fig.add_scatter(
+            x=r,
+            y=y,
+            mode="lines",
+            line_shape="hvh",
+            stackgroup="pd",
+            name=name,
+            line_color=color,
+            customdata=extra * 100,
+            hovertemplate=f"%{{x:,.3g}} req/s<br>{name}: %{{y:,.0f}} "
+            "(%{customdata:.0f} % of the pool)<extra></extra>",
+        )
+    _rate_marker(fig, rps)
+    _rate_axis(fig)
+    fig.update_layout(hovermode="x unified")
+    _layout(fig, "Prefill : decode split (disaggregated)", RATE_AXIS, "GPUs", height=400)
+    _legend_below(fig)
+    return fig
+
+
+@_finished
+def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
+    """Which constraint sizes each pool as the rate grows: one row per pool, coloured by the
+    binding constraint over the rates where it binds (one bar trace per constraint: a trace
+    per run made dozens of traces, slow to draw in the browser)."""
+    fig = _Fig()
+    r = sweep["rps"].to_numpy(dtype=float)
+    edges = _edges(r)
+    runs: dict[str, dict[str, list]] = {}  # constraint -> its bars (in first-seen order)
+    for col, pool in POOLS:
+        if col not in sweep.columns:
+            continue
+        limits = sweep[col].astype(str).to_numpy(dtype=object)
+        start = 0
+        for i in range(1, len(limits) + 1):
+            if i < len(limits) and limits[i] == limits[start]:
+                continue
+            bars = runs.setdefault(limits[start], {"y": [], "base": [], "x": [], "cd": []})
+            bars["y"].append(pool)
+            bars["base"].append(edges[start])
+            bars["x"].append(edges[i] - edges[start])
+            bars["cd"].append([r[start], r[i - 1]])
+            start = i
+    for what, bars in runs.items():
+        label = LIMIT_NAMES.get(what, what)
+        fig.add_bar(
+            y=bars["y"],
+            x=bars["x"],
+            base=bars["base"],
+            orientation="h",
+            name=label,
+            marker_color=LIMIT_COLORS.get(what, "#475569"),
+            customdata=bars["cd"],
+            hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3g}}–"
+            "%{customdata[1]:,.3g} req/s<extra></extra>",
+        )
+    _rate_marker(fig, rps)
+    _rate_axis(fig)
+    fig.update_layout(barmode="overlay", bargap=0.35)
+    fig.update_yaxes(categoryorder="array", categoryarray=[pool for _, pool in POOLS])
+    _layout(fig, "What sizes each pool as the rate grows", RATE_AXIS, "", height=400)
+    _legend_below(fig)
+    return fig
+
+
+def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
+    """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds."""
+    from .capacity_words import limit_text, pct_label
+    from .fmt import fmt_time
+
+    def yes(flag) -> str:
+        return "yes" if flag else "no"
+
+    return pd.DataFrame(
+        {
+            "Pool": ["Prefill", "Decode", "Colocated (chunked prefill)"],
+            "GPUs": [
+                f"{plan.prefill_gpus:,}",
+                f"{plan.decode_gpus:,}",
+                f"{plan.colocated_gpus:,}",
+            ],
+            "Instances × TP": [
+                f"{plan.prefill_instances} × {plan.prefill_tp}",
+                f"{plan.decode_instances} × {plan.decode_tp}",
+                f"{plan.colocated_instances} × {plan.colocated_tp}",
+            ],
+            f"TTFT {pct_label(ttft_percentile)}": [
+                fmt_time(plan.ttft_s),
+                "",
+                fmt_time(plan.colocated_ttft_s),
+            ],
+            "TPOT": ["", fmt_time(plan.tpot_s), fmt_time(plan.colocated_tpot_s)],
+            "Meets the targets": [
+                yes(plan.meets_slo),  # the disaggregated plan as a whole
+                yes(plan.meets_slo),
+                yes(plan.colocated_meets_slo),
+            ],
+            "Sized by": [
+                limit_text(plan.limits, "prefill"),
+                limit_text(plan.limits, "decode"),
+                limit_text(plan.limits, "colocated"),
+            ],
+        }
+    )

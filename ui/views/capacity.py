@@ -1,0 +1,344 @@
+"""Capacity: how many prefill and decode GPUs the traffic needs at the latency targets, and
+whether disaggregation needs fewer GPUs than colocated serving."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+import streamlit as st
+
+from kvmodel import capacity as cap
+from kvmodel import inputs as I
+from kvmodel import traffic as tr
+from kvmodel.capacity_pools import pair_scenario
+from kvmodel.traffic import load_traffic
+from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, widgets
+from ui import figures_capacity as figs
+from ui.capacity_report import capacity_report_html
+from ui.capacity_words import (
+    SIDEBAR_NOTE,
+    capacity_takeaway,
+    cheaper_text,
+    crossover_sentence,
+    gpus,
+    limit_text,
+    pct_label,
+    source_caption,
+)
+from ui.fmt import fmt_bandwidth, fmt_time
+from ui.memo import Memo
+
+TRACE, FIXED = "trace", "fixed"
+SWEEP_POINTS = 25  # request rates drawn, from a tenth to ten times the rate asked
+SWEEP_SPAN = 10.0
+
+
+_PLANS = Memo(max_entries=64)  # plans and sweeps, process-wide like perf's memo
+perf._OTHER_MEMOS.append(_PLANS)
+
+
+def plan_key(sc) -> tuple:
+    """What of the scenario the capacity plan reads: ``pair_scenario`` (kvmodel.capacity_pools:
+    batch 1, prompt 1 token, prefill estimated; the workload and the TP search set those) with
+    one decode step, and whether a fixed prefill or decode step was given (the plan then says
+    it is not used).
+
+    The memo is keyed on it, so a sidebar change the plan ignores (the batch) is a lookup, not a
+    new plan and sweep: bench/page_rerun.py's "change" mode changes the batch (~70 ms of model
+    per rerun otherwise).  tests/test_capacity_page.py checks that equal keys give equal plans.
+    """
+    fixed_time = sc.prefill_s is not None or not sc.decode_step_estimated
+    pair = pair_scenario(sc, sc.tp_prefill, sc.tp_decode)
+    # the step it keeps is the sidebar's (estimated for the batch): the plan estimates its own
+    return (replace(pair, decode_step_s=I.DEFAULT_DECODE_STEP_S), fixed_time)
+
+
+def _memo(text: str, fn, args: tuple, kwargs: dict, key):
+    return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+
+
+@st.cache_resource(max_entries=len(tr.SAMPLES), show_spinner=False)
+def _sample(trace: str):
+    """A shipped sample read per request: the plan needs its output lengths, which the Traffic
+    page's copy (counts per prompt length) does not keep."""
+    return load_traffic(tr.sample_path(trace), per_request=True)
+
+
+def _traffic():
+    """(requests, label, fallback note) of the trace the page sizes for."""
+    if traffic_ui.upload_chosen():
+        kept = traffic_ui.kept_upload()
+        if kept is not None:
+            return kept.req, f"{kept.label} (the Traffic page's upload)", None
+        trace = st.session_state["trace"]
+        return (
+            _sample(trace),
+            tr.SAMPLES[trace][1],
+            "a sample: no upload is loaded on the Traffic page",
+        )
+    trace = widgets.page_widget(
+        st.selectbox,
+        "Sample trace",
+        "trace",
+        options=list(tr.SAMPLES),
+        format_func=lambda k: tr.SAMPLES[k][1],
+        help="Or upload your own on the Traffic page",
+    )
+    return _sample(trace), tr.SAMPLES[trace][1], None
+
+
+def _workload(source: str, req, rps: float, seq_len: int, out: int):
+    """The workload, or None with the reason shown."""
+    try:
+        if source == FIXED:
+            if not rps:
+                st.info(
+                    "Enter a request rate above 0 to size the deployment.",
+                    icon=":material/schedule:",
+                )
+                return None
+            return perf.cached(cap.Workload.fixed, rps, seq_len, out)
+        return perf.cached(cap.Workload.from_requests, req, rps=rps or None, output_len=out)
+    except ValueError as exc:
+        st.warning(f"This traffic cannot be sized: {exc}.", icon=":material/rule:")
+        return None
+
+
+def _number(box, name: str, label: str, step, **kwargs):
+    """A page number input over its ``kvmodel.inputs`` row's range."""
+    row = I.get(name)
+    kind = int if row.kind == "int" else float
+    return widgets.page_widget(
+        box.number_input,
+        label,
+        name,
+        min_value=kind(row.lo),
+        max_value=kind(row.hi),
+        step=step,
+        **kwargs,
+    )
+
+
+def _inputs(sc):
+    """Draw the page's inputs; (source, requests, traffic label, fallback note)."""
+    c = st.columns(4)
+    source = widgets.page_widget(
+        c[0].radio,
+        "Traffic",
+        "wl",
+        options=[TRACE, FIXED],
+        format_func={TRACE: "A trace", FIXED: "Fixed length and rate"}.get,
+    )
+    if source == FIXED:
+        req, fallback = None, None
+        label = f"every request {sc.seq_len:,} prompt tokens (the sidebar's sequence length)"
+        c[1].caption(f"Prompt: the sidebar's sequence length, {sc.seq_len:,} tokens.")
+    else:
+        with c[1]:
+            req, label, fallback = _traffic()
+    _number(
+        c[2],
+        "rps",
+        "Request rate [requests/s]",
+        1.0,
+        help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
+    )
+    _number(c[3], "out", "Output tokens per request", 64,
+            help="Every request's output length" if source == FIXED
+            else "Used when the trace has no output lengths")  # fmt: skip
+    c = st.columns(5)
+    _number(c[0], "ttft_slo", "TTFT target [ms]", 100.0)
+    _number(c[1], "ttft_pct", "TTFT percentile", 1.0, format="%g",
+            help="The share of requests that must meet the TTFT target")  # fmt: skip
+    _number(c[2], "tpot_slo", "TPOT target [ms]", 5.0,
+            help="Time per output token, one decode step")  # fmt: skip
+    _number(c[3], "price", "Price [$/GPU-hour]", 0.5, help="0 = no cost shown")
+    widgets.page_widget(
+        c[4].radio,
+        "Tensor parallelism",
+        "ctp",
+        options=["auto", "sidebar"],
+        format_func={
+            "auto": "search",
+            "sidebar": f"TP {sc.tp_prefill} / {sc.tp_decode} (sidebar)",
+        }.get,
+        help="Search: the plan tries the smallest TPs that hold the weights and keeps those "
+        "that need fewest GPUs. Sidebar: prefill and decode TP as set there.",
+    )
+    return source, req, label, fallback
+
+
+def render() -> None:
+    """Draw the page (see the module docstring)."""
+    routing.ensure_router()
+    st.title("Capacity")
+    urlstate.show_notices()
+    sc = urlstate.scenario_or_stop()
+    source, req, label, fallback = _inputs(sc)
+    ss = st.session_state
+    rps = float(ss["rps"] or 0.0)
+    price = float(ss["price"]) or None
+    out = int(ss["out"])
+    wl = _workload(source, req, rps, sc.seq_len, out)
+    no_output = source == TRACE and req is not None and req.output_tokens is None
+    st.caption(source_caption(label, fallback, out if no_output else None) + " " + SIDEBAR_NOTE)
+    if wl is None:
+        st.stop()
+    slo = cap.Slo(
+        ttft_s=ss["ttft_slo"] / 1e3, tpot_s=ss["tpot_slo"] / 1e3, ttft_percentile=ss["ttft_pct"]
+    )
+    kw = {"gpu_price_per_hour": price}
+    if ss["ctp"] == "sidebar":
+        kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
+    key = (plan_key(sc), wl, slo, tuple(sorted(kw.items())))
+    rate = float(wl.rps)
+    try:
+        plan = _memo("Sizing the deployment…", cap.plan, (sc, wl, slo), kw, key)
+    except ValueError as exc:
+        _no_plan(exc)
+    st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
+    _tiles(plan, slo, price)
+
+    # after the tiles: they are on screen while the sweep computes (a new target or trace)
+    rates = tuple(float(r) for r in rate * np.geomspace(1 / SWEEP_SPAN, SWEEP_SPAN, SWEEP_POINTS))
+    try:
+        sweep = _memo(
+            "Sizing across request rates…", cap.rate_sweep, (sc, wl, slo, rates), kw, (key, rates)
+        )
+    except ValueError as exc:
+        _no_plan(exc)
+    st.subheader("Across request rates")
+    st.markdown(crossover_sentence(sweep, rate))
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    exports_ui.table_download(  # the numbers of the three charts
+        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
+        "capacity-rates",
+    )
+    left, right = st.columns(2)
+    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
+    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+
+    st.subheader("The plan per pool")
+    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
+    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
+    exports_ui.table_download(
+        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
+    )
+    for note in plan.notes:
+        st.caption(f"Note: {note}.")
+    tp_mode = (
+        f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
+        if ss["ctp"] == "sidebar"
+        else "searched (the smallest TPs that hold the weights)"
+    )
+    _report_button(
+        partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
+    )  # fmt: skip
+
+
+def _report_button(build) -> None:
+    """The plan as one standalone HTML page, made when pressed; the link back is captured now
+    (the button's callback runs without the session)."""
+    link = urlstate.share_url()
+    st.download_button(
+        "Download capacity plan (HTML)",
+        lambda: build(share_url=link if link.startswith("http") else None),
+        file_name="capacity-plan.html",
+        mime="text/html",
+        icon=":material/description:",
+        key="dl_capacity_report",
+        on_click="ignore",
+        help="One self-contained page: the plan, its charts, the inputs and a link back.",
+    )
+
+
+def _no_plan(exc: Exception) -> None:
+    st.error(
+        f"No capacity plan for this scenario: {exc}. Change the model, GPU or TP in the sidebar.",
+        icon=":material/block:",
+    )
+    st.stop()
+
+
+def _tiles(plan, slo, price) -> None:
+    m = st.columns(4)
+    m[0].metric(
+        "Disaggregated GPUs",
+        gpus(plan.disaggregated_gpus),
+        help=f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) "
+        f"+ {plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); "
+        f"P:D = {plan.pd_ratio:,.2f}",
+    )
+    m[1].metric(
+        "Colocated GPUs",
+        gpus(plan.colocated_gpus) if plan.colocated_gpus else "none fits",
+        delta=None if plan.colocated_meets_slo else "misses the targets",
+        delta_color="inverse",
+        delta_arrow="off",
+        help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
+        f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets"
+        if plan.colocated_meets_slo
+        else "No colocated size meets the targets; this is the size the model fell back to",
+    )
+    saves = plan.disaggregation_saves_gpus
+    m[2].metric(
+        "Disaggregation saves",
+        ("−" if saves < 0 else "") + gpus(abs(saves)),
+        delta=cheaper_text(saves),
+        delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
+        delta_arrow="off",
+        help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+    )
+    m[3].metric(
+        "Meets the targets",
+        "yes" if plan.meets_slo else "no",
+        help=f"Disaggregated plan. Prefill sized by {limit_text(plan.limits, 'prefill')}, "
+        f"decode by {limit_text(plan.limits, 'decode')}",
+    )
+    m = st.columns(4)
+    p = pct_label(slo.ttft_percentile)
+    for col, label, value, target, what in (
+        (m[0], f"TTFT {p}", plan.ttft_s, slo.ttft_s,
+         "Prefill queueing + prefill + link queueing + transfer + first decode step"),
+        (m[1], "TPOT", plan.tpot_s, slo.tpot_s,
+         f"The decode step at the pools' mean batch ({plan.decode_batch:,.0f} requests)"),
+    ):  # fmt: skip
+        col.metric(
+            label,
+            fmt_time(value),
+            delta=f"target {fmt_time(target)}",
+            delta_color="normal" if value <= target else "inverse",
+            delta_arrow="off",
+            help=f"{what}. Disaggregated plan",
+        )
+    need = plan.nic_bandwidth_needed_bytes_per_s
+    m[2].metric(
+        "Link utilisation",
+        f"{plan.link_utilization:.0%}",
+        delta=f"{p} needs {fmt_bandwidth(need)} per NIC" if need else f"no NIC speed meets the {p}",
+        delta_color="off" if need else "inverse",
+        delta_arrow="off",
+        help=f"The busiest NICs' load at {fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per "
+        f"NIC and direction ({plan.nics_per_transfer} NICs per transfer); the KV sent is "
+        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the per-NIC "
+        f"bandwidth at which the {p} TTFT meets its target",
+    )
+    if price:
+        m[3].metric(
+            "Cost per hour",
+            f"${plan.cost_per_hour:,.0f}",
+            delta=f"colocated ${plan.colocated_cost_per_hour:,.0f}",
+            delta_color="off",
+            delta_arrow="off",
+            help=f"Colocated: ${plan.colocated_cost_per_hour:,.0f} per hour at ${price:,.2f} "
+            "per GPU-hour",
+        )
+    else:
+        m[3].metric(
+            "P:D split",
+            f"{plan.prefill_gpus:,} : {plan.decode_gpus:,}",
+            help=f"TP {plan.prefill_tp} prefill, TP {plan.decode_tp} decode",
+        )
