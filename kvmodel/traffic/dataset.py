@@ -37,9 +37,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from .assemble import assemble
-from .checks import Part, check, schema_time_kind
+from .checks import Part, schema_time_kind
 from .collect import Collect, Hints, run_jobs
 from .columns import flatten, plan
+from .parquet import read_batches
 from .result import Requests, TrafficError, arrow_message
 from .tally import Tally, summarise
 
@@ -146,22 +147,12 @@ def _jobs(fragments, needed: list[str], det: dict, col: Collect):
     top = list(dict.fromkeys(c.split(".", 1)[0] for c in needed))
 
     def job(frag, groups: list[int], start: int, hints: Hints) -> list[Part]:
-        parts = []
-        try:
-            batches = frag.subset(row_group_ids=groups).to_batches(
+        def batches():
+            return frag.subset(row_group_ids=groups).to_batches(
                 columns=top, batch_size=_BATCH_ROWS, batch_readahead=_READAHEAD, use_threads=False
             )
-            for batch in batches:
-                table = flatten(pa.Table.from_batches([batch])).select(needed)
-                parts.append(check(table, det, _row_number, hints.time_kind))
-                col.put(parts[-1], start)
-                start += batch.num_rows
-                hints.time_kind = hints.time_kind or parts[-1].time_kind
-        except (pa.ArrowException, OSError) as exc:
-            raise TrafficError(
-                f"{frag.path}: cannot read the Parquet data ({arrow_message(exc)})"
-            ) from None
-        return parts
+
+        return read_batches(batches, frag.path, needed, det, col, start, hints)
 
     start = 0
     for frag in fragments:
@@ -175,10 +166,6 @@ def _jobs(fragments, needed: list[str], det: dict, col: Collect):
         if run:
             yield partial(job, frag, run, start)
             start += rows
-
-
-def _row_number(i: int) -> int:
-    return i + 1
 
 
 def load_dataset(

@@ -38,22 +38,12 @@ def parquet_jobs(source: Source, needed, det, name, col: Collect):
     top = list(dict.fromkeys(c.split(".", 1)[0] for c in needed))
 
     def job(groups: list[int], start: int, hints: Hints) -> list[Part]:
-        parts = []
-        try:
-            batches = parquet_file(source, name).iter_batches(
+        def batches():
+            return parquet_file(source, name).iter_batches(
                 batch_size=_BATCH_ROWS, row_groups=groups, columns=top, use_threads=False
             )
-            for batch in batches:
-                table = flatten(pa.Table.from_batches([batch])).select(needed)
-                parts.append(check(table, det, _row_number, hints.time_kind))
-                col.put(parts[-1], start)
-                start += batch.num_rows
-                hints.time_kind = hints.time_kind or parts[-1].time_kind
-        except (pa.ArrowException, OSError) as exc:
-            raise TrafficError(
-                f"{name}: cannot read the Parquet data ({arrow_message(exc)})"
-            ) from None
-        return parts
+
+        return read_batches(batches, name, needed, det, col, start, hints)
 
     run, rows, start = [], 0, 0
     for g in range(meta.num_row_groups):
@@ -64,6 +54,21 @@ def parquet_jobs(source: Source, needed, det, name, col: Collect):
             run, rows, start = [], 0, start + rows
     if run:
         yield partial(job, run, start)
+
+
+def read_batches(batches, name: str, needed, det, col: Collect, start: int, hints: Hints):
+    """Check and collect the record batches ``batches()`` yields; ``name`` names the file."""
+    parts: list[Part] = []
+    try:
+        for batch in batches():
+            table = flatten(pa.Table.from_batches([batch])).select(needed)
+            parts.append(check(table, det, _row_number, hints.time_kind))
+            col.put(parts[-1], start)
+            start += batch.num_rows
+            hints.time_kind = hints.time_kind or parts[-1].time_kind
+    except (pa.ArrowException, OSError) as exc:
+        raise TrafficError(f"{name}: cannot read the Parquet data ({arrow_message(exc)})") from None
+    return parts
 
 
 def _row_number(i: int) -> int:
