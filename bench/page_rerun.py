@@ -8,7 +8,12 @@ them all alike), three kinds of rerun are timed (``at.run()`` only, wall clock):
               process (disjoint ranges per page), so no ``st.cache_data`` entry can hide the
               work an input change causes;
 * ``toggle``  batch set to 1 or 2 (both seen in warm-up: a cache keyed on the inputs may help);
-* ``plain``   a rerun with no change at all (what a cache should make cheap).
+* ``plain``   a rerun with no change at all (what a cache should make cheap);
+* ``page``    (pages in ``PAGE_CONTROLS``) one of the page's own controls set to a value never
+              used before, the controls taken in turn: on Capacity the TTFT target, the TPOT
+              target and the request rate (a new target re-sizes every rate drawn, a new rate
+              only the rates it has not drawn before).  Its ratio is to the trivial page's
+              ``change``.
 
 The pages are those app.py hands to ``st.navigation`` (recorded in one AppTest run), so new
 pages are included without editing the bench.
@@ -54,7 +59,19 @@ from common import (  # noqa: E402
 )
 
 MODES = ("change", "toggle", "plain")
+PAGE_MODE = "page"
 MAX_BATCH = 4096  # the sidebar's (and trivial_app's) maximum batch
+
+# A page's own controls: (widget key, value in round k of that control), k < 0 in warm-up, so
+# no timed value was seen before.  A page widget's key is "w_" + its input's URL name
+# (ui.widgets).
+PAGE_CONTROLS = {
+    "Capacity": (
+        ("w_ttft_slo", lambda r: 1500.0 + 7.0 * r),  # TTFT target [ms]
+        ("w_tpot_slo", lambda r: 60.0 + 0.5 * r),  # TPOT target [ms]
+        ("w_rps", lambda r: 12.0 + 0.37 * r),  # request rate [requests/s]
+    ),
+}
 
 
 _quiet_logs = quiet_logs  # profile_rerun.py imports it from here
@@ -81,6 +98,26 @@ def check(at, path, page, batch: int | None = None) -> None:
         raise BenchError(f"{where}: exception {[e.value for e in at.exception]}")
     if batch is not None and at.number_input(key="batch").value != batch:
         raise BenchError(f"{where}: batch did not change to {batch}")
+
+
+def page_control(label: str, r: int) -> tuple[str, float] | None:
+    """(widget key, value) of round ``r``'s page-control change (None: the page has none)."""
+    controls = PAGE_CONTROLS.get(label)
+    if not controls:
+        return None
+    key, value = controls[r % len(controls)]
+    return key, value(r // len(controls))
+
+
+def timed_set(at, key: str, value) -> float:
+    at.number_input(key=key).set_value(value)
+    t0 = time.perf_counter()
+    at.run()
+    if at.exception:
+        raise BenchError(f"{key} = {value}: exception {[e.value for e in at.exception]}")
+    if at.number_input(key=key).value != value:
+        raise BenchError(f"{key} did not change to {value}")
+    return (time.perf_counter() - t0) * 1e3
 
 
 def timed_run(at, batch: int | None) -> float:
@@ -117,7 +154,14 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
         for label, _path, _page in apps:
             timed_run(tests[label], 1 + (w % 2))
             timed_run(tests[label], None)
+            for key, value in PAGE_CONTROLS.get(label, ()):  # each control, values never timed
+                try:
+                    timed_set(tests[label], key, value(-1 - w))
+                except (BenchError, KeyError) as exc:
+                    errors[label] = f"{type(exc).__name__}: {exc}"
+    apps = [a for a in apps if a[0] not in errors]
     samples = {(label, mode): [] for label, *_ in apps for mode in MODES}
+    samples.update({(label, PAGE_MODE): [] for label, *_ in apps if label in PAGE_CONTROLS})
     stride = (MAX_BATCH - 10) // len(apps)  # a disjoint range of batch values per app
     gc.collect()
     for r in range(runs):  # interleaved: round r runs every app in every mode
@@ -138,14 +182,23 @@ def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
                         check(at, path, page, batch)
                     except BenchError as exc:
                         errors[label] = str(exc)
+            if (label, PAGE_MODE) in samples and label not in errors:
+                key, value = page_control(label, r)
+                try:
+                    samples[(label, PAGE_MODE)].append(timed_set(at, key, value))
+                except (BenchError, KeyError) as exc:
+                    errors[label] = f"{type(exc).__name__}: {exc}"
     base = {mode: median(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
     base_p95 = {mode: p95(samples[(TRIVIAL_LABEL, mode)]) for mode in MODES}
     results = []
+    base[PAGE_MODE], base_p95[PAGE_MODE] = base["change"], base_p95["change"]
     for label, *_ in apps:
         if label in errors:
             continue
-        for mode in MODES:
-            xs = samples[(label, mode)]
+        for mode in (*MODES, PAGE_MODE):
+            xs = samples.get((label, mode))
+            if not xs:
+                continue
             med, q95 = median(xs), p95(xs)
             results.append({
                 "page": label, "mode": mode, "runs": len(xs),
@@ -183,7 +236,13 @@ def report(data: dict) -> str:
         "",
         table(rows, head),
         "",
-        "change = batch set to a never-seen value; toggle = batch 1↔2; plain = rerun, no change.",
+        "change = batch set to a never-seen value; toggle = batch 1↔2; plain = rerun, no change;",
+        "page = one of the page's own controls set to a never-seen value, in turn ("
+        + "; ".join(
+            f"{p}: {', '.join(k.removeprefix('w_') for k, _ in c)}"
+            for p, c in PAGE_CONTROLS.items()
+        )
+        + "), its ratio to the trivial page's change.",
     ]
     verdicts = page_verdicts(data["results"])
     fails = [p for p, ok in verdicts.items() if not ok]

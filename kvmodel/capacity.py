@@ -16,128 +16,38 @@ the plan keeps the TPs that need fewest GPUs among those that meet the targets.
 from __future__ import annotations
 
 import math
+import numbers
+import threading
 
 import pandas as pd
 
 from . import capacity_colocated as colo
 from .capacity_pools import (
-    Decode,
     Pools,
-    Prefill,
-    decode_side,
     pair_scenario,
-    prefill_side,
-    prefill_work_s,
     relinked,
     size_pools,
+    ttft_floor,
     ttft_function,
 )
+from .capacity_prep import Prepared, prepare, tp_candidates
 from .capacity_result import CapacityPlan
-from .capacity_workload import Shape, Slo, Workload, shape
-from .memory import USABLE_FRACTION, weights_bytes_per_gpu
+from .capacity_workload import Slo, Workload
 from .scenario import Scenario
-from .size import shard_heads
 from .topology import domain_gpus, is_scale_up
-from .wire import Volume, prefill_time_s
+from .wire import Volume
 
 __all__ = [
     "CapacityPlan",
+    "Sizing",
     "Slo",
     "Workload",
     "disaggregated_ttft_s",
     "plan",
     "rate_sweep",
+    "sweep_rates",
     "tp_candidates",
 ]
-
-TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
-AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
-
-
-def tp_candidates(sc: Scenario) -> tuple[int, ...]:
-    """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
-    that split every KV-head group and leave memory beside the weights, within one node
-    (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
-    resort of a model too large for one."""
-    out = []
-    for tp in TP_CHOICES:
-        try:
-            for g in sc.model.groups:
-                shard_heads(g.kv_heads, tp)
-        except ValueError:
-            continue
-        if out and tp > sc.gpu.gpus_per_node:
-            break
-        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
-            out.append(tp)
-        if len(out) == AUTO_TPS:
-            break
-    if not out:
-        raise ValueError(
-            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
-            f"{TP_CHOICES[-1]}"
-        )
-    return tuple(out)
-
-
-class _Prepared:
-    """Everything of a plan that does not depend on the rate, built as it is asked for: a
-    (prefill TP, decode TP) pair's transfer times only when its lower bound on GPUs can still
-    beat the best pair found (``_best_pools``)."""
-
-    def __init__(self, sc: Scenario, shp: Shape, slo: Slo, ptps, dtps, ctps):
-        self.sc, self.shp, self.slo = sc, shp, slo
-        self.decodes = {tp: decode_side(sc, shp, slo.tpot_s, tp) for tp in dtps}
-        self.prefill_mean_s = {  # the work each request brings, for the lower bounds
-            tp: float((shp.weights * prefill_work_s(
-                sc.model, shp.moved, prefill_time_s(pair_scenario(sc, tp, tp), shp.moved))).sum())
-            for tp in ptps
-        }  # fmt: skip
-        self.options = tuple(o for tp in ctps for o in colo.options(sc, shp, slo.tpot_s, tp))
-        self._pairs: dict[tuple[int, int], Prefill] = {}
-        # the last result of each pair and colocated shape, (rate, result): counts only grow
-        # with the rate, so a sweep in rising order starts from them and prunes with them
-        self.last: dict = {}
-
-    def pair(self, tp: int, tp_decode: int) -> tuple[Prefill, Decode]:
-        key = (tp, tp_decode)
-        if key not in self._pairs:
-            self._pairs[key] = prefill_side(self.sc, self.shp, tp, tp_decode)
-        return self._pairs[key], self.decodes[tp_decode]
-
-    def earlier(self, key, rps: float):
-        """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""
-        hit = self.last.get(key)
-        return hit[1] if hit is not None and hit[0] <= rps else None
-
-    def bounds(self, rps: float) -> list[tuple[int, int, int]]:
-        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
-        out = []
-        for tp, mean_s in self.prefill_mean_s.items():
-            for tpd, dec in self.decodes.items():
-                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
-                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
-                before = self.earlier((tp, tpd), rps)
-                out.append((max(bound, before.gpus if before else 0), tp, tpd))
-        return sorted(out)
-
-
-def _tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
-    if tp is None:
-        return tp_candidates(sc)
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
-    for g in sc.model.groups:
-        shard_heads(g.kv_heads, tp)  # raises with the reason
-    return (tp,)
-
-
-def _prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
-    shp = shape(workload, sc.model.max_context_tokens)
-    if colocated_tp is None and decode_tp is not None:
-        colocated_tp = decode_tp  # compare like with like when the TP is set
-    return _Prepared(sc, shp, slo, _tps(sc, prefill_tp), _tps(sc, decode_tp),
-                     _tps(sc, colocated_tp))  # fmt: skip
 
 
 def _better(new, best) -> bool:
@@ -146,7 +56,7 @@ def _better(new, best) -> bool:
         not best.meets_slo, best.gpus, best.ttft_s)  # fmt: skip
 
 
-def _best_pools(prep: _Prepared, rps: float) -> Pools:
+def _best_pools(prep: Prepared, rps: float) -> Pools:
     slo = prep.slo
     best = None
     for bound, tp, tpd in prep.bounds(rps):
@@ -155,14 +65,16 @@ def _best_pools(prep: _Prepared, rps: float) -> Pools:
         pf, dec = prep.pair(tp, tpd)
         before = prep.earlier((tp, tpd), rps)
         start = before.prefill_instances if before else 1
-        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start)
-        prep.last[(tp, tpd)] = (rps, p)
+        floor = prep.floor((tp, tpd), ttft_floor, pf, dec, slo.ttft_percentile)
+        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
+                       floor_s=floor)  # fmt: skip
+        prep.remember((tp, tpd), rps, p)
         if _better(p, best):
             best = p
     return best
 
 
-def _best_colocated(prep: _Prepared, rps: float) -> colo.Colocated | None:
+def _best_colocated(prep: Prepared, rps: float) -> colo.Colocated | None:
     best = None
     for i, opt in enumerate(prep.options):
         before = prep.earlier(("colocated", i), rps)
@@ -170,14 +82,16 @@ def _best_colocated(prep: _Prepared, rps: float) -> colo.Colocated | None:
         if best is not None and best.meets_slo and bound > best.gpus:
             continue
         start = before.prefill_instances if before else 1
-        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, prep.slo.ttft_percentile, start=start)
-        prep.last[("colocated", i)] = (rps, c)
+        q = prep.slo.ttft_percentile
+        floor = prep.floor(("colocated", i), colo.ttft_floor, opt, q)
+        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor)
+        prep.remember(("colocated", i), rps, c)
         if _better(c, best):
             best = c
     return best
 
 
-def _bandwidth_needed(prep: _Prepared, pools: Pools, rps: float) -> float | None:
+def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     """Smallest per-NIC bandwidth [bytes/s] whose TTFT percentile still meets the target at
     these pools: a search on a 1 % grid from 1 MB/s (None: no bandwidth is enough)."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
@@ -202,7 +116,7 @@ def _bandwidth_needed(prep: _Prepared, pools: Pools, rps: float) -> float | None
     return lo * 1.01**good
 
 
-def _plan_at(prep: _Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
+def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     pools = _best_pools(prep, rps)
     c = _best_colocated(prep, rps)
@@ -277,6 +191,72 @@ def _price(gpu_price_per_hour) -> float | None:
     return float(p)
 
 
+def _rate(r) -> float:
+    """A request rate [requests/s] as a float, or ValueError."""
+    if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < math.inf:
+        raise ValueError(f"every rate must be > 0 requests/s, got {r!r}")
+    return float(r)
+
+
+class Sizing:
+    """Capacity plans of one workload's lengths on one scenario, at targets and TPs held fixed,
+    at any request rate (the workload's own rate is not used).
+
+    What does not depend on the rate (the workload's shape, each TP's decode side, the
+    colocated options) is computed once; each rate's plan once, then looked up
+    (:data:`MAX_RATES` rates are kept, then forgotten).  A dashboard that moves the rate or
+    draws rates on a fixed grid (:func:`sweep_rates`) re-sizes only the rates it has not seen.
+    Safe to share between threads (one plan is computed at a time).
+    """
+
+    MAX_RATES = 256
+
+    def __init__(self, sc: Scenario, workload: Workload, slo: Slo, *,
+                 prefill_tp: int | None = None, decode_tp: int | None = None,
+                 colocated_tp: int | None = None,
+                 gpu_price_per_hour: float | None = None):  # fmt: skip
+        self.price = _price(gpu_price_per_hour)
+        self.workload = workload  # kept: callers may key on its identity
+        self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
+        self._plans: dict[tuple[float, bool], CapacityPlan] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """An upper bound on the memory it holds when full [bytes] (ui.memo reads it): the
+        draws, and per rate one plan per TP pair and colocated shape (~2 KB each)."""
+        prep = self._prep
+        per_rate = 2_000 * (1 + len(prep.prefill_mean_s) * len(prep.decodes) + len(prep.options))
+        return int(prep.shp.draws.u.nbytes * 3 + self.MAX_RATES * per_rate)
+
+    def plan(self, rps: float, *, network: bool = True) -> CapacityPlan:
+        """The plan at ``rps`` [requests/s]; ``network`` False skips the NIC-bandwidth search
+        (``nic_bandwidth_needed_bytes_per_s`` None)."""
+        key = (_rate(rps), network)
+        with self._lock:
+            hit = self._plans.get(key)
+            if hit is None:
+                if len(self._plans) >= self.MAX_RATES:
+                    self._plans.clear()
+                    self._prep.forget()
+                hit = self._plans[key] = _plan_at(self._prep, key[0], self.price,
+                                                  network=network)  # fmt: skip
+        return hit
+
+    def sweep(self, rates) -> pd.DataFrame:
+        """One row per rate (``SWEEP_COLUMNS``, the caller's order), without the NIC search;
+        sized in rising order (each search starts where the rate below ended)."""
+        rates = [_rate(r) for r in rates]
+        plans = {r: self.plan(r, network=False) for r in sorted(set(rates))}
+        rows = []
+        for r in rates:
+            p = plans[r]
+            row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
+            row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+
+
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,
          decode_tp: int | None = None, colocated_tp: int | None = None,
          gpu_price_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
@@ -285,16 +265,29 @@ def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None =
     A TP of None is searched.  ``colocated_tp`` None: the decode TP when it is given, else
     searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none).
     """
-    price = _price(gpu_price_per_hour)
-    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
-    return _plan_at(prep, workload.rps, price, network=True)
+    sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+    return sizing.plan(workload.rps)
+
+
+def sweep_rates(rps: float, span: float = 10.0, per_decade: int = 12) -> tuple[float, ...]:
+    """Request rates from ``rps``/``span`` to ``rps``·``span`` [requests/s] on a fixed grid,
+    10^(k/``per_decade``) for whole k (one more point each side when ``rps`` is off the grid):
+    the rates drawn around a nearby ``rps`` are mostly the same, so a :class:`Sizing` looks
+    them up instead of sizing them again."""
+    rps = _rate(rps)
+    if not span > 1 or per_decade < 1:
+        raise ValueError(f"span must be > 1 and per_decade >= 1, got {span!r}, {per_decade!r}")
+    lo = math.floor(round(per_decade * math.log10(rps / span), 9))
+    hi = math.ceil(round(per_decade * math.log10(rps * span), 9))
+    return tuple(10.0 ** (k / per_decade) for k in range(lo, hi + 1))
 
 
 def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int,
                          decode_tp: int, prefill_instances: int) -> float:  # fmt: skip
     """TTFT [s] at ``slo.ttft_percentile`` of ``prefill_instances`` prefill instances at
     ``prefill_tp`` sending to decode TP ``decode_tp``: the plan's TTFT at pools held fixed."""
-    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, decode_tp)
+    prep = prepare(sc, workload, slo, prefill_tp, decode_tp, decode_tp)
     pf, dec = prep.pair(prefill_tp, decode_tp)
     return ttft_function(pf, dec, prep.shp, workload.rps, slo.ttft_percentile)(prefill_instances)
 
@@ -314,16 +307,6 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
     the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
-    price = _price(gpu_price_per_hour)
-    prep = _prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
-    for r in rates:
-        if isinstance(r, bool) or not 0 < float(r) < math.inf:
-            raise ValueError(f"every rate must be > 0 requests/s, got {r!r}")
-    plans = {r: _plan_at(prep, r, price, network=False) for r in sorted({float(r) for r in rates})}
-    rows = []
-    for r in rates:
-        p = plans[float(r)]
-        row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
-        row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
-        rows.append(row)
-    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+    sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+    return sizing.sweep(rates)

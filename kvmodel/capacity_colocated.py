@@ -29,7 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
-from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
+from .capacity_queue import (
+    batch_grid,
+    largest_within,
+    moments,
+    percentile,
+    remembered,
+    smallest,
+    sum_percentile,
+)
 from .capacity_workload import Shape
 from .inputs import DEFAULT_MFU
 from .memory import instance_memory
@@ -143,22 +151,27 @@ def bound(opt: Option, shp: Shape, rps: float) -> int:
     return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
 
 
+def ttft_floor(opt: Option, q: float) -> float:
+    """The TTFT percentile [s] of a shape without the prefill queue."""
+    return percentile(opt.latency_s, q)
+
+
 def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
-         start: int = 1) -> Colocated:  # fmt: skip
+         start: int = 1, floor_s: float | None = None) -> Colocated:  # fmt: skip
     """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
-    lower rate needed (where a sweep starts its search; the answer is the same)."""
+    lower rate needed (where a sweep starts its search; the answer is the same); ``floor_s``:
+    ``ttft_floor`` when the caller has it."""
     u = shp.draws.tail[0]
     a = rps * opt.mean_s
     slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
 
-    def ttft(n: int | None) -> float:
-        if n is None:
-            return percentile(opt.latency_s, q)
-        return percentile(opt.latency_s + wait_at(u, c=n, a=a, mean_s=opt.mean_s, cs2=opt.cs2), q)
+    @remembered
+    def ttft(n: int) -> float:
+        return sum_percentile(opt.latency_s, q, ((u, n, a, opt.mean_s, opt.cs2),))
 
     lo = _at_least(a)
     meets = opt.feasible
-    if ttft(None) > ttft_slo_s:
+    if (ttft_floor(opt, q) if floor_s is None else floor_s) > ttft_slo_s:
         n_pf, pf_limit, meets = max(lo, math.ceil(a / FALLBACK_UTILIZATION - 1e-9)), "ttft", False
     else:
         n_pf = smallest(lambda n: ttft(n) <= ttft_slo_s, max(lo, start)) or lo

@@ -29,7 +29,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .capacity_queue import batch_grid, largest_within, moments, percentile, smallest, wait_at
+from .capacity_queue import (
+    batch_grid,
+    largest_within,
+    moments,
+    percentile,
+    remembered,
+    smallest,
+    sum_percentile,
+)
 from .capacity_workload import Shape
 from .memory import instance_memory
 from .scenario import Scenario
@@ -202,11 +210,10 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     def ttft(cp: int | None) -> float:
         if cp is None:
             return percentile(base, q)
-        wait_p = wait_at(u[0], c=cp, a=a_p, mean_s=pf.mean_s, cs2=pf.cs2)
-        wait_x = wait_at(u[1], c=1, a=a_x / cp, mean_s=pf.mean_x, cs2=pf.cx2)
-        return percentile(base + wait_p + wait_x, q)
+        return sum_percentile(base, q, ((u[0], cp, a_p, pf.mean_s, pf.cs2),
+                                        (u[1], 1, a_x / cp, pf.mean_x, pf.cx2)))  # fmt: skip
 
-    return ttft
+    return remembered(ttft)
 
 
 def _at_least(load: float) -> int:
@@ -214,14 +221,21 @@ def _at_least(load: float) -> int:
     return max(1, math.floor(load) + 1)
 
 
+def ttft_floor(pf: Prefill, dec: Decode, q: float) -> float:
+    """The TTFT percentile [s] without queues (prefill + transfer + first step): no number of
+    instances gets below it."""
+    return percentile(pf.base + dec.step_s, q)
+
+
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
-               q: float, *, start: int = 1) -> Pools:  # fmt: skip
+               q: float, *, start: int = 1, floor_s: float | None = None) -> Pools:  # fmt: skip
     """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
 
     The decode count depends on the rate, the TPOT target and the link only, the prefill count
     on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
     link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
-    starts its search there; the answer is the same).
+    starts its search there; the answer is the same).  ``floor_s``: ``ttft_floor`` when the
+    caller has it (it does not depend on the rate).
     """
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
@@ -235,7 +249,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     cp_lo = max(cp_compute, cp_link)
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
-    floor_s = ttft(None)
+    floor_s = ttft_floor(pf, dec, q) if floor_s is None else floor_s
     # ``start``: the count a lower rate needed (a sweep); no fewer can meet the target now
     first = max(cp_lo, start)
     cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, first)

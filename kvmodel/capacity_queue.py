@@ -101,9 +101,56 @@ def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
 def percentile(samples: np.ndarray, q: float) -> float:
     """The ``q``-th percentile (0-100) of ``samples``: the ⌈q·n/100⌉-th smallest (an order
     statistic, so it never falls when a sample grows)."""
-    n = len(samples)
-    k = min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
+    k = _rank(len(samples), q)
     return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
+
+
+def _rank(n: int, q: float) -> int:
+    return min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
+
+
+def sum_percentile(base: np.ndarray, q: float, queues) -> float:
+    """``percentile(base + wait_at(tail, c=c, a=a, mean_s=m, cs2=v) + …, q)`` for ``queues`` of
+    (tail, c, a, m, v), the waits added in their order: the same floating-point operations
+    (the same number), done in place in one buffer (about half the time: a plan evaluates
+    it some twenty times per rate)."""
+    buf = None
+    for tail, c, a, mean_s, cs2 in queues:
+        if a <= 0 or mean_s <= 0:
+            continue  # no wait: adding 0 changes nothing
+        if a >= c:
+            return math.inf  # unstable: every sample infinite
+        p = erlang_c(c, a)
+        if p <= 0:
+            continue
+        mean = (1.0 + cs2) / 2.0 * mean_s / (c - a)
+        if buf is None:
+            buf = np.add(tail, math.log(p))
+            np.maximum(buf, 0.0, out=buf)
+            buf *= mean
+            buf += base  # base + wait: addition commutes exactly
+        else:
+            tmp = np.add(tail, math.log(p))
+            np.maximum(tmp, 0.0, out=tmp)
+            tmp *= mean
+            buf += tmp
+    if buf is None:
+        return percentile(base, q)
+    k = _rank(len(buf), q)
+    buf.partition(k)
+    return float(buf[k])
+
+
+def remembered(f):
+    """``f`` of one whole argument, each value computed once (a search asks some twice)."""
+    seen: dict = {}
+
+    def g(n):
+        if n not in seen:
+            seen[n] = f(n)
+        return seen[n]
+
+    return g
 
 
 def smallest(ok, lo: int, hi: int = 10_000_000) -> int | None:

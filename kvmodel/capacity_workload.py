@@ -100,18 +100,25 @@ class Workload:
             np.ones(n) if requests.weights is None else np.asarray(requests.weights, dtype=float)
         )
         if rps is None:
-            span = requests.span_s
-            if span is None and requests.arrival_s is not None and n > 1:
-                t = np.asarray(requests.arrival_s, dtype=float)
-                span = float(np.nanmax(t) - np.nanmin(t)) or None
-            if not span or not requests.count_known:
-                raise ValueError(
-                    "the traffic has no timestamps to tell its arrival rate: give the rate "
-                    "in requests/s (--rps)"
-                )
-            rps = requests.n_requests / span
+            rps = cls.trace_rps(requests)
         return cls(prompt, output, weights, float(rps), requests.cached_tokens,
                    source=requests.fmt)  # fmt: skip
+
+    @staticmethod
+    def trace_rps(requests) -> float:
+        """The arrival rate of a :class:`kvmodel.traffic.Requests` [requests/s]: requests ÷
+        the span of its timestamps (ValueError without them)."""
+        span = requests.span_s
+        n = len(requests.prompt_tokens)
+        if span is None and requests.arrival_s is not None and n > 1:
+            t = np.asarray(requests.arrival_s, dtype=float)
+            span = float(np.nanmax(t) - np.nanmin(t)) or None
+        if not span or not requests.count_known:
+            raise ValueError(
+                "the traffic has no timestamps to tell its arrival rate: give the rate "
+                "in requests/s (--rps)"
+            )
+        return requests.n_requests / span
 
     def with_rps(self, rps: float) -> Workload:
         return Workload(self.prompt_tokens, self.output_tokens, self.weights, rps,

@@ -1,6 +1,8 @@
 """The Capacity page through AppTest: its tiles follow kvmodel.capacity, its inputs travel in the
 link, a bad link value is a warning, and its CSVs hold the plan and the rate sweep."""
 
+import base64
+import json
 from io import BytesIO
 
 import numpy as np
@@ -103,6 +105,23 @@ def test_changing_a_target_redraws_and_rewrites_the_link():
     assert metric(at, "TPOT").startswith(fmt_time(plan.tpot_s))
     assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
     assert at.query_params["tpot_slo"] in ("20", ["20"])
+
+
+def test_moving_the_rate_back_and_forth_shows_each_rates_plan():
+    """The page keeps one sizing per targets and looks rates up (a rate drawn before is not
+    sized again): every rate must still show exactly its own plan and the grid around it."""
+    at = app(FIXED, PAGE, article=False)
+    sc, _, slo, _ = _expected_fixed()
+    for rps in (55.0, 40.0, 7.5, 55.0):
+        at.number_input(key="w_rps").set_value(rps).run()
+        plan = cap.plan(sc, cap.Workload.fixed(rps, 2048, 300), slo, gpu_price_per_hour=2.5)
+        assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus), rps
+        assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus), rps
+        assert metric(at, "TTFT p99") == fmt_time(plan.ttft_s), rps
+        assert at.info[0].value == capacity_takeaway(plan, rps=rps, slo=slo, price=2.5)
+        x = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["x"]
+        drawn = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"])  # plotly's binary
+        np.testing.assert_allclose(drawn, cap.sweep_rates(rps), rtol=1e-12)
 
 
 @pytest.mark.parametrize(

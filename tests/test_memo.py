@@ -206,6 +206,9 @@ def test_approx_bytes():
     assert 8e6 <= approx_bytes(pd.DataFrame({"a": arr})) < 8.1e6
     assert 16e6 <= approx_bytes({"x": [arr, arr + 1]}) < 16.1e6
     assert 8e6 <= approx_bytes(go.Figure(go.Scatter(x=arr, y=arr))) < 16.1e6
+    # a template is counted as a constant 50 kB, not walked (plotly_white walks to ~48 kB)
+    small = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout_template="plotly_white")
+    assert 50_000 < approx_bytes(small) < 60_000
     # a long list is sampled: 100,000 strings of 1,000 characters ≈ 105 MB
     assert 95e6 < approx_bytes([str(i).ljust(1000) for i in range(100_000)]) < 115e6
     assert approx_bytes(evaluate(build_scenario())) < 1e6

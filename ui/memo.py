@@ -42,6 +42,7 @@ def _part(value):
 
 
 _WALK = 2_000  # objects looked at per estimate; the rest of a long list is extrapolated
+_TEMPLATE_BYTES = 50_000  # a plotly figure's layout template (plotly_white walks to ~48 KB)
 
 
 def approx_bytes(obj) -> int:
@@ -74,7 +75,11 @@ def approx_bytes(obj) -> int:
         if isinstance(o, (list, tuple, set, frozenset)):
             return sys.getsizeof(o) + _sampled(list(o), size)
         if hasattr(o, "_data") and hasattr(o, "_layout"):  # a plotly figure
-            return size(o._data) + size(o._layout)
+            layout = o._layout
+            if isinstance(layout, dict) and "template" in layout:  # not walked: ~1 ms a figure
+                layout = {k: v for k, v in layout.items() if k != "template"}
+                return size(o._data) + size(layout) + _TEMPLATE_BYTES
+            return size(o._data) + size(layout)
         fields = getattr(o, "__dict__", None)
         if fields is None and hasattr(type(o), "__slots__"):
             fields = {k: getattr(o, k, None) for k in type(o).__slots__}

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-import numpy as np
 import streamlit as st
 
 from kvmodel import capacity as cap
@@ -31,11 +30,11 @@ from ui.fmt import fmt_bandwidth, fmt_time
 from ui.memo import Memo
 
 TRACE, FIXED = "trace", "fixed"
-SWEEP_POINTS = 25  # request rates drawn, from a tenth to ten times the rate asked
-SWEEP_SPAN = 10.0
+SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
+SWEEP_PER_DECADE = 12  # 12 per decade (25-26 rates)
 
 
-_PLANS = Memo(max_entries=64)  # plans and sweeps, process-wide like perf's memo
+_PLANS = Memo(max_entries=64)  # sizings, plans and sweeps, process-wide like perf's memo
 perf._OTHER_MEMOS.append(_PLANS)
 
 
@@ -90,7 +89,11 @@ def _traffic():
 
 
 def _workload(source: str, req, rps: float, seq_len: int, out: int):
-    """The workload, or None with the reason shown."""
+    """(the workload's lengths, its rate [requests/s]), or None with the reason shown.
+
+    The lengths are built at a placeholder rate of 1/s (a ``cap.Sizing`` ignores it), so one
+    sizing serves every rate: moving the rate looks up the rates it has drawn before.
+    """
     try:
         if source == FIXED:
             if not rps:
@@ -99,8 +102,9 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
                     icon=":material/schedule:",
                 )
                 return None
-            return perf.cached(cap.Workload.fixed, rps, seq_len, out)
-        return perf.cached(cap.Workload.from_requests, req, rps=rps or None, output_len=out)
+            return perf.cached(cap.Workload.fixed, 1.0, seq_len, out), rps
+        lengths = perf.cached(cap.Workload.from_requests, req, rps=1.0, output_len=out)
+        return lengths, rps or perf.cached(cap.Workload.trace_rps, req)
     except ValueError as exc:
         st.warning(f"This traffic cannot be sized: {exc}.", icon=":material/rule:")
         return None
@@ -181,34 +185,31 @@ def render() -> None:
     rps = float(ss["rps"] or 0.0)
     price = float(ss["price"]) or None
     out = int(ss["out"])
-    wl = _workload(source, req, rps, sc.seq_len, out)
+    sized = _workload(source, req, rps, sc.seq_len, out)
     no_output = source == TRACE and req is not None and req.output_tokens is None
     st.caption(source_caption(label, fallback, out if no_output else None) + " " + SIDEBAR_NOTE)
-    if wl is None:
+    if sized is None:
         st.stop()
+    lengths, rate = sized
     slo = cap.Slo(
         ttft_s=ss["ttft_slo"] / 1e3, tpot_s=ss["tpot_slo"] / 1e3, ttft_percentile=ss["ttft_pct"]
     )
     kw = {"gpu_price_per_hour": price}
     if ss["ctp"] == "sidebar":
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
-    key = (plan_key(sc), wl, slo, tuple(sorted(kw.items())))
-    rate = float(wl.rps)
     try:
-        plan = _memo("Sizing the deployment…", cap.plan, (sc, wl, slo), kw, key)
+        sizing = _memo("Sizing the deployment…", cap.Sizing, (sc, lengths, slo), kw,
+                       (plan_key(sc), lengths, slo, tuple(sorted(kw.items()))))  # fmt: skip
+        plan = sizing.plan(rate)  # kept by the sizing
     except ValueError as exc:
         _no_plan(exc)
     st.info(capacity_takeaway(plan, rps=rate, slo=slo, price=price), icon=":material/lightbulb:")
     _tiles(plan, slo, price)
 
-    # after the tiles: they are on screen while the sweep computes (a new target or trace)
-    rates = tuple(float(r) for r in rate * np.geomspace(1 / SWEEP_SPAN, SWEEP_SPAN, SWEEP_POINTS))
-    try:
-        sweep = _memo(
-            "Sizing across request rates…", cap.rate_sweep, (sc, wl, slo, rates), kw, (key, rates)
-        )
-    except ValueError as exc:
-        _no_plan(exc)
+    # after the tiles: they are on screen while the sweep computes (a new target or trace);
+    # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
+    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
+    sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
     st.subheader("Across request rates")
     st.markdown(crossover_sentence(sweep, rate))
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")

@@ -1,0 +1,189 @@
+"""The rate-free part of a capacity plan: which TPs are searched (:func:`tp_candidates`), what
+plans of one workload on one scenario share whatever the targets (:class:`Basis`, kept for the
+last few), and what one set of targets adds before any rate is sized (:class:`Prepared`)."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from collections import OrderedDict
+
+from . import capacity_colocated as colo
+from .capacity_pools import (
+    Decode,
+    Prefill,
+    decode_side,
+    pair_scenario,
+    prefill_side,
+    prefill_work_s,
+)
+from .capacity_workload import Slo, Workload, shape
+from .memory import USABLE_FRACTION, weights_bytes_per_gpu
+from .scenario import Scenario
+from .size import shard_heads
+from .wire import prefill_time_s
+
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
+
+
+def tp_candidates(sc: Scenario) -> tuple[int, ...]:
+    """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
+    that split every KV-head group and leave memory beside the weights, within one node
+    (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
+    resort of a model too large for one."""
+    out = []
+    for tp in TP_CHOICES:
+        try:
+            for g in sc.model.groups:
+                shard_heads(g.kv_heads, tp)
+        except ValueError:
+            continue
+        if out and tp > sc.gpu.gpus_per_node:
+            break
+        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+            out.append(tp)
+        if len(out) == AUTO_TPS:
+            break
+    if not out:
+        raise ValueError(
+            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
+            f"{TP_CHOICES[-1]}"
+        )
+    return tuple(out)
+
+
+class Basis:
+    """What plans of one workload on one scenario share whatever the targets and the rate:
+    the shape, each TP's prefill work, each TP pair's prefill side (transfer times per length),
+    and per TPOT target each TP's decode side and colocated shapes.  Kept for the last
+    :data:`BASES` (scenario, workload) pairs, so a new latency target reuses them."""
+
+    def __init__(self, sc: Scenario, workload: Workload):
+        self.sc, self.workload = sc, workload  # the workload is kept: keyed by identity
+        self.shp = shape(workload, sc.model.max_context_tokens)
+        self._work: dict[int, float] = {}
+        self._pairs: dict[tuple[int, int], Prefill] = {}
+        self._by_tpot: dict[tuple[float, int], tuple[Decode, tuple]] = {}
+
+    def prefill_mean_s(self, tp: int) -> float:
+        """The mean prefill work of a request at TP ``tp`` [s] (the lower bounds use it)."""
+        if tp not in self._work:
+            sc, shp = self.sc, self.shp
+            pre = prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)
+            self._work[tp] = float((shp.weights * prefill_work_s(sc.model, shp.moved, pre)).sum())
+        return self._work[tp]
+
+    def prefill(self, tp: int, tp_decode: int) -> Prefill:
+        key = (tp, tp_decode)
+        if key not in self._pairs:
+            self._pairs[key] = prefill_side(self.sc, self.shp, tp, tp_decode)
+        return self._pairs[key]
+
+    def at_tpot(self, tpot_s: float, tp: int) -> tuple[Decode, tuple]:
+        """(decode side, colocated shapes) at TP ``tp`` for the TPOT target ``tpot_s``."""
+        key = (tpot_s, tp)
+        if key not in self._by_tpot:
+            if len(self._by_tpot) >= 64:  # bounded: a user trying many targets
+                self._by_tpot.clear()
+            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp),
+                                  tuple(colo.options(self.sc, self.shp, tpot_s, tp)))  # fmt: skip
+        return self._by_tpot[key]
+
+
+BASES = 4
+_BASES: OrderedDict = OrderedDict()
+_BASES_LOCK = threading.Lock()
+
+
+def basis(sc: Scenario, workload: Workload) -> Basis:
+    key = (sc, workload)
+    with _BASES_LOCK:
+        hit = _BASES.get(key)
+        if hit is not None:
+            _BASES.move_to_end(key)
+            return hit
+    made = Basis(sc, workload)
+    with _BASES_LOCK:
+        _BASES[key] = made
+        while len(_BASES) > BASES:
+            _BASES.popitem(last=False)
+    return made
+
+
+class Prepared:
+    """Everything of a plan that does not depend on the rate (from a :class:`Basis`), built
+    as it is asked for: a (prefill TP, decode TP) pair's transfer times only when its lower
+    bound on GPUs can still beat the best pair found (``_best_pools``)."""
+
+    def __init__(self, basis: Basis, slo: Slo, ptps, dtps, ctps):
+        self.sc, self.shp, self.slo = basis.sc, basis.shp, slo
+        self.basis = basis
+        self.decodes = {tp: basis.at_tpot(slo.tpot_s, tp)[0] for tp in dtps}
+        self.prefill_mean_s = {tp: basis.prefill_mean_s(tp) for tp in ptps}
+        self.options = tuple(o for tp in ctps for o in basis.at_tpot(slo.tpot_s, tp)[1])
+        # the TTFT percentile without queues, of each pair and colocated shape (rate-free)
+        self.floors: dict = {}
+        # results of each pair and colocated shape by rate, (rates rising, results): counts
+        # only grow with the rate, so a search starts from the result at the next rate below
+        # and prunes with it
+        self.last: dict = {}
+
+    def pair(self, tp: int, tp_decode: int) -> tuple[Prefill, Decode]:
+        return self.basis.prefill(tp, tp_decode), self.decodes[tp_decode]
+
+    def floor(self, key, compute, *args) -> float:
+        """``compute(*args)``, once per ``key`` (a TTFT floor: it does not depend on the rate)."""
+        if key not in self.floors:
+            self.floors[key] = compute(*args)
+        return self.floors[key]
+
+    def earlier(self, key, rps: float):
+        """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""
+        hit = self.last.get(key)
+        if hit is None:
+            return None
+        i = bisect.bisect_right(hit[0], rps)
+        return hit[1][i - 1] if i else None
+
+    def remember(self, key, rps: float, result) -> None:
+        rates, results = self.last.setdefault(key, ([], []))
+        i = bisect.bisect_left(rates, rps)
+        if i < len(rates) and rates[i] == rps:
+            results[i] = result
+        else:
+            rates.insert(i, rps)
+            results.insert(i, result)
+
+    def forget(self) -> None:
+        """Drop the results kept by rate (the search is the same without them, only slower)."""
+        self.last.clear()
+
+    def bounds(self, rps: float) -> list[tuple[int, int, int]]:
+        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
+        out = []
+        for tp, mean_s in self.prefill_mean_s.items():
+            for tpd, dec in self.decodes.items():
+                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
+                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
+                before = self.earlier((tp, tpd), rps)
+                out.append((max(bound, before.gpus if before else 0), tp, tpd))
+        return sorted(out)
+
+
+def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
+    if tp is None:
+        return tp_candidates(sc)
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
+    for g in sc.model.groups:
+        shard_heads(g.kv_heads, tp)  # raises with the reason
+    return (tp,)
+
+
+def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
+    if colocated_tp is None and decode_tp is not None:
+        colocated_tp = decode_tp  # compare like with like when the TP is set
+    ptps, dtps, ctps = tps(sc, prefill_tp), tps(sc, decode_tp), tps(sc, colocated_tp)
+    return Prepared(basis(sc, workload), slo, ptps, dtps, ctps)
