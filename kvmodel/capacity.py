@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+from dataclasses import replace
 
 import pandas as pd
 
@@ -50,15 +51,24 @@ __all__ = [
 ]
 
 
-def _better(new, best) -> bool:
-    """Meeting the targets first, then fewer GPUs, then a shorter TTFT."""
-    return best is None or (not new.meets_slo, new.gpus, new.ttft_s) < (
-        not best.meets_slo, best.gpus, best.ttft_s)  # fmt: skip
+def _rank(p, slo: Slo) -> tuple:
+    """Meeting the targets first, then fewer GPUs, then fewer decode GPUs (so a tie cannot
+    make a tighter TPOT target shrink the decode pool), then a shorter TTFT.  Among sizes that
+    miss, the one that misses by least (the larger of TTFT ÷ its target and TPOT ÷ its
+    target) first: when no TP meets a target, the plan shows the nearest, so a tighter target
+    never falls back to a smaller, slower pool."""
+    miss = 0.0 if p.meets_slo else max(p.ttft_s / slo.ttft_s, p.tpot_s / slo.tpot_s)
+    decode = _decode_gpus(p) if isinstance(p, Pools) else 0
+    return (not p.meets_slo, miss, p.gpus, decode, p.ttft_s)
+
+
+def _better(new, best, slo: Slo) -> bool:
+    return best is None or _rank(new, slo) < _rank(best, slo)
 
 
 def _best_pools(prep: Prepared, rps: float) -> Pools:
     slo = prep.slo
-    best = None
+    best, sized = None, []
     for bound, tp, tpd in prep.bounds(rps):
         if best is not None and best.meets_slo and bound > best.gpus:
             break  # the rest need more GPUs than the best already found
@@ -69,9 +79,32 @@ def _best_pools(prep: Prepared, rps: float) -> Pools:
         p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
                        floor_s=floor)  # fmt: skip
         prep.remember((tp, tpd), rps, p)
-        if _better(p, best):
+        sized.append(p)
+        if _better(p, best, slo):
             best = p
-    return best
+    return _with_split_note(best, sized)
+
+
+def _decode_gpus(p: Pools) -> int:
+    return p.decode_instances * p.decode_tp
+
+
+def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
+    """``best`` with a note when a TP pair sized on the way meets the targets with fewer
+    decode GPUs but more in all: with TPs searched, a tighter TPOT target can then move the
+    plan to that pair, and the decode pool shrinks while the deployment grows."""
+    if not best.meets_slo:
+        return best
+    fewer = [p for p in sized if p.meets_slo and _decode_gpus(p) < _decode_gpus(best)]
+    if not fewer:
+        return best
+    alt = min(fewer, key=lambda p: (_decode_gpus(p), p.gpus))
+    note = (
+        f"the fewest GPUs in all: decode TP {alt.decode_tp} (with prefill TP {alt.prefill_tp}) "
+        f"needs fewer decode GPUs, {_decode_gpus(alt):,} instead of {_decode_gpus(best):,}, "
+        f"but {alt.gpus:,} GPUs in all instead of {best.gpus:,}"
+    )
+    return replace(best, notes=best.notes + (note,))
 
 
 def _best_colocated(prep: Prepared, rps: float) -> colo.Colocated | None:
@@ -86,7 +119,7 @@ def _best_colocated(prep: Prepared, rps: float) -> colo.Colocated | None:
         floor = prep.floor(("colocated", i), colo.ttft_floor, opt, q)
         c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor)
         prep.remember(("colocated", i), rps, c)
-        if _better(c, best):
+        if _better(c, best, prep.slo):
             best = c
     return best
 

@@ -197,3 +197,34 @@ def test_what_does_not_fit_in_memory_is_named():
     assert p.limits == {"prefill": "memory", "decode": "memory", "colocated": "memory"}
     assert not p.meets_slo and p.colocated_gpus == 0 and p.disaggregation_saves_gpus == 0
     assert any("cannot hold" in n for n in p.notes)
+
+
+# --- TP searched: what the search picks when nothing meets, and what it says of the split ---
+
+CONV = load_traffic(sample_path("azure-conv"), per_request=True)
+
+
+def test_when_no_tp_meets_the_tpot_the_plan_is_the_nearest_miss():
+    # Qwen3-235B-A22B on H200, 5 requests/s: one decode step at TP 8 takes 9.46 ms, at TP 4
+    # 11.9 ms.  At 10 ms TP 8 meets (10 instances, 80 decode GPUs).  At 8 ms nothing meets:
+    # the plan shows TP 8, the nearest miss, not TP 4's smaller, slower pool (52 decode GPUs,
+    # which the search picked by fewest GPUs before), so the decode pool does not shrink.
+    sc = scenario_from_inputs({"model": "qwen3-235b-a22b", "gpu": "h200"})
+    w = Workload.from_requests(CONV, rps=5.0, output_len=256)
+    met = plan(sc, w, Slo(1.0, 0.010))
+    missed = plan(sc, w, Slo(1.0, 0.008))
+    assert met.meets_slo and (met.decode_tp, met.decode_gpus) == (8, 80)
+    assert not missed.meets_slo and missed.decode_tp == 8
+    assert missed.decode_gpus >= met.decode_gpus
+    assert missed.tpot_s == pytest.approx(0.00946, rel=1e-3) and missed.tpot_s > 0.008
+
+
+def test_a_split_with_fewer_decode_gpus_but_more_in_all_is_named():
+    # Qwen3-32B on H100, 200 requests/s, TPOT 12 ms: decode TP 4 (36 decode GPUs) gives the
+    # fewest GPUs in all (70); decode TP 8 would need 24 decode GPUs but 72 in all.  Tightening
+    # the TPOT can move the plan to such a split: the note says why decode GPUs then fall.
+    sc = scenario_from_inputs({"model": "qwen3-32b", "gpu": "h100-sxm"})
+    p = plan(sc, Workload.from_requests(CONV, rps=200.0, output_len=256), Slo(1.0, 0.012))
+    assert p.meets_slo and (p.decode_tp, p.decode_gpus, p.disaggregated_gpus) == (4, 36, 70)
+    assert any("decode TP 8" in n and "24 instead of 36" in n and "72 GPUs in all instead of 70"
+               in n for n in p.notes), p.notes  # fmt: skip
