@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+import weakref
 from collections import OrderedDict
 
 from . import capacity_colocated as colo
@@ -61,7 +62,7 @@ class Basis:
     :data:`BASES` (scenario, workload) pairs, so a new latency target reuses them."""
 
     def __init__(self, sc: Scenario, workload: Workload):
-        self.sc, self.workload = sc, workload  # the workload is kept: keyed by identity
+        self.sc = sc  # not the workload: a 10-million-request one must not outlive its user
         self.shp = shape(workload, sc.model.max_context_tokens)
         self._work: dict[int, float] = {}
         self._pairs: dict[tuple[int, int], Prefill] = {}
@@ -93,23 +94,34 @@ class Basis:
 
 
 BASES = 4
+# (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
+# first: a workload is keyed by identity (its arrays are not compared), and the weak
+# reference tells a live workload from a new one that reuses a dead one's id
 _BASES: OrderedDict = OrderedDict()
 _BASES_LOCK = threading.Lock()
 
 
 def basis(sc: Scenario, workload: Workload) -> Basis:
-    key = (sc, workload)
+    """The :class:`Basis` of ``workload`` on ``sc``, from the last :data:`BASES` made."""
+    key = (sc, id(workload))
     with _BASES_LOCK:
         hit = _BASES.get(key)
-        if hit is not None:
+        if hit is not None and hit[0]() is workload:
             _BASES.move_to_end(key)
-            return hit
+            return hit[1]
     made = Basis(sc, workload)
     with _BASES_LOCK:
-        _BASES[key] = made
+        _BASES[key] = (weakref.ref(workload), made)
+        _BASES.move_to_end(key)
         while len(_BASES) > BASES:
             _BASES.popitem(last=False)
     return made
+
+
+def clear_bases() -> None:
+    """Forget every kept basis (benchmarks of a cold plan; tests)."""
+    with _BASES_LOCK:
+        _BASES.clear()
 
 
 class Prepared:

@@ -90,6 +90,21 @@ def test_a_new_target_reuses_the_rate_free_basis():
     assert len(capacity_prep._BASES) <= capacity_prep.BASES
 
 
+def test_a_kept_basis_does_not_keep_its_workload_alive():
+    import gc
+    import weakref
+
+    w = Workload.fixed(1.0, 4096, 128)
+    Sizing(SC, w, SLO).plan(2.0)
+    gone = weakref.ref(w)
+    del w
+    gc.collect()
+    assert gone() is None  # a 10-million-request workload is freed with its last user
+    # a new workload that reuses the dead one's id is a new basis, not the old one's
+    w2 = Workload.fixed(1.0, 512, 64)
+    assert Sizing(SC, w2, SLO)._prep.shp.mean_moved == 512
+
+
 def test_a_sizing_forgets_beyond_its_rate_limit():
     sizing = Sizing(SC, Workload.fixed(1.0, 1024, 128), SLO, prefill_tp=8, decode_tp=8)
     sizing.MAX_RATES = 3
