@@ -52,6 +52,13 @@ def browser_available() -> str | None:
     return None
 
 
+def _page_mode(r: dict | None) -> str:
+    """page_rerun.py's ``page`` mode (a page's own control changed), where the page has one."""
+    if r is None:
+        return "–"
+    return f"{r['median_ms']:.0f} / {r['p95_ms']:.0f} ({r['ratio_median']:.1f}×)"
+
+
 def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
     by = {(r["page"], r["mode"]): r for r in rerun["results"]}
     browser = {r["page"]: r for r in c2c["results"]} if c2c else {}
@@ -62,7 +69,7 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
         ch, pl = by.get((label, "change")), by.get((label, "plain"))
         if ch is None:
             err = rerun.get("errors", {}).get(label, "not measured")
-            rows.append([label, "ERROR", "", "", "", "FAIL"] + (["", "", ""] if c2c else []))
+            rows.append([label, "ERROR", "", "", "", "", "FAIL"] + (["", "", ""] if c2c else []))
             missed.append(f"{label}: rerun ({err})")
             continue
         modes = [r for (page, _m), r in by.items() if page == label]
@@ -71,7 +78,7 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
         row = [label,
                f"{ch['median_ms']:.0f} / {ch['p95_ms']:.0f}", f"{ch['ratio_median']:.1f}×",
                f"{pl['median_ms']:.0f} / {pl['p95_ms']:.0f}", f"{pl['ratio_median']:.1f}×",
-               verdict(rerun_ok)]  # fmt: skip
+               _page_mode(by.get((label, "page"))), verdict(rerun_ok)]  # fmt: skip
         if c2c:
             if b and b["median_ms"] is not None:
                 row += [f"{b['median_ms']:.0f} / {b['max_ms']:.0f}",
@@ -87,6 +94,7 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
             if c2c and not (b and b["pass"]) and label not in c2c.get("no_chart", []):
                 missed.append(f"{label}: control-to-chart")
     head = ["page", "rerun change med/p95 ms", "÷ triv", "rerun plain med/p95 ms", "÷ triv",
+            "page control med/p95 ms (÷ triv)",
             f"≤{RERUN_MEDIAN_MS:g}/≤{RERUN_P95_MS:g}"]  # fmt: skip
     if c2c:
         head += ["control→chart med/max ms", "÷ triv", f"≤{CONTROL_TO_CHART_MS:g}"]

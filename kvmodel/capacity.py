@@ -100,9 +100,9 @@ def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
         return best
     alt = min(fewer, key=lambda p: (_decode_gpus(p), p.gpus))
     note = (
-        f"the fewest GPUs in all: decode TP {alt.decode_tp} (with prefill TP {alt.prefill_tp}) "
-        f"needs fewer decode GPUs, {_decode_gpus(alt):,} instead of {_decode_gpus(best):,}, "
-        f"but {alt.gpus:,} GPUs in all instead of {best.gpus:,}"
+        f"decode TP {alt.decode_tp} (with prefill TP {alt.prefill_tp}) would need fewer decode "
+        f"GPUs, {_decode_gpus(alt):,} instead of {_decode_gpus(best):,}, but {alt.gpus:,} GPUs "
+        f"in all instead of {best.gpus:,}; the plan keeps the fewest in all"
     )
     return replace(best, notes=best.notes + (note,))
 

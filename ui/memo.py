@@ -60,7 +60,12 @@ def approx_bytes(obj) -> int:
         nbytes = getattr(o, "nbytes", None)  # numpy arrays (views count their window)
         if isinstance(nbytes, int):
             return nbytes + 112
-        usage = getattr(o, "memory_usage", None)  # pandas
+        if hasattr(o, "columns") and hasattr(o, "dtypes") and hasattr(o, "index"):
+            # a DataFrame: rows × bytes per row, objects as pointers (memory_usage(deep=False)
+            # gives the same for numpy columns but costs ~0.6 ms a frame, 1,000× this)
+            per_row = sum(getattr(dt, "itemsize", 8) for dt in o.dtypes)
+            return len(o) * per_row + int(o.index.nbytes) + 112
+        usage = getattr(o, "memory_usage", None)  # pandas (a Series)
         if callable(usage) and hasattr(o, "index"):
             try:
                 used = usage(index=True, deep=False)
