@@ -47,9 +47,13 @@ def _gains(labelled, base_sc):
         source = f"{tr.SAMPLES[trace][1]} (the Traffic page's sample)"
         if traffic_ui.upload_chosen():  # chosen there, but no file is loaded
             source = f"{tr.SAMPLES[trace][1]} (a sample: no upload is loaded on Traffic)"
-    fractions = tuple(
-        tr.regions(
-            tr.per_request_scenario(sc), mix, min_seq_len=int(ss["minlen"]), criterion=ss["crit"]
+    fractions = tuple(  # memoised: the batch does not change a per-request scenario
+        perf.cached(
+            tr.regions,
+            tr.per_request_scenario(sc),
+            mix,
+            min_seq_len=int(ss["minlen"]),
+            criterion=ss["crit"],
         ).fraction_gain
         for _, sc in labelled
     )
@@ -210,7 +214,8 @@ def render() -> None:
     st.info(said, icon=":material/lightbulb:")
     gains = _gains(labelled, base_sc)
     cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
-    rows = perf.cached(compare_cells.compare_rows, cmp_table)
+    cmp_changes = perf.cached(changes, cmp_table)
+    rows = perf.cached(compare_cells.compare_rows, cmp_table, cmp_changes)
     st.markdown(
         compare_cells.compare_html(rows, [label for label, _ in labelled]),
         unsafe_allow_html=True,
@@ -229,7 +234,7 @@ def render() -> None:
     )
     if len(labelled) > 1:
         exports_ui.chart(
-            perf.cached(figures_compare.figure_compare_change, perf.cached(changes, cmp_table)),
+            perf.cached(figures_compare.figure_compare_change, cmp_changes),
             "change-vs-a",
         )
     exports_ui.chart(
