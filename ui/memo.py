@@ -61,10 +61,10 @@ def approx_bytes(obj) -> int:
         if isinstance(nbytes, int):
             return nbytes + 112
         if hasattr(o, "columns") and hasattr(o, "dtypes") and hasattr(o, "index"):
-            # a DataFrame: rows × bytes per row, objects as pointers (memory_usage(deep=False)
-            # gives the same for numpy columns but costs ~0.6 ms a frame, 1,000× this)
-            per_row = sum(getattr(dt, "itemsize", 8) for dt in o.dtypes)
-            return len(o) * per_row + int(o.index.nbytes) + 112
+            # a DataFrame: 8 bytes per cell (float64, int64, an object's pointer; narrower
+            # types are over-counted), as memory_usage(deep=False) counts it for 64-bit
+            # columns; that call costs ~0.6 ms a frame and even .dtypes ~0.2 ms
+            return len(o) * len(o.columns) * 8 + int(o.index.nbytes) + 112
         usage = getattr(o, "memory_usage", None)  # pandas (a Series)
         if callable(usage) and hasattr(o, "index"):
             try:
