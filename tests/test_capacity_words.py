@@ -97,3 +97,10 @@ def test_no_colocated_shape_is_said_and_counts_as_a_win(plan):
     says = crossover_sentence(_sweep([8, 8, 8, 8], [4, 6, 0, 0]), rps=4.0)
     assert "from about 4 requests/s up" in says
     assert "No colocated instance can serve" in crossover_sentence(_sweep([8] * 4, [0] * 4), 4.0)
+
+
+def test_rates_above_a_thousand_are_written_out():
+    sweep = _sweep([4, 4, 4, 4], [8, 8, 8, 8])
+    sweep["rps"] = [17.8, 100.0, 1000.0, 2154.4]
+    said = crossover_sentence(sweep, rps=200.0)
+    assert "from 17.8 to 2,154 requests/s" in said and "e+" not in said

@@ -84,3 +84,21 @@ def test_no_colocated_shape_is_a_gap_and_shaded():
     assert np.isnan(fig.data[1].y[2:]).all() and list(fig.data[1].y[:2]) == [4, 4]
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
     assert len(rects) == 1 and rects[0].x0 == pytest.approx(np.sqrt(8))
+
+
+def test_rate_axis_writes_every_tick_in_full():
+    # sweep_rates(200) runs from 17.8 to 2,154 requests/s: ticks at 1, 2, 5 of each decade
+    # within 1.3× of the ends, each written out (plotly's "D2" ticks wrote 200 as "2")
+    from kvmodel.capacity import sweep_rates
+
+    sweep = SWEEP.iloc[[0]].copy()
+    sweep = pd.concat([sweep] * 26, ignore_index=True)
+    sweep["rps"] = sweep_rates(200.0)
+    for fig in (F.figure_gpus_vs_rate(sweep, rps=200.0), F.figure_pd_split(sweep, rps=200.0),
+                F.figure_limits(sweep, rps=200.0)):  # fmt: skip
+        assert list(fig.layout.xaxis.tickvals) == [20, 50, 100, 200, 500, 1000, 2000]
+        assert list(fig.layout.xaxis.ticktext) == ["20", "50", "100", "200", "500", "1,000",
+                                                   "2,000"]  # fmt: skip
+    marker = F.figure_gpus_vs_rate(sweep, rps=1234.0).layout.annotations
+    assert any("1,234 req/s" in a.text for a in marker)
+    assert "e+" not in F.figure_gpus_vs_rate(sweep, rps=200.0).data[0].hovertemplate

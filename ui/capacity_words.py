@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fmt import fmt_time
+from .fmt import fmt_sig, fmt_time
 
 LIMIT_WORDS = {
     "compute": "compute",
@@ -68,7 +68,7 @@ def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> s
         f"{pct_label(slo.ttft_percentile)} TTFT ≤ {fmt_time(slo.ttft_s)} and TPOT ≤ "
         f"{fmt_time(slo.tpot_s)}"
     )
-    head = f"At {rps:,.3g} requests/s with {target}: "
+    head = f"At {fmt_sig(rps, 3)} requests/s with {target}: "
     dis, col = plan.disaggregated_gpus, plan.colocated_gpus
     if not plan.meets_slo:
         binds = ", ".join(f"{pool} by {limit_text(plan.limits, pool)}" for pool in plan.limits)
@@ -135,7 +135,7 @@ def crossover_sentence(sweep, rps: float) -> str:
     GPUs than colocated serving, read off the sweep's rows (rates ascending)."""
     r = sweep["rps"].to_numpy(dtype=float)
     col = sweep["colocated_gpus"].to_numpy(dtype=float)
-    drawn = f"from {r[0]:,.3g} to {r[-1]:,.3g} requests/s"
+    drawn = f"from {fmt_sig(r[0], 3)} to {fmt_sig(r[-1], 3)} requests/s"
     if not col.any():  # 0: no colocated shape at all (kvmodel.capacity)
         return f"No colocated instance can serve this traffic at any rate drawn, {drawn}."
     # where colocated serving is impossible, disaggregation needs fewer GPUs
@@ -155,12 +155,12 @@ def crossover_sentence(sweep, rps: float) -> str:
         )
         return (
             f"Where the lines cross: disaggregated serving needs fewer GPUs from about "
-            f"{start:,.3g} requests/s up ({you}; shaded)."
+            f"{fmt_sig(start, 3)} requests/s up ({you}; shaded)."
         )
     if fewer[0]:
         end = float(r[int(np.argmin(fewer)) - 1])
         return (
-            f"Disaggregated serving needs fewer GPUs up to about {end:,.3g} requests/s; above "
-            "it colocated serving needs as few or fewer (shaded: where disaggregation wins)."
+            f"Disaggregated serving needs fewer GPUs up to about {fmt_sig(end, 3)} requests/s; "
+            "above it colocated serving needs as few or fewer (shaded: where disaggregation wins)."
         )
     return "Disaggregated serving needs fewer GPUs only at the shaded rates."

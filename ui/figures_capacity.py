@@ -7,11 +7,14 @@ current rate is marked on each.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from .figkit import _Fig, _finished, _layout
+from .fmt import fmt_sig
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
 COLOC_COLOR = "#dc2626"  # colocated (chunked prefill)
@@ -49,7 +52,7 @@ def _rate_marker(fig: _Fig, rps: float | None) -> None:
             xanchor="left",
             xshift=4,
             showarrow=False,
-            text=f"your rate<br>{rps:,.3g} req/s",
+            text=f"your rate<br>{fmt_sig(rps, 3)} req/s",
             align="left",
             bgcolor="rgba(255, 255, 255, 0.8)",
             font={"size": 11},
@@ -70,8 +73,18 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
-def _rate_axis(fig: _Fig) -> None:
-    fig.update_xaxes(type="log", dtick="D2")  # labels at 1, 2, 5 of each decade
+def _rate_axis(fig: _Fig, rates) -> None:
+    """A log rate axis with ticks at 1, 2 and 5 of each decade, written out in full (plotly's
+    own "D2" ticks write 20 and 200 as "2")."""
+    r = np.asarray(rates, dtype=float)
+    r = r[np.isfinite(r) & (r > 0)]
+    if not r.size:
+        fig.update_xaxes(type="log")
+        return
+    lo, hi = float(r.min()) / 1.3, float(r.max()) * 1.3
+    vals = [m * 10.0**k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+            for m in (1, 2, 5) if lo <= m * 10.0**k <= hi]  # fmt: skip
+    fig.update_xaxes(type="log", tickvals=vals, ticktext=[fmt_sig(v, 3) for v in vals])
 
 
 def _legend_below(fig: _Fig) -> None:
@@ -122,7 +135,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         line_color=DISAGG_COLOR,
         marker_size=5,
         customdata=pd_text,
-        hovertemplate="%{x:,.3g} req/s<br>disaggregated: %{y:,.0f} GPUs "
+        hovertemplate="%{x:,.3~r} req/s<br>disaggregated: %{y:,.0f} GPUs "
         "(prefill + decode %{customdata})<extra></extra>",
     )
     fig.add_scatter(
@@ -134,7 +147,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         line_color=COLOC_COLOR,
         line_dash="dash",
         marker_size=5,
-        hovertemplate="%{x:,.3g} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
+        hovertemplate="%{x:,.3~r} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
     )
     if wins.any():
         fig.add_scatter(  # a legend entry for the shading
@@ -143,7 +156,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
             hoverinfo="skip",
         )  # fmt: skip
     _rate_marker(fig, rps)
-    _rate_axis(fig)
+    _rate_axis(fig, r)
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(hovermode="x unified")
     _layout(fig, "GPUs needed against the request rate", RATE_AXIS, "GPUs", height=460)
@@ -172,11 +185,11 @@ def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figu
             name=name,
             line_color=color,
             customdata=extra * 100,
-            hovertemplate=f"%{{x:,.3g}} req/s<br>{name}: %{{y:,.0f}} "
+            hovertemplate=f"%{{x:,.3~r}} req/s<br>{name}: %{{y:,.0f}} "
             "(%{customdata:.0f} % of the pool)<extra></extra>",
         )
     _rate_marker(fig, rps)
-    _rate_axis(fig)
+    _rate_axis(fig, r)
     fig.update_layout(hovermode="x unified")
     _layout(fig, "Prefill : decode split (disaggregated)", RATE_AXIS, "GPUs", height=400)
     _legend_below(fig)
@@ -216,11 +229,11 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
             name=label,
             marker_color=LIMIT_COLORS.get(what, "#475569"),
             customdata=bars["cd"],
-            hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3g}}–"
-            "%{customdata[1]:,.3g} req/s<extra></extra>",
+            hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3~r}}–"
+            "%{customdata[1]:,.3~r} req/s<extra></extra>",
         )
     _rate_marker(fig, rps)
-    _rate_axis(fig)
+    _rate_axis(fig, r)
     fig.update_layout(barmode="overlay", bargap=0.35)
     fig.update_yaxes(categoryorder="array", categoryarray=[pool for _, pool in POOLS])
     _layout(fig, "What sizes each pool as the rate grows", RATE_AXIS, "", height=400)
