@@ -2,15 +2,18 @@
 network, and how many GPUs the same traffic needs colocated.
 
 :func:`plan` sizes one rate; :func:`rate_sweep` many (everything that does not depend on the
-rate is computed once).  The pieces:
+rate is computed once); a :class:`Sizing` keeps each rate's plan for a dashboard that moves the
+rate (:func:`sweep_rates` draws rates on a fixed grid).  The pieces:
 
 - :mod:`.capacity_workload`: the traffic (:class:`Workload`) and the targets (:class:`Slo`);
 - :mod:`.capacity_pools`: the disaggregated prefill and decode pools (and the link's queues);
 - :mod:`.capacity_colocated`: the colocated baseline with chunked prefill;
-- :mod:`.capacity_queue`: Erlang C, M/G/c waits and their percentiles (fixed draws).
+- :mod:`.capacity_queue`: Erlang C, M/G/c waits and their percentiles (fixed draws);
+- :mod:`.capacity_prep`: the TPs searched, and what plans share before any rate is sized.
 
 Whole instances: GPUs = instances × TP.  A TP given as None is searched (``tp_candidates``):
-the plan keeps the TPs that need fewest GPUs among those that meet the targets.
+the plan keeps the TPs that need fewest GPUs among those that meet the targets (then fewer
+decode GPUs), or when none does the nearest miss.
 """
 
 from __future__ import annotations
