@@ -12,7 +12,9 @@ def share_box() -> None:
     st.sidebar.toggle(
         "Presentation mode",
         key="present",
-        help="Large type, no sidebar; a link with present=1 opens this way.",
+        help="For a projector: large type and charts, the sidebar and editing controls "
+        "hidden, the scenario named above each page; an Exit button at the top returns. A "
+        "link with present=1 opens this way.",
     )
     box = st.sidebar.expander(
         "Share this scenario", icon=":material/link:", key="sb_share_open", on_change="rerun"
