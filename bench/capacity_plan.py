@@ -98,8 +98,8 @@ def _large(rows: int, repeat: int, sc, slo) -> bool:
         tr.regions(sc, mix)
         tr.load(sc, mix)
 
-    def capacity():
-        w = Workload.from_requests(load_traffic(path, max_bytes=10**12))
+    def capacity():  # read as `kvmodel capacity --trace` reads it: counts and output moments
+        w = Workload.from_requests(load_traffic(path, max_bytes=10**12, per_request=False))
         plan(sc, w, slo, prefill_tp=8, decode_tp=8)
 
     a, c = [], []

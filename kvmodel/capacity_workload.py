@@ -17,6 +17,17 @@ from .capacity_queue import Draws, make_draws
 DENSE_LENGTHS = 50_000_000  # below this max context, lengths are counted with one bincount
 
 
+def _mean_tokens(name: str, value) -> np.ndarray:
+    """Output tokens per entry: whole numbers, or a mean when an entry stands for several
+    requests (``Workload.from_requests`` of counts per length), finite and >= 0."""
+    arr = np.atleast_1d(np.asarray(value))
+    if arr.dtype.kind in "iu":
+        return _tokens(name, arr)
+    if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be numbers of tokens >= 0, got {value!r}")
+    return arr
+
+
 def _tokens(name: str, value) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(value))
     if arr.dtype.kind in "iu":  # whole already: one pass for the sign (10 million in ~10 ms)
@@ -33,6 +44,7 @@ def _tokens(name: str, value) -> np.ndarray:
 @dataclass(frozen=True, eq=False)  # arrays: compared by identity, never element-wise
 class Workload:
     """Requests to serve: per entry prompt and output tokens, a weight, and the arrival rate.
+    Output tokens may be fractional: an entry then stands for requests of that mean output.
 
     ``weights`` are probabilities (scaled to sum to 1 on construction).  ``cached_tokens``:
     prompt tokens a prefix cache already holds (they are neither computed nor sent).
@@ -47,7 +59,7 @@ class Workload:
 
     def __post_init__(self):
         p = _tokens("prompt_tokens", self.prompt_tokens)
-        o = _tokens("output_tokens", self.output_tokens)
+        o = _mean_tokens("output_tokens", self.output_tokens)
         w = np.atleast_1d(np.asarray(self.weights, dtype=float))
         if not (len(p) == len(o) == len(w)) or len(p) == 0:
             raise ValueError(
@@ -87,8 +99,16 @@ class Workload:
         n = len(prompt)
         if n == 0:
             raise ValueError("the traffic holds no requests")
+        weights = (
+            np.ones(n) if requests.weights is None else np.asarray(requests.weights, dtype=float)
+        )
+        cached = requests.cached_tokens
         if requests.output_tokens is not None:
             output = np.asarray(requests.output_tokens, dtype=np.int64)
+        elif requests.output_moments is not None:
+            prompt, output, weights = _two_points(prompt, requests.output_moments, weights)
+            if cached is not None:
+                cached = np.concatenate([cached, cached])
         elif output_len is not None:
             output = np.full(n, int(output_len), dtype=np.int64)
         else:
@@ -96,13 +116,9 @@ class Workload:
                 "the traffic has no output lengths: give the output tokens per request "
                 "(--output-len)"
             )
-        weights = (
-            np.ones(n) if requests.weights is None else np.asarray(requests.weights, dtype=float)
-        )
         if rps is None:
             rps = cls.trace_rps(requests)
-        return cls(prompt, output, weights, float(rps), requests.cached_tokens,
-                   source=requests.fmt)  # fmt: skip
+        return cls(prompt, output, weights, float(rps), cached, source=requests.fmt)
 
     @staticmethod
     def trace_rps(requests) -> float:
@@ -131,6 +147,24 @@ class Workload:
     @property
     def mean_output_tokens(self) -> float:
         return float((self.weights * self.output_tokens).sum())
+
+
+def _two_points(prompt, moments, weights):
+    """Counts per prompt length with their output tokens' mean m and mean square q, as two
+    entries per length that keep both exactly (all the plan reads of the outputs, ``shape``):
+    m − σ and m + σ at half the weight each (σ² = q − m²); when σ > m, 0 and q/m at weights
+    1 − m²/q and m²/q (outputs are never negative)."""
+    m = np.asarray(moments[:, 0], dtype=float)
+    q = np.maximum(np.asarray(moments[:, 1], dtype=float), m * m)
+    sd = np.sqrt(q - m * m)
+    sym = m >= sd
+    safe_m = np.where(m > 0, m, 1.0)
+    safe_q = np.where(q > 0, q, 1.0)
+    lo = np.where(sym, m - sd, 0.0)
+    hi = np.where(sym, m + sd, q / safe_m)
+    share_hi = np.where(sym, 0.5, m * m / safe_q)
+    return (np.concatenate([prompt, prompt]), np.concatenate([lo, hi]),
+            np.concatenate([weights * (1 - share_hi), weights * share_hi]))  # fmt: skip
 
 
 @dataclass(frozen=True)

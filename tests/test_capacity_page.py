@@ -187,16 +187,27 @@ def test_an_upload_on_traffic_is_sized_and_a_missing_one_falls_back_to_the_sampl
     at.switch_page(PAGE).run()
     assert not at.exception
     assert any("mine.csv (the Traffic page's upload)" in c.value for c in at.caption)
-    # the Traffic page keeps an upload as counts per prompt length, without output lengths:
-    # the page says so and sizes with the output-length input (default 256 tokens)
-    assert any("every request generates 256 tokens" in c.value for c in at.caption)
-    req = load_traffic(csv, name="mine.csv", per_request=False)
-    wl = cap.Workload.from_requests(req, output_len=256)
+    # the Traffic page keeps an upload as counts per prompt length with each length's output
+    # moments: the plan is the one of the requests themselves, their outputs included
+    assert not any("every request generates" in c.value for c in at.caption)
+    per_request = cap.Workload.from_requests(load_traffic(csv, name="mine.csv"))
+    assert per_request.mean_output_tokens == 162.5  # (200 + 100 + 300 + 50) / 4
     slo = cap.Slo(
         ttft_s=float(at.session_state["ttft_slo"]) / 1e3,
         tpot_s=float(at.session_state["tpot_slo"]) / 1e3,
         ttft_percentile=float(at.session_state["ttft_pct"]),
     )
+    plan = cap.plan(scenario_from_inputs({}), per_request, slo)
+    assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
+    assert metric(at, "TTFT p90") == fmt_time(plan.ttft_s)
+    assert metric(at, "TPOT").startswith(fmt_time(plan.tpot_s))
+    # an upload without output lengths is sized with the output-length input, and says so
+    at.switch_page("pages/traffic.py").run()
+    bare = b"timestamp,prompt_tokens\n0,1000\n1,3000\n2,500\n3,800\n"
+    at.file_uploader(key="traffic_upload").set_value(("bare.csv", bare, "text/csv")).run()
+    at.switch_page(PAGE).run()
+    assert any("every request generates 256 tokens" in c.value for c in at.caption)
+    wl = cap.Workload.from_requests(load_traffic(bare, name="bare.csv"), output_len=256)
     plan = cap.plan(scenario_from_inputs({}), wl, slo)
     assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
     at.switch_page("pages/traffic.py").run()

@@ -68,3 +68,61 @@ def test_shape_of_a_weighted_histogram_with_prefix_hits():
 def test_prompts_beyond_the_context_are_counted_at_it():
     s = shape(Workload.fixed(1, 10_000, 1), 4096)
     assert s.longest_prompt == 4096 and s.clipped == 1.0
+
+
+# --- counts per length with their outputs' moments (the Traffic page's and the CLI's read) ---
+
+
+def test_a_count_read_keeps_each_lengths_output_moments():
+    csv = b"prompt_tokens,output_tokens\n100,10\n300,50\n100,30\n"
+    req = load_traffic(csv, name="t.csv", per_request=False)
+    assert list(req.prompt_tokens) == [100, 300] and list(req.weights) == [2, 1]
+    # means: length 100 (outputs 10 and 30) 20, length 300 50.  Mean squares: the mean squared
+    # plus the spread within lengths, (10² + 30² + 50² − (2·20² + 50²)) / 3 = 200 / 3, so that
+    # weighted they sum to the requests' 10² + 30² + 50² = 3,500
+    spread = 200 / 3
+    np.testing.assert_allclose(req.output_moments, [[20, 400 + spread], [50, 2500 + spread]])
+    assert (req.weights * req.output_moments[:, 1]).sum() == pytest.approx(3500)
+    assert req.output_tokens is None and req.has_output_lengths
+    no_out = load_traffic(b"prompt_tokens\n100\n300\n", name="t.csv", per_request=False)
+    assert no_out.output_moments is None and not no_out.has_output_lengths
+
+
+def test_the_moments_give_the_per_request_shape():
+    """Two entries per length keep the mean and the mean square of its outputs, which is all
+    ``shape`` reads: a plan from counts equals the plan from the requests."""
+    for sample in ("azure-conv", "azure-code", "mooncake", "burstgpt"):
+        path = sample_path(sample)
+        each = Workload.from_requests(load_traffic(path), rps=10.0)
+        counts = Workload.from_requests(load_traffic(path, per_request=False), rps=10.0)
+        assert counts.mean_output_tokens == pytest.approx(each.mean_output_tokens, rel=1e-12)
+        a, b = shape(each, 131_072), shape(counts, 131_072)
+        np.testing.assert_array_equal(a.moved, b.moved)
+        np.testing.assert_allclose(a.weights, b.weights, rtol=1e-12)
+        assert a.decode_context == b.decode_context and a.mean_output == pytest.approx(
+            b.mean_output, rel=1e-12)  # fmt: skip
+        # the sums shape reads: Σ w·o, Σ w·o·p and Σ w·o², equal (BurstGPT has lengths whose
+        # outputs are all 0: they carry no spread)
+        for f in (lambda w: w.output_tokens, lambda w: w.output_tokens * w.prompt_tokens,
+                  lambda w: w.output_tokens.astype(float) ** 2):  # fmt: skip
+            assert (counts.weights * f(counts)).sum() == pytest.approx(
+                (each.weights * f(each)).sum(), rel=1e-9), sample  # fmt: skip
+
+
+def test_outputs_spread_wider_than_their_mean_stay_non_negative_and_exact():
+    # one length, outputs 0, 0, 0, 100: mean 25, mean square 2,500, σ = 43.3 > 25, so m ± σ
+    # would be negative; the entries are 0 (weight 3/4) and 2,500 / 25 = 100 (weight 1/4)
+    req = _requests(prompt_tokens=np.array([500]), weights=np.array([4.0]),
+                    output_moments=np.array([[25.0, 2500.0]]))  # fmt: skip
+    w = Workload.from_requests(req, rps=1.0)
+    assert sorted(zip(w.output_tokens, w.weights, strict=True)) == [(0.0, 0.75), (100.0, 0.25)]
+    assert w.mean_output_tokens == 25.0
+    assert (w.weights * w.output_tokens**2).sum() == pytest.approx(2500.0)
+
+
+def test_a_prefix_cached_trace_summarised_keeps_output_moments():
+    req = load_traffic(sample_path("mooncake"), per_request=False)
+    assert req.cached_tokens is not None and req.output_moments is not None
+    each = load_traffic(sample_path("mooncake"))
+    assert Workload.from_requests(req, rps=1.0).mean_output_tokens == pytest.approx(
+        float(np.mean(each.output_tokens)), rel=1e-12)  # fmt: skip

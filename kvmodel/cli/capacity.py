@@ -49,13 +49,14 @@ def workload_from_args(args):
     rps = args.rps or None  # 0 = from the trace
     notes = []
     if args.trace:
-        req = load_traffic(
+        req = load_traffic(  # counts per length with their outputs' moments: all a plan reads
             _trace_path(args.trace),
             prompt_column=args.prompt_column,
             output_column=args.output_column,
             time_column=args.time_column,
+            per_request=False,
         )
-        if req.output_tokens is None:
+        if not req.has_output_lengths:
             notes.append(
                 f"the trace has no output lengths: every request generates {args.output_len:,} "
                 "tokens (--output-len)"

@@ -32,13 +32,23 @@ class Requests:
     skipped_rows: int = 0
     skipped_examples: tuple[str, ...] = ()
     span_s: float | None = None  # first to last kept arrival (None: no times, or all at once)
+    # per entry of a per-request table read as counts per length (``output_tokens`` None):
+    # the mean of the output tokens of the requests it stands for, and a mean square (the
+    # mean squared plus the trace's spread within lengths): weighted over the entries, both
+    # sum to the requests' own (the capacity plan reads those sums, kvmodel.capacity_workload)
+    output_moments: np.ndarray | None = None  # float64, shape (entries, 2)
 
     def __post_init__(self):
         n = len(self.prompt_tokens)
-        for name in ("weights", "output_tokens", "arrival_s", "cached_tokens"):
+        for name in ("weights", "output_tokens", "arrival_s", "cached_tokens", "output_moments"):
             arr = getattr(self, name)
             if arr is not None and len(arr) != n:
                 raise ValueError(f"Requests.{name} has {len(arr)} entries; expected {n}")
+
+    @property
+    def has_output_lengths(self) -> bool:
+        """Output lengths were read: per request, or their moments per distinct length."""
+        return self.output_tokens is not None or self.output_moments is not None
 
     @property
     def n_requests(self) -> float:

@@ -56,6 +56,9 @@ class _PartTally:
     last: float | int | None = None
     sample: np.ndarray | None = None
     failed: int = 0  # rows with 0 output tokens (BurstGPT's failed requests)
+    # output tokens summed per distinct prompt length of the part, and their squares summed
+    # over the part: (lengths, sums, sum of squares); None without an output column
+    outputs: tuple[np.ndarray, np.ndarray, float] | None = None
 
 
 def _tally(part: Part) -> _PartTally:
@@ -77,8 +80,42 @@ def _tally(part: Part) -> _PartTally:
             out.sample = t[:: max(1, t.size // _SAMPLE)].copy()
     output = part.values.get("output_tokens")
     if output is not None:
-        out.failed = int(np.count_nonzero(kept(output) == 0))
+        o = kept(output)
+        out.failed = int(np.count_nonzero(o == 0))
+        out.outputs = _output_sums(prompt, o, dense, out.lengths)
     return out
+
+
+def _output_sums(prompt, o, dense, lengths):
+    """(distinct lengths, Σ output per length, Σ output² over the part) of one part: one
+    weighted bincount over the lengths when they are counted densely, else over their index
+    among the distinct ones."""
+    # Σ o² in whole numbers while it cannot overflow (3× faster than converting to floats)
+    top = int(o.max()) if o.size else 0
+    sq = float(np.dot(o, o)) if o.dtype.kind in "iu" and top * top * o.size < 2**62 else float(
+        np.dot(o.astype(np.float64), o.astype(np.float64)))  # fmt: skip
+    if dense is not None:
+        nz = np.flatnonzero(dense)
+        return nz, np.bincount(prompt, weights=o, minlength=len(dense))[nz], sq
+    idx = np.searchsorted(lengths, prompt)
+    return lengths, np.bincount(idx, weights=o, minlength=len(lengths)), sq
+
+
+def _output_moments(tallies: list[_PartTally], lengths: np.ndarray, weights: np.ndarray):
+    """Per distinct length of the whole read, the mean of its requests' output tokens and a
+    mean square: the mean squared plus the trace's spread within lengths (one figure, carried
+    by the lengths with outputs), so that the weighted sums of both over the lengths are those
+    of the requests.  None when a part had no output column."""
+    parts = [t.outputs for t in tallies if t.n]
+    if not parts or any(p is None for p in parts):
+        return None
+    at = np.searchsorted(lengths, np.concatenate([p[0] for p in parts]))
+    s1 = np.bincount(at, weights=np.concatenate([p[1] for p in parts]), minlength=len(lengths))
+    mean = s1 / weights
+    within = max(sum(p[2] for p in parts) - float((s1 * mean).sum()), 0.0)
+    some = mean > 0  # a length whose outputs are all 0 has no spread to carry
+    spread = within / float(weights[some].sum()) if some.any() else 0.0
+    return np.stack([mean, mean * mean + np.where(some, spread, 0.0)], axis=1)
 
 
 class Tally(Collect):
@@ -134,6 +171,7 @@ class Tally(Collect):
             check_span(span, info["time_unit"], det)
         if det["fmt"] == "burstgpt" and det["output_tokens"]:
             info["failed_requests"] = sum(t.failed for t in self.tallies)
+        moments = _output_moments(self.tallies, lengths, weights) if det["output_tokens"] else None
         return Requests(
             prompt_tokens=lengths,
             weights=weights,
@@ -145,6 +183,7 @@ class Tally(Collect):
             skipped_rows=self.n_dropped + self.n_bad,
             skipped_examples=examples(self.skipped),
             span_s=span,
+            output_moments=moments,
         )
 
 
@@ -168,16 +207,27 @@ def summarise(req: Requests) -> Requests:
     if req.weights is not None:
         return req
     prompt = np.asarray(req.prompt_tokens, dtype=np.int64)
-    cached = None
-    if req.cached_tokens is None:
+    cached, inverse = None, None
+    with_outputs = req.output_tokens is not None
+    if req.cached_tokens is None and not with_outputs:
         lengths, counts = _counts(prompt)
+    elif req.cached_tokens is None:
+        lengths, inverse, counts = np.unique(prompt, return_inverse=True, return_counts=True)
     else:
-        pairs, counts = np.unique(
+        pairs, inverse, counts = np.unique(
             np.stack([prompt, np.asarray(req.cached_tokens, dtype=np.int64)], axis=1),
             axis=0,
+            return_inverse=True,
             return_counts=True,
         )
         lengths, cached = pairs[:, 0].copy(), pairs[:, 1].copy()
+    moments = None
+    if with_outputs:  # each entry's mean and mean square of output tokens
+        o = np.asarray(req.output_tokens, dtype=np.float64)
+        inverse = inverse.ravel()
+        moments = np.stack([np.bincount(inverse, weights=o, minlength=len(counts)) / counts,
+                            np.bincount(inverse, weights=o * o, minlength=len(counts)) / counts],
+                           axis=1)  # fmt: skip
     span = req.span_s
     if span is None and req.arrival_s is not None and len(req.arrival_s) > 1:
         span = float(np.nanmax(req.arrival_s) - np.nanmin(req.arrival_s)) or None
@@ -189,4 +239,5 @@ def summarise(req: Requests) -> Requests:
         arrival_s=None,
         cached_tokens=cached,
         span_s=span,
+        output_moments=moments,
     )

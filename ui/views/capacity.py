@@ -12,7 +12,6 @@ from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.capacity_pools import pair_scenario
-from kvmodel.traffic import load_traffic
 from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui import figures_capacity as figs
 from ui.capacity_report import capacity_report_html
@@ -58,11 +57,10 @@ def _memo(text: str, fn, args: tuple, kwargs: dict, key):
     return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
-@st.cache_resource(max_entries=len(tr.SAMPLES), show_spinner=False)
 def _sample(trace: str):
-    """A shipped sample read per request: the plan needs its output lengths, which the Traffic
-    page's copy (counts per prompt length) does not keep."""
-    return load_traffic(tr.sample_path(trace), per_request=True)
+    """A shipped sample as the Traffic page reads it (counts per prompt length, with each
+    length's output-token moments: all the plan reads of the outputs), shared with that page."""
+    return traffic_ui.sample_requests(trace)
 
 
 def _traffic():
@@ -186,7 +184,7 @@ def render() -> None:
     price = float(ss["price"]) or None
     out = int(ss["out"])
     sized = _workload(source, req, rps, sc.seq_len, out)
-    no_output = source == TRACE and req is not None and req.output_tokens is None
+    no_output = source == TRACE and req is not None and not req.has_output_lengths
     st.caption(source_caption(label, fallback, out if no_output else None) + " " + SIDEBAR_NOTE)
     if sized is None:
         st.stop()
