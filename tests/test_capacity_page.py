@@ -190,6 +190,7 @@ def test_an_upload_on_traffic_is_sized_and_a_missing_one_falls_back_to_the_sampl
     # the Traffic page keeps an upload as counts per prompt length with each length's output
     # moments: the plan is the one of the requests themselves, their outputs included
     assert not any("every request generates" in c.value for c in at.caption)
+    assert at.number_input(key="w_out").disabled  # the trace's own outputs are used
     per_request = cap.Workload.from_requests(load_traffic(csv, name="mine.csv"))
     assert per_request.mean_output_tokens == 162.5  # (200 + 100 + 300 + 50) / 4
     slo = cap.Slo(
@@ -207,6 +208,7 @@ def test_an_upload_on_traffic_is_sized_and_a_missing_one_falls_back_to_the_sampl
     at.file_uploader(key="traffic_upload").set_value(("bare.csv", bare, "text/csv")).run()
     at.switch_page(PAGE).run()
     assert any("every request generates 256 tokens" in c.value for c in at.caption)
+    assert not at.number_input(key="w_out").disabled
     wl = cap.Workload.from_requests(load_traffic(bare, name="bare.csv"), output_len=256)
     plan = cap.plan(scenario_from_inputs({}), wl, slo)
     assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)

@@ -147,9 +147,11 @@ def _inputs(sc):
         1.0,
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
     )
-    _number(c[3], "out", "Output tokens per request", 64,
+    has_outputs = source == TRACE and req is not None and req.has_output_lengths
+    _number(c[3], "out", "Output tokens per request", 64, disabled=has_outputs,
             help="Every request's output length" if source == FIXED
-            else "Used when the trace has no output lengths")  # fmt: skip
+            else "Not used: the trace has its own output lengths" if has_outputs
+            else "Used because the trace has no output lengths")  # fmt: skip
     c = st.columns(5)
     _number(c[0], "ttft_slo", "TTFT target [ms]", 100.0)
     _number(c[1], "ttft_pct", "TTFT percentile", 1.0, format="%g",
