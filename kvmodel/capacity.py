@@ -37,6 +37,7 @@ from .capacity_pools import (
 from .capacity_prep import Prepared, prepare, tp_candidates
 from .capacity_result import CapacityPlan
 from .capacity_workload import Slo, Workload
+from .catalog import get_link
 from .scenario import Scenario
 from .topology import domain_gpus, is_scale_up
 from .wire import Volume
@@ -47,6 +48,7 @@ __all__ = [
     "Slo",
     "Workload",
     "disaggregated_ttft_s",
+    "network_plans",
     "plan",
     "rate_sweep",
     "sweep_rates",
@@ -346,3 +348,31 @@ def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
                     colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
     return sizing.sweep(rates)
+
+
+NETWORK_COLUMNS = ("link", "link_name", "bandwidth_bytes_per_s", "nics_per_transfer",
+                   "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
+                   "disaggregation_saves_gpus", "ttft_s", "tpot_s", "link_utilization",
+                   "nic_bandwidth_needed_bytes_per_s", "meets_slo", "cost_per_hour",
+                   "prefill_tp", "decode_tp", "domain_gpus")  # fmt: skip
+
+
+def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
+                  prefill_tp: int | None = None, decode_tp: int | None = None,
+                  gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+    """Which network: the plan of ``workload`` with ``sc``'s interconnect replaced by each of
+    ``link_ids`` (catalog ids; the scenario's own first, once), everything else as given.  One
+    row per link (``NETWORK_COLUMNS``, SI units; bandwidth per NIC and direction;
+    ``domain_gpus``: the GPUs a scale-up link such as NVLink joins, 0 for a scale-out network:
+    a deployment larger than it sends part of its transfers over the scale-out network)."""
+    links = [sc.link] + [get_link(i) for i in link_ids if i != sc.link.id]
+    rows = []
+    for link in links:
+        p = plan(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,
+                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+        row = {k: getattr(p, k) for k in NETWORK_COLUMNS if hasattr(p, k)}
+        row.update(link=link.id, link_name=link.name,
+                   bandwidth_bytes_per_s=link.bandwidth_bytes_per_s,
+                   domain_gpus=domain_gpus(sc.gpu, link) if is_scale_up(link) else 0)  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(NETWORK_COLUMNS))

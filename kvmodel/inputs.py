@@ -270,7 +270,8 @@ INPUTS: tuple[Input, ...] = (
           help="cost per transfer descriptor (0: off)"),
     # --- page inputs (in the link too) ---
     Input("links", "Interconnects compared", "ids", "nvlink4,ib-ndr,ib-hdr,100gbe",
-          choices=_link_ids, cli="--links", page="Interconnects, Sequence length",
+          choices=_link_ids, cli="--links",
+          page="Interconnects, Sequence length, Traffic, Capacity",
           accepted="link ids",
           help="link ids, comma-separated (CLI: `table`)"),
     Input("batches", "Batches compared", "ids", "1,8,32", unit="requests", lo=1, hi=MAX_BATCH,

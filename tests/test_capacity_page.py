@@ -277,3 +277,19 @@ def test_rate_csv_costs_only_with_a_price():
     assert "disaggregated cost [$ per hour]" not in csv_capacity.sweep_frame(
         no_price, ttft_percentile=99.0
     )
+
+
+def test_which_network_opens_on_demand_with_the_plan_per_interconnect():
+    at = app(FIXED, PAGE, article=False)
+    assert len(at.dataframe) == 1  # closed: only the pool table, nothing sized per link
+    at.session_state["cap_networks_open"] = True
+    at.run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    sc, wl, slo, _ = _expected_fixed()
+    nets = cap.network_plans(sc, wl, slo, ["nvlink4", "ib-ndr", "ib-hdr", "100gbe"],
+                             gpu_price_per_hour=2.5)  # fmt: skip
+    assert list(table["interconnect"]) == list(nets.link_name)  # sidebar's link first
+    assert list(table["disaggregated GPUs [GPUs]"]) == list(nets.disaggregated_gpus)
+    assert list(table["cost [$ per hour]"]) == list(nets.cost_per_hour)
+    assert any(c.value.startswith("Fewest GPUs disaggregated") for c in at.caption)

@@ -104,3 +104,24 @@ def test_rates_above_a_thousand_are_written_out():
     sweep["rps"] = [17.8, 100.0, 1000.0, 2154.4]
     said = crossover_sentence(sweep, rps=200.0)
     assert "from 17.8 to 2,154 requests/s" in said and "e+" not in said
+
+
+def test_network_caption_names_the_fewest_the_rest_and_optimistic_scale_up_rows():
+    import pandas as pd
+
+    from ui.capacity_words import network_caption
+
+    nets = pd.DataFrame({
+        "link_name": ["100 GbE", "NVLink 4", "25 GbE", "PCIe"],
+        "disaggregated_gpus": [24, 24, 32, 40],
+        "meets_slo": [True, True, True, False],
+        "domain_gpus": [0, 8, 0, 0],
+    })  # fmt: skip
+    said = network_caption(nets, "100 GbE")
+    assert said.startswith("Fewest GPUs disaggregated: 24 GPUs on 100 GbE, NVLink 4.")
+    assert "The others need more: 25 GbE 32 GPUs." in said
+    assert "Missing the targets: PCIe." in said
+    assert "NVLink 4 joins at most 8 GPUs: a deployment of 24" in said  # optimistic row
+    assert said.endswith("The first row is the sidebar's interconnect: 100 GbE.")
+    none = network_caption(nets.assign(meets_slo=False), "100 GbE")
+    assert none.startswith("No interconnect here meets the targets")

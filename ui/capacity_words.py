@@ -164,3 +164,28 @@ def crossover_sentence(sweep, rps: float) -> str:
             "above it colocated serving needs as few or fewer (shaded: where disaggregation wins)."
         )
     return "Disaggregated serving needs fewer GPUs only at the shaded rates."
+
+
+def network_caption(nets, current: str) -> str:
+    """What the table of ``capacity.network_plans`` says: which interconnects need fewest GPUs
+    (meeting the targets), what the others need, and which scale-up rows are optimistic."""
+    rows = list(nets.itertuples(index=False))
+    ok = [r for r in rows if r.meets_slo]
+    if not ok:
+        return f"No interconnect here meets the targets. The first row is the sidebar's: {current}."
+    fewest = min(r.disaggregated_gpus for r in ok)
+    best = [r.link_name for r in ok if r.disaggregated_gpus == fewest]
+    more = [f"{r.link_name} {gpus(r.disaggregated_gpus)}" for r in ok
+            if r.disaggregated_gpus != fewest]  # fmt: skip
+    missed = [r.link_name for r in rows if not r.meets_slo]
+    out = f"Fewest GPUs disaggregated: {gpus(fewest)} on {', '.join(best)}."
+    if more:
+        out += f" The others need more: {', '.join(more)}."
+    if missed:
+        out += f" Missing the targets: {', '.join(missed)}."
+    for r in rows:
+        if r.domain_gpus and r.disaggregated_gpus > r.domain_gpus:
+            out += (f" {r.link_name} joins at most {r.domain_gpus:,} GPUs: a deployment of "
+                    f"{r.disaggregated_gpus:,} sends part of its transfers over the scale-out "
+                    "network, so its row is optimistic.")  # fmt: skip
+    return out + f" The first row is the sidebar's interconnect: {current}."

@@ -109,3 +109,35 @@ def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
         if col in out.columns:
             out[col] = [_yes_no(bool(v)) for v in out[col]]
     return out
+
+
+def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
+    """``capacity.network_plans``' frame with units in the headers, one row per interconnect
+    (the page shows it as it is and exports it)."""
+    p = pct_label(ttft_percentile)
+    out = _columns(
+        networks,
+        (
+            ("link_name", "interconnect", None),
+            ("bandwidth_bytes_per_s", "per NIC and direction [GB/s]", 1e-9),
+            ("nics_per_transfer", "NICs per transfer", None),
+            ("disaggregated_gpus", "disaggregated GPUs [GPUs]", 1),
+            ("prefill_gpus", "prefill GPUs [GPUs]", 1),
+            ("decode_gpus", "decode GPUs [GPUs]", 1),
+            ("colocated_gpus", "colocated GPUs [GPUs]", 1),
+            ("disaggregation_saves_gpus", "GPUs saved by disaggregation [GPUs]", 1),
+            ("ttft_s", f"TTFT at {p} [ms]", 1e3),
+            ("tpot_s", "TPOT [ms]", 1e3),
+            ("link_utilization", "link utilisation [%]", 100),
+            ("nic_bandwidth_needed_bytes_per_s", f"per-NIC bandwidth the {p} needs [GB/s]", 1e-9),
+            ("meets_slo", "meets the targets", None),
+            ("cost_per_hour", "cost [$ per hour]", None),
+            ("domain_gpus", "GPUs one scale-up domain joins [GPUs]", None),
+        ),
+    )
+    if out["cost [$ per hour]"].isna().all():  # no price given
+        out = out.drop(columns=["cost [$ per hour]"])
+    out["meets the targets"] = [_yes_no(bool(v)) for v in out["meets the targets"]]
+    domain = "GPUs one scale-up domain joins [GPUs]"
+    out[domain] = pd.array([int(v) if v else None for v in out[domain]], dtype="Int64")
+    return out

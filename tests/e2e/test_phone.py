@@ -71,8 +71,16 @@ def clashes(chart) -> list[str]:
         ("/capacity", LAPTOP, 3),
         ("/compare", PHONE, 3),
     ],
-    ids=["mitigations-390", "plan-390", "mitigations-1280", "plan-1280", "overview-390",
-         "capacity-390", "capacity-1280", "compare-390"],  # fmt: skip
+    ids=[
+        "mitigations-390",
+        "plan-390",
+        "mitigations-1280",
+        "plan-1280",
+        "overview-390",
+        "capacity-390",
+        "capacity-1280",
+        "compare-390",
+    ],  # fmt: skip
 )
 def test_chart_texts_do_not_overlap(browser, app_url, wait_ready, screenshot, path, viewport,
                                     charts):  # fmt: skip

@@ -12,7 +12,17 @@ from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.capacity_pools import pair_scenario
-from ui import csv_capacity, exports_ui, perf, routing, traffic_ui, urlstate, widgets
+from ui import (
+    csv_capacity,
+    exports_ui,
+    figures,
+    params,
+    perf,
+    routing,
+    traffic_ui,
+    urlstate,
+    widgets,
+)
 from ui import figures_capacity as figs
 from ui.capacity_report import capacity_report_html
 from ui.capacity_words import (
@@ -22,6 +32,7 @@ from ui.capacity_words import (
     crossover_sentence,
     gpus,
     limit_text,
+    network_caption,
     pct_label,
     source_caption,
 )
@@ -229,6 +240,7 @@ def render() -> None:
     )
     for note in plan.notes:
         st.caption(f"Note: {note}.")
+    _networks(sc, lengths, rate, slo, kw)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
         if ss["ctp"] == "sidebar"
@@ -238,6 +250,35 @@ def render() -> None:
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
     )  # fmt: skip
+
+
+def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):
+    return cap.network_plans(sc, lengths.with_rps(rate), slo, links, **kw)
+
+
+def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
+    """Which network: the plan on each interconnect compared (the Interconnects page's list),
+    drawn only while its expander is open (a plan per link: ~20 ms each)."""
+    box = st.expander(
+        "Which network: this plan on other interconnects",
+        icon=":material/lan:",
+        key="cap_networks_open",
+        on_change="rerun",
+    )
+    if not box.open:
+        return
+    with box:
+        widgets.id_multiselect(
+            "Interconnects", "links", params.link_ids(), format_func=figures.link_name
+        )
+        links = tuple(widgets.id_list("links"))
+        key = (plan_key(sc), sc.link, lengths, rate, slo, tuple(sorted(kw.items())), links)
+        nets = _memo("Sizing on each interconnect…", _network_plans,
+                     (sc, lengths, rate, slo, links, kw), {}, key)  # fmt: skip
+        table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.caption(network_caption(nets, sc.link.name))
+        exports_ui.table_download(lambda: table, "capacity-networks")
 
 
 def _report_button(build) -> None:
