@@ -87,6 +87,17 @@ def _rate_axis(fig: _Fig, rates) -> None:
     fig.update_xaxes(type="log", tickvals=vals, ticktext=[fmt_sig(v, 3) for v in vals])
 
 
+def _finish(fig: _Fig, rates, rps: float | None, title: str, y_title: str, *,
+            height: int) -> _Fig:  # fmt: skip
+    """What every rate chart ends with: the rate asked marked, the log rate axis, the kit's
+    layout and the legend below."""
+    _rate_marker(fig, rps)
+    _rate_axis(fig, rates)
+    _layout(fig, title, RATE_AXIS, y_title, height=height)
+    _legend_below(fig)
+    return fig
+
+
 def _legend_below(fig: _Fig) -> None:
     """A legend under the x axis title: above the plot it would run into the title on a
     phone-wide screen (390 px) and in the half-width columns."""
@@ -155,13 +166,9 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
             marker_color="rgba(22, 163, 74, 0.35)", name="disaggregated needs fewer GPUs",
             hoverinfo="skip",
         )  # fmt: skip
-    _rate_marker(fig, rps)
-    _rate_axis(fig, r)
     fig.update_yaxes(rangemode="tozero")
     fig.update_layout(hovermode="x unified")
-    _layout(fig, "GPUs needed against the request rate", RATE_AXIS, "GPUs", height=460)
-    _legend_below(fig)
-    return fig
+    return _finish(fig, r, rps, "GPUs needed against the request rate", "GPUs", height=460)
 
 
 @_finished
@@ -188,12 +195,8 @@ def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figu
             hovertemplate=f"%{{x:,.3~r}} req/s<br>{name}: %{{y:,.0f}} "
             "(%{customdata:.0f} % of the pool)<extra></extra>",
         )
-    _rate_marker(fig, rps)
-    _rate_axis(fig, r)
     fig.update_layout(hovermode="x unified")
-    _layout(fig, "Prefill : decode split (disaggregated)", RATE_AXIS, "GPUs", height=400)
-    _legend_below(fig)
-    return fig
+    return _finish(fig, r, rps, "Prefill : decode split (disaggregated)", "GPUs", height=400)
 
 
 @_finished
@@ -232,13 +235,9 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
             hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3~r}}–"
             "%{customdata[1]:,.3~r} req/s<extra></extra>",
         )
-    _rate_marker(fig, rps)
-    _rate_axis(fig, r)
     fig.update_layout(barmode="overlay", bargap=0.35)
     fig.update_yaxes(categoryorder="array", categoryarray=[pool for _, pool in POOLS])
-    _layout(fig, "What sizes each pool as the rate grows", RATE_AXIS, "", height=400)
-    _legend_below(fig)
-    return fig
+    return _finish(fig, r, rps, "What sizes each pool as the rate grows", "", height=400)
 
 
 def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:

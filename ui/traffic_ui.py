@@ -17,11 +17,20 @@ from kvmodel.traffic import load_traffic, mix_from_requests, sample_path
 from . import perf
 from .mdtext import md_escape, shown
 from .memo import Memo
+from .widgets import page_widget
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
 def sample_requests(sample_id: str):
     return load_traffic(sample_path(sample_id), per_request=False)
+
+
+def sample_select(label: str, **kwargs) -> str:
+    """The shipped sample chosen (the ``trace`` input), as a select box labelled ``label``."""
+    from kvmodel.traffic import SAMPLES
+
+    return page_widget(st.selectbox, label, "trace", options=list(SAMPLES),
+                       format_func=lambda k: SAMPLES[k][1], **kwargs)  # fmt: skip
 
 
 _UPLOADS = Memo(max_entries=4)  # parsed uploads, shared by sessions like st.cache_resource

@@ -68,12 +68,6 @@ def _memo(text: str, fn, args: tuple, kwargs: dict, key):
     return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
-def _sample(trace: str):
-    """A shipped sample as the Traffic page reads it (counts per prompt length, with each
-    length's output-token moments: all the plan reads of the outputs), shared with that page."""
-    return traffic_ui.sample_requests(trace)
-
-
 def _traffic():
     """(requests, label, fallback note) of the trace the page sizes for."""
     if traffic_ui.upload_chosen():
@@ -82,19 +76,12 @@ def _traffic():
             return kept.req, f"{kept.label} (the Traffic page's upload)", None
         trace = st.session_state["trace"]
         return (
-            _sample(trace),
+            traffic_ui.sample_requests(trace),
             tr.SAMPLES[trace][1],
             "a sample: no upload is loaded on the Traffic page",
         )
-    trace = widgets.page_widget(
-        st.selectbox,
-        "Sample trace",
-        "trace",
-        options=list(tr.SAMPLES),
-        format_func=lambda k: tr.SAMPLES[k][1],
-        help="Or upload your own on the Traffic page",
-    )
-    return _sample(trace), tr.SAMPLES[trace][1], None
+    trace = traffic_ui.sample_select("Sample trace", help="Or upload your own on the Traffic page")
+    return traffic_ui.sample_requests(trace), tr.SAMPLES[trace][1], None
 
 
 def _workload(source: str, req, rps: float, seq_len: int, out: int):

@@ -108,13 +108,7 @@ def render() -> None:
         horizontal=True,
     )
     if source != traffic_ui.UPLOAD:
-        trace = widgets.page_widget(
-            st.selectbox,
-            "Sample",
-            "trace",
-            options=list(tr.SAMPLES),
-            format_func=lambda k: tr.SAMPLES[k][1],
-        )
+        trace = traffic_ui.sample_select("Sample")
         req = traffic_ui.sample_requests(trace)
         key, label = ("sample", trace), tr.SAMPLES[trace][1]
         st.caption(f"Source: {tr.SAMPLES[trace][2]}.")
