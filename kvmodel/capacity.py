@@ -165,8 +165,8 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
     if c is None:
         notes.append("no colocated instance holds a decode batch beside a prefilling request")
     if shp.clipped:
-        notes.append(f"{shp.clipped:.1%} of requests are longer than the model's context; "
-                     "counted at its length")  # fmt: skip
+        notes.append(f"{shp.clipped:.1%} of requests have a prompt or an output longer than "
+                     "the model's context; counted at its length")  # fmt: skip
     if c is not None and not c.meets_slo:
         notes.append(
             "colocated: no chunk size meets both targets "

@@ -28,6 +28,7 @@ from .traffic.queue import SEED
 
 DRAWS = 8192  # samples per percentile (p99 rests on ~80 of them)
 LOOP_SERVERS = 200  # Erlang B by recursion up to here; by Poisson sums in numpy above
+MAX_SERVERS = 10_000_000  # a pool larger than this is an input error, not a plan
 
 
 @dataclass(frozen=True)
@@ -60,16 +61,33 @@ def erlang_c(c: int, a: float) -> float:
         return 0.0
     if a >= c:
         return 1.0
+    if c > MAX_SERVERS:
+        raise ValueError(
+            f"a pool would need {c:,} instances, more than the {MAX_SERVERS:,} this model sizes: "
+            "check the request rate and the token counts"
+        )
     if c <= LOOP_SERVERS:
         b = 1.0
         for k in range(1, c + 1):
             b = a * b / (k + a * b)
-    else:
-        k = np.arange(c + 1, dtype=float)
-        logs = k * math.log(a) - np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))
+    else:  # the Poisson terms within 40 standard deviations of the mode (a < c): the rest
+        # are below e^-800 of the largest, so memory grows with √a, not with c
+        spread = 40.0 * math.sqrt(a) + 40.0
+        lo, hi = max(0, int(a - spread)), min(c, int(a + spread) + 1)
+        k = np.arange(lo, hi + 1, dtype=float)
+        log_a = math.log(a)
+        logs = k * log_a - _log_factorials(k)
+        log_c = c * log_a - math.lgamma(c + 1.0)
         top = logs.max()
-        b = math.exp(logs[-1] - top) / float(np.exp(logs - top).sum())
+        b = math.exp(log_c - top) / float(np.exp(logs - top).sum())
     return c * b / (c - a * (1.0 - b))
+
+
+def _log_factorials(k: np.ndarray) -> np.ndarray:
+    """ln k! for consecutive whole ``k`` (ascending): one lgamma, then a running sum."""
+    first = math.lgamma(float(k[0]) + 1.0)
+    steps = np.log(np.maximum(k[1:], 1.0))
+    return first + np.concatenate(([0.0], np.cumsum(steps)))
 
 
 def wait_at(tail: np.ndarray, *, c: int, a: float, mean_s: float, cs2: float) -> np.ndarray:

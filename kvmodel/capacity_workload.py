@@ -196,7 +196,7 @@ class Shape:
     decode_context: int  # mean tokens a decode slot holds, weighted by the time it holds them
     longest_prompt: int
     draws: Draws
-    clipped: float  # share of requests longer than the model's max context
+    clipped: float  # share of requests whose prompt or output is longer than the max context
 
 
 def shape(workload: Workload, max_context: int) -> Shape:
@@ -212,7 +212,7 @@ def shape(workload: Workload, max_context: int) -> Shape:
     else:
         uniq, inverse = np.unique(moved, return_inverse=True)
         uw = np.bincount(inverse, weights=w, minlength=len(uniq))
-    o = workload.output_tokens
+    o = np.minimum(workload.output_tokens, max_context)  # no answer outgrows the context
     wo = w * o  # one temporary per product over the requests (10 million: ~80 MB each)
     held = float(wo.sum())
     # a request holds a slot for o steps with p + o/2 tokens on average over them
@@ -225,5 +225,7 @@ def shape(workload: Workload, max_context: int) -> Shape:
         decode_context=int(min(max(math.ceil(ctx), 1), max_context)),
         longest_prompt=int(max(p.max(), 1)),
         draws=make_draws(uw),
-        clipped=float(w[workload.prompt_tokens > max_context].sum()),
+        clipped=float(
+            w[(workload.prompt_tokens > max_context) | (workload.output_tokens > max_context)].sum()
+        ),  # fmt: skip
     )

@@ -293,3 +293,16 @@ def test_which_network_opens_on_demand_with_the_plan_per_interconnect():
     assert list(table["disaggregated GPUs [GPUs]"]) == list(nets.disaggregated_gpus)
     assert list(table["cost [$ per hour]"]) == list(nets.cost_per_hour)
     assert any(c.value.startswith("Fewest GPUs disaggregated") for c in at.caption)
+
+
+def test_a_hostile_upload_gives_a_plan_with_a_note_not_a_traceback():
+    # an answer of 10^12 tokens (seen: Erlang C allocated 117 GiB and the page showed a
+    # MemoryError): outputs are clipped at the context and the plan says so
+    at = app(page="pages/traffic.py", article=False)
+    at.radio(key="w_traffic_source").set_value("Upload").run()
+    csv = b"timestamp,prompt_tokens,output_tokens\n0,1000,999999999999\n1,3000,5\n3,800,40\n"
+    at.file_uploader(key="traffic_upload").set_value(("big.csv", csv, "text/csv")).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("longer than the model's context" in c.value for c in at.caption)
+    assert at.metric

@@ -153,3 +153,13 @@ def test_batch_grid_spans_one_to_top():
     g = batch_grid(1000)
     assert g[0] == 1 and g[-1] == 1000 and np.all(np.diff(g) > 0) and len(g) <= 96
     assert list(batch_grid(1)) == [1]
+
+
+def test_erlang_c_for_huge_pools_is_bounded_and_refuses_absurd_ones():
+    # far more servers than load: nobody waits; computed on a window around the mode, so a
+    # million servers take no million-entry array (before: an array of c + 1 terms)
+    assert erlang_c(1_000_000, 10.0) == 0.0
+    assert 0.0 < erlang_c(5_000_000, 4_990_000.0) < 1.0
+    # a pool beyond MAX_SERVERS is an input error with its reason, not a 117 GiB allocation
+    with pytest.raises(ValueError, match="instances, more than the 10,000,000"):
+        erlang_c(15_653_819_214, 1.0)

@@ -126,3 +126,13 @@ def test_a_prefix_cached_trace_summarised_keeps_output_moments():
     each = load_traffic(sample_path("mooncake"))
     assert Workload.from_requests(req, rps=1.0).mean_output_tokens == pytest.approx(
         float(np.mean(each.output_tokens)), rel=1e-12)  # fmt: skip
+
+
+def test_an_output_longer_than_the_context_is_counted_at_it():
+    # a hostile upload with a 10^12-token answer: outputs are clipped at the model's context
+    # like prompts (the plan notes the share), so no pool grows to billions of instances
+    w = Workload(np.array([1000, 3000]), np.array([999_999_999_999, 5]), np.array([1.0, 1.0]),
+                 2.0)  # fmt: skip
+    shp = shape(w, 131_072)
+    assert shp.clipped == 0.5
+    assert shp.mean_output == pytest.approx((131_072 + 5) / 2)

@@ -260,8 +260,12 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
         )
         links = tuple(widgets.id_list("links"))
         key = (plan_key(sc), sc.link, lengths, rate, slo, tuple(sorted(kw.items())), links)
-        nets = _memo("Sizing on each interconnect…", _network_plans,
-                     (sc, lengths, rate, slo, links, kw), {}, key)  # fmt: skip
+        try:
+            nets = _memo("Sizing on each interconnect…", _network_plans,
+                         (sc, lengths, rate, slo, links, kw), {}, key)  # fmt: skip
+        except ValueError as exc:
+            st.error(f"No plan per interconnect: {exc}.", icon=":material/block:")
+            return
         table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(network_caption(nets, sc.link.name))
@@ -286,7 +290,8 @@ def _report_button(build) -> None:
 
 def _no_plan(exc: Exception) -> None:
     st.error(
-        f"No capacity plan for this scenario: {exc}. Change the model, GPU or TP in the sidebar.",
+        f"No capacity plan for this scenario: {exc}. Change the inputs above, or the model, "
+        "GPU or TP in the sidebar.",
         icon=":material/block:",
     )
     st.stop()
