@@ -34,7 +34,7 @@ chromium:
 	else echo "shellcheck is missing and this is not root: its recipe tests will be skipped"; fi
 
 test: $(VENV)/.dev-installed chromium
-	$(PY) -m ruff check kvmodel ui tests pages app.py bench
+	$(PY) -m ruff check kvmodel kvview ui tests pages app.py bench
 	$(PY) -m pytest -q
 
 # Everything but the seconds-long kaleido exports and the browser tests (a quick loop while editing).
@@ -42,8 +42,8 @@ test-fast: $(VENV)/.dev-installed
 	$(PY) -m pytest -q -m "not slow and not e2e"
 
 lint: $(VENV)/.dev-installed
-	$(PY) -m ruff check kvmodel ui tests pages app.py bench
-	$(PY) -m ruff format --check kvmodel ui tests pages app.py bench
+	$(PY) -m ruff check kvmodel kvview ui tests pages app.py bench
+	$(PY) -m ruff format --check kvmodel kvview ui tests pages app.py bench
 
 bench: $(VENV)/.dev-installed
 	$(PY) bench/run_all.py

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kvmodel import traffic as tr  # noqa: E402
 from kvmodel.build import scenario_from_inputs  # noqa: E402
 from kvmodel.capacity import Slo, Workload, plan, rate_sweep  # noqa: E402
-from kvmodel.capacity_prep import clear_bases  # noqa: E402
+from kvmodel.capacity.prep import clear_bases  # noqa: E402
 from kvmodel.traffic import load_traffic, sample_path  # noqa: E402
 
 PLAN_MS, SWEEP_MS = 100.0, 300.0

@@ -75,7 +75,7 @@ def _profiling_script_thread(prof: cProfile.Profile):
 
 
 TIMED_PACKAGES = ("kvmodel", "ui")  # every public function of every module in them
-TIMED_PRIVATE = ("ui.sidebar:_roofline_caption", "ui.figures:_layout")  # plus these
+TIMED_PRIVATE = ("ui.sidebar:_roofline_caption", "kvview.figures:_layout")  # plus these
 TIMED_ELEMENTS = ("plotly_chart", "dataframe", "metric", "info", "caption", "markdown", "title",
                   "subheader", "selectbox", "number_input", "select_slider", "slider", "toggle",
                   "multiselect", "radio", "columns", "expander", "file_uploader", "text_area",

@@ -40,7 +40,7 @@ LINKS = ["ib-ndr", "100gbe", "400gbe", "pcie5", "ib-xdr"]
 def links(n: int) -> list[dict[str, str]]:
     """``n`` different shared-link queries, written by the app's own link writer."""
     from kvmodel.build import scenario_from_inputs
-    from ui.scenario_link import share_query
+    from kvview.scenario_link import share_query
 
     out = []
     for i in range(n):

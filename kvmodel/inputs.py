@@ -1,7 +1,7 @@
 """Every input of the tool, defined once.
 
 One :class:`Input` row per input: its URL key, CLI flag, unit, SI scale, range, default, help
-text and how it is validated.  The app's URL parser and sidebar widgets (``ui.params``,
+text and how it is validated.  The app's URL parser and sidebar widgets (``kvview.params``,
 ``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, README's parameter
 table (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s validation
 all read these rows.  To add an input: add a row here, use it in the model, and regenerate the

@@ -3,7 +3,7 @@
 ``decode_model`` validates everything (through ModelSpec, whose ``MODEL_LIMITS`` bound every
 count before anything is built from it) and raises ``ValueError`` with a readable reason; a
 tampered or truncated string never yields a silently wrong model.  Whether the id is a slug
-(``ID_PATTERN``) that collides with no catalog id is the caller's check (``ui.params``).
+(``ID_PATTERN``) that collides with no catalog id is the caller's check (``kvview.params``).
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def _categorical_rows(sc: Scenario):
 
 def tornado(sc: Scenario, *, rel: float = 0.5) -> pd.DataFrame:
     """One row per input: its low/high setting (``low``/``high`` in SI units of kind ``unit``, or
-    an option's name when ``unit`` is "name"; ``ui.fmt.fmt_setting`` shows them), TTFT [s] and
+    an option's name when ``unit`` is "name"; ``kvview.fmt.fmt_setting`` shows them), TTFT [s] and
     transfer share at each, and the absolute TTFT spread ``delta_ttft_s`` =
     |TTFT(high) − TTFT(low)|, largest spread first.
 

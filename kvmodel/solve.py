@@ -101,7 +101,7 @@ def with_bandwidth(sc: Scenario, bandwidth_bytes_per_s: float) -> Scenario:
 
 @dataclass(frozen=True)
 class Unreachable:
-    """Why no bandwidth meets the target, in numbers (``ui.words.unreachable_reason`` says it).
+    """Why no bandwidth meets the target, in numbers (``kvview.words.unreachable_reason`` says it).
 
     ``costs``: what no bandwidth removes, as (seconds, kind) largest first, kind one of
     ``"latency"`` (× ``latency_chunks`` when sent layer-wise), ``"codec"``, ``"descriptors"`` and

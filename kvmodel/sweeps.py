@@ -2,7 +2,7 @@
 
 Each returns a pandas DataFrame in SI units (seconds, bytes) with the unit in the column name
 (``*_s``; ``link_batch_table``'s ``batch N`` columns are seconds too), computed only from the
-model.  ``ui.fmt.in_ms`` turns them into the millisecond tables the pages show and export.
+model.  ``kvview.fmt.in_ms`` turns them into the millisecond tables the pages show and export.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def timeline(sc: Scenario) -> pd.DataFrame:
 
 
 def compare_table(labelled) -> pd.DataFrame:
-    """Key numbers of several scenarios side by side (SI units; ``ui.compare_cells`` shows
+    """Key numbers of several scenarios side by side (SI units; ``kvview.compare_cells`` shows
     them, ``kvmodel.compare.DIRECTIONS`` says which way each number is better).
 
     ``labelled`` is a list of (label, Evaluation).  One row per scenario (index = label), in the

@@ -37,7 +37,7 @@ def app(query=None, page=None, *, article=True) -> AppTest:
 
 
 def shown_table(at, index=False):
-    """The first HTML table (ui.tables) on the page, as texts."""
+    """The first HTML table (kvview.tables) on the page, as texts."""
     for md in at.markdown:
         if "<table" in md.value:
             return read_html_table(md.value, index=index)[0]

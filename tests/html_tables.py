@@ -1,4 +1,4 @@
-"""Read back the HTML tables of ``ui.tables`` (what the pages show) in tests."""
+"""Read back the HTML tables of ``kvview.tables`` (what the pages show) in tests."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""The kvmodel.sweeps tables as the pages get them: SI tables through ``ui.fmt.in_ms`` (the
+"""The kvmodel.sweeps tables as the pages get them: SI tables through ``kvview.fmt.in_ms`` (the
 figures, the band table and the takeaways read milliseconds, as the pages show and export)."""
 
 from kvmodel import sweeps
 from kvmodel.sweeps import mitigation_options, models_table, seq_grid  # noqa: F401 (re-export)
-from ui.fmt import in_ms
+from kvview.fmt import in_ms
 
 
 def link_batch_table(*args, **kwargs):

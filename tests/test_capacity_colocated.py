@@ -1,4 +1,4 @@
-"""kvmodel.capacity_colocated: mixed iterations (decode batch + prefill chunk) and their sizing.
+"""kvmodel.capacity.colocated: mixed iterations (decode batch + prefill chunk) and their sizing.
 
 Same hand case as tests/test_capacity_pools.py: Llama-3.1-70B BF16 on H100 at TP 8, every
 request 1,024 prompt + 256 output tokens (slots hold 1,152 tokens on average).
@@ -7,9 +7,9 @@ request 1,024 prompt + 256 output tokens (slots hold 1,152 tokens on average).
 import numpy as np
 import pytest
 
-from kvmodel import capacity_colocated as colo
 from kvmodel.build import scenario_from_inputs
-from kvmodel.capacity_workload import Workload, shape
+from kvmodel.capacity import colocated as colo
+from kvmodel.capacity.workload import Workload, shape
 from kvmodel.timing import estimate_decode_step_s, prefill_flops
 
 SC = scenario_from_inputs({"stack": "ideal"})

@@ -15,9 +15,9 @@ from kvmodel import capacity as cap
 from kvmodel import traffic as tr
 from kvmodel.build import scenario_from_inputs
 from kvmodel.traffic import load_traffic
-from ui import csv_capacity
-from ui.capacity_words import capacity_takeaway, gpus
-from ui.fmt import fmt_time
+from kvview import csv_capacity
+from kvview.capacity_words import capacity_takeaway, gpus
+from kvview.fmt import fmt_time
 
 PAGE = "pages/capacity.py"
 # A fixed workload with non-default targets and a price: everything the page reads from a link.
@@ -142,7 +142,7 @@ def test_a_bad_link_value_is_a_warning_not_a_traceback(query, says):
 
 
 def test_plan_csv_holds_both_options_with_units_and_the_link():
-    from ui.csv_tables import csv_handout
+    from kvview.csv_tables import csv_handout
 
     _, _, slo, plan = _expected_fixed()
     df = csv_capacity.plan_frame(plan, rps=40.0, slo=slo, price=2.5)
@@ -164,7 +164,7 @@ def test_plan_csv_holds_both_options_with_units_and_the_link():
 
 
 def test_rate_csv_is_the_sweep_with_units():
-    from ui.csv_tables import csv_handout
+    from kvview.csv_tables import csv_handout
 
     sc, wl, slo, _ = _expected_fixed()
     rates = (10.0, 40.0, 160.0)

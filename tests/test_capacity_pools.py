@@ -1,4 +1,4 @@
-"""kvmodel.capacity_pools: decode batch and instances, prefill instances at the TTFT percentile.
+"""kvmodel.capacity.pools: decode batch and instances, prefill instances at the TTFT percentile.
 
 Hand case: Llama-3.1-70B (70.6e9 parameters, BF16, 80 layers, 8 KV heads × 128, FP16 KV =
 327,680 B per token) on H100 SXM (3.35 TB/s, 989 TFLOP/s BF16, 80 GB) at TP 8, 100 GbE
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kvmodel.build import scenario_from_inputs
-from kvmodel.capacity_pools import decode_side, mean_batch, prefill_side, size_pools
-from kvmodel.capacity_workload import Workload, shape
+from kvmodel.capacity.pools import decode_side, mean_batch, prefill_side, size_pools
+from kvmodel.capacity.workload import Workload, shape
 
 SC = scenario_from_inputs({"stack": "ideal"})
 SHAPE = shape(Workload.fixed(5, 1024, 256), SC.model.max_context_tokens)

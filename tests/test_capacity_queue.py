@@ -1,4 +1,4 @@
-"""kvmodel.capacity_queue: Erlang C, M/G/c waits at fixed draws, order-statistic percentiles."""
+"""kvmodel.capacity.queue: Erlang C, M/G/c waits at fixed draws, order-statistic percentiles."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from kvmodel.capacity_queue import (
+from kvmodel.capacity.queue import (
     batch_grid,
     erlang_c,
     largest_within,

@@ -1,4 +1,4 @@
-"""The Capacity page's HTML handout (ui.capacity_report): standalone, the plan's numbers, its
+"""The Capacity page's HTML handout (kvview.capacity_report): standalone, the plan's numbers, its
 charts and inputs, a link back."""
 
 import re
@@ -10,9 +10,9 @@ import pytest
 
 from kvmodel import capacity as cap
 from kvmodel.build import scenario_from_inputs
-from ui.capacity_report import capacity_report_html
-from ui.capacity_words import capacity_takeaway, crossover_sentence, gpus
-from ui.fmt import fmt_time
+from kvview.capacity_report import capacity_report_html
+from kvview.capacity_words import capacity_takeaway, crossover_sentence, gpus
+from kvview.fmt import fmt_time
 
 SLO = cap.Slo(ttft_s=1.5, tpot_s=0.04, ttft_percentile=99.0)
 

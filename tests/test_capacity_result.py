@@ -1,4 +1,4 @@
-"""kvmodel.capacity_result: the plan's JSON form (the issue's keys, ms, no NaN or inf)."""
+"""kvmodel.capacity.result: the plan's JSON form (the issue's keys, ms, no NaN or inf)."""
 
 import math
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvmodel import capacity_prep
 from kvmodel.build import scenario_from_inputs
 from kvmodel.capacity import Sizing, Slo, Workload, plan, rate_sweep, sweep_rates
-from kvmodel.capacity_queue import percentile, remembered, sum_percentile, wait_at
+from kvmodel.capacity import prep as capacity_prep
+from kvmodel.capacity.queue import percentile, remembered, sum_percentile, wait_at
 from kvmodel.traffic import load_traffic, sample_path
 
 SC = scenario_from_inputs({})  # the app's defaults: Llama-3.1-70B, H100, 100 GbE, Mooncake

@@ -1,4 +1,4 @@
-"""The Capacity page's sentences (ui.capacity_words) on hand-made plans and sweeps."""
+"""The Capacity page's sentences (kvview.capacity_words) on hand-made plans and sweeps."""
 
 from dataclasses import replace
 
@@ -7,7 +7,7 @@ import pytest
 
 from kvmodel import capacity as cap
 from kvmodel.build import scenario_from_inputs
-from ui.capacity_words import (
+from kvview.capacity_words import (
     capacity_takeaway,
     cheaper_text,
     crossover_sentence,
@@ -109,7 +109,7 @@ def test_rates_above_a_thousand_are_written_out():
 def test_network_caption_names_the_fewest_the_rest_and_optimistic_scale_up_rows():
     import pandas as pd
 
-    from ui.capacity_words import network_caption
+    from kvview.capacity_words import network_caption
 
     nets = pd.DataFrame({
         "link_name": ["100 GbE", "NVLink 4", "25 GbE", "PCIe"],

@@ -1,9 +1,9 @@
-"""kvmodel.capacity_workload: workloads from numbers and from traces, targets, the shape."""
+"""kvmodel.capacity.workload: workloads from numbers and from traces, targets, the shape."""
 
 import numpy as np
 import pytest
 
-from kvmodel.capacity_workload import Slo, Workload, shape
+from kvmodel.capacity.workload import Slo, Workload, shape
 from kvmodel.traffic import load_traffic, sample_path
 from kvmodel.traffic.result import Requests
 

@@ -1,4 +1,4 @@
-"""Compare's table (ui.compare_cells): changes against A in the row's unit, verdict classes,
+"""Compare's table (kvview.compare_cells): changes against A in the row's unit, verdict classes,
 escaping, and the stacked layout for phones."""
 
 from html_tables import read_html_table
@@ -6,7 +6,7 @@ from html_tables import read_html_table
 from kvmodel.build import build_scenario
 from kvmodel.compare import compare_frame
 from kvmodel.transfer import evaluate
-from ui import compare_cells as C
+from kvview import compare_cells as C
 
 
 def test_change_texts_carry_sign_unit_and_relative_change():
@@ -53,7 +53,7 @@ def test_html_escapes_and_stacks_on_phones():
 
 
 def test_the_html_report_judges_each_number_against_the_first():
-    from ui.report import report_html
+    from kvview.report import report_html
 
     a, b = build_scenario(), build_scenario(batch=8)  # 8 prompts: every number worse
     html = report_html([("A", a), ("B", b)], share_url=None, title="t")

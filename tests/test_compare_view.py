@@ -9,8 +9,8 @@ from app_helpers import app, shown_table
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui import params as P
-from ui.fmt import fmt_ms
+from kvview import params as P
+from kvview.fmt import fmt_ms
 
 
 class _Cells(HTMLParser):

@@ -6,7 +6,7 @@ from refdata import model_config
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes
+from kvview.fmt import fmt_bytes
 
 
 def test_models_page_imports_a_config_and_carries_it_in_the_link():

@@ -9,8 +9,8 @@ from numpy.testing import assert_allclose
 from kvmodel.build import build_scenario
 from kvmodel.sweeps import link_batch_table, mitigation_options, mitigation_table
 from kvmodel.transfer import evaluate
-from ui import csv_tables
-from ui.fmt import in_ms
+from kvview import csv_tables
+from kvview.fmt import in_ms
 
 LINK = "http://localhost:8501/compare?model=llama-3.1-70b&cmp=link%3Dib-ndr"
 

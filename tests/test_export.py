@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import plotly.offline
 import pytest
 
-from ui.export import (
+from kvview.export import (
     ExportUnavailable,
     csv_bytes,
     figure_html,
@@ -113,8 +113,8 @@ def _panel_figures():
     from kvmodel.build import build_scenario
     from kvmodel.sensitivity import tornado
     from kvmodel.sweeps import mitigation_options, mitigation_table
-    from ui import figures
-    from ui.fmt import in_ms
+    from kvview import figures
+    from kvview.fmt import in_ms
 
     sc = build_scenario(model="deepseek-v3", layerwise=True)
     table = in_ms(mitigation_table(sc, mitigation_options(sc)))

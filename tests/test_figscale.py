@@ -1,12 +1,12 @@
-"""Charts at a projector's scale (ui.figscale): what every chart gets in presentation mode."""
+"""Charts at a projector's scale (kvview.figures.scale): every chart in presentation mode."""
 
 import pytest
 from sweeps_ms import mitigation_options, mitigation_table
 
 from kvmodel.build import build_scenario
 from kvmodel.sensitivity import tornado
-from ui import figures
-from ui.figscale import PRESENT_FLOOR_PX, PRESENT_FONT_PX, presentation
+from kvview import figures
+from kvview.figures.scale import PRESENT_FLOOR_PX, PRESENT_FONT_PX, presentation
 
 
 def _sizes(node, out):

@@ -1,4 +1,4 @@
-"""Figure builders (ui.figures and the modules it re-exports), tested directly: titles, units,
+"""Figure builders (kvview.figures and the modules it re-exports), tested directly: titles, units,
 hover, one colour per link, every trace where it belongs."""
 
 import numpy as np
@@ -17,7 +17,7 @@ from sweeps_ms import (
 )
 
 from kvmodel.build import build_scenario
-from ui import figures
+from kvview import figures
 
 
 def _axis_titles(fig):
@@ -144,7 +144,7 @@ def test_panel_figures_keep_every_trace_on_its_own_axes(kw):
 
 
 def test_option_labels_never_sit_on_the_decode_step_line():
-    from ui.figures import figure_option_transfer
+    from kvview.figures import figure_option_transfer
 
     table = pd.DataFrame({"option": ["a", "b", "c"], "exposed_transfer_ms": [20.0, 100.0, 2.0]})
     bar = figure_option_transfer(table, step_ms=30.0).data[0]
@@ -156,7 +156,7 @@ def test_option_labels_never_sit_on_the_decode_step_line():
 def test_efficiency_chart_names_the_nominal_bandwidth_once():
     from types import SimpleNamespace
 
-    from ui.figures import figure_efficiency_curve
+    from kvview.figures import figure_efficiency_curve
 
     fit = SimpleNamespace(bandwidth_at=lambda s: np.full(np.shape(s), 40e9))
     sizes, bws = [1e3, 1e6], [20e9, 40e9]
@@ -167,7 +167,7 @@ def test_efficiency_chart_names_the_nominal_bandwidth_once():
 
 
 def test_histogram_bars_cover_their_buckets_exactly_on_a_log_axis():
-    from ui.figures import figure_gap_distribution
+    from kvview.figures import figure_gap_distribution
 
     buckets = [(0.001, 0), (0.0025, 10), (0.005, 30), (float("inf"), 30)]  # cumulative, s
     bar = figure_gap_distribution(buckets).data[0]
@@ -179,7 +179,7 @@ def test_histogram_bars_cover_their_buckets_exactly_on_a_log_axis():
 
 
 def test_overview_bar_labels_switch_to_seconds_when_huge():
-    from ui.figures import figure_transfer_vs_step, figure_ttft_waterfall
+    from kvview.figures import figure_transfer_vs_step, figure_ttft_waterfall
 
     assert list(figure_transfer_vs_step(26.85, 30.0).data[0].text) == ["26.85 ms", "30.0 ms"]
     big = figure_ttft_waterfall(339_819_204.9, 14_073_748.8, 30.0).data[0].text

@@ -1,10 +1,10 @@
-"""Capacity figures (ui.figures_capacity) on a hand-made rate sweep."""
+"""Capacity figures (kvview.figures.capacity) on a hand-made rate sweep."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from ui import figures_capacity as F
+from kvview.figures import capacity as F
 
 RATES = [1.0, 2.0, 4.0, 8.0]
 SWEEP = pd.DataFrame(

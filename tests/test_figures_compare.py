@@ -1,4 +1,4 @@
-"""Compare's charts (ui.figures_compare): the transfer on its own axis with its share of TTFT,
+"""Compare's charts (kvview.figures.compare): the transfer on its own axis with its share of TTFT,
 and each variant's change against A coloured and labelled by verdict."""
 
 from numpy.testing import assert_allclose
@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 from kvmodel.build import build_scenario
 from kvmodel.compare import changes, compare_frame
 from kvmodel.transfer import evaluate
-from ui import figures_compare as F
+from kvview.figures import compare as F
 
 
 def _table():

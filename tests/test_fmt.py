@@ -1,6 +1,6 @@
-"""Number formats (ui.fmt): units always printed, no scientific notation, huge values fit."""
+"""Number formats (kvview.fmt): units always printed, no scientific notation, huge values fit."""
 
-from ui.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 
 def test_units():
@@ -14,7 +14,7 @@ def test_units():
 
 
 def test_number_formats_read_without_scientific_notation():
-    from ui.fmt import fmt_bandwidth, fmt_sig, fmt_tokens
+    from kvview.fmt import fmt_bandwidth, fmt_sig, fmt_tokens
 
     assert fmt_bandwidth(2.933e14) == "293,300 GB/s"  # was "2.933e+05 GB/s"
     assert fmt_bandwidth(12.5e9) == "12.5 GB/s" and fmt_bandwidth(450e9) == "450 GB/s"
@@ -24,7 +24,7 @@ def test_number_formats_read_without_scientific_notation():
 
 
 def test_huge_times_and_ratios_fit_their_tiles():
-    from ui.fmt import fmt_ms_or_s, fmt_ratio
+    from kvview.fmt import fmt_ms_or_s, fmt_ratio
 
     assert fmt_ms_or_s(0.02685) == "26.85 ms" and fmt_ms_or_s(9.5) == "9,500.00 ms"
     assert fmt_ms_or_s(14_073.74884) == "14,073.75 s"  # not "14,073,748.84 ms"

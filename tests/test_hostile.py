@@ -24,8 +24,8 @@ from kvmodel.modelcodec import decode_model, encode_model
 from kvmodel.specs import MODEL_LIMITS, ModelSpec
 from kvmodel.textio import MAX_JSON_DEPTH, max_depth
 from kvmodel.traffic import TrafficError, load_traffic
-from ui.mdtext import md_escape
-from ui.params import parse_query
+from kvview.mdtext import md_escape
+from kvview.params import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
 

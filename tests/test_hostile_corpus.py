@@ -244,7 +244,7 @@ def _links():
 
 @pytest.mark.parametrize("query", _links(), ids=lambda q: ",".join(q)[:40])
 def test_hostile_link(query):
-    from ui.params import parse_query
+    from kvview.params import parse_query
 
     started = time.monotonic()
     values, warnings, imported = parse_query(query)

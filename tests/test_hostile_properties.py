@@ -18,7 +18,7 @@ from kvmodel.specs import ModelSpec
 from kvmodel.textio import TextError
 from kvmodel.textio.prometheus import _slow, parse_exposition
 from kvmodel.traffic import TrafficError, load_traffic
-from ui.params import parse_query
+from kvview.params import parse_query
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kvmodel import inputs as I
 from kvmodel.build import build_scenario, inputs_from_scenario, scenario_from_inputs
 from kvmodel.cli import main, make_parser
-from ui import params as P
+from kvview import params as P
 
 ROOT = Path(__file__).parents[1]
 NUMERIC_URL = [r for r in I.URL_INPUTS if r.kind in ("int", "float") and r.name != "prefill"]
@@ -137,7 +137,11 @@ def test_share_target_is_defined_once():
         "DEFAULT_K",
     }
     found = []
-    for path in [*ROOT.glob("kvmodel/**/*.py"), *ROOT.glob("ui/**/*.py")]:
+    for path in [
+        *ROOT.glob("kvmodel/**/*.py"),
+        *ROOT.glob("kvview/**/*.py"),
+        *ROOT.glob("ui/**/*.py"),
+    ]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Assign):
                 for t in node.targets:

@@ -18,9 +18,9 @@ from kvmodel.calibrate import (
 )
 from kvmodel.measure import load_measurement
 from kvmodel.transfer import evaluate
+from kvview import params as P
+from kvview.fmt import fmt_bandwidth, fmt_time
 from ui import measure_ui as mu
-from ui import params as P
-from ui.fmt import fmt_bandwidth, fmt_time
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -344,7 +344,7 @@ def test_paste_button_without_text_asks_for_it():
 
 
 def test_figure_builders_have_titles_units_and_hover_units():
-    from ui import figures
+    from kvview import figures
 
     fit = fit_from_bandwidth_points(load_measurement(DATA / "ib_write_bw.txt").data.points)
     sizes = list(load_measurement(DATA / "ib_write_bw.txt").data.sizes_bytes)
@@ -394,7 +394,7 @@ def test_an_uploaded_files_name_is_shown_as_text():
     # a file called "![x](http://attacker/x.png).txt" names itself; it draws no image
     from kvmodel import catalog
     from kvmodel.calibrate import Fit
-    from ui.measure_text import fit_takeaway
+    from kvview.measure_text import fit_takeaway
 
     fit = Fit(latency_s=1e-6, bandwidth_bytes_per_s=40e9, rms_relative_error=0.01, n=5)
     text = fit_takeaway(fit, catalog.get_link("ib-ndr"), "![x](http://attacker/x.png).txt")

@@ -11,7 +11,7 @@ from app_helpers import app, metric, shown_table
 
 from kvmodel.build import build_scenario, scenario_from_inputs
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes, fmt_ms, fmt_time
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_time
 
 
 def test_default_is_a_measured_stack_that_fits_and_names_its_wire_speed_twin():
@@ -163,7 +163,7 @@ def test_an_upload_survives_page_switches_and_feeds_compare():
 def test_traffic_load_metrics_match_kvmodel():
     from kvmodel import traffic as tr
     from kvmodel.traffic import load_traffic
-    from ui.fmt import fmt_bandwidth, fmt_sig
+    from kvview.fmt import fmt_bandwidth, fmt_sig
 
     at = app({"trace": "azure-code", "link": "ib-ndr"}, "pages/traffic.py")
     sc = build_scenario(link="ib-ndr")

@@ -1,10 +1,10 @@
-"""URL parameters (ui.params): parsing, clamping with warnings, imported models in a link."""
+"""URL parameters (kvview.params): parsing, clamping with warnings, imported models in a link."""
 
 import pytest
 
 from kvmodel import catalog
 from kvmodel.modelcodec import encode_model
-from ui import params as P
+from kvview import params as P
 
 
 def test_defaults_round_trip():

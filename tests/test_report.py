@@ -14,8 +14,8 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.cli import main
-from ui import params as P
-from ui.report import report_html
+from kvview import params as P
+from kvview.report import report_html
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARE = "http://localhost:8501/?model=llama-3.1-70b&link=100gbe"
@@ -145,8 +145,8 @@ def test_bad_input(kwargs, match):
 
 
 def test_report_modules_do_not_import_streamlit():
-    # the CLI builds reports: ui.report and what it imports must work without streamlit loaded
-    code = "import sys, ui.report; print('streamlit' in sys.modules)"
+    # the CLI builds reports: kvview.report and what it imports must work without streamlit loaded
+    code = "import sys, kvview.report; print('streamlit' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )

@@ -1,12 +1,12 @@
-"""The app link that opens a given Scenario (ui.scenario_link): round trip, custom links, gaps."""
+"""The app link that opens a given Scenario (kvview.scenario_link): round trips, custom links."""
 
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from kvmodel.build import build_scenario
-from ui import params as P
-from ui.scenario_link import share_link, share_query
+from kvview import params as P
+from kvview.scenario_link import share_link, share_query
 
 
 def test_share_link_round_trips():

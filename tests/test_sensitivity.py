@@ -6,8 +6,8 @@ from kvmodel import catalog
 from kvmodel.build import build_scenario
 from kvmodel.sensitivity import COLUMNS, outcome, tornado
 from kvmodel.transfer import evaluate
-from ui.figures import figure_tornado
-from ui.fmt import fmt_setting
+from kvview.figures import figure_tornado
+from kvview.fmt import fmt_setting
 
 
 def base(**kw):
@@ -17,7 +17,7 @@ def base(**kw):
 def row(df, name):
     hit = df[df["input"] == name]
     assert len(hit) == 1, f"no single row {name!r} in {list(df['input'])}"
-    r = hit.iloc[0].copy()  # kvmodel gives SI settings; the labels are ui.fmt's
+    r = hit.iloc[0].copy()  # kvmodel gives SI settings; the labels are kvview.fmt's
     r["low_label"], r["high_label"] = (fmt_setting(r[k], r["unit"]) for k in ("low", "high"))
     return r
 

@@ -5,7 +5,7 @@ from app_helpers import LINK, app, metric
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes, fmt_ms
+from kvview.fmt import fmt_bytes, fmt_ms
 
 
 def test_exact_sequence_length_input():

@@ -8,7 +8,7 @@ import pytest
 from kvmodel import catalog, solve
 from kvmodel.build import build_scenario
 from kvmodel.transfer import critical_seq_len, evaluate
-from ui.words import unreachable_reason
+from kvview.words import unreachable_reason
 
 LLAMA70_1024_BYTES = 335_544_320  # 327,680 B/token × 1,024 tokens (fp16)
 

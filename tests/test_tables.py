@@ -1,10 +1,10 @@
-"""The small coloured HTML tables (ui.tables)."""
+"""The small coloured HTML tables (kvview.tables)."""
 
 from html_tables import read_html_table
 from sweeps_ms import link_batch_table
 
 from kvmodel.build import build_scenario
-from ui import tables
+from kvview import tables
 
 
 def test_band_table_styles_cells():

@@ -6,7 +6,7 @@ from app_helpers import LINK, PAGES, app, metric
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -15,7 +15,7 @@ from kvmodel.calibrate import compare_to_model
 from kvmodel.measure import parse_prometheus_metrics
 from kvmodel.transfer import evaluate
 from kvmodel.verdicts import ShareVerdict, share_verdict, step_verdict
-from ui.words import (
+from kvview.words import (
     interconnect_takeaway,
     mitigation_takeaway,
     models_takeaway,

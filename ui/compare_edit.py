@@ -4,7 +4,7 @@ Any scenario input (``kvmodel.inputs.SCENARIO_KEYS``) can be changed: "Add a cha
 inputs by their label and unit; the change then gets a widget of its input's kind (a choice, a
 whole or decimal number within the input's range, milliseconds or ``est``, on/off) with the
 input's help, and a button that removes it.  The variants are written to ``cmp`` in its
-``key:value~key:value;…`` form (``ui.params.format_overrides``); the page owns the callbacks.
+``key:value~key:value;…`` form (``kvview.params.format_overrides``); the page owns the callbacks.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import streamlit as st
 
 from kvmodel import catalog
 from kvmodel import inputs as I
-
-from . import params as P
-from . import urlstate
-from .figkit import link_name
+from kvview import params as P
+from kvview.figures.kit import link_name
+from ui import urlstate
 
 EST = "est"
 

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import streamlit as st
 
-from . import params as P
-from .mdtext import md_escape
-from .sidebar import on_model_change
-from .urlstate import imported_models
+from kvview import params as P
+from kvview.mdtext import md_escape
+from ui.sidebar import on_model_change
+from ui.urlstate import imported_models
 
 
 def import_config(max_bytes: int) -> None:

@@ -11,7 +11,7 @@ import shutil
 
 import streamlit as st
 
-from . import csv_tables, export
+from kvview import csv_tables, export
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
@@ -25,9 +25,9 @@ def static_export_problem() -> str | None:
 
 def table_download(table, name: str) -> None:
     """A "Table as CSV" button: ``table`` is a DataFrame, or a function making one when pressed
-    (a ``ui.csv_tables`` builder over the page's SI table).  The file's first line is the
+    (a ``kvview.csv_tables`` builder over the page's SI table).  The file's first line is the
     scenario's share link, captured now: the button's callback runs without the session."""
-    from .urlstate import share_url
+    from ui.urlstate import share_url
 
     link = share_url()
 
@@ -89,7 +89,8 @@ def chart(fig, name: str, container=None) -> None:
     """A chart with its Export menu (in ``container``, e.g. a column; default the page).
 
     In presentation mode the chart is drawn at projector scale and without the menu."""
-    from . import figscale, perf, present
+    from kvview.figures import scale as figscale
+    from ui import perf, present
 
     target = container if container is not None else st.container()
     if present.active():  # memoised by the figure's identity: pages pass cached figures

@@ -1,5 +1,5 @@
 """The Measured page's helpers: samples, cached parsing, the apply-fit and paste actions (its
-tables and takeaway sentences are in ``ui.measure_text``, the Recipes page's files in
+tables and takeaway sentences are in ``kvview.measure_text``, the Recipes page's files in
 ``ui.recipes_ui``).
 
 Parsing is cached on the file's content (``st.cache_data`` hashes the bytes), so a rerun never
@@ -32,11 +32,10 @@ from kvmodel.measure import (
     read_text,
 )
 from kvmodel.measure.nsys import check_pattern
-from ui.fmt import fmt_bandwidth, fmt_bytes
-
-from . import params as P
-from .mdtext import md_escape
-from .measure_text import can_set_efficiency
+from kvview import params as P
+from kvview.fmt import fmt_bandwidth, fmt_bytes
+from kvview.mdtext import md_escape
+from kvview.measure_text import can_set_efficiency
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "measurements"
 MAX_UPLOAD_MB = int(DEFAULT_MAX_BYTES / 1e6)  # the parsers' limit

@@ -17,7 +17,7 @@ import gc
 
 import streamlit as st
 
-from .memo import Memo
+from ui.memo import Memo
 
 # process-wide, like st.cache_resource: pure results, read-only.  Bench: bench/README.md, "What
 # made the difference" item 3 (cheap cache keys: 5-10 ms per page saved).

@@ -2,7 +2,7 @@
 
 - type readable from the back of a room: the root font is 24 px, so body text is 24 px and the
   smallest label Streamlit draws (0.75 rem) is 18 px; charts get the kit's presentation scale
-  (``ui.figscale.presentation``, applied where every chart is drawn, ``ui.exports_ui.chart``);
+  (``kvview.figures.scale.presentation``, applied in ``ui.exports_ui.chart``);
 - a scenario strip above every page names what the numbers are about (the sidebar is hidden);
 - editing controls are hidden (buttons, downloads, export menus, uploaders, Compare's variant
   editors); one "Exit presentation mode" button stays.
@@ -51,7 +51,7 @@ def active() -> bool:
 
 def strip_parts(sc) -> list[str]:
     """What the scenario strip names, each value with its unit (``sc``: a ``Scenario``)."""
-    from .fmt import fmt_bandwidth, fmt_tokens
+    from kvview.fmt import fmt_bandwidth, fmt_tokens
 
     parts = [
         sc.model.name,
@@ -71,7 +71,7 @@ def strip_parts(sc) -> list[str]:
 
 def scenario_strip() -> None:
     """One line above the page that names the scenario every number on it is about."""
-    from .urlstate import current_values, scenario
+    from ui.urlstate import current_values, scenario
 
     try:
         parts = strip_parts(scenario())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .urlstate import scenario, share_url
+from ui.urlstate import scenario, share_url
 
 
 def share_box() -> None:
@@ -42,7 +42,7 @@ def report_download(labelled, file_stem: str, *, key: str, title: str = "KV tran
 
     ``labelled`` holds (label, Scenario or a zero-argument function returning one).
     """
-    from .report import report_html
+    from kvview.report import report_html
 
     link = share_url()
 

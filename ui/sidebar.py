@@ -12,10 +12,9 @@ from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.size import valid_tp
 from kvmodel.specs import ModelSpec
 from kvmodel.timing import decode_step_lower_bound_s, estimate_decode_step_s
-from ui.fmt import fmt_ms
-
-from . import params as P
-from .urlstate import add_notice, imported_models, model_spec
+from kvview import params as P
+from kvview.fmt import fmt_ms
+from ui.urlstate import add_notice, imported_models, model_spec
 
 
 def on_model_change() -> None:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from kvmodel.traffic import load_traffic, mix_from_requests, sample_path
-
-from . import perf
-from .mdtext import md_escape, shown
-from .memo import Memo
-from .widgets import page_widget
+from kvview.mdtext import md_escape, shown
+from ui import perf
+from ui.memo import Memo
+from ui.widgets import page_widget
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)

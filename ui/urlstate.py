@@ -1,7 +1,7 @@
 """The shared scenario in session state: URL ⇄ session, the scenario it makes, and notices.
 
 Streamlit's sidebar navigation drops the query string, and a widget that is not rendered loses
-its value.  So the scenario lives in session state under the URL names (``ui.params``), is read
+its value.  So the scenario lives in session state under the URL names (``kvview.params``), is read
 from the URL once per session (``init_from_url``), rendered in the sidebar on every page
 (``ui.sidebar``), and written back to the URL on every run (``sync_url``).
 """
@@ -17,8 +17,7 @@ from kvmodel import inputs as I
 from kvmodel.modelcodec import encode_model
 from kvmodel.specs import ModelSpec
 from kvmodel.transfer import Scenario, evaluate
-
-from . import params as P
+from kvview import params as P
 
 _INIT = "_scenario_initialised"
 NOTICES = "_notices"

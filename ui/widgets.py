@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .mdtext import md_escape
+from kvview.mdtext import md_escape
 
 
 def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 
 def fmt_bytes(n):
-    from ui.fmt import fmt_bytes
+    from kvview.fmt import fmt_bytes
 
     return fmt_bytes(n)
 
 
 def fmt_ms(seconds, digits: int = 1):
-    from ui.fmt import fmt_ms
+    from kvview.fmt import fmt_ms
 
     return fmt_ms(seconds, digits)
 
 
 def fmt_tokens(n):
-    from ui.fmt import fmt_tokens
+    from kvview.fmt import fmt_tokens
 
     return fmt_tokens(n)
 
@@ -29,7 +29,7 @@ def fmt_tokens(n):
 def report(sc, *, base_url: str | None, title: str) -> tuple[str, str | None, list[str]]:
     """The one-scenario HTML report, its share link (None when the link cannot carry the
     scenario) and what the link cannot carry."""
-    from ui.report import DEFAULT_BASE_URL, report_html, share_link, share_query
+    from kvview.report import DEFAULT_BASE_URL, report_html, share_link, share_query
 
     url = share_link(sc, base_url or DEFAULT_BASE_URL)
     label = f"{sc.model.name} on {sc.link.name}"

@@ -1,4 +1,4 @@
-"""``report``: a standalone HTML report of the scenario (``ui.report`` builds it, via the edge)."""
+"""``report``: a standalone HTML report of the scenario (built by ``kvview.report``)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ class Requests:
     # per entry of a per-request table read as counts per length (``output_tokens`` None):
     # the mean of the output tokens of the requests it stands for, and a mean square (the
     # mean squared plus the trace's spread within lengths): weighted over the entries, both
-    # sum to the requests' own (the capacity plan reads those sums, kvmodel.capacity_workload)
+    # sum to the requests' own (the capacity plan reads those sums, kvmodel.capacity.workload)
     output_moments: np.ndarray | None = None  # float64, shape (entries, 2)
 
     def __post_init__(self):

@@ -14,7 +14,7 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes, fmt_ms
+from kvview.fmt import fmt_bytes, fmt_ms
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402
@@ -258,7 +258,7 @@ def test_measure_upload_in_the_browser(page, app_url, wait_ready, screenshot):
 
     from kvmodel.calibrate import fit_from_bandwidth_points
     from kvmodel.measure import load_measurement
-    from ui.fmt import fmt_bandwidth
+    from kvview.fmt import fmt_bandwidth
 
     sample = Path(__file__).resolve().parents[2] / "data" / "measurements" / "ib_write_bw.txt"
     fit = fit_from_bandwidth_points(load_measurement(sample).data.points)
@@ -349,7 +349,7 @@ def test_kaleido_page_loads_nothing_from_the_network(chromium_path, monkeypatch)
     import kaleido
     import plotly.graph_objects as go
 
-    from ui import export
+    from kvview import export
 
     pages: list[str] = []
     original = kaleido.PageGenerator.generate_index

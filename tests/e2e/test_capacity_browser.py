@@ -12,8 +12,8 @@ import pytest
 
 from kvmodel import capacity as cap
 from kvmodel.build import scenario_from_inputs
-from ui.capacity_words import gpus
-from ui.fmt import fmt_time
+from kvview.capacity_words import gpus
+from kvview.fmt import fmt_time
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402

@@ -23,8 +23,8 @@ import pytest
 from kvmodel.build import scenario_from_inputs
 from kvmodel.modelcodec import encode_model
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes
-from ui.scenario_link import share_query
+from kvview.fmt import fmt_bytes
+from kvview.scenario_link import share_query
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes
+from kvview.fmt import fmt_bytes
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402
@@ -132,7 +132,7 @@ def test_csv_handouts_carry_the_scenario(
 
     import pandas as pd
 
-    from ui import params as P
+    from kvview import params as P
 
     page.goto(f"{app_url}{path}?{SCENARIO}{extra}")
     wait_ready(page)

@@ -7,9 +7,9 @@ shows (a poll every 20 ms in the page, ``RECORDER``), and the test asserts that 
 showed anything but its link's value, as well as the final widgets and numbers.  Then each
 session raises its batch by one and must show the new number.
 
-The links are written by the app's own link writer (``ui.scenario_link.share_query``) from
+The links are written by the app's own link writer (``kvview.scenario_link.share_query``) from
 scenarios built by ``kvmodel.build.scenario_from_inputs``; the numbers expected are
-``kvmodel.transfer.evaluate`` of the same scenarios, formatted by ``ui.fmt``.
+``kvmodel.transfer.evaluate`` of the same scenarios, formatted by ``kvview.fmt``.
 
 On 2 shared cores the 20 first renders take up to a minute, so timeouts are generous.
 """
@@ -25,8 +25,8 @@ import pytest
 from kvmodel import catalog
 from kvmodel.build import scenario_from_inputs
 from kvmodel.transfer import evaluate
-from ui.fmt import fmt_bytes, fmt_ms_or_s
-from ui.scenario_link import share_query
+from kvview.fmt import fmt_bytes, fmt_ms_or_s
+from kvview.scenario_link import share_query
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402

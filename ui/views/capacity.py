@@ -11,21 +11,10 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity_pools import pair_scenario
-from ui import (
-    csv_capacity,
-    exports_ui,
-    figures,
-    params,
-    perf,
-    routing,
-    traffic_ui,
-    urlstate,
-    widgets,
-)
-from ui import figures_capacity as figs
-from ui.capacity_report import capacity_report_html
-from ui.capacity_words import (
+from kvmodel.capacity.pools import pair_scenario
+from kvview import csv_capacity, figures, params
+from kvview.capacity_report import capacity_report_html
+from kvview.capacity_words import (
     SIDEBAR_NOTE,
     capacity_takeaway,
     cheaper_text,
@@ -36,7 +25,9 @@ from ui.capacity_words import (
     pct_label,
     source_caption,
 )
-from ui.fmt import fmt_bandwidth, fmt_time
+from kvview.figures import capacity as figs
+from kvview.fmt import fmt_bandwidth, fmt_time
+from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui.memo import Memo
 
 TRACE, FIXED = "trace", "fixed"
@@ -49,7 +40,7 @@ perf._OTHER_MEMOS.append(_PLANS)
 
 
 def plan_key(sc) -> tuple:
-    """What of the scenario the capacity plan reads: ``pair_scenario`` (kvmodel.capacity_pools:
+    """What of the scenario the capacity plan reads: ``pair_scenario`` (kvmodel.capacity.pools:
     batch 1, prompt 1 token, prefill estimated; the workload and the TP search set those) with
     one decode step, and whether a fixed prefill or decode step was given (the plan then says
     it is not used).

@@ -2,8 +2,8 @@
 
 Each variant is a set of changes to A (any scenario input; ``ui.compare_edit`` draws them);
 a link without ``cmp`` compares variants made from A (``kvmodel.compare.default_variants``).
-The table judges every number against A's (``ui.compare_cells``), the charts show what
-differs (``ui.figures_compare``).
+The table judges every number against A's (``kvview.compare_cells``), the charts show what
+differs (``kvview.figures.compare``).
 """
 
 from functools import partial
@@ -15,21 +15,12 @@ from kvmodel import traffic as tr
 from kvmodel.compare import AUTO, changes, compare_frame, default_variants
 from kvmodel.sweeps import Option, mitigation_table
 from kvmodel.transfer import evaluate
-from ui import (
-    compare_cells,
-    csv_tables,
-    exports_ui,
-    figures,
-    figures_compare,
-    perf,
-    routing,
-    share,
-    traffic_ui,
-    urlstate,
-)
+from kvview import compare_cells, csv_tables, figures
+from kvview import params as P
+from kvview.figures import compare as figures_compare
+from kvview.fmt import in_ms
 from ui import compare_edit as E
-from ui import params as P
-from ui.fmt import in_ms
+from ui import exports_ui, perf, routing, share, traffic_ui, urlstate
 
 
 def _gains(labelled, base_sc):

@@ -8,9 +8,10 @@ import streamlit as st
 from kvmodel import catalog
 from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvmodel.topology import is_scale_up, scale_up_feasible
-from ui import csv_tables, exports_ui, figures, params, perf, routing, tables, urlstate, widgets
-from ui.fmt import in_ms
-from ui.words import interconnect_takeaway
+from kvview import csv_tables, figures, params, tables
+from kvview.fmt import in_ms
+from kvview.words import interconnect_takeaway
+from ui import exports_ui, perf, routing, urlstate, widgets
 
 
 def render() -> None:

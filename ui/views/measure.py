@@ -11,10 +11,11 @@ from kvmodel.calibrate import (
     link_efficiency,
 )
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
-from ui import csv_tables, exports_ui, figures, routing, urlstate, widgets
-from ui import measure_text as mt
+from kvview import csv_tables, figures
+from kvview import measure_text as mt
+from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time
+from ui import exports_ui, routing, urlstate, widgets
 from ui import measure_ui as mu
-from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
 

@@ -5,9 +5,10 @@ from functools import partial
 import streamlit as st
 
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
-from ui import csv_tables, exports_ui, figures, perf, routing, urlstate, widgets
-from ui.fmt import fmt_bytes, fmt_tokens, in_ms
-from ui.words import mitigation_takeaway
+from kvview import csv_tables, figures
+from kvview.fmt import fmt_bytes, fmt_tokens, in_ms
+from kvview.words import mitigation_takeaway
+from ui import exports_ui, perf, routing, urlstate, widgets
 
 
 def render() -> None:

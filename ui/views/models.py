@@ -5,8 +5,9 @@ from functools import partial
 import streamlit as st
 
 from kvmodel.sweeps import models_table
-from ui import config_import, csv_tables, exports_ui, figures, perf, routing, tables, urlstate
-from ui.words import models_takeaway
+from kvview import csv_tables, figures, tables
+from kvview.words import models_takeaway
+from ui import config_import, exports_ui, perf, routing, urlstate
 
 MAX_CONFIG_BYTES = 1_000_000
 

@@ -3,9 +3,10 @@
 import streamlit as st
 
 from kvmodel.transfer import evaluate
-from ui import exports_ui, figures, perf, routing, urlstate
-from ui.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
-from ui.words import overview_takeaway
+from kvview import figures
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
+from kvview.words import overview_takeaway
+from ui import exports_ui, perf, routing, urlstate
 
 
 def render() -> None:

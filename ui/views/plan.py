@@ -7,9 +7,10 @@ import streamlit as st
 
 from kvmodel import solve
 from kvmodel.sensitivity import tornado
-from ui import csv_tables, exports_ui, figures, perf, routing, urlstate, widgets
-from ui.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
-from ui.words import unreachable_reason
+from kvview import csv_tables, figures
+from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
+from kvview.words import unreachable_reason
+from ui import exports_ui, perf, routing, urlstate, widgets
 
 
 def render() -> None:

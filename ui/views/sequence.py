@@ -4,9 +4,10 @@ import streamlit as st
 
 from kvmodel import catalog
 from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
-from ui import exports_ui, figures, params, perf, routing, urlstate, widgets
-from ui.fmt import in_ms
-from ui.words import sequence_takeaway
+from kvview import figures, params
+from kvview.fmt import in_ms
+from kvview.words import sequence_takeaway
+from ui import exports_ui, perf, routing, urlstate, widgets
 
 
 def render() -> None:

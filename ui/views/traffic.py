@@ -6,21 +6,11 @@ import streamlit as st
 
 from kvmodel import traffic as tr
 from kvmodel.traffic import TrafficError, table_columns
-from ui import (
-    csv_tables,
-    exports_ui,
-    figures,
-    params,
-    perf,
-    routing,
-    tables,
-    traffic_ui,
-    urlstate,
-    widgets,
-)
-from ui.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
-from ui.mdtext import md_escape
-from ui.words import traffic_takeaway, window_sentence
+from kvview import csv_tables, figures, params, tables
+from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
+from kvview.mdtext import md_escape
+from kvview.words import traffic_takeaway, window_sentence
+from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 

@@ -10,8 +10,8 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from . import capacity_colocated as colo
-from .capacity_pools import (
+from kvmodel.capacity import colocated as colo
+from kvmodel.capacity.pools import (
     Decode,
     Prefill,
     decode_side,
@@ -19,11 +19,11 @@ from .capacity_pools import (
     prefill_side,
     prefill_work_s,
 )
-from .capacity_workload import Slo, Workload, shape
-from .memory import USABLE_FRACTION, weights_bytes_per_gpu
-from .scenario import Scenario
-from .size import shard_heads
-from .wire import prefill_time_s
+from kvmodel.capacity.workload import Slo, Workload, shape
+from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
+from kvmodel.scenario import Scenario
+from kvmodel.size import shard_heads
+from kvmodel.wire import prefill_time_s
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import _Fig, _finished, _layout
-from .fmt import fmt_sig
+from kvview.figures.kit import _Fig, _finished, _layout
+from kvview.fmt import fmt_sig
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
 COLOC_COLOR = "#dc2626"  # colocated (chunked prefill)
@@ -242,8 +242,8 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
 
 def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
     """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds."""
-    from .capacity_words import limit_text, pct_label
-    from .fmt import fmt_time
+    from kvview.capacity_words import limit_text, pct_label
+    from kvview.fmt import fmt_time
 
     def yes(flag) -> str:
         return "yes" if flag else "no"

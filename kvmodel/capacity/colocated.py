@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .capacity_pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
-from .capacity_queue import (
+from kvmodel.capacity.pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
+from kvmodel.capacity.queue import (
     batch_grid,
     largest_within,
     moments,
@@ -38,12 +38,12 @@ from .capacity_queue import (
     smallest,
     sum_percentile,
 )
-from .capacity_workload import Shape
-from .inputs import DEFAULT_MFU
-from .memory import instance_memory
-from .scenario import Scenario
-from .size import kv_bytes
-from .timing import (
+from kvmodel.capacity.workload import Shape
+from kvmodel.inputs import DEFAULT_MFU
+from kvmodel.memory import instance_memory
+from kvmodel.scenario import Scenario
+from kvmodel.size import kv_bytes
+from kvmodel.timing import (
     DECODE_ALLREDUCE_S_PER_LAYER,
     DECODE_FLOOR_S_PER_LAYER,
     DECODE_HBM_EFFICIENCY,

@@ -17,8 +17,7 @@ from kvmodel.build import default_attention_parallel
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
-
-from .mdtext import md_escape, shown
+from kvview.mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
 MAX_TP = I.MAX_TP

@@ -3,9 +3,9 @@
 Every figure has a title, axis titles with units and hover text with units.  Each interconnect
 keeps one colour everywhere (``link_color``).  Here: TTFT and the transfer against the decode
 step (Overview, Mitigations, Compare).  The shared kit (colours, the figure builder, layout
-helpers) is in ``ui.figkit``; the sweeps in ``ui.figures_sweeps``, the traffic figures in
-``ui.figures_traffic``, the tornado in ``ui.figures_sensitivity`` and the Measured page's
-figures in ``ui.figures_measured``.  All are re-exported here, so pages use
+helpers) is in ``.kit``; the sweeps in ``.sweeps``, the traffic figures in
+``kvview.figures.traffic``, the tornado in ``kvview.figures.sensitivity`` and the Measured page's
+figures in ``kvview.figures.measured``.  All are re-exported here, so pages use
 ``figures.<name>`` for every chart.
 """
 
@@ -15,8 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kvmodel.inputs import DEFAULT_BAND_MS
-
-from .figkit import (
+from kvview.figures.kit import (
     BAND_COLOR,
     LAYOUT_COLORS,
     ROW_PX,
@@ -31,7 +30,7 @@ from .figkit import (
     link_color,
     link_name,
 )
-from .figures_measured import (
+from kvview.figures.measured import (
     MEASURED_COLOR,
     MODEL_COLOR,
     NOMINAL_COLOR,
@@ -42,14 +41,14 @@ from .figures_measured import (
     figure_time_fit,
     figure_transfer_durations,
 )
-from .figures_sensitivity import TORNADO_COLORS, figure_tornado, figure_tornado_panels
-from .figures_sweeps import (
+from kvview.figures.sensitivity import TORNADO_COLORS, figure_tornado, figure_tornado_panels
+from kvview.figures.sweeps import (
     figure_batch_sweep,
     figure_bytes_per_token,
     figure_models_seq,
     figure_seq_sweep,
 )
-from .figures_traffic import (
+from kvview.figures.traffic import (
     REGION_COLORS,
     REGION_NAMES,
     figure_traffic_histogram,

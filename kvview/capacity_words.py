@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fmt import fmt_sig, fmt_time
+from kvview.fmt import fmt_sig, fmt_time
 
 LIMIT_WORDS = {
     "compute": "compute",

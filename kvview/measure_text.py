@@ -11,8 +11,8 @@ import pandas as pd
 from kvmodel.calibrate import Fit, NsysComparison, ScrapeComparison
 from kvmodel.transfer import wire_bytes_per_token
 from kvmodel.verdicts import AGREEMENT_FACTOR
-from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_time
-from ui.mdtext import md_escape
+from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time
+from kvview.mdtext import md_escape
 
 # --------------------------------------------------------------------------- formatting
 

@@ -5,11 +5,11 @@ network, and how many GPUs the same traffic needs colocated.
 rate is computed once); a :class:`Sizing` keeps each rate's plan for a dashboard that moves the
 rate (:func:`sweep_rates` draws rates on a fixed grid).  The pieces:
 
-- :mod:`.capacity_workload`: the traffic (:class:`Workload`) and the targets (:class:`Slo`);
-- :mod:`.capacity_pools`: the disaggregated prefill and decode pools (and the link's queues);
-- :mod:`.capacity_colocated`: the colocated baseline with chunked prefill;
-- :mod:`.capacity_queue`: Erlang C, M/G/c waits and their percentiles (fixed draws);
-- :mod:`.capacity_prep`: the TPs searched, and what plans share before any rate is sized.
+- :mod:`.workload`: the traffic (:class:`Workload`) and the targets (:class:`Slo`);
+- :mod:`.pools`: the disaggregated prefill and decode pools (and the link's queues);
+- :mod:`.colocated`: the colocated baseline with chunked prefill;
+- :mod:`.queue`: Erlang C, M/G/c waits and their percentiles (fixed draws);
+- :mod:`.prep`: the TPs searched, and what plans share before any rate is sized.
 
 Whole instances: GPUs = instances × TP.  A TP given as None is searched (``tp_candidates``):
 the plan keeps the TPs that need fewest GPUs among those that meet the targets (then fewer
@@ -25,8 +25,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from . import capacity_colocated as colo
-from .capacity_pools import (
+from kvmodel.capacity import colocated as colo
+from kvmodel.capacity.pools import (
     Pools,
     pair_scenario,
     relinked,
@@ -34,15 +34,17 @@ from .capacity_pools import (
     ttft_floor,
     ttft_function,
 )
-from .capacity_prep import Prepared, prepare, tp_candidates
-from .capacity_result import CapacityPlan
-from .capacity_workload import Slo, Workload
-from .catalog import get_link
-from .scenario import Scenario
-from .topology import domain_gpus, is_scale_up
-from .wire import Volume
+from kvmodel.capacity.prep import Prepared, prepare, tp_candidates
+from kvmodel.capacity.result import CapacityPlan
+from kvmodel.capacity.workload import Slo, Workload
+from kvmodel.catalog import get_link
+from kvmodel.scenario import Scenario
+from kvmodel.topology import domain_gpus, is_scale_up
+from kvmodel.wire import Volume
 
 __all__ = [
+    "NETWORK_COLUMNS",
+    "SWEEP_COLUMNS",
     "CapacityPlan",
     "Sizing",
     "Slo",

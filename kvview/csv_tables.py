@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .export import csv_bytes
-from .fmt import setting_labels
+from kvview.export import csv_bytes
+from kvview.fmt import setting_labels
 
 SIG_DIGITS = 4  # 107.38 ms → 107.4; 0.012345 ms → 0.01235: the model is no closer than that
 NONE_TEXT = "none"  # a critical length that no prompt up to max context reaches

@@ -16,8 +16,8 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import SEGMENT_COLORS, _Fig, _finished, _layout, _panels
-from .fmt import fmt_sig
+from kvview.figures.kit import SEGMENT_COLORS, _Fig, _finished, _layout, _panels
+from kvview.fmt import fmt_sig
 
 VERDICT_COLORS = {"better": "#0072B2", "worse": "#D55E00", "same": "#94a3b8"}  # Okabe-Ito
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.fmt import fmt_bandwidth
-
-from .figkit import _Fig, _finished, _layout, _legend_on_top
+from kvview.figures.kit import _Fig, _finished, _layout, _legend_on_top
+from kvview.fmt import fmt_bandwidth
 
 MEASURED_COLOR = "#dc2626"
 MODEL_COLOR = "#2563eb"

@@ -1,7 +1,7 @@
 """Sweep figures: transfer vs batch and vs sequence length per link, attention layouts compared,
 KV bytes per token across models (Interconnects, Sequence and Models pages; the report).
 
-Pure functions, no ``st.*`` calls; re-exported by ``ui.figures``.
+Pure functions, no ``st.*`` calls; re-exported by ``kvview.figures``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kvmodel.inputs import DEFAULT_BAND_MS
-
-from .figkit import (
+from kvview.figures.kit import (
     LAYOUT_COLORS,
     _band_trace,
     _Fig,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .capacity_queue import (
+from kvmodel.capacity.queue import (
     batch_grid,
     largest_within,
     moments,
@@ -38,11 +38,11 @@ from .capacity_queue import (
     smallest,
     sum_percentile,
 )
-from .capacity_workload import Shape
-from .memory import instance_memory
-from .scenario import Scenario
-from .timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
-from .wire import Volume, transfer
+from kvmodel.capacity.workload import Shape
+from kvmodel.memory import instance_memory
+from kvmodel.scenario import Scenario
+from kvmodel.timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
+from kvmodel.wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
 FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load

@@ -1,7 +1,7 @@
 """Sensitivity figures (Plan page, the report): the tornado of ``kvmodel.sensitivity.tornado``
 for TTFT and for the transfer share, alone or as two panels of one figure.
 
-Pure functions, no ``st.*`` calls; re-exported by ``ui.figures``.
+Pure functions, no ``st.*`` calls; re-exported by ``kvview.figures``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import (
+from kvview.figures.kit import (
     NAME_BAND,
     ROW_PX,
     _Fig,
@@ -20,7 +20,7 @@ from .figkit import (
     _names_above,
     _panels,
 )
-from .fmt import setting_labels
+from kvview.fmt import setting_labels
 
 
 @_finished

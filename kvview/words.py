@@ -1,12 +1,12 @@
 """Sentences: the one-line takeaways the pages and the report show above their charts, and why no
-bandwidth meets the target.  Computed from kvmodel's SI numbers; units formatted by ``ui.fmt``."""
+bandwidth meets the target.  Computed from kvmodel's SI numbers; units by ``kvview.fmt``."""
 
 from __future__ import annotations
 
 from kvmodel import solve
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
-from ui.fmt import fmt_ms, fmt_time, fmt_tokens
+from kvview.fmt import fmt_ms, fmt_time, fmt_tokens
 
 
 def overview_takeaway(ev: Evaluation) -> str:

@@ -1,6 +1,6 @@
 """Traffic figures: request lengths by region, and the comparison of options as a table.
 
-Pure functions, no ``st.*`` calls; re-exported by ``ui.figures``.
+Pure functions, no ``st.*`` calls; re-exported by ``kvview.figures``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .figkit import _Fig, _finished, _layout
+from kvview.figures.kit import _Fig, _finished, _layout
 
 REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
 REGION_NAMES = ("too short", "gains", "transfer-bound")

@@ -21,8 +21,7 @@ from html import escape
 import pandas as pd
 
 from kvmodel.compare import DIRECTIONS, changes, compare_frame
-
-from .fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_ratio, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_ratio, fmt_time, fmt_tokens
 
 VERDICT_CELL = {  # translucent: reads on light and dark themes
     "better": "rgba(0, 114, 178, 0.22)",  # Okabe-Ito blue

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .traffic.queue import SEED
+from kvmodel.traffic.queue import SEED
 
 DRAWS = 8192  # samples per percentile (p99 rests on ~80 of them)
 LOOP_SERVERS = 200  # Erlang B by recursion up to here; by Poisson sums in numpy above

@@ -1,6 +1,6 @@
 """The app link that opens a given Scenario (for the report and the CLI).  No streamlit here.
 
-``share_query`` turns a ``Scenario`` back into the app's URL query (``ui.params``), or says
+``share_query`` turns a ``Scenario`` back into the app's URL query (``kvview.params``), or says
 what the link cannot carry; ``share_link`` puts it behind a base address.
 """
 
@@ -13,14 +13,13 @@ from kvmodel import catalog
 from kvmodel.build import inputs_from_scenario
 from kvmodel.modelcodec import MAX_ENCODED_CHARS, encode_model
 from kvmodel.transfer import Scenario
-
-from . import params as P
+from kvview import params as P
 
 DEFAULT_BASE_URL = "http://localhost:8501/"
 
 
 def share_query(sc: Scenario) -> tuple[dict[str, str] | None, list[str]]:
-    """The app's URL query for ``sc`` (``ui.params.to_link_query``), or None and what it cannot
+    """The app's URL query for ``sc`` (``kvview.params.to_link_query``), or None and what it cannot
     carry.
 
     The app's link has no field for MFU, KV block tokens, descriptor cost, KV scale group or

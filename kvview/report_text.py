@@ -1,14 +1,13 @@
 """The report's text: a scenario's inputs, key numbers, requirements and assumptions as rows of
-formatted text (units included).  No streamlit here; ``ui.report`` lays them out as HTML."""
+formatted text (units included).  No streamlit here; ``kvview.report`` lays them out as HTML."""
 
 from __future__ import annotations
 
 from kvmodel import solve
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
-from ui.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
-
-from .words import unreachable_reason
+from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvview.words import unreachable_reason
 
 BATCH_LIMIT = 65536
 

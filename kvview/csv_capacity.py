@@ -1,4 +1,4 @@
-"""The Capacity page's CSV tables (conventions of ``ui.csv_tables``: a label column, units in
+"""The Capacity page's CSV tables (conventions of ``kvview.csv_tables``: a label column, units in
 the headers or row labels, numbers as numbers; ``csv_tables.csv_handout`` adds the scenario
 link).  No streamlit here."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .capacity_words import pct_label
-from .csv_tables import _columns
+from kvview.capacity_words import pct_label
+from kvview.csv_tables import _columns
 
 
 def _yes_no(flag) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .capacity_queue import Draws, make_draws
+from kvmodel.capacity.queue import Draws, make_draws
 
 DENSE_LENGTHS = 50_000_000  # below this max context, lengths are counted with one bincount
 

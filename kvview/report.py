@@ -25,13 +25,12 @@ from kvmodel.transfer import (
     evaluate,
     transfer,
 )
-
-from . import figures
-from .export import figure_div, plotlyjs_inline
-from .fmt import in_ms
-from .report_text import assumptions, key_numbers, requirements, scenario_inputs
-from .scenario_link import DEFAULT_BASE_URL, check_url, share_link, share_query
-from .words import mitigation_takeaway, overview_takeaway
+from kvview import figures
+from kvview.export import figure_div, plotlyjs_inline
+from kvview.fmt import in_ms
+from kvview.report_text import assumptions, key_numbers, requirements, scenario_inputs
+from kvview.scenario_link import DEFAULT_BASE_URL, check_url, share_link, share_query
+from kvview.words import mitigation_takeaway, overview_takeaway
 
 __all__ = [  # the link functions are re-exported for kvmodel.cli, which imports them from here
     "DEFAULT_BASE_URL",
@@ -190,7 +189,7 @@ def _comparison(items) -> str:
                     cells.append(f"<td>{escape(value)}</td>")
             parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
-    from .compare_cells import report_table  # each number judged against the first's
+    from kvview.compare_cells import report_table  # each number judged against the first's
 
     return "\n".join(parts) + report_table([(label, ev) for label, _, ev in items])
 

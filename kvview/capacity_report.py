@@ -8,8 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 
-from . import figures_capacity as figs
-from .capacity_words import (
+from kvview.capacity_words import (
     capacity_takeaway,
     crossover_sentence,
     gpus,
@@ -17,11 +16,12 @@ from .capacity_words import (
     pct_label,
     saves_text,
 )
-from .export import figure_div, plotlyjs_inline
-from .fmt import fmt_bandwidth, fmt_time
-from .report import CSS
-from .report_text import scenario_inputs
-from .scenario_link import check_url
+from kvview.export import figure_div, plotlyjs_inline
+from kvview.figures import capacity as figs
+from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.report import CSS
+from kvview.report_text import scenario_inputs
+from kvview.scenario_link import check_url
 
 # scenario inputs the capacity model does not read (the workload, the targets and the TP
 # search set them): left out of the report's inputs so that none seems to matter
