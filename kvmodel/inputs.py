@@ -326,6 +326,18 @@ INPUTS: tuple[Input, ...] = (
           help="time per output token, one decode step (50 ms: 20 tokens/s)"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
           page="Capacity", help="0 = no cost shown"),
+    Input("replay", "Replay the trace", "flag", 0, unit="0/1", lo=0, hi=1, url=False,
+          cli="--replay", page="Capacity",
+          help="run the planned deployment over the trace's own arrivals (Poisson arrivals "
+          "from a fixed seed when it has no timestamps) and report what it measures"),
+    Input("size", "Size the pools by", "choice", "analytic", choices=("analytic", "replay"),
+          cli="--size-by", page="Capacity",
+          help="`analytic`: the queueing formulas; `replay`: grow the pools until the replay "
+          "meets the targets (implies `--replay`)"),
+    Input("rn", "Replayed requests", "int", 20_000, unit="requests", lo=100, hi=1_000_000,
+          limit=(1, 10_000_000), cli="--replay-requests", page="Capacity",
+          help="requests drawn (Poisson, fixed seed) when the traffic has no timestamps; a "
+          "trace replays all of its own"),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),

@@ -2,8 +2,8 @@
 
 Per request, in order:
 
-1. **Prefill.** Request k goes to prefill instance k mod c (round robin).  An instance serves
-   its requests first come first served; passes carry up to ``PREFILL_BATCH_TOKENS`` prompt
+1. **Prefill.** The pool is one queue: a request goes to the first free instance, first
+   come first served (``fifo.first_free``); passes carry up to ``PREFILL_BATCH_TOKENS`` prompt
    tokens, so (the plan's own rule, ``capacity.pools.prefill_work_s``) a request occupies its
    instance for its compute plus its share of a pass's fixed cost, and ends its own batch-1
    prefill (``timing.estimate_prefill_s``) after it starts.
@@ -26,7 +26,15 @@ import numpy as np
 from kvmodel.capacity.pools import pair_scenario, prefill_work_s
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import run_decode
-from kvmodel.replay.fifo import by_instance, served, sorted_columns, unsort
+from kvmodel.replay.fifo import (
+    Layout,
+    by_instance,
+    first_free,
+    round_robin,
+    served,
+    sorted_columns,
+    unsort,
+)
 from kvmodel.replay.stream import Stream
 from kvmodel.scenario import Scenario
 from kvmodel.timing import estimate_decode_step_s
@@ -114,19 +122,13 @@ def decode_capacity_tokens(sc: Scenario, dep: Deployment, context: int) -> float
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
     pre, work, exposed, whole = _per_request(sc, dep, stream)
-    c, n, last = dep.prefill_instances, stream.n, stream.span_s
-    a = by_instance(stream.arrival_s, c, last)
-    start = served(a, by_instance(work, c, 0.0))
-    end = start + by_instance(pre, c, 0.0)
-    busy = by_instance(whole, c, 0.0)
-    ready = end + by_instance(exposed, c, 0.0) - busy  # a free link: the KV lands at end + exposed
-    ready_sorted, busy_sorted, order = sorted_columns(ready, busy)
-    link_start = unsort(served(ready_sorted, busy_sorted), order)
-
-    def flat(m):
-        return m.ravel()[:n]
-
-    return flat(start), flat(end), flat(ready), flat(link_start), flat(busy)
+    start, inst = first_free(stream.arrival_s, work, dep.prefill_instances)
+    end = start + pre
+    ready = end + exposed - whole  # on a free link the KV lands at end + exposed
+    lay = Layout(inst, dep.prefill_instances)
+    r, busy, order = sorted_columns(lay.matrix(ready, float(ready.max())), lay.matrix(whole, 0.0))
+    link_start = lay.flat(unsort(served(r, busy), order))
+    return start, end, ready, link_start, whole, inst
 
 
 def _receive(link_start, busy, instances: int):
@@ -139,14 +141,10 @@ def _receive(link_start, busy, instances: int):
     return unsort(served(s, b), order).ravel()[:n]
 
 
-def _instance(n: int, c: int) -> np.ndarray:
-    return np.arange(n) % c
-
-
 def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None) -> Timeline:
     """Every request's timeline through ``dep`` (module doc)."""
     sc = dep.sc
-    start, end, ready, link_start, busy = _prefill_and_link(sc, dep, stream)
+    start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
     receive = _receive(link_start, busy, dep.decode_instances)
     kv = receive + busy
     p, o = stream.prompt_tokens, stream.output_tokens
@@ -171,8 +169,7 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
         decode_start_s=run.start_s, first_token_s=run.start_s + run.first_step_s,
         tpot_s=run.tpot_s, depart_s=run.depart_s, link_busy_s=busy, receive_start_s=receive,
-        prefill_instance=_instance(stream.n, dep.prefill_instances),
-        decode_instance=_instance(stream.n, dep.decode_instances),
+        prefill_instance=inst, decode_instance=round_robin(stream.n, dep.decode_instances),
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
         capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
         memory_bound_instances=run.memory_bound,

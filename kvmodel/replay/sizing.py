@@ -105,8 +105,8 @@ def disagreement(plan, r: ReplayResult, slo) -> tuple[str, ...]:
         out.append(f"TPOT: running batches grow past the design batch (p90 step "
                    f"{r.tpot_p90_s * 1e3:,.1f} ms)")  # fmt: skip
     if len(out) == 1:
-        out.append("prefill queueing: the replay sends requests to instances in turn, the "
-                   "formulas to the first free one (M/G/c)")  # fmt: skip
+        out.append("prefill queueing: the formulas approximate the prefill queue from the "
+                   "prompts' mean and spread (M/G/c), the replay serves each prompt")  # fmt: skip
     return tuple(out)
 
 
