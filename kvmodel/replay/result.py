@@ -11,6 +11,7 @@ import numpy as np
 from kvmodel.capacity.queue import percentile
 
 MINUTE_S = 60.0
+BURST_WINDOW_S = 10.0  # the peak rate is the busiest window of this length
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,8 +45,8 @@ class ReplayResult:
     receive_wait_p90_s: float  # the decode instance's NICs
     memory_wait_p90_s: float
     memory_waited_share: float  # requests that waited for decode memory
-    peak_minute_arrivals: float
-    mean_minute_arrivals: float
+    peak_rate_rps: float  # the busiest BURST_WINDOW_S of arrivals [requests/s]
+    mean_rate_rps: float
     series: Series
 
     def to_json(self) -> dict:
@@ -119,7 +120,9 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     at_slo = percentile(ttft, q)
     tpot90 = percentile(tl.tpot_s, 90.0)
     waited = tl.decode_start_s > tl.kv_arrival_s + 1e-12
-    full = arrivals[:-1] if minutes > 1 else arrivals  # the last minute is cut short
+    windows = np.bincount((tl.arrival_s // BURST_WINDOW_S).astype(np.int64))
+    full = windows[:-1] if len(windows) > 1 else windows  # the last window is cut short
+    span = max(float(tl.arrival_s[-1]), 1e-9)
     return ReplayResult(
         requests=n,
         ttft_p50_s=percentile(ttft, 50.0), ttft_p90_s=percentile(ttft, 90.0),
@@ -138,7 +141,7 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
         receive_wait_p90_s=percentile(tl.receive_start_s - tl.link_start_s, 90.0),
         memory_wait_p90_s=percentile(tl.decode_start_s - tl.kv_arrival_s, 90.0),
         memory_waited_share=float(waited.mean()),
-        peak_minute_arrivals=float(full.max()),
-        mean_minute_arrivals=float(n / max(tl.arrival_s[-1], 1e-9) * MINUTE_S),
+        peak_rate_rps=float(full.max()) / min(BURST_WINDOW_S, span),
+        mean_rate_rps=n / span,
         series=series,
     )  # fmt: skip
