@@ -64,13 +64,24 @@ def _admit(ready, need, dur, capacity: float) -> np.ndarray:
     return start
 
 
-def _overflows(start, dur, need, capacity: float) -> np.ndarray:
-    """Columns whose reserved tokens exceed ``capacity`` at some time (departures first)."""
-    times = np.concatenate([start + dur, start])
-    delta = np.concatenate([-need, need])
+def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
+    """Columns whose reserved tokens exceed ``capacity`` at some time (departures first).
+
+    A grid first (:func:`_grid` counts a request in every bin it touches: never below the
+    exact peak), then the exact check by sorted events only on the columns it flags."""
+    end = start + dur
+    horizon = float(end.max()) + MIN_BIN_S
+    w = max(MIN_BIN_S, horizon * start.shape[1] / MAX_CELLS)
+    rough = _grid(start, end, valid, need, int(horizon / w) + 2, w).max(axis=1)
+    cols = np.flatnonzero(rough > capacity * (1 + 1e-12))
+    if not cols.size:
+        return cols
+    s, d, nd = start[:, cols], dur[:, cols], need[:, cols]
+    times = np.concatenate([s + d, s])
+    delta = np.concatenate([-nd, nd])
     order = np.argsort(times, axis=0, kind="stable")
     held = np.cumsum(np.take_along_axis(delta, order, 0), axis=0)
-    return np.flatnonzero(held.max(axis=0) > capacity * (1 + 1e-12))
+    return cols[held.max(axis=0) > capacity * (1 + 1e-12)]
 
 
 def _grid(start, end, valid, values, nb: int, w: float) -> np.ndarray:
@@ -116,7 +127,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     for _ in range(ITERATIONS):
         dur = np.where(valid, first + (out - 1) * tpot, 0.0)
         start = r.copy()
-        bound = _overflows(start, dur, nd, capacity_tokens)
+        bound = _overflows(start, dur, nd, valid, capacity_tokens)
         for c in bound:
             start[:, c] = _admit(r[:, c], nd[:, c], dur[:, c], capacity_tokens)
         end = start + dur

@@ -76,15 +76,15 @@ class ReplayResult:
 
 
 def _per_minute_p90(minute: np.ndarray, ttft: np.ndarray, minutes: int) -> np.ndarray:
-    """p90 (the ⌈0.9 n⌉-th smallest, as ``queue.percentile``) of ``ttft`` per minute."""
-    order = np.lexsort((ttft, minute))
-    m, t = minute[order], ttft[order]
-    counts = np.bincount(m, minlength=minutes)
-    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    k = np.maximum(np.ceil(0.9 * counts).astype(np.int64) - 1, 0)
+    """p90 (the ⌈0.9 n⌉-th smallest, as ``queue.percentile``) of ``ttft`` per minute;
+    ``minute`` rises (requests in arrival order), so each minute is one slice."""
+    counts = np.bincount(minute, minlength=minutes)
+    ends = np.cumsum(counts)
     out = np.full(minutes, np.nan)
-    has = counts > 0
-    out[has] = t[(first + k)[has]]
+    for m in np.flatnonzero(counts):  # one partition per minute: ~5 µs each
+        lo, hi = int(ends[m] - counts[m]), int(ends[m])
+        k = max(math.ceil(0.9 * (hi - lo)) - 1, 0)
+        out[m] = np.partition(ttft[lo:hi], k)[k]
     return out
 
 
