@@ -71,6 +71,7 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = "window",
+    gpu_decode: str | None = None,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
@@ -81,6 +82,7 @@ def build_scenario(
     step) through :func:`scenario_from_inputs`.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
+    ``gpu_decode`` None (or empty): the decode instances run on ``gpu`` too.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
     base = catalog.get_link(link) if link else None
@@ -123,7 +125,16 @@ def build_scenario(
         stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
         attention_parallel=attention_parallel or default_attention_parallel(spec),
         window_transfer=window_transfer,
+        gpu_decode=_decode_gpu(gpu, gpu_decode),
     )
+
+
+def _decode_gpu(gpu: str, gpu_decode: str | None):
+    """The decode GPU's spec, None when it is not given or is the prefill GPU."""
+    if not gpu_decode:
+        return None
+    spec = catalog.get_gpu(gpu_decode)
+    return None if spec == catalog.get_gpu(gpu) else spec
 
 
 def default_attention_parallel(model: ModelSpec) -> str:
@@ -178,6 +189,7 @@ def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Sce
         stack=get("stack"),
         attention_parallel=values.get("attn"),
         window_transfer=get("win"),
+        gpu_decode=values.get("gpud") or None,
     )
 
 
@@ -225,6 +237,7 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
         gaps.append("a transfer stack outside the catalog")
     values["stack"] = sc.stack.id
     values["gpu"] = sc.gpu.id
+    values["gpud"] = sc.gpu_decode.id if sc.gpu_decode is not None else ""
     values["model"] = sc.model.id
     if catalog.links().get(sc.link.id) == sc.link:
         values["link"] = sc.link.id

@@ -253,6 +253,10 @@ INPUTS: tuple[Input, ...] = (
           field="window_transfer", cli="--window-transfer",
           help="`window`: sliding-window layers send their window; `full`: they send every "
           "token (connectors without hybrid-allocator support)"),
+    Input("gpud", "Decode GPU", "id", "", choices=lambda: ("", *_gpu_ids()), cli="--gpu-decode",
+          cli_default=None, accepted="ids of `python -m kvmodel gpus`, or empty: the GPU",
+          help="the decode instances' GPU when it is not the prefill GPU (`gpu`): its decode "
+          "step, memory and NICs; the transfer runs between the two GPUs' NICs"),
     # --- CLI-only model inputs (the app's link has no field for them) ---
     Input("kv_scale_group", "KV scale group", "int", 0, unit="values", lo=0, hi=None,
           field="kv_scale_group", url=False, cli="--kv-scale-group",
@@ -338,6 +342,9 @@ INPUTS: tuple[Input, ...] = (
           limit=(1, 10_000_000), cli="--replay-requests", page="Capacity",
           help="requests drawn (Poisson, fixed seed) when the traffic has no timestamps; a "
           "trace replays all of its own"),
+    Input("priced", "Decode GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000,
+          cli="--gpu-price-decode", page="Capacity",
+          help="the decode GPUs' price when it differs from `price` (0 = the same)"),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),

@@ -118,6 +118,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    if q.get("gpud"):
+        gid = str(q["gpud"]).strip().lower()
+        if gid in catalog.gpus():
+            v["gpud"] = "" if gid == v["gpu"] else gid
+        else:
+            warnings.append(f"gpud={shown(q['gpud'])} is not a known GPU; decoding on the "
+                            "prefill GPU.")  # fmt: skip
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():

@@ -65,3 +65,21 @@ def test_absurd_replay_options_exit_2(capsys, argv, needle):
     assert main(["capacity", "--rps", "5", "--replay", *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_decode_gpu_and_its_price(capsys):
+    argv = ["--rps", "20", "--seq-len", "2048", "--output-len", "256", "--gpu-decode", "h20"]
+    out = run_json(capsys, *argv, "--gpu-price", "3", "--gpu-price-decode", "1.5")
+    assert (out["prefill_gpu"], out["decode_gpu"]) == ("h100-sxm", "h20")
+    assert out["cost_per_hour"] == out["prefill_gpus"] * 3 + out["decode_gpus"] * 1.5
+    assert out["cost_per_million_output_tokens"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [(["--gpu-decode", "h2"], "h20"), (["--gpu-price-decode", "1e300"], "--gpu-price-decode")],
+)
+def test_bad_decode_gpu_options_exit_2(capsys, argv, needle):
+    assert main(["capacity", "--rps", "5", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err

@@ -156,7 +156,21 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     return lo * 1.01**good
 
 
-def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
+def _costs(prep: Prepared, pgpus: int, dgpus: int, cg: int, rps: float, price, price_decode):
+    """(cost per hour, colocated cost per hour, cost per million output tokens) [$], None
+    without a price; the decode pool at ``price_decode`` (None: ``price``)."""
+    if price is None and price_decode is None:
+        return None, None, None
+    p = price if price is not None else price_decode
+    d = price_decode if price_decode is not None else p
+    hour = pgpus * p + dgpus * d
+    tokens_per_hour = rps * prep.shp.mean_output * 3600.0
+    per_million = hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else None
+    return hour, cg * p, per_million
+
+
+def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
+             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     pools = _best_pools(prep, rps)
     c = _best_colocated(prep, rps)
@@ -181,7 +195,12 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
         notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
                      f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
                      "between domains takes the scale-out network")  # fmt: skip
+    if sc.decode_gpu != sc.gpu and is_scale_up(sc.link):
+        notes.append(f"prefill on {sc.gpu.name} and decode on {sc.decode_gpu.name} share no "
+                     f"{sc.link.name} domain: a transfer between them takes the scale-out "
+                     "network")  # fmt: skip
     cg = c.gpus if c else 0
+    hour, colo_hour, per_million = _costs(prep, pgpus, dgpus, cg, rps, price, price_decode)
     return CapacityPlan(
         rps=rps,
         prefill_gpus=pgpus,
@@ -216,18 +235,27 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
         link_bandwidth_bytes_per_s=sc.link.bandwidth_bytes_per_s,
         nics_per_transfer=pf.streams,
         demanded_bytes_per_s=rps * pf.mean_wire_bytes,
-        cost_per_hour=None if price is None else (pgpus + dgpus) * price,
-        colocated_cost_per_hour=None if price is None else cg * price,
+        cost_per_hour=hour,
+        colocated_cost_per_hour=colo_hour,
         notes=tuple(notes),
+        prefill_gpu=sc.gpu.id,
+        decode_gpu=sc.decode_gpu.id,
+        cost_per_million_output_tokens=per_million,
     )
+
+
+MAX_PRICE = 1_000_000.0  # $/GPU-hour: above it a price is an input error, not a plan
 
 
 def _price(gpu_price_per_hour) -> float | None:
     if gpu_price_per_hour is None or gpu_price_per_hour == 0:
         return None
     p = gpu_price_per_hour
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < math.inf:
-        raise ValueError(f"the GPU price must be > 0 $/GPU-hour (0: none), got {p!r}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= MAX_PRICE:
+        raise ValueError(
+            f"the GPU price must be > 0 and at most {MAX_PRICE:,.0f} $/GPU-hour (0: none), "
+            f"got {p!r}"
+        )
     return float(p)
 
 
@@ -254,8 +282,10 @@ class Sizing:
     def __init__(self, sc: Scenario, workload: Workload, slo: Slo, *,
                  prefill_tp: int | None = None, decode_tp: int | None = None,
                  colocated_tp: int | None = None,
-                 gpu_price_per_hour: float | None = None):  # fmt: skip
+                 gpu_price_per_hour: float | None = None,
+                 gpu_price_decode_per_hour: float | None = None):  # fmt: skip
         self.price = _price(gpu_price_per_hour)
+        self.price_decode = _price(gpu_price_decode_per_hour)
         self.workload = workload  # kept: callers may key on its identity
         self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
         self._plans: dict[tuple[float, bool], CapacityPlan] = {}
@@ -280,7 +310,8 @@ class Sizing:
                     self._plans.clear()
                     self._prep.forget()
                 hit = self._plans[key] = _plan_at(self._prep, key[0], self.price,
-                                                  network=network)  # fmt: skip
+                                                  network=network,
+                                                  price_decode=self.price_decode)  # fmt: skip
         return hit
 
     def sweep(self, rates) -> pd.DataFrame:
@@ -299,14 +330,18 @@ class Sizing:
 
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,
          decode_tp: int | None = None, colocated_tp: int | None = None,
-         gpu_price_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
+         gpu_price_per_hour: float | None = None,
+         gpu_price_decode_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
     """The capacity plan of ``workload`` on ``sc``'s model, GPU, link and stack (module doc).
 
     A TP of None is searched.  ``colocated_tp`` None: the decode TP when it is given, else
-    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none).
+    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none);
+    ``gpu_price_decode_per_hour``: the decode GPUs' price when it differs (None: the same).
+    The decode pool runs on ``sc.decode_gpu`` (``Scenario.gpu_decode``).
     """
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
     return sizing.plan(workload.rps)
 
 

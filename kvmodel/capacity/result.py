@@ -42,6 +42,9 @@ class CapacityPlan:
     cost_per_hour: float | None
     colocated_cost_per_hour: float | None
     notes: tuple[str, ...] = ()
+    prefill_gpu: str = ""  # catalog ids of each pool's GPU
+    decode_gpu: str = ""
+    cost_per_million_output_tokens: float | None = None  # $ per 10^6 tokens generated
 
     def to_json(self) -> dict:
         """The plan as JSON-ready values (ms, GB/s where the key says so)."""
@@ -84,5 +87,8 @@ class CapacityPlan:
             "demanded_gbs": gbs(self.demanded_bytes_per_s),
             "cost_per_hour": self.cost_per_hour,
             "colocated_cost_per_hour": self.colocated_cost_per_hour,
+            "prefill_gpu": self.prefill_gpu,
+            "decode_gpu": self.decode_gpu,
+            "cost_per_million_output_tokens": self.cost_per_million_output_tokens,
             "notes": list(self.notes),
         }

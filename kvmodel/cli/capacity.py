@@ -19,6 +19,7 @@ ROWS = (
     "ttft_pct",
     "tpot_slo",
     "price",
+    "priced",
     "replay",
     "size",
     "rn",
@@ -104,7 +105,8 @@ def cmd_capacity(args):
         ttft_percentile=args.ttft_percentile,
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-             gpu_price_per_hour=args.gpu_price or None)  # fmt: skip
+             gpu_price_per_hour=args.gpu_price or None,
+             gpu_price_decode_per_hour=args.gpu_price_decode or None)  # fmt: skip
     payload = {
         "model": sc.model.id,
         "gpu": sc.gpu.id,
@@ -126,7 +128,8 @@ def cmd_capacity(args):
         ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
                     f"(limit: {p.limits['prefill']})"),
         ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
-                   f"(limit: {p.limits['decode']})"),
+                   f"(limit: {p.limits['decode']})"
+                   + (f" on {sc.decode_gpu.name}" if sc.gpu_decode is not None else "")),
         ("disaggregated", f"{_gpus(p.disaggregated_gpus)} (P:D {p.pd_ratio:.2f})"),
         ("colocated", f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP "
                       f"{p.colocated_tp}, chunk {p.colocated_chunk_tokens:,} tokens "
@@ -146,6 +149,9 @@ def cmd_capacity(args):
     if p.cost_per_hour is not None:
         rows.append(("cost", f"${p.cost_per_hour:,.2f}/h disaggregated, "
                              f"${p.colocated_cost_per_hour:,.2f}/h colocated"))  # fmt: skip
+        if p.cost_per_million_output_tokens is not None:
+            rows.append(("cost per output", f"${p.cost_per_million_output_tokens:,.2f} per "
+                                            "million output tokens"))  # fmt: skip
     if replaying:
         rows += _replayed(args, sc, p, workload, req, slo, payload)
     footer = tuple(f"note: {n}" for n in payload["notes"])
