@@ -170,3 +170,61 @@ def test_fences_are_closed():
     for page in PAGES:
         lines = [line for line in _text(page).splitlines() if line.startswith("```")]
         assert len(lines) % 2 == 0, f"{_rel(page)} has an unclosed ``` fence"
+
+
+# One invocation per command of docs/cli.md's key table (files shipped in data/).
+JSON_RUNS = {
+    "transfer": ["transfer"],
+    "size": ["size"],
+    "critical": ["critical"],
+    "table": ["table"],
+    "traffic": ["traffic", "data/traces/azure2023/AzureLLMInferenceTrace_conv.csv"],
+    "capacity": ["capacity", "--rps", "10", "--tp", "8"],
+    "calibrate": ["calibrate", "data/measurements/ib_write_bw.txt"],
+    "metrics": ["metrics", "data/measurements/vllm_pd_metrics.prom"],
+}
+
+
+def _json_key_table() -> dict[str, list[str]]:
+    text = _text(DOCS / "cli.md")
+    section = text.split("## JSON keys", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]+)` \|$", section, re.M)
+    return {command: [k.strip() for k in keys.split(",")] for command, keys in rows}
+
+
+def test_cli_page_lists_every_json_key(monkeypatch):
+    import json
+
+    monkeypatch.chdir(ROOT)
+    table = _json_key_table()
+    assert sorted(table) == sorted(JSON_RUNS), "docs/cli.md's key table lost a command"
+    for command, argv in JSON_RUNS.items():
+        code, printed = _run("python -m kvmodel " + shlex.join([*argv, "--json"]))
+        assert code == 0, (command, printed[:3])
+        keys = set(json.loads("\n".join(printed))) - {"non_finite"}  # only when one occurs
+        listed = set(table[command])
+        assert keys == listed, (
+            f"docs/cli.md, `{command}`: missing {sorted(keys - listed)}, "
+            f"gone {sorted(listed - keys)}"
+        )
+
+
+def test_catalog_page_names_every_column_and_counts_the_rows():
+    import csv
+
+    text = _text(DOCS / "catalogs.md")
+    for name in ("models", "interconnects", "gpus", "stacks"):
+        path = ROOT / "data" / f"{name}.csv"
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        header, n = set(rows[0]), len([r for r in rows[1:] if r and not r[0].startswith("#")])
+        entry = re.search(rf"^- `data/{name}\.csv` — (.*?)(?=^- |^$)", text, re.M | re.S)
+        assert entry, f"docs/catalogs.md has no entry for data/{name}.csv"
+        named = {
+            word.strip()
+            for span in re.findall(r"`([^`]+)`", entry.group(1))
+            for word in span.split(",")
+        }
+        assert header <= named, f"data/{name}.csv columns not in docs: {sorted(header - named)}"
+        count = re.search(r"(\d+) (?:models|links|GPUs|stacks)\.", entry.group(1))
+        assert count and int(count.group(1)) == n, f"data/{name}.csv has {n} rows"
