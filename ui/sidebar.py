@@ -207,7 +207,7 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step_ms",
+LAZY_KEYS = ("tp", "tpd", "par", "gpu", "gpud", "kvd", "attn", "win", "step_mode", "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
@@ -231,6 +231,14 @@ def _hardware_controls(box, spec) -> None:
             list(catalog.gpus()),
             key="gpu",
             format_func=lambda g: catalog.get_gpu(g).name,
+        )
+        row = I.get("gpud")
+        st.selectbox(
+            row.label,
+            ["", *catalog.gpus()],
+            key="gpud",
+            format_func=lambda g: catalog.get_gpu(g).name if g else "the same as prefill",
+            help=row.help.replace("`", ""),
         )
         st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
         row = I.get("attn")

@@ -379,11 +379,13 @@ SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "co
 def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                prefill_tp: int | None = None, decode_tp: int | None = None,
                colocated_tp: int | None = None,
-               gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+               gpu_price_per_hour: float | None = None,
+               gpu_price_decode_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
     the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
     return sizing.sweep(rates)
 
 
@@ -396,7 +398,8 @@ NETWORK_COLUMNS = ("link", "link_name", "bandwidth_bytes_per_s", "nics_per_trans
 
 def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
                   prefill_tp: int | None = None, decode_tp: int | None = None,
-                  gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+                  gpu_price_per_hour: float | None = None,
+                  gpu_price_decode_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
     """Which network: the plan of ``workload`` with ``sc``'s interconnect replaced by each of
     ``link_ids`` (catalog ids; the scenario's own first, once), everything else as given.  One
     row per link (``NETWORK_COLUMNS``, SI units; bandwidth per NIC and direction;
@@ -406,7 +409,8 @@ def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
     rows = []
     for link in links:
         p = plan(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,
-                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour,
+                 gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
         row = {k: getattr(p, k) for k in NETWORK_COLUMNS if hasattr(p, k)}
         row.update(link=link.id, link_name=link.name,
                    bandwidth_bytes_per_s=link.bandwidth_bytes_per_s,

@@ -10,6 +10,7 @@ import streamlit as st
 
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
+from kvmodel import replay as rp
 from kvmodel import traffic as tr
 from kvmodel.capacity.pools import pair_scenario
 from kvview import csv_capacity, figures, params
@@ -26,7 +27,9 @@ from kvview.capacity_words import (
     source_caption,
 )
 from kvview.figures import capacity as figs
+from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.replay_words import replay_frame, replay_rows
 from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui.memo import Memo
 
@@ -141,15 +144,17 @@ def _inputs(sc):
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
-    c = st.columns(5)
+    c = st.columns(6)
     _number(c[0], "ttft_slo", "TTFT target [ms]", 100.0)
     _number(c[1], "ttft_pct", "TTFT percentile", 1.0, format="%g",
             help="The share of requests that must meet the TTFT target")  # fmt: skip
     _number(c[2], "tpot_slo", "TPOT target [ms]", 5.0,
             help="Time per output token, one decode step")  # fmt: skip
     _number(c[3], "price", "Price [$/GPU-hour]", 0.5, help="0 = no cost shown")
+    _number(c[4], "priced", "Decode GPU price [$/GPU-hour]", 0.5,
+            help="The decode GPUs' price when it differs (0 = the same as above)")  # fmt: skip
     widgets.page_widget(
-        c[4].radio,
+        c[5].radio,
         "Tensor parallelism",
         "ctp",
         options=["auto", "sidebar"],
@@ -183,7 +188,8 @@ def render() -> None:
     slo = cap.Slo(
         ttft_s=ss["ttft_slo"] / 1e3, tpot_s=ss["tpot_slo"] / 1e3, ttft_percentile=ss["ttft_pct"]
     )
-    kw = {"gpu_price_per_hour": price}
+    kw = {"gpu_price_per_hour": price,
+          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
     if ss["ctp"] == "sidebar":
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
     try:
@@ -219,6 +225,7 @@ def render() -> None:
     for note in plan.notes:
         st.caption(f"Note: {note}.")
     _networks(sc, lengths, rate, slo, kw)
+    replayed = _replay(sc, plan, source, req, lengths, rate, slo)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
         if ss["ctp"] == "sidebar"
@@ -226,7 +233,8 @@ def render() -> None:
     )
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
-                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
+                replayed=replayed)
     )  # fmt: skip
 
 
@@ -261,6 +269,100 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _sample_per_request(sample_id: str):
+    """A shipped trace with every request (a replay plays its timestamps); two kept."""
+    return tr.load_traffic(tr.sample_path(sample_id), per_request=True)
+
+
+def _replay_stream(sc, source: str, lengths, rate: float):
+    """The requests the replay plays: a shipped trace's own, else Poisson arrivals (an
+    upload is kept as counts per length, without its timestamps)."""
+    ss = st.session_state
+    wl = lengths.with_rps(rate)
+    if source == TRACE and not traffic_ui.upload_chosen():
+        req = _sample_per_request(ss["trace"])
+        return rp.stream_for(wl, sc.model.max_context_tokens, req, rps=ss["rps"] or None,
+                             output_len=int(ss["out"]), n=int(ss["rn"]))  # fmt: skip
+    return rp.poisson_stream(wl, sc.model.max_context_tokens, int(ss["rn"]))
+
+
+def _run_replay(sc, plan, source, lengths, rate, slo, size_by, bar):
+    stream = _replay_stream(sc, source, lengths, rate)
+
+    def progress(i: int, total: int) -> None:
+        bar.progress(i / total, text=f"Growing the pools: round {i} of at most {total}…")
+
+    return rp.replay_plan(sc, plan, stream, slo, size_by=size_by, progress=progress)
+
+
+def _replay(sc, plan, source, req, lengths, rate: float, slo):
+    """The plan replayed over the trace's own arrivals, drawn only while its expander is
+    open (a replay of the shipped traces: ~0.1 s; sizing by replay: a few rounds)."""
+    box = st.expander("Replay the trace: the plan under the trace's own arrivals",
+                      icon=":material/replay:", key="cap_replay_open",
+                      on_change="rerun")  # fmt: skip
+    if not box.open:
+        return None
+    ss = st.session_state
+    with box:
+        c = st.columns([2, 1])
+        size_by = widgets.page_widget(
+            c[0].radio, "Size the pools by", "size", options=list(rp.SIZE_BY),
+            horizontal=True,
+            format_func={"analytic": "the formulas (as planned)",
+                         "replay": "the replay (grow until it meets the targets)"}.get,
+        )  # fmt: skip
+        _number(c[1], "rn", "Requests (no timestamps)", 1000,
+                help="Poisson arrivals replayed when the traffic has no timestamps")  # fmt: skip
+        key = (
+            "replay",
+            plan_key(sc),
+            lengths,
+            rate,
+            slo,
+            size_by,
+            int(ss["rn"]),
+            source,
+            ss.get("trace"),
+            traffic_ui.upload_chosen(),
+            ss["rps"],
+            int(ss["out"]),
+            plan.prefill_instances,
+            plan.decode_instances,
+            plan.prefill_tp,
+            plan.decode_tp,
+        )
+        bar = st.empty()
+        try:
+            done = _PLANS.call(_run_replay, (sc, plan, source, lengths, rate, slo, size_by,
+                                             bar.progress(0.0, text="Replaying the trace…")),
+                               {}, key=key)  # fmt: skip
+        except ValueError as exc:
+            st.error(f"No replay: {exc}.", icon=":material/block:")
+            return None
+        bar.empty()
+        _replay_body(done, slo)
+    return done
+
+
+def _replay_body(done, slo) -> None:
+    r = done.result
+    verdict = "meets" if r.meets_slo else "misses"
+    st.markdown(f"**The replay {verdict} the targets**: TTFT "
+                f"{pct_label(slo.ttft_percentile)} {fmt_time(r.ttft_at_slo_s)} against "
+                f"{fmt_time(slo.ttft_s)}, TPOT p90 {fmt_time(r.tpot_p90_s)} against "
+                f"{fmt_time(slo.tpot_s)}.")  # fmt: skip
+    for why in done.reasons:
+        st.caption(f"Replay and formulas disagree: {why}.")
+    exports_ui.chart(perf.cached(figure_replay, r.series, ttft_slo_s=slo.ttft_s),
+                     "capacity-replay")  # fmt: skip
+    rows = replay_rows(done, slo=slo)
+    st.dataframe({"quantity": [k for k, _ in rows], "value": [v for _, v in rows]},
+                 hide_index=True, width="stretch")  # fmt: skip
+    exports_ui.table_download(partial(replay_frame, r.series), "capacity-replay")
 
 
 def _report_button(build) -> None:
