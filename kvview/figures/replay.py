@@ -48,9 +48,9 @@ def figure_replay(series, *, ttft_slo_s: float, title: str = "") -> go.Figure:
     fig.update_xaxes(title_text="minute of the trace [min]", row=3, col=1)
     fig.update_layout(
         title={"text": title or "The replay minute by minute", "x": 0, "xanchor": "left"},
-        height=620,
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 0},
+        height=660,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.1, "x": 0},
         hoverlabel={"namelength": -1},
         bargap=0.1,
     )
