@@ -83,7 +83,11 @@ def evaluate(sc: Scenario) -> Evaluation:
     ttft = prefill + exposed + sc.decode_step_s
     lb = float(
         decode_step_lower_bound_s(
-            sc.model, sc.seq_len, sc.batch, gpu=sc.decode_gpu, tp=sc.tp_decode,
+            sc.model,
+            sc.seq_len,
+            sc.batch,
+            gpu=sc.decode_gpu,
+            tp=sc.tp_decode,
             kv_dtype=sc.kv_dtype,
         )
     )

@@ -91,3 +91,18 @@ def test_handout_carries_the_replay():
     plain = capacity_report_html(plan, sweep, sc=sc, slo=slo, rps=plan.rps, price=None,
                                  traffic="azure", tp_mode="searched")  # fmt: skip
     assert 'id="replay"' not in plain
+
+
+def test_which_decode_gpu_opens_on_demand():
+    from kvmodel import catalog
+
+    at = app(page=PAGE, article=False)
+    n = len(at.dataframe)
+    at.session_state["cap_gpus_open"] = True
+    at.run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    assert len(at.dataframe) == n + 1
+    assert set(table["decode GPU"]) == {g.name for g in catalog.gpus().values()}
+    ok = table[table["meets the targets"] == "yes"]
+    assert list(ok["GPUs [GPUs]"]) == sorted(ok["GPUs [GPUs]"])  # no price: fewest first

@@ -91,3 +91,27 @@ def test_link_round_trip_and_bad_id():
     values, warnings, _ = P.parse_query({"gpud": "h2o", "stack": "ideal"})
     assert values["gpud"] == "" and any("gpud=" in w for w in warnings)
     assert scenario_from_inputs(P.parse_query({})[0]).gpu_decode is None  # old links: same GPU
+
+
+def test_compare_takes_the_decode_gpu():
+    values, warnings, _ = P.parse_query({"cmp": "gpud:h20", "stack": "mooncake"})
+    assert values["cmp"] == "gpud:h20" and not warnings
+    over_values, extra = P.variant_values(values, {"gpud": "h20"})
+    assert scenario_from_inputs(over_values).decode_gpu.id == "h20" and not extra
+
+
+def test_which_decode_gpu_cheapest_first():
+    from kvmodel.capacity.pairs import decode_gpu_plans
+
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe", tp=8)
+    wl, slo = cap.Workload.fixed(20.0, 2048, 256), cap.Slo(2.0, 0.05)
+    df = decode_gpu_plans(sc, wl, slo, ["h20", "l40s", "a100-40"], gpu_price_per_hour=3.0,
+                          gpu_price_decode_per_hour=2.0)  # fmt: skip
+    assert df.decode_gpu.iloc[0] in ("h100-sxm", "h20", "l40s")  # the scenario's own is a row
+    assert set(df.decode_gpu) == {"h100-sxm", "h20", "l40s", "a100-40"}
+    ok = df[df.meets_slo.astype(bool)]
+    assert list(ok.cost_per_hour) == sorted(ok.cost_per_hour)
+    alone = cap.plan(replace(sc, gpu_decode=H20), wl, slo, gpu_price_per_hour=3.0,
+                     gpu_price_decode_per_hour=2.0)  # fmt: skip
+    row = df[df.decode_gpu == "h20"].iloc[0]
+    assert row.decode_gpus == alone.decode_gpus and row.cost_per_hour == alone.cost_per_hour

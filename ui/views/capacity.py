@@ -9,9 +9,11 @@ from functools import partial
 import streamlit as st
 
 from kvmodel import capacity as cap
+from kvmodel import catalog
 from kvmodel import inputs as I
 from kvmodel import replay as rp
 from kvmodel import traffic as tr
+from kvmodel.capacity.pairs import decode_gpu_plans
 from kvmodel.capacity.pools import pair_scenario
 from kvview import csv_capacity, figures, params
 from kvview.capacity_report import capacity_report_html
@@ -225,6 +227,7 @@ def render() -> None:
     for note in plan.notes:
         st.caption(f"Note: {note}.")
     _networks(sc, lengths, rate, slo, kw)
+    _decode_gpus(sc, lengths, rate, slo, kw)
     replayed = _replay(sc, plan, source, req, lengths, rate, slo)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
@@ -269,6 +272,38 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
+
+
+def _decode_gpus(sc, lengths, rate: float, slo, kw: dict) -> None:
+    """Which decode GPU: the plan with its decode pool on each catalog GPU (the sidebar's
+    prefill GPU kept), drawn only while its expander is open (a plan per GPU: ~20 ms each)."""
+    box = st.expander("Which decode GPU: this plan with decode on other GPUs",
+                      icon=":material/memory:", key="cap_gpus_open",
+                      on_change="rerun")  # fmt: skip
+    if not box.open:
+        return
+    with box:
+        ids = tuple(catalog.gpus())
+        key = ("gpus", plan_key(sc), sc.gpu_decode, lengths, rate, slo,
+               tuple(sorted(kw.items())), ids)  # fmt: skip
+        try:
+            table = _memo("Sizing on each decode GPU…", _pair_plans,
+                          (sc, lengths, rate, slo, ids, kw), {}, key)  # fmt: skip
+        except ValueError as exc:
+            st.error(f"No plan per decode GPU: {exc}.", icon=":material/block:")
+            return
+        st.dataframe(table, hide_index=True, width="stretch")
+        priced = "cheapest first at the prices above (the decode price for every decode GPU)"
+        st.caption(f"Prefill on {sc.gpu.name}; meeting the targets first, then "
+                   + (priced if kw.get("gpu_price_per_hour") or
+                      kw.get("gpu_price_decode_per_hour") else "fewest GPUs first")
+                   + ". Set the decode GPU in the sidebar (Parallelism and hardware).")  # fmt: skip
+        exports_ui.table_download(lambda: table, "capacity-decode-gpus")
+
+
+def _pair_plans(sc, lengths, rate: float, slo, ids: tuple, kw: dict):
+    plans = decode_gpu_plans(sc, lengths.with_rps(rate), slo, ids, **kw)
+    return csv_capacity.decode_gpu_frame(plans, ttft_percentile=slo.ttft_percentile)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
