@@ -93,6 +93,7 @@ class Input:
     whelp: str | None = None  # the widget's help (None: ``help`` without backticks; "": none)
     wstep: float | None = None  # the widget's step
     wfmt: str | None = None  # the widget's number format
+    wrange: tuple[float, float] | None = None  # the widget's range when not ``lo``–``hi``
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -269,7 +270,8 @@ INPUTS: tuple[Input, ...] = (
     # --- the scenario (sidebar on every page; CLI scenario options) ---
     Input("model", "Model", "id", "llama-3.1-70b", choices=_model_ids, cli="--model",
           accepted="ids of `python -m kvmodel models`; aliases resolve to the id",
-          help="catalog id or alias (`python -m kvmodel models`), or an imported `cfg-…` id"),
+          help="catalog id or alias (`python -m kvmodel models`), or an imported `cfg-…` id",
+          whelp=""),
     Input("seq", "Sequence length", "int", 1024, unit="tokens", lo=1, hi=None, field="seq_len",
           cli="--seq-len", help="prompt tokens per request; at most the model's max context",
           max_from="max_context_tokens", accepted="1 – the model's max context, whole",
@@ -391,6 +393,8 @@ INPUTS: tuple[Input, ...] = (
           cli="--batches", page="Interconnects", accepted="whole numbers 1 – 4,096",
           help="whole numbers, comma-separated (CLI: `table`)"),
     Input("band", "Decode-step band", "text", "20-50", unit="ms", page="Interconnects",
+          wrange=(1.0, 200.0), wstep=1.0, wfmt="%.0f ms",
+          whelp="A decode step of Llama-3-70B on 8×A100 takes roughly 20–50 ms.",
           accepted="`LOW-HIGH`, 0 < LOW < HIGH ≤ 100,000",
           help="the band of typical decode steps drawn behind the bars"),
     Input("tl", "Timeline option", "int", 4, lo=0, hi=7, page="Mitigations",
@@ -399,14 +403,17 @@ INPUTS: tuple[Input, ...] = (
           help="the shipped traffic sample shown"),
     Input("minlen", "Too short below", "int", DEFAULT_MIN_SEQ_LEN, unit="tokens", lo=0,
           hi=10_000_000, cli="--min-seq-len", page="Traffic",
-          help="prompts shorter than this gain nothing from disaggregation"),
+          help="prompts shorter than this gain nothing from disaggregation", wstep=32,
+          whelp="Prompts this short prefill fast enough locally."),
     Input("crit", "Transfer-bound criterion", "choice", "step", choices=CRITERIA,
           cli="--criterion", page="Traffic",
           help="`step`: transfer ≥ k × decode step; `share`: transfer share of TTFT > `share`"),
     Input("hit", "Prefix-cache hit ratio", "float", 0.0, unit="%", scale=0.01, lo=0, hi=95,
           limit=(0, 100), hi_open=True, cli="--hit-ratio", cli_scale=100, cli_default=None,
           page="Traffic",
-          help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)"),
+          help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)",
+          wstep=5.0, wfmt="%.0f %%", whelp="Share of every prompt already on the decode side. "
+          "0 % uses the trace's own cached tokens where it has them (Mooncake)."),
     Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
           cli="--rps", cli_default=None, page="Traffic, Capacity",
           help="0 = from the trace's timestamps", wlabel="Request rate [requests/s]", wstep=1.0),
