@@ -2,10 +2,10 @@
 
 One :class:`Input` row per input: its URL key, CLI flag, unit, SI scale, range, default, help
 text and how it is validated.  The app's URL parser and sidebar widgets (``kvview.params``,
-``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, README's parameter
-table (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s validation
-all read these rows.  To add an input: add a row here, use it in the model, and regenerate the
-README table (README's "Adding an input").
+``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, the parameter table
+of docs/links.md (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s
+validation all read these rows.  To add an input: add a row here, use it in the model, and
+regenerate that table (docs/architecture.md, "Adding an input").
 
 Values are in *display units* here (ms, GB/s, %); ``scale`` turns one into SI (seconds, bytes/s,
 a fraction), the unit ``Scenario`` holds.  A row also carries the behaviour that used to be
@@ -59,7 +59,7 @@ class Input:
     """One input.  Numbers in display units (``unit``); ``value × scale`` is SI."""
 
     name: str  # URL key and session-state key; for CLI-only inputs the CLI's dest
-    label: str  # what a person reads: widget label, README, messages
+    label: str  # what a person reads: widget label, docs table, messages
     kind: str  # one of KINDS
     default: object
     unit: str = ""
@@ -77,7 +77,7 @@ class Input:
     choices: tuple | Callable[[], tuple] | None = None
     help: str = ""
     page: str = ""  # "" for the scenario (sidebar); else the page that reads it
-    accepted: str = ""  # README's "accepted" column when the range does not say it
+    accepted: str = ""  # the docs table's "accepted" column when the range does not say it
     # --- behaviour, applied by one function each (never an ``if name == ...`` elsewhere) ---
     divide_by: float | None = None  # SI = value ÷ divide_by (sets ``scale``); else value × scale
     est: bool = False  # also takes `est`: the model estimates it (None in the Scenario)
@@ -86,7 +86,7 @@ class Input:
     max_from: str | None = None  # a ModelSpec attribute that caps ``hi`` (seq: the context)
     only_with: tuple[str, str] | None = None  # (input, fnmatch pattern): in the app, only then
     default_from: Callable | None = None  # model → default (None: the row's own default)
-    default_doc: str = ""  # README's default when it comes from the model or another input
+    default_doc: str = ""  # the docs table's default when it comes from the model or another input
     follows: str | None = None  # absent from the link: the value of that input (tpd: tp)
     auto_at: int | None = None  # this display value means None ("the model decides")
     wlabel: str = ""  # the widget's label when it is not ``label_unit``
@@ -259,7 +259,7 @@ MEASUREMENT_SUFFIXES = (".prom", ".txt", ".json", ".csv")
 READ_MEASUREMENT_AS = ("auto", "prometheus", "perftest", "nsys", "pairs")
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
-DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
+DEFAULT_STACK = "mooncake"  # the best-supported measured stack (docs/model.md, Fidelity)
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
 V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": DEFAULT_DECODE_STEP_MS, "tp": 1,
@@ -498,7 +498,7 @@ def check_scenario_field(field: str, value) -> None:
 
 @cache
 def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows (``inputs_table``)."""
+    """docs/links.md's table of the app's link parameters, made from the rows (``inputs_table``)."""
     return _table(INPUTS, SCENARIO_KEYS)
 
 

@@ -1,17 +1,17 @@
-"""README's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks it), made
-from the rows of :mod:`kvmodel.inputs`, which passes them in: this module imports nothing of the
-package, so the rows and their table form no import circle."""
+"""docs/links.md's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks
+it), made from the rows of :mod:`kvmodel.inputs`, which passes them in: this module imports
+nothing of the package, so the rows and their table form no import circle."""
 
 from __future__ import annotations
 
 
 def number_text(x: float) -> str:
-    """A range end or default as README and the messages print it (1,024; 0.001)."""
+    """A range end or default as the docs table and the messages print it (1,024; 0.001)."""
     return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:,.6g}"
 
 
 def markdown_table(rows, scenario_keys) -> str:
-    """README's table of the app's link parameters, made from the rows."""
+    """docs/links.md's table of the app's link parameters, made from the rows."""
     lines = [
         "| name | meaning | unit | default | accepted | CLI |",
         "|---|---|---|---|---|---|",
