@@ -153,6 +153,8 @@ def default_attention_parallel(model: ModelSpec) -> str:
 
 def _si(row: I.Input, value, values: dict, model: ModelSpec):
     """One row's display value as its Scenario field takes it (the row says how)."""
+    if row.catalog is not None:  # an id: the Scenario holds the catalog's spec ("": None)
+        return getattr(catalog, f"get_{row.catalog}")(value) if value else None
     if value in (None, "") and (row.follows or row.default_from):
         value = row.default_for(model, values)  # tpd: the prefill TP; kvd, attn: the model's
     if row.est and value in (None, "est"):
@@ -191,13 +193,7 @@ def to_scenario(values: dict, *, model: ModelSpec | None = None) -> Scenario:
                           None if lat is None else float(lat))  # fmt: skip
     fields = {r.field: _si(r, v[r.name], v, spec) for r in SCENARIO_ROWS}
     fields.update({r.est_flag: v[r.name] in (None, "est") for r in SCENARIO_ROWS if r.est_flag})
-    return Scenario(
-        model=spec,
-        link=chosen,
-        gpu=catalog.get_gpu(v["gpu"]),
-        stack=catalog.get_stack(v["stack"]),
-        **fields,
-    )
+    return Scenario(model=spec, link=chosen, **fields)
 
 
 scenario_from_inputs = to_scenario  # its earlier name (tests and scripts)
@@ -224,8 +220,6 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
         gaps.append("a GPU outside the catalog")
     if catalog.stacks().get(sc.stack.id) != sc.stack:
         gaps.append("a transfer stack outside the catalog")
-    values["stack"] = sc.stack.id
-    values["gpu"] = sc.gpu.id
     values["model"] = sc.model.id
     if catalog.links().get(sc.link.id) == sc.link:
         values["link"] = sc.link.id
@@ -240,6 +234,8 @@ def inputs_from_scenario(sc: Scenario) -> tuple[dict, list[str]]:
 
 def _display(row: I.Input, si, sc: Scenario):
     """One Scenario field as its row's display value (``_si`` reversed)."""
+    if row.catalog is not None:
+        return "" if si is None else si.id
     if row.kind == "choice":
         return si
     if row.est and (si is None or (row.est_flag and getattr(sc, row.est_flag))):

@@ -94,6 +94,7 @@ class Input:
     wstep: float | None = None  # the widget's step
     wfmt: str | None = None  # the widget's number format
     wrange: tuple[float, float] | None = None  # the widget's range when not ``lo``–``hi``
+    catalog: str | None = None  # an id of this catalog (``catalog.get_<it>``); the field its spec
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -338,7 +339,7 @@ INPUTS: tuple[Input, ...] = (
           limit=(0, 86_400_000), hi_open=True, field="prefill_s", cli="--prefill-ms",
           cli_default=None,
           help="prefill time, or `est` to estimate it from the GPU"),
-    Input("gpu", "GPU", "id", "h100-sxm", choices=_gpu_ids, cli="--gpu",
+    Input("gpu", "GPU", "id", "h100-sxm", choices=_gpu_ids, cli="--gpu", field="gpu", catalog="gpu",
           accepted="ids of `python -m kvmodel gpus`",
           help="GPU for the prefill estimate and the decode roofline", wlabel="GPU (for estimates)",
           whelp=""),
@@ -355,6 +356,7 @@ INPUTS: tuple[Input, ...] = (
           "≤ 4,000 characters, validated", accepted="≤ 4,000 characters",
           only_with=("model", IMPORTED_PREFIX + "*")),
     Input("stack", "Transfer stack", "id", DEFAULT_STACK, choices=_stack_ids, cli="--stack",
+          field="stack", catalog="stack",
           accepted="ids of `python -m kvmodel stacks`",
           help="the connector's measured costs: per request, per chunk, and bandwidth by "
           "message size; `ideal` is wire speed (the source article)"),

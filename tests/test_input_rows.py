@@ -201,7 +201,9 @@ def test_no_name_switch_on_a_row(rel):
     assert found == [], f"{rel}: lines {found}"
 
 
-@pytest.mark.parametrize("rel", ["ui/sidebar.py", "kvview/params.py", "kvmodel/build.py"])
+@pytest.mark.parametrize(
+    "rel", ["ui/sidebar.py", "ui/compare_edit.py", "kvview/params.py", "kvmodel/build.py"]
+)
 def test_the_context_cap_is_the_rows(rel):
     """ "At most the model's context" is the seq row's ``max_from``, read through the row."""
     assert "max_context_tokens" not in (ROOT / rel).read_text(encoding="utf-8")
