@@ -21,6 +21,7 @@ from kvview.capacity_words import (
     crossover_sentence,
     gpus,
     limit_text,
+    nearest_text,
     network_caption,
     pct_label,
     source_caption,
@@ -293,30 +294,45 @@ def _tiles(plan, slo, price) -> None:
     m[0].metric(
         "Disaggregated GPUs",
         gpus(plan.disaggregated_gpus),
+        delta=None if plan.disaggregated_feasible else "misses the targets",
+        delta_color="inverse",
+        delta_arrow="off",
         help=f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) "
         f"+ {plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); "
-        f"P:D = {plan.pd_ratio:,.2f}",
+        f"P:D = {plan.pd_ratio:,.2f}." + nearest_text(plan, "disaggregated"),
     )
     m[1].metric(
         "Colocated GPUs",
         gpus(plan.colocated_gpus) if plan.colocated_gpus else "none fits",
-        delta=None if plan.colocated_meets_slo else "misses the targets",
+        delta=None if plan.colocated_feasible else "misses the targets",
         delta_color="inverse",
         delta_arrow="off",
         help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
         f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets"
-        if plan.colocated_meets_slo
-        else "No colocated size meets the targets; this is the size the model fell back to",
+        if plan.colocated_feasible
+        else f"No colocated size at TP {plan.colocated_tp} meets the targets; this is the "
+        "size the model fell back to." + nearest_text(plan, "colocated"),
     )
     saves = plan.disaggregation_saves_gpus
-    m[2].metric(
-        "Disaggregation saves",
-        ("−" if saves < 0 else "") + gpus(abs(saves)),
-        delta=cheaper_text(saves),
-        delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
-        delta_arrow="off",
-        help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
-    )
+    if saves is None:  # a side misses the targets: no saving, no green (issue 24)
+        m[2].metric(
+            "Disaggregation saves",
+            "not counted",
+            delta="a side misses the targets",
+            delta_color="off",
+            delta_arrow="off",
+            help="No saving is counted against a plan that misses a target: see the "
+            "nearest TP that meets them in the summary above",
+        )
+    else:
+        m[2].metric(
+            "Disaggregation saves",
+            ("−" if saves < 0 else "") + gpus(abs(saves)),
+            delta=cheaper_text(saves),
+            delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
+            delta_arrow="off",
+            help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+        )
     m[3].metric(
         "Meets the targets",
         "yes" if plan.meets_slo else "no",
