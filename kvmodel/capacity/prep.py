@@ -89,7 +89,9 @@ class Basis:
         if tp not in self._work:
             sc, shp = self.sc, self.shp
             pre = prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)
-            self._work[tp] = float((shp.weights * prefill_work_s(sc.model, shp.moved, pre)).sum())
+            self._work[tp] = float(
+                (shp.weights * prefill_work_s(sc.model, shp.moved, pre, tp)).sum()
+            )
         return self._work[tp]
 
     def prefill(self, tp: int, tp_decode: int) -> Prefill:
