@@ -85,6 +85,15 @@ def nearest_text(plan, side: str) -> str:
     )
 
 
+def nearest_delta(plan, side: str) -> str:
+    """The short form under an infeasible side's tile: 'TP 4: 32 GPUs meet them'."""
+    n = plan.colocated_nearest if side == "colocated" else plan.disaggregated_nearest
+    if n is None:
+        return "misses the targets" if not plan.nearest_searched else "no TP meets them"
+    tps = f"TP {n.tp}" if side == "colocated" else f"TP {n.prefill_tp} / {n.decode_tp}"
+    return f"{tps}: {gpus(n.gpus)} meet them"
+
+
 def limit_text(limits: dict, pool: str) -> str:
     what = limits.get(pool)
     return LIMIT_WORDS.get(what, str(what)) if what else "–"
