@@ -123,3 +123,19 @@ def test_the_nearest_is_given_only_for_a_side_that_misses(side):
     p = plan(SC, Workload.fixed(5, 1024, 256), Slo(0.15, 0.015), prefill_tp=8, decode_tp=8)
     ok = getattr(p, f"{side}_feasible")
     assert (getattr(p, f"{side}_nearest") is None) or not ok
+
+
+def test_the_csvs_leave_the_saving_blank_and_name_the_nearest():
+    from kvview import csv_capacity
+
+    w, slo = Workload.fixed(5, 1024, 256), Slo(0.15, 0.015)
+    p = plan(SC, w, slo, prefill_tp=8, decode_tp=8)  # colocated at TP 8 misses TPOT
+    frame = csv_capacity.plan_frame(p, rps=5.0, slo=slo).set_index("quantity")
+    assert frame.loc["GPUs saved by disaggregation [GPUs]", "disaggregated"] is None
+    assert frame.loc["feasible (meets both targets)"].tolist() == ["yes", "no"]
+    assert frame.loc["GPUs at the nearest TP meeting the targets [GPUs]", "colocated"] == 16
+    sweep = csv_capacity.sweep_frame(rate_sweep(SC, w, slo, [1.0, 5.0], prefill_tp=8,
+                                                decode_tp=8), ttft_percentile=90)  # fmt: skip
+    saved = sweep["GPUs saved by disaggregation [GPUs]"]
+    assert str(saved.dtype) == "Int64" and saved.isna().all()
+    assert ",16,8,8,48,," in sweep.to_csv()  # 48 colocated GPUs, the saving left blank
