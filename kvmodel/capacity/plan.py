@@ -223,10 +223,14 @@ class Sizing:
     @property
     def nbytes(self) -> int:
         """An upper bound on the memory it holds when full [bytes] (ui.memo reads it): the
-        draws, and per rate one plan per TP pair and colocated shape (~2 KB each)."""
-        prep = self._prep
-        per_rate = 2_000 * (1 + len(prep.prefill_mean_s) * len(prep.decodes) + len(prep.options))
-        return int(prep.shp.draws.u.nbytes * 3 + self.MAX_RATES * per_rate)
+        draws, and per rate one plan per TP pair and colocated shape (~2 KB each), of the TPs
+        searched and, once a side has missed, of every TP (the nearest search)."""
+        per_rate = 2_000
+        for prep in (self._prep, self._wide or None):  # the wide search's results too
+            if prep is not None:
+                per_rate += 2_000 * (len(prep.prefill_mean_s) * len(prep.decodes)
+                                     + len(prep.options))  # fmt: skip
+        return int(self._prep.shp.draws.u.nbytes * 3 + self.MAX_RATES * per_rate)
 
     def _wide_prep(self):
         if self._wide is None:
