@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from kvmodel.capacity.costs import costs
 from kvmodel.capacity.pools import Pools, pair_scenario, relinked, ttft_function
 from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
 from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
@@ -79,19 +80,6 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
         mid = (bad + good) // 2
         bad, good = (bad, mid) if ok(lo * 1.01**mid) else (mid, good)
     return lo * 1.01**good
-
-
-def _costs(prep: Prepared, pgpus: int, dgpus: int, cg: int, rps: float, price, price_decode):
-    """(cost per hour, colocated cost per hour, cost per million output tokens) [$], None
-    without a price; the decode pool at ``price_decode`` (None: ``price``)."""
-    if price is None and price_decode is None:
-        return None, None, None
-    p = price if price is not None else price_decode
-    d = price_decode if price_decode is not None else p
-    hour = pgpus * p + dgpus * d
-    tokens_per_hour = rps * prep.shp.mean_output * 3600.0
-    per_million = hour / tokens_per_hour * 1e6 if tokens_per_hour > 0 else None
-    return hour, cg * p, per_million
 
 
 def _nearest(prep: Prepared, wide_prep, pools: Pools, c, rps: float):
@@ -153,7 +141,8 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
                      f"{sc.link.name} domain: a transfer between them takes the scale-out "
                      "network")  # fmt: skip
     cg = c.gpus if c else 0
-    hour, colo_hour, per_million = _costs(prep, pgpus, dgpus, cg, rps, price, price_decode)
+    hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
+                                          price_decode)  # fmt: skip
     both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,
