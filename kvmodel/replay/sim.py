@@ -3,7 +3,7 @@
 Per request, in order:
 
 1. **Prefill.** The pool is one queue: a request goes to the first free instance, first
-   come first served (``fifo.first_free``); passes carry up to ``PREFILL_BATCH_TOKENS`` prompt
+   come first served (``fifo.first_free``); passes carry ``pools.pass_tokens(TP)`` prompt
    tokens, so (the plan's own rule, ``capacity.pools.prefill_work_s``) a request occupies its
    instance for its compute plus its share of a pass's fixed cost, and ends its own batch-1
    prefill (``timing.estimate_prefill_s``) after it starts.
@@ -108,7 +108,7 @@ def _per_request(sc: Scenario, dep: Deployment, stream: Stream):
     inv = lookup[moved]
     t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp), seq_len=uniq)
     pre = np.broadcast_to(np.asarray(t.prefill_s, dtype=float), uniq.shape)
-    work = prefill_work_s(sc.model, uniq, pre)
+    work = prefill_work_s(sc.model, uniq, pre, dep.prefill_tp)  # the pass rule at this TP
     exposed = np.broadcast_to(np.asarray(t.exposed_s, dtype=float), uniq.shape)
     whole = np.broadcast_to(np.asarray(t.transfer_s, dtype=float), uniq.shape)
     return pre[inv], work[inv], exposed[inv], whole[inv]
