@@ -114,7 +114,7 @@ def test_poisson_replay_agrees_with_the_formulas(sc, seq, rps, slo_ms):
     stream = rp.poisson_stream(wl, sc.model.max_context_tokens, 20_000)
     r = rp.replay_plan(sc, p, stream, slo).result
     assert r.poisson and r.requests == 20_000
-    assert 0.75 <= r.ttft_at_slo_s / p.ttft_s <= 1.25  # measured 1.06 and 1.00
+    assert 0.75 <= r.ttft_at_slo_s / p.ttft_s <= 1.25  # measured 1.01 and 1.00
 
 
 def _bursty(rps: float, seq: int, n: int = 20_000):
@@ -132,11 +132,11 @@ def test_bursty_trace_misses_and_replay_sizing_fixes_it(sc):
     poisson = rp.replay_plan(sc, p, rp.poisson_stream(cap.Workload.fixed(rps, seq, 256),
                                                       131_072), slo).result  # fmt: skip
     bursty = rp.replay_plan(sc, p, stream, slo)
-    assert bursty.result.ttft_at_slo_s > 5 * poisson.ttft_at_slo_s  # 21.6 s against 0.70 s
+    assert bursty.result.ttft_at_slo_s > 5 * poisson.ttft_at_slo_s  # 20.8 s against 0.66 s (measured)
     assert not bursty.result.meets_slo and p.meets_slo
     assert any(w.startswith("bursts:") for w in bursty.reasons)
     sized = rp.replay_plan(sc, p, stream, slo, size_by="replay")
-    assert sized.grown and sized.gpus > p.disaggregated_gpus  # 62 GPUs against 32
+    assert sized.grown and sized.gpus > p.disaggregated_gpus  # 56 GPUs against 32 (measured)
     assert sized.result.meets_slo and sized.result.ttft_at_slo_s <= slo.ttft_s
 
 
