@@ -74,9 +74,6 @@ PAGE_CONTROLS = {
 }
 
 
-_quiet_logs = quiet_logs  # profile_rerun.py imports it from here
-
-
 def new_app(path: Path, page: str | None):
     from streamlit.testing.v1 import AppTest
 
@@ -131,7 +128,7 @@ def timed_run(at, batch: int | None) -> float:
 def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     import streamlit as st
 
-    _quiet_logs()
+    quiet_logs()
     found = pages()
     st.cache_data.clear()
     from ui import perf

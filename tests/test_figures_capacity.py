@@ -63,7 +63,7 @@ def test_limits_one_trace_per_constraint_one_bar_per_run():
         for t in fig.data
         for y, base, x in zip(t.y, t.base, t.x, strict=True)
     ]
-    edges = F._edges(np.array(RATES))
+    edges = F.rate_edges(np.array(RATES))
     # prefill: TTFT target at 1 and 2 req/s, compute at 4 and 8, split at the edge √8
     prefill = sorted((b for b in bars if b[0] == "prefill"), key=lambda b: b[2])
     assert [b[1] for b in prefill] == ["TTFT target", "compute"]
@@ -75,7 +75,7 @@ def test_limits_one_trace_per_constraint_one_bar_per_run():
 
 
 def test_edges_are_geometric_midpoints():
-    np.testing.assert_allclose(F._edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
+    np.testing.assert_allclose(F.rate_edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
 
 
 def test_no_colocated_shape_is_a_gap_and_shaded():
