@@ -189,6 +189,17 @@ def test_the_cli_draws_on_kvview_lazily_and_is_checked_for_it():
     assert wrong_arrows("kvmodel.timing", to_kvview)  # the same arrows from the pure model
 
 
+def test_only_the_edge_module_of_the_cli_imports_kvview():
+    cli = [p for p in source_files() if layer_of(module_name(p)) == "kvmodel.cli"]
+    reaching = {
+        _rel(p)
+        for p in cli
+        for a in arrows(p)
+        if _in_project(a.target) and layer_of(a.target) == "kvview"
+    }
+    assert reaching == {"kvmodel/cli/edge.py"}
+
+
 def import_graph(*, lazy: bool) -> dict[str, set[str]]:
     """Module -> the modules it imports (within kvmodel, kvview, ui); ``lazy`` adds the
     imports inside functions.  An import of ``a.b.c`` is an arrow to ``a.b.c`` only: the

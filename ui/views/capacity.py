@@ -27,7 +27,7 @@ from kvview.capacity_words import (
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
-from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
+from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
@@ -160,7 +160,6 @@ def _inputs(sc):
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

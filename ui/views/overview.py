@@ -6,12 +6,11 @@ from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvview.words import overview_takeaway
-from ui import exports_ui, perf, routing, urlstate
+from ui import exports_ui, perf, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Overview")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -4,12 +4,11 @@ import streamlit as st
 
 from kvmodel.inputs import DEFAULT_SHARE_TARGET
 from kvmodel.measure import GAP_METRIC, TTFT_METRICS
-from ui import recipes_ui, routing, urlstate
+from ui import recipes_ui, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Recipes")
     urlstate.show_notices()
     st.info(
