@@ -22,8 +22,9 @@ A page that raises or draws no chart is reported as an error; the others are sti
 (Within a round the order is change, toggle, plain, so "toggle" always follows a change.)
 
 One ``at.run()`` executes the app once (``ui.router``: only a process's first run, done in the
-warm-up, is run twice; before, every AppTest run executed app.py twice).  Targets (2-core machine): median <= 100 ms and p95 <= 200 ms
-for every page and mode.  Every figure is also given as a ratio to the trivial page.
+warm-up, is run twice; before, every AppTest run executed app.py twice).  Targets (2-core
+machine): median <= 100 ms and p95 <= 200 ms for every page and mode.  Every figure is also
+given as a ratio to the trivial page.
 
     .venv/bin/python bench/page_rerun.py [--runs 30] [--warmup 3] [--json out.json]
 """

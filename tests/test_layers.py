@@ -257,16 +257,7 @@ def _describe(graph, component) -> str:
     return "; ".join(f"{m} -> {sorted(graph[m] & set(component))}" for m in component)
 
 
-LAZY_CIRCLE = pytest.mark.xfail(
-    strict=True,  # fails loudly the day the circle is gone: then drop this mark
-    reason="kvmodel.inputs <-> traffic/inputs_table (11 files, lazily); the input-table rework "
-    "(branch inputs, c1a1646) breaks it",
-)
-
-
-@pytest.mark.parametrize(
-    "lazy", [False, pytest.param(True, marks=LAZY_CIRCLE)], ids=["module-level", "with-lazy"]
-)
+@pytest.mark.parametrize("lazy", [False, True], ids=["module-level", "with-lazy"])
 def test_no_import_circle(lazy):
     graph = import_graph(lazy=lazy)
     found = circles(graph)
@@ -312,9 +303,7 @@ def test_importing_the_cli_loads_no_streamlit():
 
 SCANNED_DIRS = (*SOURCE_DIRS, "tests", "bench", "recipes")
 # (file, name): a private name one module still takes from another, with the reason.
-PRIVATE_ALLOWED = {
-    ("kvmodel/inputs_table.py", "_num"): "the input-table rework (branch inputs, c1a1646) drops it",
-}
+PRIVATE_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _scanned_files() -> list[Path]:
@@ -384,7 +373,7 @@ MAX_FUNCTION_LINES = 60
 READER = "a reader: one pass over a format, each check next to its field (split pending)"
 COMMAND = "a CLI subcommand's text and JSON output together (split pending)"
 BENCH = "a benchmark's main loop (split pending)"
-INPUTS = "being reworked by the input-table change (issue 20 item 3, branch inputs)"
+INPUTS = "one pass over the input rows, a step per behaviour field (split pending)"
 PAGE = "a page's sections (split pending)"
 TERMS = "one formula, report or figure built term by term (split pending)"
 # "path:function": why it is longer for now.  Shorten the list, never lengthen it.
@@ -411,7 +400,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "kvview/figures/sensitivity.py:figure_tornado": TERMS,
     "kvview/params.py:parse_query": INPUTS,
     "kvview/report.py:report_html": TERMS,
-    "ui/sidebar.py:sidebar_controls": INPUTS,
     "ui/views/capacity.py:render": PAGE,
     "ui/views/capacity.py:_tiles": PAGE,
     "ui/views/compare.py:_editor": PAGE,
