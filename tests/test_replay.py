@@ -132,7 +132,7 @@ def test_bursty_trace_misses_and_replay_sizing_fixes_it(sc):
     poisson = rp.replay_plan(sc, p, rp.poisson_stream(cap.Workload.fixed(rps, seq, 256),
                                                       131_072), slo).result  # fmt: skip
     bursty = rp.replay_plan(sc, p, stream, slo)
-    assert bursty.result.ttft_at_slo_s > 5 * poisson.ttft_at_slo_s  # 20.8 s against 0.66 s (measured)
+    assert bursty.result.ttft_at_slo_s > 5 * poisson.ttft_at_slo_s  # 20.8 s against 0.66 s
     assert not bursty.result.meets_slo and p.meets_slo
     assert any(w.startswith("bursts:") for w in bursty.reasons)
     sized = rp.replay_plan(sc, p, stream, slo, size_by="replay")

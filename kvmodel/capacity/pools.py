@@ -230,7 +230,7 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     return remembered(ttft)
 
 
-def _at_least(load: float) -> int:
+def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
 
@@ -259,7 +259,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
-    cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
+    cp_compute, cp_link = at_least(a_p), at_least(a_x)
     cp_lo = max(cp_compute, cp_link)
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .. import inputs as I
 from .edge import fmt_ms
-from .options import _scenario, _whole, add_input
-from .output import _emit
+from .options import add_input, scenario_from_args, whole
+from .output import emit
 
 ROWS = (
     "trace_file",
@@ -27,7 +27,7 @@ ROWS = (
 
 
 def _tp_or_auto(text):
-    return "auto" if text.strip().lower() == "auto" else _whole(text)
+    return "auto" if text.strip().lower() == "auto" else whole(text)
 
 
 def add_capacity_options(p: argparse.ArgumentParser) -> None:
@@ -151,7 +151,7 @@ def cmd_capacity(args):
     decode_tp = prefill_tp if raw_d is None else None if raw_d == "auto" else raw_d
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
-    sc = _scenario(args)  # checks every option, the capacity ones included
+    sc = scenario_from_args(args)  # checks every option, the capacity ones included
     replaying = args.replay or args.size_by == "replay"
     workload, req, notes = workload_from_args(args, per_request=replaying)
     slo = Slo(
@@ -212,7 +212,7 @@ def cmd_capacity(args):
     if replaying:
         rows += _replayed(args, sc, p, workload, req, slo, payload)
     footer = tuple(f"note: {n}" for n in payload["notes"])
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)
 
 
 def _replayed(args, sc, p, workload, req, slo, payload) -> list:

@@ -23,14 +23,10 @@ from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_time
 from kvview.replay_words import replay_frame, replay_rows
 from ui import exports_ui, perf, traffic_ui, widgets
-from ui.memo import Memo
-
-_RUNS = Memo(max_entries=16)  # plans per decode GPU and replays, process-wide like perf's memo
-perf._OTHER_MEMOS.append(_RUNS)
 
 
 def _memo(text: str, fn, args: tuple, kwargs: dict, key):
-    return _RUNS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+    return perf.PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
 def decode_gpus(sc, plan_key: tuple, lengths, rate: float, slo, kw: dict) -> None:
@@ -129,7 +125,7 @@ def replay(sc, plan_key: tuple, plan, trace: bool, lengths, rate: float, slo):
         )
         bar = st.empty()
         try:
-            done = _RUNS.call(_run_replay, (sc, plan, trace, lengths, rate, slo, size_by,
+            done = perf.PLANS.call(_run_replay, (sc, plan, trace, lengths, rate, slo, size_by,
                                              bar.progress(0.0, text="Replaying the trace…")),
                                {}, key=key)  # fmt: skip
         except ValueError as exc:
