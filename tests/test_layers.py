@@ -405,7 +405,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "ui/views/compare.py:_editor": PAGE,
     "ui/views/compare.py:render": PAGE,
     "ui/views/interconnects.py:render": PAGE,
-    "ui/views/measure.py:render": PAGE,
     "ui/views/mitigations.py:render": PAGE,
     "ui/views/models.py:render": PAGE,
     "ui/views/plan.py:render": PAGE,
