@@ -408,7 +408,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "ui/views/mitigations.py:render": PAGE,
     "ui/views/models.py:render": PAGE,
     "ui/views/plan.py:render": PAGE,
-    "ui/views/traffic.py:render": PAGE,
     "bench/control_to_chart.py:measure": BENCH,
     "bench/page_rerun.py:measure": BENCH,
     "bench/profile_rerun.py:profile_page": BENCH,
