@@ -46,6 +46,12 @@ def render() -> None:
         ),
         icon=":material/lightbulb:",
     )
+    _table_caption(sc, links)
+    _table_and_sweep(sc, links, batches, table, lo_hi)
+
+
+def _table_caption(sc, links) -> None:
+    """What the table holds, and the scale-up links not buildable at this TP."""
     blocked = [
         catalog.get_link(i).name
         for i in links
@@ -66,6 +72,10 @@ def render() -> None:
             else ""
         )
     )
+
+
+def _table_and_sweep(sc, links, batches, table, lo_hi) -> None:
+    """The link-by-batch table against the band, and the batch sweep."""
     st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 
