@@ -21,22 +21,19 @@ from kvview.capacity_words import (
     crossover_sentence,
     gpus,
     limit_text,
+    nearest_delta,
+    nearest_text,
     network_caption,
     pct_label,
     source_caption,
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
-from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
-from ui.memo import Memo
+from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
 SWEEP_PER_DECADE = 12  # 12 per decade (25-26 rates)
-
-
-_PLANS = Memo(max_entries=64)  # sizings, plans and sweeps, process-wide like perf's memo
-perf._OTHER_MEMOS.append(_PLANS)
 
 
 def plan_key(sc) -> tuple:
@@ -56,7 +53,7 @@ def plan_key(sc) -> tuple:
 
 
 def _memo(text: str, fn, args: tuple, kwargs: dict, key):
-    return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+    return perf.PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
 def _traffic():
@@ -144,7 +141,6 @@ def _inputs(sc):
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
@@ -271,33 +267,65 @@ def _no_plan(exc: Exception) -> None:
 
 def _tiles(plan, slo, price) -> None:
     m = st.columns(4)
-    m[0].metric(
-        "Disaggregated GPUs",
-        gpus(plan.disaggregated_gpus),
-        help=f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) "
-        f"+ {plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); "
-        f"P:D = {plan.pd_ratio:,.2f}",
+    dis_help = (
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
+        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); P:D = "
+        f"{plan.pd_ratio:,.2f}"
     )
-    m[1].metric(
-        "Colocated GPUs",
-        gpus(plan.colocated_gpus) if plan.colocated_gpus else "none fits",
-        delta=None if plan.colocated_meets_slo else "misses the targets",
-        delta_color="inverse",
-        delta_arrow="off",
-        help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
-        f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets"
-        if plan.colocated_meets_slo
-        else "No colocated size meets the targets; this is the size the model fell back to",
-    )
+    if plan.disaggregated_feasible:
+        m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
+    else:  # issue 24: no big count for a plan that cannot meet the targets
+        m[0].metric(
+            "Disaggregated GPUs",
+            "infeasible",
+            delta=nearest_delta(plan, "disaggregated"),
+            delta_color="off",
+            delta_arrow="off",
+            help=f"Misses the targets even with {gpus(plan.disaggregated_gpus)}: {dis_help}."
+            + nearest_text(plan, "disaggregated"),
+        )
+    if plan.colocated_feasible:
+        m[1].metric(
+            "Colocated GPUs",
+            gpus(plan.colocated_gpus),
+            help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
+            f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets",
+        )
+    else:
+        fell_back = (
+            f"this TP misses them even with {gpus(plan.colocated_gpus)}"
+            if plan.colocated_gpus
+            else "no colocated instance holds a decode batch beside a prefilling request"
+        )
+        m[1].metric(
+            "Colocated GPUs",
+            "infeasible" if plan.colocated_gpus else "none fits",
+            delta=nearest_delta(plan, "colocated"),
+            delta_color="off",
+            delta_arrow="off",
+            help=f"No colocated size at TP {plan.colocated_tp} meets the targets; {fell_back}."
+            + nearest_text(plan, "colocated"),
+        )
     saves = plan.disaggregation_saves_gpus
-    m[2].metric(
-        "Disaggregation saves",
-        ("−" if saves < 0 else "") + gpus(abs(saves)),
-        delta=cheaper_text(saves),
-        delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
-        delta_arrow="off",
-        help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
-    )
+    if saves is None:  # a side misses the targets: no saving, no green (issue 24)
+        m[2].metric(
+            "Disaggregation saves",
+            "not counted",
+            delta="a side misses the targets",
+            delta_color="off",
+            delta_arrow="off",
+            help="No saving is counted against a plan that misses a target: see the "
+            "nearest TP that meets them in the summary above",
+        )
+    else:
+        m[2].metric(
+            "Disaggregation saves",
+            ("−" if saves < 0 else "") + gpus(abs(saves)),
+            delta=cheaper_text(saves),
+            delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
+            delta_arrow="off",
+            help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+        )
     m[3].metric(
         "Meets the targets",
         "yes" if plan.meets_slo else "no",
@@ -306,6 +334,9 @@ def _tiles(plan, slo, price) -> None:
     )
     m = st.columns(4)
     p = pct_label(slo.ttft_percentile)
+    # a met target shows green only when both sides meet theirs: no green on a page whose
+    # plan has an infeasible side (issue 24), a miss stays red
+    met = "normal" if plan.disaggregated_feasible and plan.colocated_feasible else "off"
     for col, label, value, target, what in (
         (m[0], f"TTFT {p}", plan.ttft_s, slo.ttft_s,
          "Prefill queueing + prefill + link queueing + transfer + first decode step"),
@@ -316,7 +347,7 @@ def _tiles(plan, slo, price) -> None:
             label,
             fmt_time(value),
             delta=f"target {fmt_time(target)}",
-            delta_color="normal" if value <= target else "inverse",
+            delta_color=met if value <= target else "inverse",
             delta_arrow="off",
             help=f"{what}. Disaggregated plan",
         )

@@ -11,12 +11,11 @@ from kvmodel.topology import is_scale_up, scale_up_feasible
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Interconnects")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
