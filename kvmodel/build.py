@@ -164,8 +164,10 @@ def default_attention_parallel(model: ModelSpec) -> str:
 
 def _si(row: I.Input, value, values: dict, model: ModelSpec):
     """One row's display value as its Scenario field takes it (the row says how)."""
-    if row.catalog is not None:  # an id: the Scenario holds the catalog's spec ("": None)
-        return getattr(catalog, f"get_{row.catalog}")(value) if value else None
+    if row.catalog is not None:  # an id: the Scenario holds the catalog's spec
+        if value in (None, "") and row.default == "":  # an optional id left empty: None
+            return None
+        return getattr(catalog, f"get_{row.catalog}")(value)
     if value in (None, "") and (row.follows or row.default_from):
         value = row.default_for(model, values)  # tpd: the prefill TP; kvd, attn: the model's
     if row.est and value in (None, "est"):
