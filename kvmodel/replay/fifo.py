@@ -29,7 +29,8 @@ class Layout:
 
     def __init__(self, inst: np.ndarray, instances: int):
         n = len(inst)
-        order = np.argsort(inst, kind="stable")
+        small = np.int16 if instances <= np.iinfo(np.int16).max else np.int64
+        order = np.argsort(inst.astype(small), kind="stable")  # 16 bits: a radix sort
         counts = np.bincount(inst, minlength=instances)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         rank = np.empty(n, dtype=np.int64)
