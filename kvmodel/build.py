@@ -71,6 +71,9 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = "window",
+    framework: str = "vllm",
+    ep: int = 1,
+    ep_decode: int = 1,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
@@ -123,6 +126,9 @@ def build_scenario(
         stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
         attention_parallel=attention_parallel or default_attention_parallel(spec),
         window_transfer=window_transfer,
+        framework=framework,
+        ep_prefill=ep,
+        ep_decode=ep_decode,
     )
 
 
@@ -178,6 +184,9 @@ def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Sce
         stack=get("stack"),
         attention_parallel=values.get("attn"),
         window_transfer=get("win"),
+        framework=get("fw"),
+        ep=int(get("ep")),
+        ep_decode=int(get("epd")),
     )
 
 

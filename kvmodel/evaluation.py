@@ -116,9 +116,10 @@ def evaluate(sc: Scenario) -> Evaluation:
         sc.gpu,
         tp=sc.tp_decode,
         data_parallel_attention=sc.data_parallel_attention,
+        ep=sc.ep_decode,
         **mem_kw,
     )
-    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, **mem_kw)  # fmt: skip
+    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, ep=sc.ep_prefill, **mem_kw)
     problems.extend(memory_notes(sc, mem_p, mem_d))
     notes.extend(problems)
     return Evaluation(
