@@ -71,7 +71,7 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = "window",
-    framework: str = "vllm",
+    framework: str = "none",
     ep: int = 1,
     ep_decode: int = 1,
 ) -> Scenario:
@@ -84,6 +84,7 @@ def build_scenario(
     step) through :func:`scenario_from_inputs`.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
+    ``framework`` "none" (no serving-engine costs) keeps version 1's arithmetic here too.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
     base = catalog.get_link(link) if link else None

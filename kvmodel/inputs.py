@@ -43,7 +43,8 @@ MAX_TP = 64
 # decode runs on 144-320 GPUs); the model takes up to MAX_EP_LIMIT.
 MAX_EP = 320
 MAX_EP_LIMIT = 65_536
-FRAMEWORKS = ("vllm", "sglang", "trtllm")  # data/frameworks.csv; the serving engine's own costs
+# data/frameworks.csv: the serving engine's own costs; "none": the source article's arithmetic
+FRAMEWORKS = ("vllm", "sglang", "trtllm", "none")
 DEFAULT_FRAMEWORK = "vllm"
 CUSTOM_LINK = "custom"
 IMPORTED_PREFIX = "cfg-"  # ids of imported models, carried in a link by their fields
@@ -176,7 +177,7 @@ WINDOW_TRANSFER = ("window", "full")
 DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
-V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1,
+V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1, "fw": "none",
                "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
 # Scenario keys no version-1 link had: a link holding one is never read as version 1.
 AFTER_V1_KEYS = ("fw", "ep", "epd")
@@ -260,7 +261,8 @@ INPUTS: tuple[Input, ...] = (
     Input("fw", "Serving framework", "choice", DEFAULT_FRAMEWORK, choices=FRAMEWORKS,
           field="framework", cli="--framework",
           help="the engine's own costs beyond the GPU work (data/frameworks.csv): per request "
-          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding"),
+          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding; `none`: "
+          "no such cost (the source article)"),
     Input("ep", "Prefill EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
           field="ep_prefill", cli="--ep",
           help="prefill expert parallelism (MoE models; 1 = off): the experts are sharded over "

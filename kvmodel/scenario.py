@@ -22,7 +22,8 @@ from .inputs import (
 )
 from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
-from .timing import estimate_decode_step_s
+from .steps import PrefillParts, StepParts
+from .timing import decode_step_parts, prefill_parts
 from .topology import default_streams
 
 
@@ -46,15 +47,43 @@ def _estimated_step_s(sc) -> float:
     check_expert_parallel(sc.model, sc.ep_decode, sc.tp_decode, EP_LABELS["ep_decode"])
     if sc.framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {FRAMEWORKS}, got {sc.framework!r}")
+    return float(_step_parts(sc).total_s)
+
+
+def _step_parts(sc):
+    dp = sc.attention_parallel == "dp"
     return _step_cached(sc.model, sc.gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len),
-                        sc.kv_dtype, sc.ep_decode, sc.framework)  # fmt: skip
+                        sc.kv_dtype, sc.ep_decode, sc.framework, dp)  # fmt: skip
 
 
+# Memoised: every page's rerun meets the same few scenarios (bench/README.md, item 8's cache
+# rule: bounded, keyed by frozen specs).
 @lru_cache(maxsize=4096)
-def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype, ep=1, framework=DEFAULT_FRAMEWORK):
+def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype, ep=1, framework=DEFAULT_FRAMEWORK,
+                 dp=False):  # fmt: skip
     ctx = min(seq_len, model.max_context_tokens)
-    return float(estimate_decode_step_s(model, ctx, batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype,
-                                        ep=ep, framework=framework))  # fmt: skip
+    parts = decode_step_parts(model, ctx, batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype, ep=ep,
+                              framework=framework, data_parallel_attention=dp)  # fmt: skip
+    return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
+
+
+def decode_step_parts_of(sc) -> StepParts | None:
+    """The estimated decode step of ``sc`` in its parts [s]; None when the step is given."""
+    return _step_parts(sc) if sc.decode_step_estimated else None
+
+
+@lru_cache(maxsize=1024)
+def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu) -> PrefillParts:
+    parts = prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu)
+    return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
+
+
+def prefill_parts_of(sc) -> PrefillParts | None:
+    """The estimated prefill of ``sc`` in its parts [s]; None when the prefill is given."""
+    if sc.prefill_s is not None:
+        return None
+    return _prefill_cached(sc.model, sc.gpu, sc.tp_prefill, sc.ep_prefill, int(sc.seq_len),
+                           int(sc.batch), float(sc.mfu))  # fmt: skip
 
 
 def check_expert_parallel(model: ModelSpec, ep, tp: int, field: str = "decode EP") -> None:

@@ -395,9 +395,10 @@ IDEAL_STACK = StackSpec(
 class FrameworkSpec:
     """A serving engine's costs beyond the GPU work (``data/frameworks.csv``).
 
-    ``request_s`` once per request before its prefill (HTTP, tokenizer, scheduling, the P/D
-    proxy or router); ``step_s`` once per decode step (the scheduler's and sampler's host time
-    that CUDA graphs do not hide); a decode batch is padded up to a multiple of
+    ``request_s`` once per request before its prefill (HTTP, tokenizer, scheduling), and
+    ``pd_request_s`` more when prefill and decode are disaggregated (the proxy or router hop and
+    the decode instance's admission); ``step_s`` once per decode step (the scheduler's and
+    sampler's host time that CUDA graphs do not hide); a decode batch is padded up to a multiple of
     ``graph_batch_multiple`` (the captured CUDA-graph sizes) up to ``graph_max_batch``.
     """
 
@@ -405,6 +406,7 @@ class FrameworkSpec:
     name: str
     request_s: float
     step_s: float
+    pd_request_s: float = 0.0  # more per request when disaggregated: the proxy/router hop
     graph_batch_multiple: int = 8
     graph_max_batch: int = 512
     source: str = ""
@@ -414,6 +416,7 @@ class FrameworkSpec:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
         _check_pos(self, "request_s", allow_zero=True)
         _check_pos(self, "step_s", allow_zero=True)
+        _check_pos(self, "pd_request_s", allow_zero=True)
         _check_int(self, "graph_batch_multiple", minimum=1)
         _check_int(self, "graph_max_batch", minimum=1)
 

@@ -89,6 +89,19 @@ class PrefillParts(Parts):
     kernel_floor_s: object
 
 
+@dataclass(frozen=True)
+class TtftParts(Parts):
+    """Time to first token of a disaggregated request [s]: the framework's per-request cost
+    (API server, tokenizer, scheduling, the P/D proxy), its wait, its prefill, the exposed KV
+    transfer and the first decode step."""
+
+    request_s: object
+    queue_s: object
+    prefill_s: object
+    transfer_s: object
+    first_step_s: object
+
+
 LABELS = {
     "weights_read": "Weights read (HBM)",
     "kv_read": "KV read at the context (HBM)",
