@@ -118,21 +118,21 @@ class TtftParts(Parts):
     first_step_s: object
 
 
-LABELS = {
-    "weights_read": "Weights read (HBM)",
-    "kv_read": "KV read at the context (HBM)",
-    "activations": "Activations through HBM (non-GEMM kernels)",
+LABELS = {  # short names for tables (the docstrings above say what each is)
+    "weights_read": "Weights read",
+    "kv_read": "KV read",
+    "activations": "Activations",
     "attention": "Attention FLOPs",
     "gemm": "GEMM FLOPs",
-    "tp_allreduce": "TP all-reduce (scale-up link)",
-    "ep_dispatch_combine": "EP dispatch + combine",
-    "kernel_floor": "Kernel floor (per layer)",
-    "framework_floor": "Framework floor (per step)",
-    "request": "Framework per request",
+    "tp_allreduce": "TP all-reduce",
+    "ep_dispatch_combine": "EP all-to-all",
+    "kernel_floor": "Kernel floor",
+    "framework_floor": "Framework/step",
+    "request": "Framework/request",
     "queue": "Queue",
     "prefill": "Prefill",
     "transfer": "KV transfer",
-    "first_step": "First decode step",
+    "first_step": "First step",
 }
 
 
