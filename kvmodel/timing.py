@@ -9,7 +9,8 @@ memory = weights read + KV read at the context, over the GPU's achievable HBM ba
 compute = GEMM FLOPs (FP8 for an FP8 checkpoint) + attention FLOPs (GQA/MHA, or MLA's absorbed
 attention), over the GPU's achievable FLOP/s.  Every term is per GPU of one instance (``tp``
 GPUs, or ``ep`` with expert parallelism and data-parallel attention).  ``*_parts`` return the
-terms; ``estimate_*`` their sums.  ``decode_step_lower_bound_s`` is the bare roofline.
+terms; ``estimate_*`` their sums (docs/model.md, fidelity: ``bench/fit_compute.py`` refits the
+constants).  ``decode_step_lower_bound_s`` is the bare roofline.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The stacks' fits and the model's errors against published measurements (kvmodel.fidelity).
 
 The catalog's stack parameters must be what ``calibrate`` fits on the ``fit`` rows of
-data/fidelity/transfer.csv, and the errors README's fidelity table reports must hold.
+data/fidelity/transfer.csv, and the errors docs/model.md's fidelity table reports must hold.
 """
 
 import csv
@@ -80,7 +80,7 @@ def test_mooncake_fitted_on_vllm_misses_sglang_small_requests():
 def test_compute_errors_stay_as_reported():
     # The fit now spans 4 GPUs (H100, H200, B200, H20-3e; A100 and H800 held out or TTFT), 4
     # frameworks and dense + MoE models, where the earlier one fitted Llama-3.1-70B on vLLM
-    # only (its 5 % prefill error held on that one setup): README's fidelity section gives
+    # only (its 5 % prefill error held on that one setup): docs/model.md's fidelity section gives
     # these means.  bench/fit_compute.py reproduces them.
     kinds = {(s["what"], s["part"]): s for s in kind_summary(compute_points())}
     assert kinds[("decode step", "fit")]["mean_abs_error"] < 0.14
@@ -94,9 +94,9 @@ def test_compute_errors_stay_as_reported():
 def test_every_held_out_ratio_stays_in_the_band_readme_states():
     bad = out_of_band()
     assert not bad, [(p.what, round(p.predicted_s / p.measured_s, 2), p.label) for p in bad]
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
     for what, (lo, hi) in HELD_OUT_BAND.items():
-        assert f"| {what} | {lo:g} – {hi:g} |" in readme, what
+        assert f"| {what} | {lo:g} – {hi:g} |" in page, what
 
 
 def test_fit_rows_only_feed_the_fit():
@@ -113,14 +113,14 @@ def test_fit_rows_only_feed_the_fit():
     assert min(contexts) <= 1024 and max(contexts) >= 32768
 
 
-def test_readme_fidelity_table_is_the_generated_one():
+def test_docs_fidelity_table_is_the_generated_one():
     import re
     from pathlib import Path
 
     from kvmodel.fidelity import markdown_table
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- fidelity table:[^\n]*-->\n(.*?)<!-- end fidelity table -->", readme,
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- fidelity table:[^\n]*-->\n(.*?)<!-- end fidelity table -->", page,
                       re.S)  # fmt: skip
-    assert block, "README lost its fidelity-table markers"
+    assert block, "docs/model.md lost its fidelity-table markers"
     assert block.group(1).strip() == markdown_table().strip(), "run make readme-fidelity"

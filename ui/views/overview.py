@@ -99,7 +99,7 @@ def render() -> None:
         fmt_time(ev.prefill_s),
         help=f"Estimated on {sc.gpus_prefill}× {sc.gpu.name} from its parts (below: weights, "
         "activations, attention and GEMM FLOPs, TP all-reduce, EP traffic, kernel floor; "
-        "fitted and held out on published runs: Models page, Fidelity)"
+        "fitted and held out on published runs: Models page and docs/model.md)"
         if ev.prefill_estimated
         else "Set in the sidebar",
     )
