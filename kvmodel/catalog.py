@@ -12,7 +12,8 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
-from .specs import AttentionGroup, FrameworkSpec, GpuSpec, LinkSpec, ModelSpec, StackSpec
+from .frameworks import FrameworkSpec
+from .specs import AttentionGroup, GpuSpec, LinkSpec, ModelSpec, StackSpec
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 

@@ -21,9 +21,10 @@ import numpy as np
 
 from . import steps
 from .dtypes import kv_dtype_bytes
+from .frameworks import FrameworkSpec
 from .inputs import DEFAULT_FRAMEWORK, DEFAULT_MFU
 from .size import _as_tokens, kv_bytes
-from .specs import WEIGHT_DTYPE_BYTES, FrameworkSpec, GpuSpec, ModelSpec
+from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
 
