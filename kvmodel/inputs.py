@@ -19,6 +19,7 @@ a fraction), the unit ``Scenario`` holds.  A row has two ranges:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
@@ -33,6 +34,7 @@ DEFAULT_DECODE_STEP_S = 0.030  # 20-50 ms for Llama-3-70B at TP 8 on A100
 DEFAULT_BAND_MS = (20.0, 50.0)  # the same article's decode-step band
 DEFAULT_MIN_SEQ_LEN = 128  # chatbot prompts of ~128 tokens gain nothing
 DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 0.4-0.6
+MIN_MFU = 0.001  # below 0.1 % a prefill estimate means nothing (and 1e-300 overflowed, issue 23)
 DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size
 DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompressed KV per s
 
@@ -102,26 +104,58 @@ class Input:
             return f"{'>' if lo_open else '≥'} {lo_txt} and {hi_txt}"
         return f"{lo_txt} – {_num(hi / scale)}"
 
+    def typed(self, value):
+        """``value`` as the row's type: ``int`` for whole-number and flag rows, else ``float``
+        (a widget refuses a mix of the two: Streamlit's MixedNumericTypesError)."""
+        return int(value) if self.kind in ("int", "flag") else float(value)
+
     def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
-        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit."""
+        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit.
+
+        Safe for any number: a 400-digit integer or a subnormal float gets a message, never
+        an OverflowError."""
         name = what or self.name
-        v = value * scale
-        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(v):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if self.kind == "int" and v != int(v):
-            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
+        try:
+            v = float(value) * scale
+        except OverflowError:  # an integer beyond a float: far outside every range
+            v = math.inf if value > 0 else -math.inf
         lo, hi = self.bounds
+        if not math.isfinite(v):
+            if not isinstance(value, int):
+                raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
+            if (v > 0 and hi is None) or (v < 0 and lo is None):
+                raise ValueError(
+                    f"{name} must be {self._range(scale)}, got {shown_number(value)}, too large "
+                    "to compute with"
+                )
+        if v != 0 and abs(v) < sys.float_info.min:  # subnormal: 1/v overflows
+            raise ValueError(
+                f"{name} must be {self._range(scale)}, got {shown_number(value)}, a number too "
+                "close to 0 to compute with"
+            )
+        if self.kind == "int" and math.isfinite(v) and v != int(v):
+            raise ValueError(f"{name} must be a whole number, got {shown_number(value)}")
         low = lo is not None and (v <= lo if self.lo_open else v < lo)
         high = hi is not None and (v >= hi if self.hi_open else v > hi)
         if low or high:
-            unit = f" {self.unit}" if self.unit and scale == 1 else ""
-            raise ValueError(
-                f"{name} must be {self.range_text(model=True, scale=scale)}{unit}, got {value!r}"
-            )
+            raise ValueError(f"{name} must be {self._range(scale)}, got {shown_number(value)}")
+
+    def _range(self, scale: float) -> str:
+        unit = f" {self.unit}" if self.unit and scale == 1 else ""
+        return self.range_text(model=True, scale=scale) + unit
 
     def check_si(self, value_si: float) -> None:
         """``Scenario`` validation: the SI value against the limit, named by its field."""
         self.check(value_si, what=self.field, scale=1 / self.scale)
+
+
+def shown_number(value) -> str:
+    """A number as a message quotes it: a huge integer by its digit count, not its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return f"a {len(str(abs(value)))}-digit number"
+    return repr(value)
 
 
 def _num(x: float) -> str:
@@ -187,14 +221,14 @@ INPUTS: tuple[Input, ...] = (
           cli="--link", accepted="ids of `python -m kvmodel links`, or `custom`",
           help="interconnect id (`python -m kvmodel links`), or `custom`"),
     Input("bw", "Custom bandwidth", "float", 12.5, unit="GB/s per direction", scale=1e9,
-          lo=0.001, hi=100_000, limit=(0, 1_000_000), lo_open=True, cli="--bandwidth-gbs",
+          lo=0.001, hi=100_000, limit=(1e-6, 1_000_000), cli="--bandwidth-gbs",
           cli_default=None,
           help="overrides the link's bandwidth (the app: only with `link=custom`)"),
     Input("lat", "Custom latency", "float", 5.0, unit="µs", scale=1e-6, lo=0, hi=1_000_000,
           cli="--latency-us", cli_default=None,
           help="per-transfer latency (default: the link's; the app: only with `link=custom`)"),
     Input("eff", "Link efficiency", "float", 100.0, unit="%", scale=0.01, lo=1, hi=100,
-          limit=(0, 100), lo_open=True, field="efficiency", cli="--efficiency", cli_scale=100,
+          limit=(0.01, 100), field="efficiency", cli="--efficiency", cli_scale=100,
           help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)"),
     Input("par", "Parallel links", "int", 0, unit="links", lo=0, hi=1024, limit=(0, None),
           field="parallel_links", cli="--links-parallel", cli_default=None,
@@ -260,8 +294,8 @@ INPUTS: tuple[Input, ...] = (
     Input("comp_group", "Compression group", "int", DEFAULT_COMPRESSION_GROUP, unit="values",
           lo=0, hi=None, field="comp_group", url=False, cli="--comp-group",
           help="values per scale, int8/int4 transfer compression (0: no scales)"),
-    Input("mfu", "Prefill MFU", "float", DEFAULT_MFU, lo=0, hi=1, lo_open=True, field="mfu",
-          url=False, cli="--mfu", help="model-FLOP utilisation of the prefill estimate"),
+    Input("mfu", "Prefill MFU", "float", DEFAULT_MFU, lo=MIN_MFU, hi=1, field="mfu", url=False,
+          cli="--mfu", help="model-FLOP utilisation of the prefill estimate"),
     Input("block_tokens", "KV block", "int", DEFAULT_BLOCK_TOKENS, unit="tokens", lo=1, hi=None,
           field="block_tokens", url=False, cli="--block-tokens",
           help="tokens per KV block (the unit of the transfer descriptors)"),

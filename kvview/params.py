@@ -57,7 +57,7 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
             f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
             f"({LABELS[name]}); using {clamped:g}."
         )
-    return int(clamped) if integer else clamped
+    return I.get(name).typed(clamped)  # min/max keep the bound's type: 0, not 0.0 (issue 23)
 
 
 def parse_query(query) -> tuple[dict, list[str], dict]:

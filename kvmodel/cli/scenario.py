@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from .. import inputs as I
 from ..transfer import evaluate, transfer
 from .edge import fmt_bytes, fmt_ms, fmt_tokens
-from .options import _positive_int, _scenario
+from .options import _scenario, positive_int
 from .output import _emit
 
 
@@ -161,7 +162,9 @@ def cmd_critical(args):
 
 
 def cmd_table(args):
-    batches = sorted({_positive_int(b) for b in args.batches.split(",") if b.strip()})
+    batches = sorted({positive_int(b) for b in args.batches.split(",") if b.strip()})
+    for b in batches:
+        I.get("batch").check(b, what="--batches")
     if args.bandwidth_gbs is not None:
         scenarios = [_scenario(args)]
     else:

@@ -26,7 +26,7 @@ from kvview.capacity_words import (
     source_caption,
 )
 from kvview.figures import capacity as figs
-from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_sig, fmt_time
 from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
 from ui.memo import Memo
 
@@ -197,18 +197,7 @@ def render() -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
-    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
-    sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
-    st.subheader("Across request rates")
-    st.markdown(crossover_sentence(sweep, rate))
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
-    exports_ui.table_download(  # the numbers of the three charts
-        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
-        "capacity-rates",
-    )
-    left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
-    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    sweep = _rates_section(sizing, rate, slo)
 
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
@@ -224,10 +213,39 @@ def render() -> None:
         if ss["ctp"] == "sidebar"
         else "searched (the smallest TPs that hold the weights)"
     )
+    if sweep is None:  # the report draws the sweep
+        return
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
     )  # fmt: skip
+
+
+def _rates_section(sizing, rate: float, slo):
+    """'Across request rates': the sweep, its charts and CSV; None (with an error box) when
+    the rates up to ten times this one cannot be sized (a pool over the instance limit)."""
+    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
+    st.subheader("Across request rates")
+    try:
+        sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
+    except ValueError as exc:
+        st.error(
+            f"No sweep from {fmt_sig(rates[0], 3)} to {fmt_sig(rates[-1], 3)} requests/s: {exc}. "
+            f"The plan at {fmt_sig(rate, 3)} requests/s is above; lower the request rate to see "
+            "the sweep.",
+            icon=":material/block:",
+        )
+        return None
+    st.markdown(crossover_sentence(sweep, rate))
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    exports_ui.table_download(  # the numbers of the three charts
+        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
+        "capacity-rates",
+    )
+    left, right = st.columns(2)
+    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
+    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    return sweep
 
 
 def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):
