@@ -9,6 +9,7 @@ markdown: every value taken from the link goes through ``mdtext.shown`` (escaped
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 from kvmodel import catalog
@@ -48,6 +49,9 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     except ValueError:
         warnings.append(f"{name}={shown(raw)} is not a number; using {default:g}.")
         return default
+    if value != 0 and abs(value) < sys.float_info.min:  # subnormal: 1/value overflows
+        warnings.append(f"{name}={shown(raw)} is too close to 0 to compute with; using 0.")
+        value = 0.0
     if integer and value != int(value):
         warnings.append(f"{name}={shown(raw)} is not a whole number; using {round(value):g}.")
         value = float(round(value))
