@@ -2,10 +2,10 @@
 
 One :class:`Input` row per input: its URL key, CLI flag, unit, SI scale, range, default, help
 text and how it is validated.  The app's URL parser and sidebar widgets (``kvview.params``,
-``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, README's parameter
-table (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s validation
-all read these rows.  To add an input: add a row here, use it in the model, and regenerate the
-README table (README's "Adding an input").
+``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, the parameter table
+of docs/links.md (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s
+validation all read these rows.  To add an input: add a row here, use it in the model, and
+regenerate that table (docs/architecture.md, "Adding an input").
 
 Values are in *display units* here (ms, GB/s, %); ``scale`` turns one into SI (seconds, bytes/s,
 a fraction), the unit ``Scenario`` holds.  A row has two ranges:
@@ -52,7 +52,7 @@ class Input:
     """One input.  Numbers in display units (``unit``); ``value × scale`` is SI."""
 
     name: str  # URL key and session-state key; for CLI-only inputs the CLI's dest
-    label: str  # what a person reads: widget label, README, messages
+    label: str  # what a person reads: widget label, docs table, messages
     kind: str  # one of KINDS
     default: object
     unit: str = ""
@@ -70,7 +70,7 @@ class Input:
     choices: tuple | Callable[[], tuple] | None = None
     help: str = ""
     page: str = ""  # "" for the scenario (sidebar); else the page that reads it
-    accepted: str = ""  # README's "accepted" column when the range does not say it
+    accepted: str = ""  # the docs table's "accepted" column when the range does not say it
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -201,7 +201,7 @@ MEASUREMENT_SUFFIXES = (".prom", ".txt", ".json", ".csv")
 READ_MEASUREMENT_AS = ("auto", "prometheus", "perftest", "nsys", "pairs")
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
-DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
+DEFAULT_STACK = "mooncake"  # the best-supported measured stack (docs/model.md, Fidelity)
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
 V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1,
@@ -397,7 +397,7 @@ def check_scenario_field(field: str, value) -> None:
 
 
 def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows (``inputs_table``)."""
+    """docs/links.md's table of the app's link parameters, made from the rows (``inputs_table``)."""
     from .inputs_table import markdown_table as table
 
     return table()

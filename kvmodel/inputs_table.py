@@ -1,6 +1,6 @@
-"""README's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks it), made
-from the rows of :mod:`kvmodel.inputs`.  Kept apart from the rows so that file holds the inputs
-themselves (``inputs.markdown_table`` calls this)."""
+"""docs/links.md's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks
+it), made from the rows of :mod:`kvmodel.inputs`.  Kept apart from the rows so that file holds
+the inputs themselves (``inputs.markdown_table`` calls this)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .inputs import INPUTS, SCENARIO_KEYS, URL_INPUTS, Input, _num
 
 @cache
 def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows."""
+    """docs/links.md's table of the app's link parameters, made from the rows."""
     lines = [
         "| name | meaning | unit | default | accepted | CLI |",
         "|---|---|---|---|---|---|",

@@ -136,8 +136,8 @@ def capacity_report_html(
         body += [f"<li>{escape(n)}</li>" for n in plan.notes]
         body.append("</ul>")
     body.append(
-        "<footer>Computed by the KV Transfer Planner's capacity model (kvmodel.capacity; README, "
-        "Capacity plan) from the inputs above; the charts are interactive and work offline."
+        "<footer>Computed by the KV Transfer Planner's capacity model (kvmodel.capacity; "
+        "docs/capacity.md) from the inputs above; the charts are interactive and work offline."
         "</footer>"
     )
     return (

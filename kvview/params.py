@@ -1,7 +1,7 @@
 """The scenario's URL parameters: names, defaults, parsing and clamping.
 
 Pure Python (no streamlit) so it is tested directly.  Names are short and stable: shared links
-depend on them; the README lists them.  ``parse_query`` turns a query mapping into clean values
+depend on them; docs/links.md lists them.  ``parse_query`` turns a query mapping into clean values
 plus human-readable warnings for everything it had to replace or clamp.  Warnings are shown as
 markdown: every value taken from the link goes through ``mdtext.shown`` (escaped, truncated).
 """
@@ -134,7 +134,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     elif any(k in q for k in SCENARIO_KEYS):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
-        # README's "What changed" says.
+        # docs/links.md's "Version-1 links" says.
         v.update(I.V1_DEFAULTS)
     if v["attn"] is None:
         v["attn"] = default_attention_parallel(spec)

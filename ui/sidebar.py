@@ -299,5 +299,5 @@ def _roofline_caption(spec: ModelSpec) -> str:
         return ""
     return (
         f"Estimate on {ss['tpd']}× {gpu.name}: {fmt_ms(float(est))} (fitted on measured vLLM "
-        f"steps; README, Fidelity). Roofline lower bound: {fmt_ms(float(lb))}."
+        f"steps; docs/model.md, Fidelity). Roofline lower bound: {fmt_ms(float(lb))}."
     )
