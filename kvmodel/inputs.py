@@ -130,7 +130,8 @@ class Input:
                     f"{name} must be {self._range(scale)}, got {shown_number(value)}, too large "
                     "to compute with"
                 )
-        if v != 0 and abs(v) < sys.float_info.min:  # subnormal: 1/v overflows
+        if v != 0 and min(abs(v), abs(float(value))) < sys.float_info.min:  # subnormal (as
+            # given or scaled): 1/v overflows
             raise ValueError(
                 f"{name} must be {self._range(scale)}, got {shown_number(value)}, a number too "
                 "close to 0 to compute with"
