@@ -130,8 +130,8 @@ class Input:
                     f"{name} must be {self._range(scale)}, got {shown_number(value)}, too large "
                     "to compute with"
                 )
-        if v != 0 and min(abs(v), abs(float(value))) < sys.float_info.min:  # subnormal (as
-            # given or scaled): 1/v overflows
+        tiny = sys.float_info.min  # below it a float is subnormal: 1/v overflows
+        if v != 0 and (abs(v) < tiny or (isinstance(value, float) and abs(value) < tiny)):
             raise ValueError(
                 f"{name} must be {self._range(scale)}, got {shown_number(value)}, a number too "
                 "close to 0 to compute with"
@@ -155,7 +155,7 @@ class Input:
 def shown_number(value) -> str:
     """A number as a message quotes it: a huge integer by its digit count, not its digits."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
-        return f"a {len(str(abs(value)))}-digit number"
+        return f"a {'negative ' if value < 0 else ''}{len(str(abs(value)))}-digit number"
     return repr(value)
 
 
