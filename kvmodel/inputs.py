@@ -110,38 +110,31 @@ class Input:
         return int(value) if self.kind in ("int", "flag") else float(value)
 
     def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
-        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit.
+        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit;
+        a 400-digit integer or a subnormal gets a message too, never an OverflowError."""
+        name, got, (lo, hi) = what or self.name, shown_number(value), self.bounds
 
-        Safe for any number: a 400-digit integer or a subnormal float gets a message, never
-        an OverflowError."""
-        name = what or self.name
+        def fail(why: str = ""):
+            raise ValueError(f"{name} must be {self._range(scale)}, got {got}{why}")
+
         if isinstance(value, bool) or not isinstance(value, Real):
-            raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
+            raise ValueError(f"{name} must be a finite number, got {got}")
         try:
             v = float(value) * scale
         except OverflowError:  # an integer beyond a float: far outside every range
             v = math.inf if value > 0 else -math.inf
-        lo, hi = self.bounds
-        if not math.isfinite(v):
-            if not isinstance(value, int):
-                raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
-            if (v > 0 and hi is None) or (v < 0 and lo is None):
-                raise ValueError(
-                    f"{name} must be {self._range(scale)}, got {shown_number(value)}, too large "
-                    "to compute with"
-                )
+        if not math.isfinite(v) and not isinstance(value, int):
+            raise ValueError(f"{name} must be a finite number, got {got}")
+        if (v == math.inf and hi is None) or (v == -math.inf and lo is None):
+            fail(", too large to compute with")
         tiny = sys.float_info.min  # below it a float is subnormal: 1/v overflows
         if v != 0 and (abs(v) < tiny or (isinstance(value, float) and abs(value) < tiny)):
-            raise ValueError(
-                f"{name} must be {self._range(scale)}, got {shown_number(value)}, a number too "
-                "close to 0 to compute with"
-            )
+            fail(", a number too close to 0 to compute with")
         if self.kind == "int" and math.isfinite(v) and v != int(v):
-            raise ValueError(f"{name} must be a whole number, got {shown_number(value)}")
+            raise ValueError(f"{name} must be a whole number, got {got}")
         low = lo is not None and (v <= lo if self.lo_open else v < lo)
-        high = hi is not None and (v >= hi if self.hi_open else v > hi)
-        if low or high:
-            raise ValueError(f"{name} must be {self._range(scale)}, got {shown_number(value)}")
+        if low or (hi is not None and (v >= hi if self.hi_open else v > hi)):
+            fail()
 
     def _range(self, scale: float) -> str:
         unit = f" {self.unit}" if self.unit and scale == 1 else ""

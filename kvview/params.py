@@ -18,6 +18,7 @@ from kvmodel.build import default_attention_parallel
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
+from kvview.fmt import fmt_sig
 from kvview.mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
@@ -58,10 +59,14 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
-            f"({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {_n(lo)}–{_n(hi)} "
+            f"({LABELS[name]}); using {_n(clamped)}."
         )
     return I.get(name).typed(clamped)  # min/max keep the bound's type: 0, not 0.0 (issue 23)
+
+
+def _n(x: float) -> str:  # 10,000,000 rather than 1e+07
+    return fmt_sig(x, 6) if abs(x) < 1e15 else f"{x:g}"
 
 
 def parse_query(query) -> tuple[dict, list[str], dict]:
