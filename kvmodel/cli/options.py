@@ -125,4 +125,11 @@ def _scenario(args, **overrides):
         values[row.name] = value
     values.update(overrides)
     model = _model_from_args(args)
-    return to_scenario(values, model=None if isinstance(model, str) else model)
+    try:
+        return to_scenario(values, model=None if isinstance(model, str) else model)
+    except ValueError as exc:  # "seq_len must be <= the model's max context" names the flag
+        field, _, rest = str(exc).partition(" ")
+        row = I.BY_FIELD.get(field)
+        if row is None or not row.cli or row.scale != 1 or row.cli_scale != 1:
+            raise  # other units than the flag's: the field's name is the honest one
+        raise ValueError(f"{row.cli} {rest}") from None
