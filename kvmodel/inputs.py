@@ -398,6 +398,11 @@ INPUTS: tuple[Input, ...] = (
           field="window_transfer", cli="--window-transfer",
           help="`window`: sliding-window layers send their window; `full`: they send every "
           "token (connectors without hybrid-allocator support)"),
+    Input("gpud", "Decode GPU", "id", "", choices=lambda: ("", *_gpu_ids()), cli="--gpu-decode",
+          cli_default=None, accepted="ids of `python -m kvmodel gpus`, or empty: the GPU",
+          help="the decode instances' GPU when it is not the prefill GPU (`gpu`): its decode "
+          "step, memory and NICs; the transfer runs between the two GPUs' NICs",
+          field="gpu_decode", catalog="gpu"),
     # --- CLI-only model inputs (the app's link has no field for them) ---
     Input("kv_scale_group", "KV scale group", "int", 0, unit="values", lo=0, hi=None,
           field="kv_scale_group", url=False, cli="--kv-scale-group",
@@ -480,6 +485,22 @@ INPUTS: tuple[Input, ...] = (
           whelp="Time per output token, one decode step"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
           page="Capacity", help="0 = no cost shown", wlabel="Price [$/GPU-hour]", wstep=0.5),
+    Input("replay", "Replay the trace", "flag", 0, unit="0/1", lo=0, hi=1, url=False,
+          cli="--replay", page="Capacity",
+          help="run the planned deployment over the trace's own arrivals (Poisson arrivals "
+          "from a fixed seed when it has no timestamps) and report what it measures"),
+    Input("size", "Size the pools by", "choice", "analytic", choices=("analytic", "replay"),
+          cli="--size-by", page="Capacity",
+          help="`analytic`: the queueing formulas; `replay`: grow the pools until the replay "
+          "meets the targets (implies `--replay`)"),
+    Input("rn", "Replayed requests", "int", 20_000, unit="requests", lo=100, hi=1_000_000,
+          limit=(1, 10_000_000), cli="--replay-requests", page="Capacity",
+          help="requests drawn (Poisson, fixed seed) when the traffic has no timestamps; a "
+          "trace replays all of its own", wlabel="Requests (no timestamps)", wstep=1000),
+    Input("priced", "Decode GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000,
+          cli="--gpu-price-decode", page="Capacity",
+          help="the decode GPUs' price when it differs from `price` (0 = the same)",
+          wlabel="Decode GPU price [$/GPU-hour]", wstep=0.5),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),

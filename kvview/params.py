@@ -77,6 +77,15 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     q = {k: query[k] for k in query}
     warnings: list[str] = []
     v = dict(DEFAULTS)
+    imported, renamed = _read_cfg(q, v, warnings)
+    spec = _read_ids(q, v, warnings, imported, renamed)
+    _read_values(q, v, warnings, spec)
+    _read_lists(q, v, warnings)
+    return v, warnings, imported
+
+
+def _read_cfg(q, v, warnings) -> tuple[dict, dict]:
+    """An imported model carried by ``cfg``: {id: ModelSpec}, and {the id it gave: its id}."""
     imported = {}
     models = catalog.models()
     renamed = {}  # the id a link's cfg gave -> the id it is imported under
@@ -99,6 +108,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 spec = replace(spec, id=mid)
             imported[mid] = spec
             v["cfg"] = q["cfg"]
+    return imported, renamed
+
+
+def _read_ids(q, v, warnings, imported, renamed):
+    """Model, interconnect, GPU and stack ids (a link without ``stack`` reads as version 1);
+    returns the model's spec."""
+    models = catalog.models()
     if "model" in q:
         mid = str(q["model"]).strip().lower()
         if mid in models:
@@ -126,6 +142,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    if q.get("gpud"):
+        gid = str(q["gpud"]).strip().lower()
+        if gid in catalog.gpus():
+            v["gpud"] = "" if gid == v["gpu"] else gid
+        else:
+            warnings.append(f"gpud={shown(q['gpud'])} is not a known GPU; decoding on the "
+                            "prefill GPU.")  # fmt: skip
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():
@@ -140,6 +163,12 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.
         v.update(I.V1_DEFAULTS)
+    return spec
+
+
+def _read_values(q, v, warnings, spec) -> None:
+    """The model's defaults, the choices, the numbers (within the rows' ranges, seq up to the
+    model's context), the TPs and the estimated times."""
     for row in (r for r in PARAMS if r.default_from):  # attn, kvd: the model's own
         if v[row.name] is None or row.name not in q and v[row.name] == row.default:
             v[row.name] = row.default_for(spec)
@@ -182,6 +211,10 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         )
         if row.lo_open and v[row.name] == 0.0:  # the step: 0 is no time, so an estimate
             v[row.name] = "est"
+
+
+def _read_lists(q, v, warnings) -> None:
+    """The page inputs with their own formats: id lists, batches, the band, compared scenarios."""
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
@@ -192,7 +225,6 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         v["band"] = _band(q["band"], warnings)
     if "cmp" in q:
         v["cmp"] = _compare(q["cmp"], v, warnings)
-    return v, warnings, imported
 
 
 TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)

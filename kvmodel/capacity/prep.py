@@ -30,11 +30,13 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
 
 
-def tp_candidates(sc: Scenario) -> tuple[int, ...]:
+def tp_candidates(sc: Scenario, gpu=None) -> tuple[int, ...]:
     """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
     that split every KV-head group and leave memory beside the weights, within one node
     (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
-    resort of a model too large for one."""
+    resort of a model too large for one.  ``gpu``: the GPU of the pool (``sc.gpu`` by
+    default; the decode pool's is ``sc.decode_gpu``)."""
+    gpu = gpu or sc.gpu
     out = []
     for tp in TP_CHOICES:
         try:
@@ -42,15 +44,15 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
                 shard_heads(g.kv_heads, tp)
         except ValueError:
             continue
-        if out and tp > sc.gpu.gpus_per_node:
+        if out and tp > gpu.gpus_per_node:
             break
-        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+        if weights_bytes_per_gpu(sc.model, tp) < gpu.memory_bytes * USABLE_FRACTION:
             out.append(tp)
         if len(out) == AUTO_TPS:
             break
     if not out:
         raise ValueError(
-            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
+            f"the weights of {sc.model.name} do not fit on {gpu.name} at any TP up to "
             f"{TP_CHOICES[-1]}"
         )
     return tuple(out)
@@ -137,6 +139,12 @@ def basis(sc: Scenario, workload: Workload) -> Basis:
     return made
 
 
+def kept_bases() -> int:
+    """How many bases are kept now (at most :data:`BASES`)."""
+    with _BASES_LOCK:
+        return len(_BASES)
+
+
 def clear_bases() -> None:
     """Forget every kept basis (benchmarks of a cold plan; tests)."""
     with _BASES_LOCK:
@@ -213,9 +221,9 @@ class Prepared:
         return sorted(out)
 
 
-def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
+def tps(sc: Scenario, tp: int | None, gpu=None) -> tuple[int, ...]:
     if tp is None:
-        return tp_candidates(sc)
+        return tp_candidates(sc, gpu)
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
     for g in sc.model.groups:
@@ -232,5 +240,6 @@ def prepare_wide(sc: Scenario, workload: Workload, slo: Slo) -> Prepared | None:
 def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
     if colocated_tp is None and decode_tp is not None:
         colocated_tp = decode_tp  # compare like with like when the TP is set
-    ptps, dtps, ctps = tps(sc, prefill_tp), tps(sc, decode_tp), tps(sc, colocated_tp)
+    ptps, ctps = tps(sc, prefill_tp), tps(sc, colocated_tp)
+    dtps = tps(sc, decode_tp, sc.decode_gpu)
     return Prepared(basis(sc, workload), slo, ptps, dtps, ctps)

@@ -13,7 +13,7 @@ class UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2
         raise UsageError(message)
 
@@ -24,7 +24,7 @@ def quoted(text) -> str:
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
 
 
-def _int(text) -> int:
+def whole(text) -> int:
     try:
         return int(text)
     except ValueError:  # also an integer past Python's 4,300-digit conversion limit
@@ -32,14 +32,10 @@ def _int(text) -> int:
 
 
 def positive_int(text):
-    value = _int(text)
+    value = whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{quoted(text)} must be >= 1")
     return value
-
-
-def _whole(text):
-    return _int(text)
 
 
 def _number(text):
@@ -71,7 +67,7 @@ def add_input(p, row: I.Input) -> None:
     if row.kind == "choice":
         kw["choices"] = list(row.allowed())
     elif row.kind == "int":
-        kw["type"] = _whole
+        kw["type"] = whole
     elif row.est:  # prefill, decode step
         kw["type"] = _number_or_est
     elif row.kind == "float":
@@ -95,7 +91,7 @@ def check_inputs(args) -> None:
 SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
 
 
-def _scenario_options(p: argparse.ArgumentParser) -> None:
+def scenario_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scenario (one row each in kvmodel/inputs.py)")
     src = g.add_mutually_exclusive_group()
     add_input(src, I.get("model"))
@@ -114,7 +110,7 @@ def _model_from_args(args):
     return args.model
 
 
-def _scenario(args, **overrides):
+def scenario_from_args(args, **overrides):
     """The scenario of the parsed options; ``overrides`` by input name, display units."""
     check_inputs(args)
     values = {"model": args.model}

@@ -30,16 +30,12 @@ from kvview.capacity_words import (
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
-from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
-from ui.memo import Memo
+from ui import exports_ui, perf, traffic_ui, urlstate, widgets
+from ui.views import capacity_replay
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
 SWEEP_PER_DECADE = 12  # 12 per decade (25-26 rates)
-
-
-_PLANS = Memo(max_entries=64)  # sizings, plans and sweeps, process-wide like perf's memo
-perf._OTHER_MEMOS.append(_PLANS)
 
 
 def plan_key(sc) -> tuple:
@@ -59,7 +55,7 @@ def plan_key(sc) -> tuple:
 
 
 def _memo(text: str, fn, args: tuple, kwargs: dict, key):
-    return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+    return perf.PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
 def _traffic():
@@ -127,11 +123,11 @@ def _inputs(sc):
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
-    c = st.columns(5)
-    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price"), strict=False):
+    c = st.columns(6)
+    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price", "priced"), strict=False):
         widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
     widgets.page_widget(
-        c[4].radio,
+        c[5].radio,
         "Tensor parallelism",
         "ctp",
         options=["auto", "sidebar"],
@@ -147,7 +143,6 @@ def _inputs(sc):
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
@@ -167,7 +162,8 @@ def render() -> None:
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
         ttft_percentile=ss["ttft_pct"],
     )
-    kw = {"gpu_price_per_hour": price}
+    kw = {"gpu_price_per_hour": price,
+          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
     if ss["ctp"] == "sidebar":
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
     try:
@@ -192,6 +188,9 @@ def render() -> None:
     for note in plan.notes:
         st.caption(f"Note: {note}.")
     _networks(sc, lengths, rate, slo, kw)
+    key = plan_key(sc)
+    capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
+    replayed = capacity_replay.replay(sc, key, plan, source == TRACE, lengths, rate, slo)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
         if ss["ctp"] == "sidebar"
@@ -201,7 +200,8 @@ def render() -> None:
         return
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
-                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
+                replayed=replayed)
     )  # fmt: skip
 
 
