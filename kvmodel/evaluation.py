@@ -15,7 +15,7 @@ from .specs import IDEAL_STACK
 from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
 from .topology import domain_gpus, is_scale_up, scale_up_feasible
-from .wire import _wire_ratio, transfer
+from .wire import transfer, wire_ratio
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,12 @@ def evaluate(sc: Scenario) -> Evaluation:
     ttft = request + prefill + exposed + sc.decode_step_s
     lb = float(
         decode_step_lower_bound_s(
-            sc.model, sc.seq_len, sc.batch, gpu=sc.gpu, tp=sc.tp_decode, kv_dtype=sc.kv_dtype
+            sc.model,
+            sc.seq_len,
+            sc.batch,
+            gpu=sc.decode_gpu,
+            tp=sc.tp_decode,
+            kv_dtype=sc.kv_dtype,
         )
     )
     notes = []
@@ -106,7 +111,7 @@ def evaluate(sc: Scenario) -> Evaluation:
             f"{sc.model.id} ships a {sc.model.kv_dtype_native} KV cache; "
             f"the scenario stores it as {sc.kv_dtype}"
         )
-    if sc.compression != "none" and _wire_ratio(sc) == 1.0:
+    if sc.compression != "none" and wire_ratio(sc) == 1.0:
         notes.append(
             f"{sc.compression} transfer compression saves nothing on a {sc.kv_dtype} cache"
         )
@@ -127,7 +132,7 @@ def evaluate(sc: Scenario) -> Evaluation:
                   kv_scale_group=sc.kv_scale_group)  # fmt: skip
     mem_d = instance_memory(
         sc.model,
-        sc.gpu,
+        sc.decode_gpu,
         tp=sc.tp_decode,
         data_parallel_attention=sc.data_parallel_attention,
         ep=sc.ep_decode,
@@ -149,7 +154,7 @@ def evaluate(sc: Scenario) -> Evaluation:
         else float(kv.per_gpu_decode),
         raw_wire_bytes=float(t.raw_wire_bytes),
         wire_bytes=float(t.wire_bytes),
-        compression_ratio=_wire_ratio(sc),
+        compression_ratio=wire_ratio(sc),
         streams=sc.streams,
         effective_bandwidth_bytes_per_s=sc.effective_bandwidth_bytes_per_s,
         latency_s=sc.link.latency_s,

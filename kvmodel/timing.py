@@ -23,7 +23,7 @@ from . import steps
 from .dtypes import kv_dtype_bytes
 from .frameworks import FrameworkSpec
 from .inputs import DEFAULT_FRAMEWORK, DEFAULT_MFU
-from .size import _as_tokens, kv_bytes
+from .size import as_tokens, kv_bytes
 from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
@@ -50,8 +50,8 @@ def prefill_flops(model: ModelSpec, seq_len, batch=1) -> np.ndarray:
     query head, QKᵀ and PV cost ``2 × head_dim_qk`` FLOPs each per (query, key) pair, over
     ``Σ_t min(t, window)`` causal pairs.
     """
-    s = _as_tokens(seq_len, "seq_len")
-    b = _as_tokens(batch, "batch")
+    s = as_tokens(seq_len, "seq_len")
+    b = as_tokens(batch, "batch")
     dense = 2.0 * model.params_active * s * b
     attn = sum(
         g.layers * 4.0 * model.q_heads * model.head_dim_qk * _held_sum(s, g.window_tokens)
@@ -187,7 +187,7 @@ def decode_step_parts(
     ``chunk_tokens`` prompt tokens of ``chunk_flops_per_token`` FLOPs each ride along in the
     same iteration (chunked prefill of a colocated instance): their FLOPs join the GEMMs and
     their activations the all-reduce."""
-    b = _as_tokens(batch, "batch")
+    b = as_tokens(batch, "batch")
     fw = _framework(framework)
     groups = max(1, ep // tp)
     b_group = b / groups
@@ -250,8 +250,8 @@ def prefill_parts(
     the GPU's own, data/gpus.csv)."""
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
-    s = _as_tokens(seq_len, "seq_len")
-    b = _as_tokens(batch, "batch")
+    s = as_tokens(seq_len, "seq_len")
+    b = as_tokens(batch, "batch")
     gpus = max(tp, ep)
     tokens = s * b
     wd = weight_dtype or model.weight_dtype
@@ -311,7 +311,7 @@ def decode_step_lower_bound_s(
     touches more than the active experts), so real steps are 2-4× longer.
     """
     kv_dtype_bytes(kv_dtype)  # validate early
-    b = _as_tokens(batch, "batch")
+    b = as_tokens(batch, "batch")
     kv = kv_bytes(model, seq_len, b, kv_dtype=kv_dtype).total
     memory_s = (model.params_active * weight_bytes + kv) / (gpu.hbm_bytes_per_s * tp)
     compute_s = 2.0 * model.params_active * b / (gpu.bf16_flops * tp)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kvview.capacity_words import pct_label
-from kvview.csv_tables import _columns
+from kvview.csv_tables import spec_columns
 
 
 def _yes_no(flag) -> str:
@@ -109,7 +109,7 @@ def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataF
 def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
     """``rate_sweep``'s frame with units in the headers, one row per request rate."""
     p = pct_label(ttft_percentile)
-    out = _columns(
+    out = spec_columns(
         sweep,
         (
             ("rps", "request rate [requests/s]", 1),
@@ -152,7 +152,7 @@ def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataF
     """``capacity.network_plans``' frame with units in the headers, one row per interconnect
     (the page shows it as it is and exports it)."""
     p = pct_label(ttft_percentile)
-    out = _columns(
+    out = spec_columns(
         networks,
         (
             ("link_name", "interconnect", None),
@@ -179,3 +179,22 @@ def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataF
     domain = "GPUs one scale-up domain joins [GPUs]"
     out[domain] = pd.array([int(v) if v else None for v in out[domain]], dtype="Int64")
     return out
+
+
+def decode_gpu_frame(plans: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
+    """``capacity.pairs.decode_gpu_plans`` as a table: units in the headers."""
+    p = pct_label(ttft_percentile)
+    return pd.DataFrame(
+        {
+            "decode GPU": plans["decode_gpu_name"],
+            "prefill GPUs [GPUs]": plans["prefill_gpus"],
+            "decode GPUs [GPUs]": plans["decode_gpus"],
+            "GPUs [GPUs]": plans["disaggregated_gpus"],
+            f"TTFT {p} [ms]": plans["ttft_s"] * 1e3,
+            "TPOT [ms]": plans["tpot_s"] * 1e3,
+            "meets the targets": [_yes_no(v) for v in plans["meets_slo"]],
+            "cost [$ per hour]": plans["cost_per_hour"],
+            "cost [$ per million output tokens]": plans["cost_per_million_output_tokens"],
+            "note": plans["note"],
+        }
+    )

@@ -148,8 +148,8 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "fw", "ep", "epd", "par", "gpu", "kvd", "attn", "win", "step_mode",
-             "step_ms",
+LAZY_KEYS = ("tp", "tpd", "fw", "ep", "epd", "par", "gpu", "gpud", "kvd", "attn", "win",
+             "step_mode", "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
@@ -163,6 +163,10 @@ def _stack_caption(sb, st_) -> None:
     )
 
 
+def _decode_gpu_name(gpu_id: str) -> str:
+    return catalog.get_gpu(gpu_id).name if gpu_id else "the same as prefill"
+
+
 def _hardware_controls(box, spec) -> None:
     with box:
         tps = valid_tp(spec, P.MAX_TP)
@@ -173,6 +177,7 @@ def _hardware_controls(box, spec) -> None:
         input_widget(st.selectbox, "fw", format_func=lambda f: catalog.get_framework(f).name)
         input_widget(st.number_input, "par")
         input_widget(st.selectbox, "gpu", format_func=lambda g: catalog.get_gpu(g).name)
+        input_widget(st.selectbox, "gpud", format_func=_decode_gpu_name)
         input_widget(st.selectbox, "kvd")
         input_widget(st.radio, "attn", horizontal=True,
                      format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get)  # fmt: skip

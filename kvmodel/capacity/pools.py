@@ -76,7 +76,7 @@ class Decode:
 
 
 def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
-    model, gpu = sc.model, sc.gpu
+    model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
     mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group,
@@ -230,7 +230,7 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     return remembered(ttft)
 
 
-def _at_least(load: float) -> int:
+def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
 
@@ -259,7 +259,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
-    cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
+    cp_compute, cp_link = at_least(a_p), at_least(a_x)
     cp_lo = max(cp_compute, cp_link)
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note

@@ -4,8 +4,9 @@ scrape)."""
 from __future__ import annotations
 
 from .. import catalog
+from .. import inputs as I
 from .edge import fmt_bytes
-from .output import _emit
+from .output import emit
 
 
 def _fit_measurement(m):
@@ -27,6 +28,9 @@ def _fit_measurement(m):
     )
 
 
+MAX_NICS = 1024  # NICs one measurement ran over (a node has 8-16)
+
+
 def cmd_calibrate(args):
     from pathlib import Path
 
@@ -34,8 +38,10 @@ def cmd_calibrate(args):
     from ..measure import load_measurement
 
     link = catalog.get_link(args.link) if args.link else None
-    if args.nics < 1:
-        raise ValueError(f"--nics must be a whole number >= 1, got {args.nics}")
+    if not 1 <= args.nics <= MAX_NICS:
+        raise ValueError(
+            f"--nics must be a whole number from 1 to {MAX_NICS:,}, got {I.shown_number(args.nics)}"
+        )
     m = load_measurement(Path(args.file))
     fit = _fit_measurement(m)
     eff = None if link is None else link_efficiency(link, fit, nics=args.nics)
@@ -83,7 +89,7 @@ def cmd_calibrate(args):
             "perftest keeps many messages in flight: the intercept is the per-message cost of a "
             "pipelined stream, not the one-way latency (measure that with ib_write_lat)."
         )
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)
 
 
 def cmd_metrics(args):
@@ -166,4 +172,4 @@ def cmd_metrics(args):
         ),
     ]
     footer = [f"metrics found: {', '.join(d.metrics_found)}", *(f"note: {n}" for n in d.notes)]
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)

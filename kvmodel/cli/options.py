@@ -13,35 +13,38 @@ class UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2
         raise UsageError(message)
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
+def quoted(text) -> str:
+    """A command-line value as a message quotes it: at most ~40 characters."""
+    text = str(text)
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
 
 
-def _whole(text):
+def whole(text) -> int:
     try:
         return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    except ValueError:  # also an integer past Python's 4,300-digit conversion limit
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a whole number") from None
+
+
+def positive_int(text):
+    value = whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must be >= 1")
+    return value
 
 
 def _number(text):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a number") from None
     if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a finite number")
     return value
 
 
@@ -64,7 +67,7 @@ def add_input(p, row: I.Input) -> None:
     if row.kind == "choice":
         kw["choices"] = list(row.allowed())
     elif row.kind == "int":
-        kw["type"] = _whole
+        kw["type"] = whole
     elif row.est:  # prefill, decode step
         kw["type"] = _number_or_est
     elif row.kind == "float":
@@ -88,7 +91,7 @@ def check_inputs(args) -> None:
 SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
 
 
-def _scenario_options(p: argparse.ArgumentParser) -> None:
+def scenario_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scenario (one row each in kvmodel/inputs.py)")
     src = g.add_mutually_exclusive_group()
     add_input(src, I.get("model"))
@@ -107,7 +110,7 @@ def _model_from_args(args):
     return args.model
 
 
-def _scenario(args, **overrides):
+def scenario_from_args(args, **overrides):
     """The scenario of the parsed options; ``overrides`` by input name, display units."""
     check_inputs(args)
     values = {"model": args.model}
@@ -118,4 +121,11 @@ def _scenario(args, **overrides):
         values[row.name] = value
     values.update(overrides)
     model = _model_from_args(args)
-    return to_scenario(values, model=None if isinstance(model, str) else model)
+    try:
+        return to_scenario(values, model=None if isinstance(model, str) else model)
+    except ValueError as exc:  # "seq_len must be <= the model's max context" names the flag
+        field, _, rest = str(exc).partition(" ")
+        row = I.BY_FIELD.get(field)
+        if row is None or not row.cli or row.scale != 1 or row.cli_scale != 1:
+            raise  # other units than the flag's: the field's name is the honest one
+        raise ValueError(f"{row.cli} {rest}") from None

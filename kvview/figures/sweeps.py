@@ -12,28 +12,28 @@ import plotly.graph_objects as go
 from kvmodel.inputs import DEFAULT_BAND_MS
 from kvview.figures.kit import (
     LAYOUT_COLORS,
-    _band_trace,
-    _Fig,
-    _finished,
-    _groups,
-    _layout,
-    _threshold_trace,
+    Fig,
+    band_trace,
+    base_layout,
+    finished,
+    groups_of,
     link_color,
     link_name,
+    threshold_trace,
 )
 
 
-@_finished
+@finished
 def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band."""
-    fig = _Fig()
-    _band_trace(
+    fig = Fig()
+    band_trace(
         fig,
         (df["batch"].min(), df["batch"].max()),
         band_ms,
         f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
     )
-    for lid, part in _groups(df, "link", ("name", "batch", "transfer_ms")):
+    for lid, part in groups_of(df, "link", ("name", "batch", "transfer_ms")):
         name = part["name"][0]
         fig.add_scatter(
             x=part["batch"],
@@ -45,7 +45,7 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: in
         )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig,
         f"KV transfer time vs batch at {seq_len:,} tokens",
         "batch [requests, log scale]",
@@ -53,13 +53,13 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: in
     )
 
 
-@_finished
+@finished
 def figure_seq_sweep(
     curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str
 ) -> go.Figure:
     """Transfer vs sequence length per link, the threshold line, critical S marked."""
-    fig = _Fig()
-    for lid, part in _groups(curves, "link", ("seq_len", "transfer_ms")):
+    fig = Fig()
+    for lid, part in groups_of(curves, "link", ("seq_len", "transfer_ms")):
         name = link_name(lid)
         fig.add_scatter(
             x=part["seq_len"],
@@ -69,7 +69,7 @@ def figure_seq_sweep(
             line_color=link_color(lid),
             hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
-    _threshold_trace(
+    threshold_trace(
         fig,
         (curves["seq_len"].min(), curves["seq_len"].max()),
         threshold_ms,
@@ -93,17 +93,19 @@ def figure_seq_sweep(
         )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig, title, "sequence length [tokens, log scale]", "exposed transfer time [ms, log scale]"
     )
 
 
-@_finished
+@finished
 def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
     """Transfer vs S for several models on one link; dash style by attention layout."""
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-    fig = _Fig()
-    for n, (mid, part) in enumerate(_groups(df, "model", ("attention", "seq_len", "transfer_ms"))):
+    fig = Fig()
+    for n, (mid, part) in enumerate(
+        groups_of(df, "model", ("attention", "seq_len", "transfer_ms"))
+    ):
         layout = part["attention"][0]
         fig.add_scatter(
             x=part["seq_len"],
@@ -114,7 +116,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
             hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
             "transfer %{y:,.2f} ms<extra></extra>",
         )
-    _threshold_trace(
+    threshold_trace(
         fig,
         (df["seq_len"].min(), df["seq_len"].max()),
         threshold_ms,
@@ -122,7 +124,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig,
         f"Attention layouts compared on {link}",
         "sequence length [tokens, log scale]",
@@ -130,14 +132,14 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     )
 
 
-@_finished
+@finished
 def figure_bytes_per_token(
     df: pd.DataFrame, *, highlight: str | None = None, kv_dtype: str = "fp16"
 ) -> go.Figure:
     """KV bytes per token across models (log bars), coloured by attention layout."""
     d = df.sort_values("bytes_per_token_at_seq", ascending=False)
-    fig = _Fig()
-    for layout, part in _groups(
+    fig = Fig()
+    for layout, part in groups_of(
         d, "attention", ("model", "bytes_per_token_at_seq", "seq_len", "bytes_per_token_short")
     ):
         fig.add_bar(
@@ -157,7 +159,7 @@ def figure_bytes_per_token(
     fig.update_yaxes(type="log", dtick=1)
     fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
     seq = int(d["seq_len"].max())
-    return _layout(
+    return base_layout(
         fig,
         f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
         "",

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import _Fig, _finished, _layout
+from kvview.figures.kit import Fig, base_layout, finished
 
 REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
 REGION_NAMES = ("too short", "gains", "transfer-bound")
 
 
-@_finished
+@finished
 def figure_traffic_histogram(
     tokens, weights, region, *, min_seq_len: int, critical: int | None, bins: int = 60
 ) -> go.Figure:
@@ -26,7 +26,7 @@ def figure_traffic_histogram(
     """
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
     edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
-    fig = _Fig()
+    fig = Fig()
     for r, name in enumerate(REGION_NAMES):
         sel = region == r
         counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
@@ -58,7 +58,7 @@ def figure_traffic_histogram(
                 showarrow=False,
                 font={"size": 11},
             )
-    return _layout(
+    return base_layout(
         fig,
         "Request lengths by region (tokens that must move)",
         "tokens per request [log scale]",

@@ -11,12 +11,11 @@ from kvmodel.topology import is_scale_up, scale_up_feasible
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Interconnects")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
@@ -47,6 +46,12 @@ def render() -> None:
         ),
         icon=":material/lightbulb:",
     )
+    _table_caption(sc, links)
+    _table_and_sweep(sc, links, batches, table, lo_hi)
+
+
+def _table_caption(sc, links) -> None:
+    """What the table holds, and the scale-up links not buildable at this TP."""
     blocked = [
         catalog.get_link(i).name
         for i in links
@@ -67,6 +72,10 @@ def render() -> None:
             else ""
         )
     )
+
+
+def _table_and_sweep(sc, links, batches, table, lo_hi) -> None:
+    """The link-by-batch table against the band, and the batch sweep."""
     st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 

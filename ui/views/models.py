@@ -9,14 +9,13 @@ from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
 from kvview.breakdown import fidelity_frames
 from kvview.words import models_takeaway
-from ui import config_import, exports_ui, perf, routing, urlstate
+from ui import config_import, exports_ui, perf, urlstate
 
 MAX_CONFIG_BYTES = 1_000_000
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Models")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
@@ -30,6 +29,13 @@ def render() -> None:
         ),
         "bytes-per-token",
     )
+    _catalog_table(sc, table)
+    _fidelity()
+    _import_config()
+
+
+def _catalog_table(sc, table) -> None:
+    """The catalog as a table: layers, bytes per token short and at this length, state, context."""
     st.dataframe(
         table[
             [
@@ -63,7 +69,9 @@ def render() -> None:
     )
     exports_ui.table_download(partial(csv_tables.models_frame, table), "models")
 
-    _fidelity()
+
+def _import_config() -> None:
+    """Import a Hugging Face config.json (upload or paste), optionally its quant config."""
     st.subheader("Import a Hugging Face config.json")
     st.caption(
         "Upload or paste a model's config.json (at most 1 MB). "
