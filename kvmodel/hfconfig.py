@@ -319,8 +319,8 @@ def load_hf_config(
     if stem in (None, "config") and not path_name:  # named after model_type: add the size
         label = f"{label} ({params_total / 1e9:,.3g}B params)"
     kv_dtype, weight_dtype = _kv_dtype(cfg, quant_config), _weight_dtype(cfg, quant_config)
-    experts = _first(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0)
-    top_k = _first(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
+    experts = first_key(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    top_k = first_key(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
     try:
         spec = ModelSpec(
             id=model_id or slug or "model",

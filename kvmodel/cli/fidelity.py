@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import fidelity
-from .output import _emit
+from .output import emit
 
 
 def cmd_fidelity(args):
@@ -24,4 +24,4 @@ def cmd_fidelity(args):
     ]
     heads = ("figure", "stack or framework", "set", "measured", "measured ms", "model ms", "ratio")
     tail = ["Sources: data/fidelity/*.csv (--json lists each point's source)."]
-    _emit(args, payload, heads, table, notes + tail)
+    emit(args, payload, heads, table, notes + tail)
