@@ -9,6 +9,7 @@ markdown: every value taken from the link goes through ``mdtext.shown`` (escaped
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 from kvmodel import catalog
@@ -16,6 +17,7 @@ from kvmodel import inputs as I
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
+from kvview.fmt import fmt_sig
 from kvview.mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
@@ -47,16 +49,23 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     except ValueError:
         warnings.append(f"{name}={shown(raw)} is not a number; using {default:g}.")
         return default
+    if value != 0 and abs(value) < sys.float_info.min:  # subnormal: 1/value overflows
+        warnings.append(f"{name}={shown(raw)} is too close to 0 to compute with; using 0.")
+        value = 0.0
     if integer and value != int(value):
         warnings.append(f"{name}={shown(raw)} is not a whole number; using {round(value):g}.")
         value = float(round(value))
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
-            f"({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {_n(lo)}–{_n(hi)} "
+            f"({LABELS[name]}); using {_n(clamped)}."
         )
-    return int(clamped) if integer else clamped
+    return I.get(name).typed(clamped)  # min/max keep the bound's type: 0, not 0.0 (issue 23)
+
+
+def _n(x: float) -> str:  # 10,000,000 rather than 1e+07
+    return fmt_sig(x, 6) if abs(x) < 1e15 else f"{x:g}"
 
 
 def parse_query(query) -> tuple[dict, list[str], dict]:
@@ -149,7 +158,7 @@ def _read_ids(q, v, warnings, imported, renamed):
                 f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
-    elif any(k in q for k in SCENARIO_KEYS):
+    elif any(k in q for k in SCENARIO_KEYS) and not any(k in q for k in I.AFTER_V1_KEYS):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.

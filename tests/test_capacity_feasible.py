@@ -12,14 +12,17 @@ from kvmodel.build import scenario_from_inputs
 from kvmodel.capacity import Sizing, Slo, Workload, network_plans, plan, rate_sweep
 from kvmodel.cli import main
 
-# issue 21: Llama-3.1-70B on H200 at TP 2, 8,000/500 tokens, TTFT 2 s, TPOT 40 ms, 5 req/s
+# issue 21: Llama-3.1-70B on H200 at TP 2, 8,000/500 tokens, TTFT 2 s, 5 req/s.  The issue's
+# TPOT was 40 ms; with issue 21's step model colocated TP 2 just meets 40 ms (39.9 ms, its
+# smallest mixed iteration 38.6 ms), so the infeasible case is kept at 30 ms.
 ISSUE_21 = (
     "--model llama-3.1-70b --gpu h200 --tp 2 --seq-len 8000 --output-len 500 "
-    "--ttft-slo-ms 2000 --tpot-slo-ms 40 --rps 5"
+    "--ttft-slo-ms 2000 --tpot-slo-ms 30 --rps 5"
 ).split()
-# issue 24: a 100 ms TTFT target neither side meets (the defaults otherwise: Llama-3.1-70B,
-# H100, 100 GbE, Mooncake)
-ISSUE_24 = "--seq-len 2000 --output-len 300 --rps 20 --ttft-slo-ms 100".split()
+# issue 24: a TTFT target neither side meets (the defaults otherwise: Llama-3.1-70B, H100,
+# 100 GbE, Mooncake).  The issue's 100 ms is met colocated (99.6 ms) with issue 21's faster
+# prefill; 80 ms is not.
+ISSUE_24 = "--seq-len 2000 --output-len 300 --rps 20 --ttft-slo-ms 80".split()
 
 
 def run(capsys, *argv):
@@ -33,18 +36,17 @@ def test_issue_21_colocated_at_tp_2_is_infeasible_and_no_saving_is_counted(capsy
     d = json.loads(out)
     assert d["colocated_feasible"] is False and d["disaggregated_feasible"] is True
     assert d["disaggregation_saves_gpus"] is None  # was "saves 234 GPUs" against 260
-    # colocated at TP 2 misses TPOT at any size: 51.7 ms > 40 ms with 130 × TP 2
-    assert d["colocated_tpot_ms"] > 40 and d["colocated_tp"] == 2
+    # colocated at TP 2 misses TPOT at any size: 38.6 ms > 30 ms with 97 × TP 2
+    assert d["colocated_tpot_ms"] > 30 and d["colocated_tp"] == 2
     near = d["colocated_nearest"]
-    # TP 4 is one doubling away and meets both targets with 8 instances (the issue's searched
-    # plan, 4 × TP 8, needs the same 32 GPUs)
-    assert (near["tp"], near["instances"], near["gpus"]) == (4, 8, 32)
-    assert near["ttft_ms"] <= 2000 and near["tpot_ms"] <= 40
+    # TP 4 is one doubling away and meets both targets with 6 instances
+    assert (near["tp"], near["instances"], near["gpus"]) == (4, 6, 24)
+    assert near["ttft_ms"] <= 2000 and near["tpot_ms"] <= 30
     assert d["disaggregated_nearest"] is None  # the disaggregated side meets the targets
     code, text = run(capsys, *ISSUE_21)
     assert code == 0
-    assert "INFEASIBLE: misses TPOT 51.7 ms > 40.0 ms even with 260 GPUs" in text
-    assert "colocated nearest      TP 4: 32 GPUs = 8 × TP 4" in text
+    assert "INFEASIBLE: misses TPOT 38.6 ms > 30.0 ms even with 194 GPUs" in text
+    assert "colocated nearest      TP 4: 24 GPUs = 6 × TP 4" in text
     assert "none counted: colocated misses the targets" in text
     assert "saves 234" not in text and "234 GPUs" not in text
 
@@ -57,8 +59,8 @@ def test_issue_24_a_100_ms_ttft_neither_side_meets(capsys):
     assert d["meets_slo"] is False and d["colocated_meets_slo"] is False
     assert d["disaggregation_saves_gpus"] is None  # was "saves 3,040 GPUs"
     for side in ("colocated_nearest", "disaggregated_nearest"):
-        n = d[side]
-        assert n is not None and n["ttft_ms"] <= 100 and n["tpot_ms"] <= 50, side
+        n = d[side]  # no TP up to 64 meets 80 ms: none is shown (a nearest must meet both)
+        assert n is None or (n["ttft_ms"] <= 80 and n["tpot_ms"] <= 50), side
     _, text = run(capsys, *ISSUE_24)
     assert "none counted: disaggregated and colocated miss the targets" in text
     assert text.count("INFEASIBLE") == 2 and "3,040" not in text
@@ -80,8 +82,9 @@ def test_a_sweep_and_the_network_table_leave_a_gap_not_a_saving():
 
 
 def test_the_sweep_does_not_search_the_nearest_but_the_plan_does():
+    # colocated at TP 4 misses TPOT 25 ms; TP 8 meets both (one instance of 8 GPUs)
     w = Workload.fixed(5, 1024, 256)
-    sizing = Sizing(SC, w, Slo(0.15, 0.015), prefill_tp=8, decode_tp=8)
+    sizing = Sizing(SC, w, Slo(0.3, 0.025), prefill_tp=4, decode_tp=4)
     quick = sizing.plan(5.0, network=False)
     assert not quick.nearest_searched and quick.colocated_nearest is None
     full = sizing.plan(5.0)
@@ -128,14 +131,14 @@ def test_the_nearest_is_given_only_for_a_side_that_misses(side):
 def test_the_csvs_leave_the_saving_blank_and_name_the_nearest():
     from kvview import csv_capacity
 
-    w, slo = Workload.fixed(5, 1024, 256), Slo(0.15, 0.015)
-    p = plan(SC, w, slo, prefill_tp=8, decode_tp=8)  # colocated at TP 8 misses TPOT
+    w, slo = Workload.fixed(5, 1024, 256), Slo(0.3, 0.025)
+    p = plan(SC, w, slo, prefill_tp=4, decode_tp=4)  # colocated at TP 4 misses TPOT
     frame = csv_capacity.plan_frame(p, rps=5.0, slo=slo).set_index("quantity")
     assert frame.loc["GPUs saved by disaggregation [GPUs]", "disaggregated"] is None
     assert frame.loc["feasible (meets both targets)"].tolist() == ["yes", "no"]
-    assert frame.loc["GPUs at the nearest TP meeting the targets [GPUs]", "colocated"] == 16
-    sweep = csv_capacity.sweep_frame(rate_sweep(SC, w, slo, [1.0, 5.0], prefill_tp=8,
-                                                decode_tp=8), ttft_percentile=90)  # fmt: skip
+    assert frame.loc["GPUs at the nearest TP meeting the targets [GPUs]", "colocated"] == 8
+    sweep = csv_capacity.sweep_frame(rate_sweep(SC, w, slo, [1.0, 5.0], prefill_tp=4,
+                                                decode_tp=4), ttft_percentile=90)  # fmt: skip
     saved = sweep["GPUs saved by disaggregation [GPUs]"]
     assert str(saved.dtype) == "Int64" and saved.isna().all()
-    assert ",16,8,8,48,," in sweep.to_csv()  # 48 colocated GPUs, the saving left blank
+    assert ",8,4,4,28,," in sweep.to_csv()  # 28 colocated GPUs, the saving left blank

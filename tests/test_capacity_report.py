@@ -62,9 +62,10 @@ def test_a_bad_link_back_is_refused(made):
 
 
 def test_an_infeasible_plan_shows_no_saving_in_the_handout():
-    # issue 24's case: a 100 ms TTFT target neither side meets
+    # issue 24's case: a TTFT target neither side meets (80 ms: the issue's 100 ms is met
+    # colocated since issue 21's faster prefill)
     sc = scenario_from_inputs({})
-    wl, slo = cap.Workload.fixed(20.0, 2000, 300), cap.Slo(0.1, 0.05)
+    wl, slo = cap.Workload.fixed(20.0, 2000, 300), cap.Slo(0.08, 0.05)
     plan = cap.plan(sc, wl, slo)
     assert plan.disaggregation_saves_gpus is None
     sweep = cap.rate_sweep(sc, wl, slo, (10.0, 20.0, 40.0))

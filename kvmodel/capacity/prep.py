@@ -19,6 +19,7 @@ from kvmodel.capacity.pools import (
     prefill_side,
     prefill_work_s,
 )
+from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
@@ -200,14 +201,23 @@ class Prepared:
         self.last.clear()
 
     def bounds(self, rps: float) -> list[tuple[int, int, int]]:
-        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
-        out = []
+        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first; a pair
+        that needs more than ``MAX_SERVERS`` instances (or an infinite number: absurd inputs
+        such as a 1e-300 GB/s link) is left out, and none left is an error."""
+        out, most = [], 0.0
         for tp, mean_s in self.prefill_mean_s.items():
             for tpd, dec in self.decodes.items():
-                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
-                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
+                slots = rps * self.shp.mean_output * dec.step_s / dec.batch
+                busy = rps * mean_s  # prefill instances kept busy, at least
+                if not max(slots, busy) <= MAX_SERVERS:  # also inf or nan
+                    most = max(most, slots, busy, key=lambda x: math.inf if x != x else x)
+                    continue
+                slots, busy = math.ceil(slots - 1e-9), math.ceil(busy - 1e-9)
+                bound = busy * tp + max(slots, 1) * tpd
                 before = self.earlier((tp, tpd), rps)
                 out.append((max(bound, before.gpus if before else 0), tp, tpd))
+        if not out:
+            raise too_many_instances(math.ceil(most) if math.isfinite(most) else math.inf)
         return sorted(out)
 
 

@@ -24,6 +24,7 @@ from kvview.capacity_words import (
     nearest_delta,
     nearest_text,
     network_caption,
+    no_sweep_text,
     pct_label,
     source_caption,
 )
@@ -176,18 +177,7 @@ def render() -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
-    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
-    sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
-    st.subheader("Across request rates")
-    st.markdown(crossover_sentence(sweep, rate))
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
-    exports_ui.table_download(  # the numbers of the three charts
-        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
-        "capacity-rates",
-    )
-    left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
-    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    sweep = _rates_section(sizing, rate, slo)
 
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
@@ -206,11 +196,34 @@ def render() -> None:
         if ss["ctp"] == "sidebar"
         else "searched (the smallest TPs that hold the weights)"
     )
+    if sweep is None:  # the report draws the sweep
+        return
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
                 replayed=replayed)
     )  # fmt: skip
+
+
+def _rates_section(sizing, rate: float, slo):
+    """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
+    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
+    st.subheader("Across request rates")
+    try:
+        sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
+    except ValueError as exc:
+        st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
+        return None
+    st.markdown(crossover_sentence(sweep, rate))
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    exports_ui.table_download(  # the numbers of the three charts
+        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
+        "capacity-rates",
+    )
+    left, right = st.columns(2)
+    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
+    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    return sweep
 
 
 def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):
