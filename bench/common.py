@@ -201,4 +201,4 @@ def ratio_cell(r: float | None, target: float) -> tuple[str, bool]:
     if r is None or r != r:
         return f"– ≤{target:g}× FAIL", False
     ok = r <= target
-    return f"{r:.1f}× ≤{target:g}× {verdict(ok)}", ok
+    return f"{r:.2f}× ≤{target:g}× {verdict(ok)}", ok

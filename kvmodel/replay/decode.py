@@ -48,20 +48,23 @@ class DecodeRun:
 def _admit(ready, need, dur, capacity: float) -> np.ndarray:
     """Admission times of one instance's requests (rows in arrival order): FCFS, each when its
     ``need`` tokens fit in ``capacity`` beside the requests still decoding."""
-    start = np.empty_like(ready)
+    out: list = []
     heap: list = []
     free, t = capacity, 0.0
-    for k in range(len(ready)):
-        t = max(t, ready[k])
+    keep, push, pop = out.append, heapq.heappush, heapq.heappop
+    # Python floats, not numpy scalars: the loop's cost is its per-item overhead
+    for r, nd, d in zip(ready.tolist(), need.tolist(), dur.tolist(), strict=True):
+        if r > t:
+            t = r
         while heap and heap[0][0] <= t:
-            free += heapq.heappop(heap)[1]
-        while free < need[k] and heap:
-            dep, tokens = heapq.heappop(heap)
+            free += pop(heap)[1]
+        while free < nd and heap:
+            dep, tokens = pop(heap)
             t, free = max(t, dep), free + tokens
-        start[k] = t
-        free -= need[k]
-        heapq.heappush(heap, (t + dur[k], need[k]))
-    return start
+        keep(t)
+        free -= nd
+        push(heap, (t + d, nd))
+    return np.array(out, dtype=float)
 
 
 def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
