@@ -144,7 +144,7 @@ def _heap_run(arrival, work, free, k: int, start, inst, least: int = HEAP_AT_LEA
 def _heap_all(heap: list, arr, dur, out, c: int) -> None:
     """Every request of ``arr``/``dur`` (keys) through the heap, waiting or not."""
     keep, replace = out.append, heapq.heapreplace  # bound once: the loop's cost is its calls
-    for xt, w in zip(arr, dur):
+    for xt, w in zip(arr, dur, strict=True):
         f = heap[0]
         t = f if f > xt else xt + f % c  # the instance in the low digits
         keep(t)
@@ -155,7 +155,7 @@ def _heap_waiting(heap: list, arr, dur, out) -> bool:
     """Requests through the heap while each waits (starts at the earliest free moment, its
     key already carrying the instance); True when one finds an instance free (not taken)."""
     keep, replace = out.append, heapq.heapreplace
-    for xt, w in zip(arr, dur):
+    for xt, w in zip(arr, dur, strict=True):
         f = heap[0]
         if f <= xt:
             return True
