@@ -55,7 +55,7 @@ def test_hand_checked_two_requests_queue_on_the_nic(sc):
     dep = rp.Deployment(slow, 8, 8, 1, 1)
     t = transfer(pair_scenario(slow, 8, 8), seq_len=np.array([1024]))
     pre, x = float(t.prefill_s[0]), float(t.transfer_s[0])
-    floor = 0.542e-3 * 80  # timing.PREFILL_FLOOR_S_PER_LAYER × layers
+    floor = 0.25e-3 * 80  # timing.PREFILL_FLOOR_S_PER_LAYER × layers (kvmodel.steps, issue 21)
     # capacity.pools.prefill_work_s: passes of pools.PREFILL_TOKENS_PER_GPU × 8 GPUs tokens
     work = pre - floor * (1 - 1024 / (PREFILL_TOKENS_PER_GPU * 8))
     tl = rp.replay(dep, _stream([0.0, 0.01], 1024, 4))
