@@ -71,6 +71,9 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = "window",
+    framework: str = "none",
+    ep: int = 1,
+    ep_decode: int = 1,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
@@ -81,6 +84,7 @@ def build_scenario(
     step) through :func:`scenario_from_inputs`.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
+    ``framework`` "none" (no serving-engine costs) keeps version 1's arithmetic here too.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
     base = catalog.get_link(link) if link else None
@@ -123,6 +127,9 @@ def build_scenario(
         stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
         attention_parallel=attention_parallel or default_attention_parallel(spec),
         window_transfer=window_transfer,
+        framework=framework,
+        ep_prefill=ep,
+        ep_decode=ep_decode,
     )
 
 
@@ -178,6 +185,9 @@ def scenario_from_inputs(values: dict, *, model: ModelSpec | None = None) -> Sce
         stack=get("stack"),
         attention_parallel=values.get("attn"),
         window_transfer=get("win"),
+        framework=get("fw"),
+        ep=int(get("ep")),
+        ep_decode=int(get("epd")),
     )
 
 

@@ -127,7 +127,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
-    elif any(k in q for k in SCENARIO_KEYS):
+    elif any(k in q for k in SCENARIO_KEYS) and not any(k in q for k in I.AFTER_V1_KEYS):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.

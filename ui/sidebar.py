@@ -32,6 +32,12 @@ def on_model_change() -> None:
         if ss[key] not in tps:
             add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
             ss[key] = 1
+    for key, tp_key in (("ep", "tp"), ("epd", "tpd")):
+        ep = ss.get(key, 1)
+        if ep > 1 and (not spec.is_moe or ep % ss[tp_key]):
+            why = "is dense" if not spec.is_moe else f"needs a multiple of {tp_key.upper()}"
+            add_notice(f"{I.get(key).label} {ep} set to 1: {spec.name} {why}.")
+            ss[key] = 1
     new = _kv_dtype_after_switch(ss["kvd"], ss.get(_MODEL_SHOWN), spec)
     if new != ss["kvd"]:
         why = (
@@ -207,7 +213,8 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step_ms",
+LAZY_KEYS = ("tp", "tpd", "fw", "ep", "epd", "par", "gpu", "kvd", "attn", "win", "step_mode",
+             "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
@@ -217,6 +224,11 @@ def _hardware_controls(box, spec) -> None:
         c1, c2 = st.columns(2)
         c1.selectbox("Prefill TP", tps, key="tp")
         c2.selectbox("Decode TP", tps, key="tpd")
+        _expert_controls(spec)
+        row = I.get("fw")
+        st.selectbox(row.label, I.FRAMEWORKS, key="fw",
+                     format_func=lambda f: catalog.get_framework(f).name,
+                     help=row.help.replace("`", ""))  # fmt: skip
         _number_input(
             st,
             "Parallel links (0 = the NICs both instances have)",
@@ -253,6 +265,17 @@ def _hardware_controls(box, spec) -> None:
                 horizontal=True,
                 help=row.help.replace("`", ""),
             )
+
+
+def _expert_controls(spec) -> None:
+    """Prefill and decode EP: offered for a mixture of experts only (1 = off)."""
+    if not spec.is_moe:
+        return
+    c1, c2 = st.columns(2)
+    for box, name in ((c1, "ep"), (c2, "epd")):
+        row = I.get(name)
+        _number_input(box, f"{row.label} [GPUs]", int(row.lo), int(row.hi), key=name, step=1,
+                      help=row.help.replace("`", ""))  # fmt: skip
 
 
 def _times_controls(box, spec) -> None:

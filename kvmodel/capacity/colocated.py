@@ -3,13 +3,11 @@
 Every iteration of an instance carries its decode batch B and up to C prompt tokens (the chunk);
 prompts are cut into chunks, so no iteration is longer than one with a full chunk:
 
-    iteration(B, C) = decode floor × layers + max(bytes read ÷ (HBM × TP × e),
-                      decode FLOPs ÷ (peak × TP × ½) + C × FLOPs per prompt token ÷ prefill rate)
-                      + [TP > 1] × all-reduce × layers
+    iteration(B, C) = timing.decode_step_parts(B, chunk_tokens=C) summed
 
 the decode step of ``kvmodel.timing`` with the chunk's FLOPs added to its compute side (a chunk
-rides on the memory-bound decode read: Sarathi-Serve's point), at the prefill's utilisation
-``MFU × TP^(−a)``.  FLOPs per prompt token are the workload's mean (attention to earlier chunks
+rides on the memory-bound decode read: Sarathi-Serve's point) and its activations to the
+all-reduce.  FLOPs per prompt token are the workload's mean (attention to earlier chunks
 included, as in a whole prefill).  The interference both ways is in it: the chunk lengthens
 every decode step, and the decode batch caps the chunk that fits in the TPOT target.
 
@@ -42,17 +40,7 @@ from kvmodel.capacity.workload import Shape
 from kvmodel.inputs import DEFAULT_MFU
 from kvmodel.memory import instance_memory
 from kvmodel.scenario import Scenario
-from kvmodel.size import kv_bytes
-from kvmodel.timing import (
-    DECODE_ALLREDUCE_S_PER_LAYER,
-    DECODE_FLOOR_S_PER_LAYER,
-    DECODE_HBM_EFFICIENCY,
-    DECODE_MFU,
-    PREFILL_MFU_TP_EXPONENT,
-    peak_flops,
-    prefill_flops,
-    weights_read_bytes,
-)
+from kvmodel.timing import decode_step_parts, prefill_flops
 
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192)  # prompt tokens per iteration tried
 
@@ -61,18 +49,11 @@ def mixed_step_s(sc: Scenario, context: int, batch, chunk: int, flops_per_token:
                  tp: int) -> np.ndarray:  # fmt: skip
     """One iteration of ``batch`` decodes at ``context`` tokens plus a ``chunk``-token prefill
     piece [s] (module doc).  ``chunk=0`` is ``timing.estimate_decode_step_s``."""
-    model, gpu = sc.model, sc.gpu
-    b = np.asarray(batch, dtype=float)
-    kv = kv_bytes(model, context, b, kv_dtype=sc.kv_dtype).total
-    memory_s = (weights_read_bytes(model, b) + kv) / (
-        gpu.hbm_bytes_per_s * tp * DECODE_HBM_EFFICIENCY
-    )
-    peak = peak_flops(gpu, model.weight_dtype)
-    decode_s = 2.0 * model.params_active * b / (peak * tp * DECODE_MFU)
-    mfu = getattr(sc, "mfu", DEFAULT_MFU) * float(tp) ** -PREFILL_MFU_TP_EXPONENT
-    chunk_s = chunk * flops_per_token / (peak * tp * mfu)
-    comm = DECODE_ALLREDUCE_S_PER_LAYER * model.layers if tp > 1 else 0.0
-    return DECODE_FLOOR_S_PER_LAYER * model.layers + np.maximum(memory_s, decode_s + chunk_s) + comm
+    return decode_step_parts(
+        sc.model, context, batch, gpu=sc.gpu, tp=tp, kv_dtype=sc.kv_dtype,
+        framework=getattr(sc, "framework", "vllm"), chunk_tokens=chunk,
+        chunk_flops_per_token=flops_per_token * DEFAULT_MFU / getattr(sc, "mfu", DEFAULT_MFU),
+    ).total_s  # fmt: skip
 
 
 @dataclass(frozen=True)
