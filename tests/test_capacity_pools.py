@@ -108,15 +108,19 @@ def test_impossible_ttft_is_reported_not_searched_forever():
 
 @pytest.mark.parametrize("tp", [1, 8, 32])
 def test_a_prefill_pass_carries_tokens_per_gpu(tp):
-    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares the
-    # per-layer floor (0.542 ms × 80 layers = 43.36 ms) among 262,144 tokens, not 8,192: a
-    # 1,024-token prompt pays 43.36 ms × 1,024 / (8,192·TP) of it
+    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares a pass's
+    # fixed cost (the per-layer floor × 80 layers when none is given) among 262,144 tokens,
+    # not 8,192: a 1,024-token prompt pays floor × 1,024 / (8,192·TP) of it
     from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pass_tokens, prefill_work_s
+    from kvmodel.timing import PREFILL_FLOOR_S_PER_LAYER
 
     assert PREFILL_TOKENS_PER_GPU == 8192 and pass_tokens(tp) == 8192 * tp
     work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp)
-    floor = 0.542e-3 * 80
+    floor = PREFILL_FLOOR_S_PER_LAYER * 80
     assert work[0] == pytest.approx(0.100 - floor + floor * 1024 / (8192 * tp), rel=1e-9)
+    # a given fixed cost (the weights read too, pools.pass_fixed_s) is shared the same way
+    work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp, np.array([0.05]))
+    assert work[0] == pytest.approx(0.100 - 0.05 + 0.05 * 1024 / (8192 * tp), rel=1e-9)
 
 
 def test_slow_link_adds_decode_instances_for_the_receiving_nics():
