@@ -104,7 +104,9 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
         if fit == 0:
             it = float(step(np.array([1]))[0])
         grid = batch_grid(b)
-        service = shp.moved / chunk * it
+        # each of the EP ÷ TP attention groups carries its own chunk (timing's decode step
+        # costs the chunk per group): the instance prefills chunk × groups tokens an iteration
+        service = shp.moved / (chunk * max(1, ep // tp)) * it
         mean_s, cs2 = moments(service, shp.weights)
         lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
         out.append(Option(tp=tp, ep=ep, chunk=chunk, batch=b, iteration_s=it,
