@@ -30,9 +30,9 @@ import numpy as np
 
 # The combination and the floors.  Fitted on the ``fit`` rows of data/fidelity/compute.csv
 # (bench/fit_compute.py); README's fidelity table gives the fitted and held-out errors.
-OVERLAP_P = 2.5  # smooth-max exponent (memory^p + compute^p)^(1/p)
-DECODE_KERNEL_S_PER_LAYER = 30e-6  # ~10 kernels per layer at ~3 µs minimum each under graphs
-PREFILL_KERNEL_S_PER_LAYER = 60e-6  # prefill's larger kernels start and drain per layer
+OVERLAP_P = 2.5  # smooth-max exponent (memory^p + compute^p)^(1/p); the fit kept 2.5
+DECODE_KERNEL_S_PER_LAYER = 38.9e-6  # ~10-13 kernels per layer at ~3 µs each under CUDA graphs
+PREFILL_KERNEL_S_PER_LAYER = 250e-6  # prefill's launches, syncs and the scheduler per layer
 # A ring all-reduce's fixed cost per call on NVLink: NCCL's small-message all-reduce on 8
 # H100s takes ~10-20 µs (nccl-tests all_reduce_perf), vLLM's custom one-shot all-reduce ~5-10
 # µs (vLLM custom_all_reduce.cuh benchmarks): 10 µs.
@@ -41,6 +41,21 @@ ALLREDUCE_LATENCY_S = 10e-6
 # ~77 µs and combine ~114 µs of which ~15-20 µs is fixed (deepseek-ai/DeepEP README tables);
 # SGLang's large-EP blog (lmsys.org 2025-05-05) shows the same order: 20 µs.
 EP_LATENCY_S = 20e-6
+# NCCL's ring all-reduce reaches ~70-80 % of NVLink's per-direction bandwidth as bus bandwidth
+# on 8 H100s (nccl-tests all_reduce_perf large-message busbw ~ 350-370 GB/s of 450; NVIDIA's
+# NCCL blog posts report the same fraction): 0.75.
+ALLREDUCE_BW_EFFICIENCY = 0.75
+# MoE expert GEMMs at a few tokens per expert read their weights at a lower share of HBM than
+# dense GEMMs (grouped/fused MoE kernels: vLLM's fused_moe tuning tables and SGLang's MoE
+# kernel blog both show ~50-70 % of peak bandwidth); fitted on the MoE decode rows.
+MOE_READ_EFFICIENCY = 0.42
+# A prefill pass also streams its activations through HBM in the kernels that are not GEMMs
+# (RMSNorm, residual adds, rotary, SiLU, the all-reduce's copies): per token and layer about
+# this many hidden-size BF16 vectors, replicated on every TP rank (norms and residuals are not
+# split by TP).  Fitted on the prefill rows: 52, about twice what a count of those kernels'
+# reads and writes gives (~20-25): the term also carries what is left of small per-GPU GEMMs
+# at high TP (Qwen3-8B at TP 8 prefills at ~1/4 of the FLOP rate Llama-70B reaches).
+PREFILL_ACTIVATION_PASSES = 52.0
 DISPATCH_BYTES = 1.0  # FP8 tokens out (DeepEP dispatch)
 COMBINE_BYTES = 2.0  # BF16 back (DeepEP combine)
 ACTIVATION_BYTES = 2.0  # BF16 activations in a TP all-reduce
@@ -82,6 +97,7 @@ class PrefillParts(Parts):
     """One prefill pass per GPU [s] (module doc)."""
 
     weights_read_s: object
+    activations_s: object
     attention_s: object
     gemm_s: object
     tp_allreduce_s: object
@@ -102,20 +118,21 @@ class TtftParts(Parts):
     first_step_s: object
 
 
-LABELS = {
-    "weights_read": "Weights read (HBM)",
-    "kv_read": "KV read at the context (HBM)",
+LABELS = {  # short names for tables (the docstrings above say what each is)
+    "weights_read": "Weights read",
+    "kv_read": "KV read",
+    "activations": "Activations",
     "attention": "Attention FLOPs",
     "gemm": "GEMM FLOPs",
-    "tp_allreduce": "TP all-reduce (scale-up link)",
-    "ep_dispatch_combine": "EP dispatch + combine",
-    "kernel_floor": "Kernel floor (per layer)",
-    "framework_floor": "Framework floor (per step)",
-    "request": "Framework per request",
+    "tp_allreduce": "TP all-reduce",
+    "ep_dispatch_combine": "EP all-to-all",
+    "kernel_floor": "Kernel floor",
+    "framework_floor": "Framework/step",
+    "request": "Framework/request",
     "queue": "Queue",
     "prefill": "Prefill",
     "transfer": "KV transfer",
-    "first_step": "First decode step",
+    "first_step": "First step",
 }
 
 
@@ -144,7 +161,8 @@ def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float
     """``calls`` ring all-reduces of ``bytes_`` each over ``tp`` GPUs [s]."""
     if tp <= 1:
         return np.zeros_like(np.asarray(bytes_, dtype=float))
-    ring = 2.0 * (tp - 1) / tp * np.asarray(bytes_, dtype=float) / bandwidth_bytes_per_s
+    rate = bandwidth_bytes_per_s * ALLREDUCE_BW_EFFICIENCY
+    ring = 2.0 * (tp - 1) / tp * np.asarray(bytes_, dtype=float) / rate
     return calls * (ring + ALLREDUCE_LATENCY_S)
 
 

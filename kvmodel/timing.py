@@ -9,7 +9,8 @@ memory = weights read + KV read at the context, over the GPU's achievable HBM ba
 compute = GEMM FLOPs (FP8 for an FP8 checkpoint) + attention FLOPs (GQA/MHA, or MLA's absorbed
 attention), over the GPU's achievable FLOP/s.  Every term is per GPU of one instance (``tp``
 GPUs, or ``ep`` with expert parallelism and data-parallel attention).  ``*_parts`` return the
-terms; ``estimate_*`` their sums.  ``decode_step_lower_bound_s`` is the bare roofline.
+terms; ``estimate_*`` their sums (docs/model.md, fidelity: ``bench/fit_compute.py`` refits the
+constants).  ``decode_step_lower_bound_s`` is the bare roofline.
 """
 
 from __future__ import annotations
@@ -129,7 +130,9 @@ def weights_read_bytes_per_gpu(model: ModelSpec, tokens, *, tp: int = 1, ep: int
 
     Everything but the routed experts, split over ``tp``; of the routed experts (split over
     ``max(tp, ep)`` GPUs) the share the tokens touch, each expert with probability
-    1 − (1 − top_k/E)^tokens (experts drawn independently: an approximation).
+    1 − (1 − top_k/E)^tokens (experts drawn independently: an approximation), counted at
+    ``1 ÷ steps.MOE_READ_EFFICIENCY`` (grouped MoE kernels read slower than dense GEMMs): the
+    HBM time of the weights, in bytes at the GPU's dense-read efficiency.
     """
     wb = WEIGHT_DTYPE_BYTES[weight_dtype or model.weight_dtype]
     t = np.asarray(tokens, dtype=float)
@@ -137,7 +140,8 @@ def weights_read_bytes_per_gpu(model: ModelSpec, tokens, *, tp: int = 1, ep: int
     if routed <= 0:
         return np.ones_like(t) * model.params_total * wb / tp
     touched = 1.0 - (1.0 - routed_share(model)) ** t
-    return ((model.params_total - routed) / tp + routed * touched / max(tp, ep)) * wb
+    experts = routed * touched / max(tp, ep) / steps.MOE_READ_EFFICIENCY
+    return ((model.params_total - routed) / tp + experts) * wb
 
 
 def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int):
@@ -256,11 +260,16 @@ def prefill_parts(
     gemm = 2.0 * model.params_active * tokens / gpus / (peak_flops(gpu, wd) * min(eff, 1.0))
     attn_flops = (prefill_flops(model, s, b) - 2.0 * model.params_active * tokens) / gpus
     attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
-    (weights,), (attention, gemm) = steps.split_exposed((weights,), (attention, gemm))
-    allreduce, exchange = _comm_s(model, gpu, tokens / max(1, ep // tp), tp=tp, ep=ep)
+    group_tokens = tokens / max(1, ep // tp)
+    act = group_tokens * model.hidden * steps.ACTIVATION_BYTES * steps.PREFILL_ACTIVATION_PASSES
+    activations = act * model.layers / hbm
+    (weights, activations), (attention, gemm) = steps.split_exposed(
+        (weights, activations), (attention, gemm)
+    )
+    allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep)
     shape = np.broadcast(np.asarray(gemm), np.asarray(attention)).shape
     return steps.PrefillParts(
-        weights_read_s=weights, attention_s=attention, gemm_s=gemm,
+        weights_read_s=weights, activations_s=activations, attention_s=attention, gemm_s=gemm,
         tp_allreduce_s=allreduce * np.ones(shape), ep_dispatch_combine_s=exchange * np.ones(shape),
         kernel_floor_s=np.full(shape, steps.PREFILL_KERNEL_S_PER_LAYER * model.layers),
     )  # fmt: skip

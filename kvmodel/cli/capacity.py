@@ -160,8 +160,8 @@ def cmd_capacity(args):
     sc = _scenario(args)  # checks every option, the capacity ones included
     workload, req, notes = workload_from_args(args)
     slo = Slo(
-        ttft_s=args.ttft_slo_ms * I.get("ttft_slo").scale,
-        tpot_s=args.tpot_slo_ms * I.get("tpot_slo").scale,
+        ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
+        tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
         ttft_percentile=args.ttft_percentile,
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,

@@ -100,21 +100,6 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
         return None
 
 
-def _number(box, name: str, label: str, step, **kwargs):
-    """A page number input over its ``kvmodel.inputs`` row's range."""
-    row = I.get(name)
-    kind = int if row.kind == "int" else float
-    return widgets.page_widget(
-        box.number_input,
-        label,
-        name,
-        min_value=kind(row.lo),
-        max_value=kind(row.hi),
-        step=step,
-        **kwargs,
-    )
-
-
 def _inputs(sc):
     """Draw the page's inputs; (source, requests, traffic label, fallback note)."""
     c = st.columns(4)
@@ -132,25 +117,19 @@ def _inputs(sc):
     else:
         with c[1]:
             req, label, fallback = _traffic()
-    _number(
-        c[2],
+    widgets.input_widget(
+        c[2].number_input,
         "rps",
-        "Request rate [requests/s]",
-        1.0,
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
     )
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
-    _number(c[3], "out", "Output tokens per request", 64, disabled=has_outputs,
+    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs,
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
     c = st.columns(5)
-    _number(c[0], "ttft_slo", "TTFT target [ms]", 100.0)
-    _number(c[1], "ttft_pct", "TTFT percentile", 1.0, format="%g",
-            help="The share of requests that must meet the TTFT target")  # fmt: skip
-    _number(c[2], "tpot_slo", "TPOT target [ms]", 5.0,
-            help="Time per output token, one decode step")  # fmt: skip
-    _number(c[3], "price", "Price [$/GPU-hour]", 0.5, help="0 = no cost shown")
+    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price"), strict=False):
+        widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
     widgets.page_widget(
         c[4].radio,
         "Tensor parallelism",
@@ -186,7 +165,9 @@ def render() -> None:
         st.stop()
     lengths, rate = sized
     slo = cap.Slo(
-        ttft_s=ss["ttft_slo"] / 1e3, tpot_s=ss["tpot_slo"] / 1e3, ttft_percentile=ss["ttft_pct"]
+        ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
+        tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
+        ttft_percentile=ss["ttft_pct"],
     )
     kw = {"gpu_price_per_hour": price}
     if ss["ctp"] == "sidebar":  # the sidebar's TP and EP (a wide-EP deployment: tp=1, ep=32)
