@@ -9,22 +9,24 @@ from kvmodel.capacity.deployments import compare, load_deployments
 from kvmodel.catalog import get_model
 
 ROWS = {d.id: d for d in load_deployments()}
-# (planned ÷ published GPUs, planner ÷ measured tokens/s per node or None), computed when the
-# model changed last (step model of the `model` branch, provisional constants); re-pin with
-# the reason when the model changes; sources in the CSV
+# (planned ÷ published GPUs, planner ÷ measured tokens/s per node or None), computed with the
+# calibrated step model of issue 21 (kvmodel.steps); re-pin with the reason when the model
+# changes; sources in the CSV
 PINNED = {
     "aic-qwen3-32b-fp8-32xh200-disagg": (26 / 32, None),
-    "aic-qwen3-32b-fp8-32xh200-agg": (20 / 32, None),
-    "aic-qwen3-32b-fp8-16xh200-agg": (13 / 16, None),
+    "aic-qwen3-32b-fp8-32xh200-agg": (36 / 32, None),
+    "aic-qwen3-32b-fp8-16xh200-agg": (15 / 16, None),
     "aic-qwen3-32b-fp8-16xh200-disagg": (15 / 16, None),
-    # 1.38 EP-32 instances carry the rate: whole instances make it 2; per node 0.73×
-    "lmsys-dsv3-96xh100-prefill": (64 / 32, 0.725),
-    "lmsys-dsv3-96xh100-decode": (72 / 72, 1.093),
-    "deepseek-v3-h800-decode": (144 / 144, 1.070),
-    "deepseek-v3-h800-prefill": (32 / 32, 1.286),
+    # 1.5 EP-32 instances carry the rate: whole instances make it 2; per node 0.67×
+    "lmsys-dsv3-96xh100-prefill": (64 / 32, 0.668),
+    "lmsys-dsv3-96xh100-decode": (72 / 72, 1.050),
+    # 0.987× the measured per node: the published rate needs just over one EP-144 instance
+    "deepseek-v3-h800-decode": (288 / 144, 0.987),
+    "deepseek-v3-h800-prefill": (32 / 32, 1.221),
 }
-# outside its band with the provisional step constants: strict, so it fails once it is in
-OUT_OF_BAND = {"aic-qwen3-32b-fp8-32xh200-agg"}
+# rows outside their band (none with the calibrated step model): a strict xfail each, so it
+# fails once the row comes in
+OUT_OF_BAND: set[str] = set()
 
 
 def test_every_row_is_pinned_and_has_a_source():
