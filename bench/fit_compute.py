@@ -26,7 +26,7 @@ FW_KNOBS = (("vllm", "request_s"), ("vllm", "pd_request_s"), ("sglang", "request
 
 
 def _clear():
-    scenario.clear_caches()
+    scenario.clear_estimate_caches()
     evaluation.evaluate.cache_clear()
 
 

@@ -64,12 +64,6 @@ def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype, ep=1, framework=DEFAU
     return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
 
 
-def clear_caches() -> None:
-    """Forget the memoised steps and prefills (a refit changed the constants: bench)."""
-    _step_cached.cache_clear()
-    _prefill_cached.cache_clear()
-
-
 def decode_step_parts_of(sc) -> StepParts | None:
     """The estimated decode step of ``sc`` in its parts [s]; None when the step is given."""
     return _step_parts(sc) if sc.decode_step_estimated else None
@@ -79,6 +73,13 @@ def decode_step_parts_of(sc) -> StepParts | None:
 def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu) -> PrefillParts:
     parts = prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu)
     return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
+
+
+def clear_estimate_caches() -> None:
+    """Forget the memoised step and prefill estimates (a calibration that changes the
+    constants in place, ``bench/fit_compute.py``, calls this between trials)."""
+    _step_cached.cache_clear()
+    _prefill_cached.cache_clear()
 
 
 def prefill_parts_of(sc) -> PrefillParts | None:

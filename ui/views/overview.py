@@ -90,6 +90,11 @@ def _transfer_metrics(sc, ev) -> None:
         fmt_tokens(ev.critical_seq_len),
         help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
     )
+    _ttft_metrics(sc, ev)
+
+
+def _ttft_metrics(sc, ev) -> None:
+    """TTFT, the transfer's share of it, prefill and the decode step, with their help."""
     c = st.columns(4)
     c[0].metric(
         "TTFT",
