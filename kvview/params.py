@@ -269,12 +269,36 @@ def format_overrides(overrides: dict) -> str:
     return "~".join(f"{k}:{v}" for k, v in overrides.items())
 
 
+MODEL_DERIVED = ("attn", "kvd")  # inputs whose default is the model's own (``implicit_values``)
+
+
 def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
-    """A compared scenario: the base values with ``overrides`` applied, validated."""
-    query = {**to_query(base), **{k: str(v) for k, v in overrides.items()}}
+    """A compared scenario: the base values with ``overrides`` applied, validated.
+
+    What A (``base``) takes from its own model (``MODEL_DERIVED``: attention parallelism and
+    KV dtype, ``implicit_values``) is derived again from the variant's model, unless A's value
+    differs from its model's (then the user set it and the variant keeps it).  So a variant on
+    DeepSeek-V3 of a Llama A serves attention data-parallel, as DeepSeek-V3's own page does.
+    Everything else follows A as before (a variant's ``tp`` alone keeps A's decode TP: old
+    ``cmp`` links keep their meaning).
+    """
+    query = to_query(base)
+    implicit = implicit_values(base)
+    for name in MODEL_DERIVED:
+        if name in implicit and query.get(name) == implicit[name]:
+            query.pop(name)
+    query.update({k: str(v) for k, v in overrides.items()})
     query.pop("cmp", None)
     values, warnings, _ = parse_query(query)
     return values, warnings
+
+
+def derived_changes(base: dict, values: dict, overrides: dict) -> list[str]:
+    """The inputs of a variant (``values``) that differ from A's (``base``) without being among
+    its ``overrides``: what it derives again from its own model (attention, KV dtype) or
+    other inputs (decode TP), or what its model clamps (sequence length)."""
+    a, b = to_query(base), to_query(values)
+    return [k for k in SCENARIO_KEYS if k not in overrides and a.get(k) != b.get(k)]
 
 
 def compared(text: str, base: dict) -> list[dict[str, str]]:

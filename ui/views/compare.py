@@ -97,6 +97,14 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
     for i, over in enumerate(variants):
         label = chr(ord("B") + i)
         values, warnings = P.variant_values(base_values, over)
+        derived = P.derived_changes(base_values, values, over)
+        if derived:  # said in both modes: these differ from A without being changed
+            cols[i + 1].caption(
+                ":material/subdirectory_arrow_right: Derived again for "
+                f"{label}, not copied from A: "
+                + "; ".join(E.describe(k, values) for k in derived)
+                + "."
+            )
         if present:
             changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
             cols[i + 1].markdown(f"**{label}** · {changed}")
@@ -160,8 +168,8 @@ def render() -> None:
     cols[0].markdown(
         f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
         f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, TP {base_sc.tp_prefill} "
-        f"→ {base_sc.tp_decode}, compression {base_sc.compression}, layer-wise "
-        f"{'on' if base_sc.layerwise else 'off'}"
+        f"→ {base_sc.tp_decode}, {base_sc.attention_parallel} attention, compression "
+        f"{base_sc.compression}, layer-wise {'on' if base_sc.layerwise else 'off'}"
     )
     labelled, problems = [("A (sidebar)", base_sc)], []
     for n, (label, values, warnings) in enumerate(_editor(variants, base_values, cols)):
