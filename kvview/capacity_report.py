@@ -19,6 +19,7 @@ from kvview.capacity_words import (
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.link_version import defaults_sentence
 from kvview.report import CSS
 from kvview.report_text import scenario_inputs
 from kvview.scenario_link import check_url
@@ -86,9 +87,11 @@ def capacity_report_html(
     tp_mode: str,
     share_url: str | None = None,
     generated_at: datetime | None = None,
+    version1: dict | None = None,
 ) -> str:
     """The standalone page (module doc); ``sc`` is the sidebar's scenario, ``traffic`` says
-    where the requests came from, ``tp_mode`` how the TPs were chosen."""
+    where the requests came from, ``tp_mode`` how the TPs were chosen, ``version1`` what a
+    version-1 link implied (``kvview.link_version``; said under the title)."""
     if share_url is not None:
         check_url(share_url, "share_url")
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M %Z").strip()
@@ -101,6 +104,7 @@ def capacity_report_html(
         "<h1>Capacity plan</h1>",
         f'<p class="meta">Generated {escape(when)} by the KV Transfer Planner · '
         f"{escape(sc.model.name)} on {escape(sc.gpu.name)}, {escape(sc.link.name)}</p>",
+        f'<p class="meta defaults">{escape(defaults_sentence(version1))}</p>',
     ]
     if share_url:
         body.append(

@@ -127,7 +127,7 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
-    elif any(k in q for k in SCENARIO_KEYS):
+    elif is_version1(q):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # README's "What changed" says.
@@ -194,6 +194,12 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     if "cmp" in q:
         v["cmp"] = _compare(q["cmp"], v, warnings)
     return v, warnings, imported
+
+
+def is_version1(query) -> bool:
+    """A link made before transfer stacks: scenario keys but no ``stack`` (``kvview.link_version``
+    says what that implies)."""
+    return "stack" not in query and any(k in query for k in SCENARIO_KEYS)
 
 
 def imported_id(given: str) -> str:

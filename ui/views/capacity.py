@@ -226,7 +226,8 @@ def render() -> None:
     )
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
-                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
+                version1=urlstate.version1_implied())
     )  # fmt: skip
 
 
