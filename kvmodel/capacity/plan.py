@@ -28,6 +28,7 @@ import pandas as pd
 from kvmodel.capacity import colocated as colo
 from kvmodel.capacity.pools import (
     Pools,
+    decode_receivers,
     pair_scenario,
     relinked,
     size_pools,
@@ -132,8 +133,11 @@ def _best_colocated(prep: Prepared, rps: float) -> colo.Colocated | None:
 
 
 def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
-    """Smallest per-NIC bandwidth [bytes/s] whose TTFT percentile still meets the target at
-    these pools: a search on a 1 % grid from 1 MB/s (None: no bandwidth is enough)."""
+    """Smallest per-NIC bandwidth [bytes/s] at which these pools still work, at both ends of
+    the link: the sending prefill NICs keep the TTFT percentile within its target, and the
+    receiving decode NICs stay at most ``RECEIVER_UTILIZATION`` busy (so the plan on a link
+    of this speed has the same decode instances, not more).  A search on a 1 % grid from
+    1 MB/s (None: no bandwidth is enough)."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     pf, dec = prep.pair(pools.prefill_tp, pools.decode_tp)
     s1 = pair_scenario(sc, pf.tp, pf.tp_decode)
@@ -141,7 +145,9 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
 
     def ok(bw: float) -> bool:
         other = relinked(pf, s1, shp, bw, volume)
-        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)
+        if decode_receivers(rps * other.mean_x) > pools.decode_instances:  # receiving end
+            return False
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)  # sending end, and TTFT
         return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15

@@ -216,6 +216,12 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     return remembered(ttft)
 
 
+def decode_receivers(transfer_load: float) -> int:
+    """Fewest decode instances whose NICs receive ``transfer_load`` erlangs (transfers per
+    second × seconds each) at most :data:`RECEIVER_UTILIZATION` busy."""
+    return max(1, math.ceil(transfer_load / RECEIVER_UTILIZATION - 1e-9))
+
+
 def _at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
@@ -240,7 +246,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
-    receivers = max(1, math.ceil(a_x / RECEIVER_UTILIZATION - 1e-9))
+    receivers = decode_receivers(a_x)
     cd = max(slots, receivers)
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:

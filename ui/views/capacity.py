@@ -11,7 +11,7 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity.pools import pair_scenario
+from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario
 from kvview import csv_capacity, figures, params
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (
@@ -349,8 +349,10 @@ def _tiles(plan, slo, price) -> None:
         delta_arrow="off",
         help=f"The busiest NICs' load at {fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per "
         f"NIC and direction ({plan.nics_per_transfer} NICs per transfer); the KV sent is "
-        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the per-NIC "
-        f"bandwidth at which the {p} TTFT meets its target",
+        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the "
+        f"slowest NIC on which these pools still work at both ends: the sending prefill NICs "
+        f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
+        f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
     if price:
         m[3].metric(
