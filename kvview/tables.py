@@ -86,3 +86,34 @@ def frame_height(rows: int) -> int:
     """The pixel height at which ``st.dataframe`` shows ``rows`` rows and its header, with no
     scroll bar and no empty row (Streamlit draws 35 px rows plus a 3 px border)."""
     return 35 * (rows + 1) + 3
+
+
+def _cell_text(value) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "—"  # None, NA (an Int64 column's gap) or NaN
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (hasattr(value, "is_integer") and float(value).is_integer()):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def sideways_table(frame: pd.DataFrame, *, label: str, notes: dict | None = None) -> str:
+    """``frame`` (one row per item, units in its headers, ``label`` the column naming each
+    item) turned sideways: one row per quantity, one column per item, so a dozen quantities
+    fit a laptop's width without a scroll bar.  ``notes``: item name → a short warning put
+    under its name and shading its column (an optimistic scale-up row)."""
+    notes = notes or {}
+    names = [str(v) for v in frame[label]]
+    heads = [f"{n} ⚠ {notes[n]}" if n in notes else n for n in names]
+    body = frame.drop(columns=[label]).T
+    cells = pd.DataFrame(
+        [[_cell_text(v) for v in row] for row in body.itertuples(index=False)],
+        index=body.index,
+        columns=heads,
+    )
+    style = [f"background-color: {BAND_CELL['within']}" if n in notes else "" for n in names]
+    styles = pd.DataFrame([style] * len(cells), index=cells.index, columns=heads)
+    return html_table(cells, styles=styles, index=True, label="quantity")

@@ -97,8 +97,8 @@ def show_version1_notice() -> None:
     if not implied or st.session_state.get(V1_KEPT):
         return
     st.info(L.notice(implied, current_values()), icon=":material/history:")
-    left, right = st.columns([1, 1])
-    left.button(
+    row = st.container(horizontal=True)
+    row.button(
         "Use current defaults",
         key="v1_use_defaults",
         icon=":material/update:",
@@ -106,7 +106,7 @@ def show_version1_notice() -> None:
         help="Rewrites the link as a version-2 link with today's defaults for the inputs "
         "listed above; every input the link set stays.",
     )
-    right.button("Keep version 1", key="v1_keep", on_click=_keep_version1,
+    row.button("Keep version 1", key="v1_keep", on_click=_keep_version1,
                  help="Hide this notice; the link keeps its version-1 meaning.")  # fmt: skip
 
 

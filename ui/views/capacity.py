@@ -12,7 +12,7 @@ from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario
-from kvview import csv_capacity, figures, params
+from kvview import csv_capacity, figures, params, tables
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (
     SIDEBAR_NOTE,
@@ -22,6 +22,7 @@ from kvview.capacity_words import (
     gpus,
     limit_text,
     network_caption,
+    optimistic_links,
     pct_label,
     source_caption,
 )
@@ -259,7 +260,11 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
             st.error(f"No plan per interconnect: {exc}.", icon=":material/block:")
             return
         table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
-        st.dataframe(table, hide_index=True, width="stretch")
+        # sideways: one column per interconnect, so every quantity shows at 1280 px (issue 24)
+        st.markdown(
+            tables.sideways_table(table, label="interconnect", notes=optimistic_links(nets)),
+            unsafe_allow_html=True,
+        )
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
 

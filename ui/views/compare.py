@@ -56,6 +56,19 @@ def _gains(labelled, base_sc):
     return caption, fractions
 
 
+def _derived_caption(label: str, base_values: dict, values: dict, over: dict) -> str:
+    """What the variant takes from its own model rather than from A (its attention
+    parallelism, KV dtype …), in words; '' when nothing differs that way."""
+    derived = P.derived_changes(base_values, values, over)
+    if not derived:
+        return ""
+    return (
+        f":material/subdirectory_arrow_right: {label} derives from its own model, not from A: "
+        + "; ".join(E.describe(k, values) for k in derived)
+        + "."
+    )
+
+
 def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
     """Draw each variant's changes; returns (label, clean values, warnings) per variant."""
     ss = st.session_state
@@ -97,21 +110,18 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
     for i, over in enumerate(variants):
         label = chr(ord("B") + i)
         values, warnings = P.variant_values(base_values, over)
-        derived = P.derived_changes(base_values, values, over)
-        if derived:  # said in both modes: these differ from A without being changed
-            cols[i + 1].caption(
-                ":material/subdirectory_arrow_right: Derived again for "
-                f"{label}, not copied from A: "
-                + "; ".join(E.describe(k, values) for k in derived)
-                + "."
-            )
+        derived = _derived_caption(label, base_values, values, over)
         if present:
             changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
             cols[i + 1].markdown(f"**{label}** · {changed}")
+            if derived:
+                cols[i + 1].caption(derived)
             out.append((label, values, warnings))
             continue
         with cols[i + 1]:
             st.markdown(f"**{label}** · {len(over)} change{'s' if len(over) != 1 else ''} to A")
+            if derived:
+                st.caption(derived)
             for name in [k for k in over if k in P.SCENARIO_KEYS]:
                 key = f"cmp{i}_{name}"
                 E.seed(key, name, values, base_values)
