@@ -3,7 +3,8 @@ bandwidth meets the target.  Computed from kvmodel's SI numbers; units by ``kvvi
 
 from __future__ import annotations
 
-from kvmodel import solve
+from kvmodel import catalog, solve
+from kvmodel.topology import domain_gpus, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
 from kvview.fmt import fmt_ms, fmt_time, fmt_tokens
@@ -166,3 +167,16 @@ def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
         f"unreachable at any bandwidth: with an infinitely fast link the decode node still "
         f"waits {got}, over {target}; the costs no bandwidth removes: {what}{overlap}"
     )
+
+
+def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
+    """Link id → why it cannot be built at the scenario's TPs ('not buildable: TP 8 + TP 8 >
+    one 8-GPU domain'), for the catalog links of ``link_ids`` that cannot
+    (``topology.unbuildable_links``); the pages mark those rows instead of colouring them."""
+    links = {i: catalog.get_link(i) for i in link_ids}
+    blocked = unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, links.values())
+    return {
+        i: f"not buildable: TP {sc.tp_prefill} + TP {sc.tp_decode} > one "
+        f"{domain_gpus(sc.gpu, links[i])}-GPU domain"
+        for i in blocked
+    }

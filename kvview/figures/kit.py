@@ -262,16 +262,40 @@ def _legend_stacked(fig: _Fig, *, above_px: int = 0) -> None:
     )
 
 
+def _legend_below(fig: _Fig) -> None:
+    """A horizontal legend at the bottom of the figure, under the x-axis title, wrapping into
+    rows as the width needs.
+
+    Beside the plot (plotly's place) a legend took up to 70 % of a 390 px phone's width and
+    left the plot 80-100 px (issue 24); above it, it ran into the title.  Placed on the
+    figure's container (``yref="container"``), plotly reserves the bottom margin for its rows
+    and puts the axis title above them, at any width."""
+    fig.update_layout(
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0,
+            "x": 0,
+            "xanchor": "left",
+            "traceorder": "normal",
+        },  # fmt: skip
+    )
+
+
 def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
+    """The kit's layout: title at the left, axis titles, margins, the legend below the plot
+    (``_legend_below``; ``_legend_stacked`` and ``_legend_on_top`` move it where a chart
+    needs), full names in hover labels."""
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
         xaxis_title=x,
         yaxis_title=y,
         height=height,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "traceorder": "normal"},
         hoverlabel={"namelength": -1},
     )
+    _legend_below(fig)
     return fig
 
 

@@ -5,12 +5,10 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from kvmodel import catalog
 from kvmodel.sweeps import batch_sweep, link_batch_table
-from kvmodel.topology import is_scale_up, scale_up_feasible
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
-from kvview.words import interconnect_takeaway
+from kvview.words import interconnect_takeaway, not_buildable
 from ui import exports_ui, perf, routing, urlstate, widgets
 
 
@@ -53,12 +51,7 @@ def render() -> None:
         ),
         icon=":material/lightbulb:",
     )
-    blocked = [
-        catalog.get_link(i).name
-        for i in links
-        if is_scale_up(catalog.get_link(i))
-        and not scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, catalog.get_link(i))
-    ]
+    blocked = not_buildable(sc, links)  # marked in the table and chart, never green
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
         f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "
@@ -67,13 +60,13 @@ def render() -> None:
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice the article's."
         + (
-            f" Not buildable at this TP (prefill + decode exceed one NVLink domain): "
-            f"{', '.join(blocked)}."
+            " Hatched grey: not buildable at this TP (prefill + decode exceed one scale-up "
+            f"domain): {', '.join(figures.link_name(i) for i in blocked)}."
             if blocked
             else ""
         )
     )
-    st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
+    st.markdown(tables.band_table(table, lo_hi, blocked), unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 
     sweep = perf.cached(
@@ -84,6 +77,8 @@ def render() -> None:
     )
     sweep = perf.cached(in_ms, sweep)
     exports_ui.chart(
-        perf.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len),
+        perf.cached(
+            figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len, blocked=tuple(blocked)
+        ),
         "transfer-vs-batch",
     )

@@ -9,7 +9,7 @@ from kvmodel.traffic import TrafficError, table_columns
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvview.mdtext import md_escape
-from kvview.words import traffic_takeaway, window_sentence
+from kvview.words import not_buildable, traffic_takeaway, window_sentence
 from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
@@ -204,7 +204,8 @@ def render() -> None:
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    table = figures.traffic_comparison_frame(res["comparison"])
+    blocked = not_buildable(sc, widgets.id_list("links"))  # marked, listed after the rest
+    table = figures.traffic_comparison_frame(res["comparison"], blocked)
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
     exports_ui.table_download(
         partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
