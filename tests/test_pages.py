@@ -348,8 +348,10 @@ def test_traffic_lists_the_unbuildable_nvlink_options_last_and_marked():
     at = app(article=False, page="pages/traffic.py")
     options = list(at.dataframe[0].value["Option"])
     nv = [i for i, o in enumerate(options) if o.startswith("NVLink 4")]
-    assert nv and all(" ⚠ not buildable: TP 8 + TP 8 > one 8-GPU domain" in options[i] for i in nv)
+    assert nv and all(options[i].endswith(" ⚠ not buildable") for i in nv)
     assert nv == list(range(len(options) - len(nv), len(options)))  # after every buildable one
+    said = [c.value for c in at.caption if c.value.startswith("⚠ Not buildable")]
+    assert said and "NVLink 4 (H100), not buildable: TP 8 + TP 8 > one 8-GPU domain" in said[0]
 
 
 def test_compare_says_when_a_variant_equals_a():

@@ -76,20 +76,16 @@ def _boundaries(fig: _Fig, min_seq_len: int, critical: int | None, top: float) -
             )
 
 
-def traffic_comparison_frame(rows, blocked: dict | None = None) -> pd.DataFrame:
+def traffic_comparison_frame(rows) -> pd.DataFrame:
     """traffic.comparison rows → a readable table, best first among the buildable options;
-    an option on a link that cannot be built at the scenario's TPs (``buildable`` False;
-    ``blocked``: link id → why, ``words.not_buildable``) comes after them, marked ⚠."""
-    blocked = blocked or {}
+    an option on a link that cannot be built at the scenario's TPs (``buildable`` False)
+    comes after them, marked '⚠ not buildable' (the page says why)."""
     df = pd.DataFrame(rows)
     ok = df["buildable"] if "buildable" in df else pd.Series(True, index=df.index)
     df = df.assign(_ok=ok.astype(bool)).sort_values(
         ["_ok", "fraction_requests_gain"], ascending=[False, False], kind="stable"
     )
-    why = [
-        "" if good else f" ⚠ {blocked.get(lid, 'not buildable at this TP')}"
-        for lid, good in zip(df["link"], df["_ok"], strict=True)
-    ]
+    why = ["" if good else " ⚠ not buildable" for good in df["_ok"]]
     return pd.DataFrame(
         {
             "Option": [

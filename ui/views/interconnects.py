@@ -45,13 +45,24 @@ def render() -> None:
     lo_hi = params.band_ms(band)
 
     table = perf.cached(in_ms, perf.cached(link_batch_table, sc, links, batches))
+    blocked = not_buildable(sc, links)  # marked in the table and chart, never green
+    buildable = table[~table["link"].isin(list(blocked))]  # the takeaway counts these only
     st.info(
         interconnect_takeaway(
-            table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
+            buildable if len(buildable) else table,
+            sc.batch if sc.batch in batches else batches[0],
+            lo_hi,
+            sc.link.id,
+        )
+        + (
+            " Not counted, as not buildable at this TP: "
+            + ", ".join(figures.link_name(i) for i in blocked)
+            + "."
+            if blocked and len(buildable)
+            else ""
         ),
         icon=":material/lightbulb:",
     )
-    blocked = not_buildable(sc, links)  # marked in the table and chart, never green
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
         f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "

@@ -204,9 +204,15 @@ def render() -> None:
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    blocked = not_buildable(sc, widgets.id_list("links"))  # marked, listed after the rest
-    table = figures.traffic_comparison_frame(res["comparison"], blocked)
+    table = figures.traffic_comparison_frame(res["comparison"])  # unbuildable: last, marked
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
+    blocked = not_buildable(sc, widgets.id_list("links"))
+    if blocked:
+        st.caption(
+            "⚠ Not buildable, listed last: "
+            + "; ".join(f"{figures.link_name(i)}, {why}" for i, why in blocked.items())
+            + " (prefill and decode instances must fit one scale-up domain together)."
+        )
     exports_ui.table_download(
         partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
     )
