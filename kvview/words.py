@@ -180,3 +180,22 @@ def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
         f"{domain_gpus(sc.gpu, links[i])}-GPU domain"
         for i in blocked
     }
+
+
+def scenario_line(sc: Scenario) -> str:
+    """The scenario in one line, for an exported chart's subtitle: 'Llama-3.1-70B · 1,024
+    tokens × 1 · 100 GbE (RoCE) · Mooncake … stack · TP 8 → 8 · tp attention · fp16 KV ·
+    compression none · decode step 11.8 ms (estimated)'."""
+    step = fmt_ms(sc.decode_step_s) + (" (estimated)" if sc.decode_step_estimated else "")
+    parts = [
+        sc.model.name,
+        f"{sc.seq_len:,} tokens × {sc.batch:,}",
+        sc.link.name,
+        f"{sc.stack.name} stack",
+        f"TP {sc.tp_prefill} → {sc.tp_decode}",
+        f"{sc.attention_parallel} attention",
+        f"{sc.kv_dtype} KV",
+        f"compression {sc.compression}" + (", layer-wise" if sc.layerwise else ""),
+        f"decode step {step}",
+    ]
+    return " · ".join(parts)

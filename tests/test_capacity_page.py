@@ -148,10 +148,9 @@ def test_plan_csv_holds_both_options_with_units_and_the_link():
     _, _, slo, plan = _expected_fixed()
     df = csv_capacity.plan_frame(plan, rps=40.0, slo=slo, price=2.5)
     raw = csv_handout(df, scenario_link="http://x/capacity?wl=fixed&rps=40")
-    text = raw.decode()
-    assert text.startswith("# scenario: http://x/capacity?wl=fixed&rps=40\r\n")
-    back = pd.read_csv(BytesIO(raw), comment="#").set_index("quantity")
-    assert list(back.columns) == ["disaggregated", "colocated"]
+    back = pd.read_csv(BytesIO(raw)).set_index("quantity")  # pandas' defaults (issue 24)
+    assert list(back.columns) == ["disaggregated", "colocated", "scenario link"]
+    assert set(back["scenario link"]) == {"http://x/capacity?wl=fixed&rps=40"}
     assert float(back.loc["GPUs [GPUs]", "disaggregated"]) == plan.disaggregated_gpus
     assert float(back.loc["GPUs [GPUs]", "colocated"]) == plan.colocated_gpus
     assert float(back.loc["prefill GPUs [GPUs]", "disaggregated"]) == plan.prefill_gpus

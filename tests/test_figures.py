@@ -18,6 +18,7 @@ from sweeps_ms import (
 
 from kvmodel.build import build_scenario
 from kvview import figures
+from kvview.fmt import in_ms
 
 
 def _axis_titles(fig):
@@ -231,3 +232,13 @@ def test_legends_sit_below_the_plot_on_any_width(build):
     legend = build(F).layout.legend
     assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0
     assert legend.yanchor == "bottom"
+
+
+def test_a_legend_above_the_plot_stays_on_the_paper():
+    # _layout puts the legend on the container's bottom; a chart that moves it above the plot
+    # must move its reference too (on the container, y = 1 put it off the top: invisible)
+    sc = build_scenario()
+    from kvmodel.sweeps import mitigation_options, mitigation_table
+
+    fig = figures.figure_ttft(in_ms(mitigation_table(sc, mitigation_options(sc))))
+    assert fig.layout.legend.yref == "paper" and fig.layout.legend.y == 1

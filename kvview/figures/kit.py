@@ -210,7 +210,14 @@ def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
 def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
     """A one-row legend between the title and the plot (for charts as wide as the page)."""
     fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        legend={
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.0,
+            "x": 0,
+            "xanchor": "left",
+            "yref": "paper",
+        },  # fmt: skip
         margin={"t": top},
     )
 
@@ -255,6 +262,7 @@ def _legend_stacked(fig: _Fig, *, above_px: int = 0) -> None:
             "xanchor": "left",
             "x": 0,
             "y": 1.0,
+            "yref": "paper",  # above the plot (``_layout`` put it on the container's bottom)
             "traceorder": "normal",
         },  # fmt: skip
         title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
