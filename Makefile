@@ -51,13 +51,14 @@ bench: $(VENV)/.dev-installed
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts
 
-# Rewrite README's generated tables between their markers: the parameter table from
-# kvmodel/inputs.py and the fidelity table from data/fidelity (tests/test_inputs.py and
-# tests/test_fidelity.py check them).  readme-inputs and readme-fidelity are the same recipe.
+# Rewrite the generated tables between their markers in docs/: the parameter table of
+# docs/links.md from kvmodel/inputs.py and the fidelity table of docs/model.md from
+# data/fidelity (tests/test_inputs.py and tests/test_fidelity.py check them).  readme-inputs and
+# readme-fidelity are the same recipe (names kept from when the tables lived in README.md).
 readme-inputs readme-fidelity: $(VENV)/.installed
 	$(PY) -c "import re, pathlib; from kvmodel import inputs, fidelity; \
-	p = pathlib.Path('README.md'); s = p.read_text(encoding='utf-8'); \
 	tables = {'inputs': inputs.markdown_table, 'fidelity': fidelity.markdown_table}; \
-	s = re.sub(r'(<!-- (inputs|fidelity) table:[^\n]*-->\n).*?(<!-- end \2 table -->)', \
-	lambda m: m.group(1) + tables[m.group(2)]() + '\n' + m.group(3), s, flags=re.S); \
-	p.write_text(s, encoding='utf-8')"
+	pat = r'(<!-- (inputs|fidelity) table:[^\n]*-->\n).*?(<!-- end \2 table -->)'; \
+	new = lambda m: m.group(1) + tables[m.group(2)]() + '\n' + m.group(3); \
+	[p.write_text(re.sub(pat, new, p.read_text(encoding='utf-8'), flags=re.S), encoding='utf-8') \
+	 for p in (pathlib.Path('docs/links.md'), pathlib.Path('docs/model.md'))]"

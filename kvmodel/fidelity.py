@@ -1,5 +1,5 @@
 """The model against published measurements: fits of the transfer stacks and the errors of
-every time figure, fitted and held out (README's fidelity table; ``bench/fit_stacks.py``).
+every time figure, fitted and held out (docs/model.md's fidelity table; ``bench/fit_stacks.py``).
 
 ``data/fidelity/transfer.csv`` holds measured transfers, one row each, with its source:
 
@@ -214,7 +214,7 @@ WHAT_ORDER = ("transfer", "posting", "prefill", "decode step")
 
 
 def markdown_table() -> str:
-    """README's fidelity table: every group of measurements with its source and errors."""
+    """docs/model.md's fidelity table: every group of measurements with its source and errors."""
     points = transfer_points() + compute_points()
     sources: dict = {}
     setups: dict = {}

@@ -2,13 +2,17 @@
 
 One :class:`Input` row per input: its URL key, CLI flag, unit, SI scale, range, default, help
 text and how it is validated.  The app's URL parser and sidebar widgets (``kvview.params``,
-``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, README's parameter
-table (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s validation
-all read these rows.  To add an input: add a row here, use it in the model, and regenerate the
-README table (README's "Adding an input").
+``ui.sidebar``), the CLI options (``kvmodel.cli``), the report's link back, the parameter table
+of docs/links.md (``python -m kvmodel inputs --markdown``, checked by a test) and ``Scenario``'s
+validation all read these rows.  To add an input: add a row here, use it in the model, and
+regenerate that table (docs/architecture.md, "Adding an input").
 
 Values are in *display units* here (ms, GB/s, %); ``scale`` turns one into SI (seconds, bytes/s,
-a fraction), the unit ``Scenario`` holds.  A row has two ranges:
+a fraction), the unit ``Scenario`` holds.  A row also carries the behaviour that used to be
+re-encoded by name elsewhere (``to_si``/``from_si``, ``est``, ``max_from``, ``only_with``,
+``default_from``, ``follows``, ``auto_at``, and the widget's label, help, step and format); one
+function applies each (``kvmodel.build.to_scenario``, ``kvview.params``, ``ui.widgets``).
+A row has two ranges:
 
 - ``lo``/``hi``: what the app offers. A link's value outside it is clamped with a warning; the
   widgets stop there.
@@ -21,15 +25,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
 from numbers import Real
 from pathlib import Path
 
 from .dtypes import COMPRESSION_BITS, DEFAULT_COMPRESSION_GROUP, KV_DTYPE_BITS
+from .inputs_table import markdown_table as _table
+from .inputs_table import number_text
 
 # Thresholds, defined once (the source article's numbers).
 DEFAULT_SHARE_TARGET = 0.20  # a transfer above 20 % of TTFT gives back disaggregation's gains
 DEFAULT_K = 1.0  # critical length: the transfer takes k decode steps
-DEFAULT_DECODE_STEP_S = 0.030  # 20-50 ms for Llama-3-70B at TP 8 on A100
+DEFAULT_DECODE_STEP_MS = 30.0  # 20-50 ms for Llama-3-70B at TP 8 on A100
+DEFAULT_DECODE_STEP_S = DEFAULT_DECODE_STEP_MS / 1e3  # the same 30 ms in SI (the step's to_si)
 DEFAULT_BAND_MS = (20.0, 50.0)  # the same article's decode-step band
 DEFAULT_MIN_SEQ_LEN = 128  # chatbot prompts of ~128 tokens gain nothing
 DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 0.4-0.6
@@ -50,7 +59,7 @@ class Input:
     """One input.  Numbers in display units (``unit``); ``value × scale`` is SI."""
 
     name: str  # URL key and session-state key; for CLI-only inputs the CLI's dest
-    label: str  # what a person reads: widget label, README, messages
+    label: str  # what a person reads: widget label, docs table, messages
     kind: str  # one of KINDS
     default: object
     unit: str = ""
@@ -68,11 +77,87 @@ class Input:
     choices: tuple | Callable[[], tuple] | None = None
     help: str = ""
     page: str = ""  # "" for the scenario (sidebar); else the page that reads it
-    accepted: str = ""  # README's "accepted" column when the range does not say it
+    accepted: str = ""  # the docs table's "accepted" column when the range does not say it
+    # --- behaviour, applied by one function each (never an ``if name == ...`` elsewhere) ---
+    divide_by: float | None = None  # SI = value ÷ divide_by (sets ``scale``); else value × scale
+    est: bool = False  # also takes `est`: the model estimates it (None in the Scenario)
+    est_flag: str | None = None  # with est: the Scenario field stays, this flag says "estimate"
+    given: float | None = None  # with est: the value a "Given" box starts from
+    max_from: str | None = None  # a ModelSpec attribute that caps ``hi`` (seq: the context)
+    only_with: tuple[str, str] | None = None  # (input, fnmatch pattern): in the app, only then
+    default_from: Callable | None = None  # model → default (None: the row's own default)
+    default_doc: str = ""  # the docs table's default when it comes from the model or another input
+    follows: str | None = None  # absent from the link: the value of that input (tpd: tp)
+    auto_at: int | None = None  # this display value means None ("the model decides")
+    wlabel: str = ""  # the widget's label when it is not ``label_unit``
+    whelp: str | None = None  # the widget's help (None: ``help`` without backticks; "": none)
+    wstep: float | None = None  # the widget's step
+    wfmt: str | None = None  # the widget's number format
+    wrange: tuple[float, float] | None = None  # the widget's range when not ``lo``–``hi``
+    catalog: str | None = None  # an id of this catalog (``catalog.get_<it>``); the field its spec
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"{self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.divide_by is not None:
+            object.__setattr__(self, "scale", 1 / self.divide_by)
+
+    # --- units ---
+    def to_si(self, value: float) -> float:
+        """A display-unit number in SI (``divide_by`` where the model always divided, so every
+        number stays bit-identical with the code it replaced)."""
+        v = float(value)
+        return v / self.divide_by if self.divide_by is not None else v * self.scale
+
+    def from_si(self, si: float) -> float:
+        return float(si / self.scale)
+
+    # --- what the row depends on ---
+    def hi_for(self, model) -> float | None:
+        """The app's upper end for ``model`` (``max_from`` caps it, e.g. the model's context)."""
+        return getattr(model, self.max_from) if self.max_from else self.hi
+
+    def capped(self, value, model):
+        """``value`` within ``lo`` and the model's cap (the sidebar's clamp)."""
+        return min(max(int(value), int(self.lo)), int(self.hi_for(model)))
+
+    def check_model(self, value, model) -> None:
+        """Raise ValueError when ``value`` exceeds the model's cap (``Scenario`` validation)."""
+        if self.max_from and value > getattr(model, self.max_from):
+            cap = getattr(model, self.max_from)
+            raise ValueError(
+                f"{self.field} must be <= {MODEL_CAPS[self.max_from]} of {cap:,} {self.unit}, "
+                f"got {value:,}"
+            )
+
+    def applies(self, values: dict) -> bool:
+        """In the app, whether this input counts with ``values`` (``only_with``)."""
+        if self.only_with is None:
+            return True
+        key, pattern = self.only_with
+        return fnmatchcase(str(values.get(key, "")), pattern)
+
+    def default_for(self, model, values: dict | None = None):
+        """The default with ``model`` (``default_from``) and the other values (``follows``)."""
+        if self.follows is not None and values is not None and self.follows in values:
+            return values[self.follows]
+        got = self.default_from(model) if self.default_from and model is not None else None
+        return self.default if got is None else got
+
+    def missing(self):
+        """What a value absent from a Python or CLI caller's values means: the default, or
+        None ("the model decides") for rows whose CLI flag has no default."""
+        return None if self.cli_default is None else self.default
+
+    @property
+    def widget_label(self) -> str:
+        return self.wlabel or self.label_unit
+
+    @property
+    def widget_help(self) -> str | None:
+        if self.whelp is None:
+            return self.help.replace("`", "")
+        return self.whelp or None
 
     @property
     def bounds(self) -> tuple[float | None, float | None]:
@@ -91,16 +176,16 @@ class Input:
     def range_text(self, *, model: bool = False, scale: float = 1.0) -> str:
         """'1 – 4,096' (the app's range) or the model's limit, in display units ÷ ``scale``."""
         lo, hi = self.bounds if model else (self.lo, self.hi)
-        lo_txt = "" if lo is None else _num(lo / scale)
+        lo_txt = "" if lo is None else number_text(lo / scale)
         lo_open, hi_open = (self.lo_open, self.hi_open) if model else (False, False)
         if hi is None:
             return f"> {lo_txt}" if lo_open else f"≥ {lo_txt}"
-        hi_txt = f"{'<' if hi_open else '≤'} {_num(hi / scale)}"
+        hi_txt = f"{'<' if hi_open else '≤'} {number_text(hi / scale)}"
         if lo is None:
             return hi_txt
         if lo_open or hi_open:
             return f"{'>' if lo_open else '≥'} {lo_txt} and {hi_txt}"
-        return f"{lo_txt} – {_num(hi / scale)}"
+        return f"{lo_txt} – {number_text(hi / scale)}"
 
     def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
         """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit."""
@@ -124,8 +209,16 @@ class Input:
         self.check(value_si, what=self.field, scale=1 / self.scale)
 
 
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:,.6g}"
+MODEL_CAPS = {"max_context_tokens": "the model's max context"}  # max_from, in words
+
+
+def attention_default(model) -> str:
+    """How the model is usually served: MLA models (DeepSeek) with data-parallel attention."""
+    return "dp" if model.attention == "mla" else "tp"
+
+
+def _native_kv_dtype(model) -> str | None:
+    return model.kv_dtype_native
 
 
 def _model_ids() -> tuple:
@@ -153,7 +246,7 @@ def _stack_ids() -> tuple:
 
 
 def _samples() -> tuple:
-    from .traffic import SAMPLES
+    from .samples import SAMPLES  # the table alone: kvmodel.traffic imports this module
 
     return tuple(SAMPLES)
 
@@ -167,80 +260,103 @@ MEASUREMENT_SUFFIXES = (".prom", ".txt", ".json", ".csv")
 READ_MEASUREMENT_AS = ("auto", "prometheus", "perftest", "nsys", "pairs")
 ATTENTION_PARALLEL = ("tp", "dp")
 WINDOW_TRANSFER = ("window", "full")
-DEFAULT_STACK = "mooncake"  # the best-supported measured stack (README, fidelity)
+DEFAULT_STACK = "mooncake"  # the best-supported measured stack (docs/model.md, Fidelity)
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
-V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1,
-               "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
+V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": DEFAULT_DECODE_STEP_MS, "tp": 1,
+               "tpd": 1, "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (
     # --- the scenario (sidebar on every page; CLI scenario options) ---
     Input("model", "Model", "id", "llama-3.1-70b", choices=_model_ids, cli="--model",
           accepted="ids of `python -m kvmodel models`; aliases resolve to the id",
-          help="catalog id or alias (`python -m kvmodel models`), or an imported `cfg-…` id"),
+          help="catalog id or alias (`python -m kvmodel models`), or an imported `cfg-…` id",
+          whelp=""),
     Input("seq", "Sequence length", "int", 1024, unit="tokens", lo=1, hi=None, field="seq_len",
-          cli="--seq-len", help="prompt tokens per request; at most the model's max context"),
+          cli="--seq-len", help="prompt tokens per request; at most the model's max context",
+          max_from="max_context_tokens", accepted="1 – the model's max context, whole",
+          whelp="Prompt tokens per request (log-spaced steps; type an exact value below)."),
     Input("batch", "Batch", "int", 1, unit="requests", lo=1, hi=MAX_BATCH, limit=(1, None),
-          field="batch", cli="--batch", help="requests prefilled and sent together"),
+          field="batch", cli="--batch", help="requests prefilled and sent together", wstep=1,
+          whelp=""),
     Input("link", "Interconnect", "id", "100gbe", choices=lambda: (*_link_ids(), CUSTOM_LINK),
           cli="--link", accepted="ids of `python -m kvmodel links`, or `custom`",
-          help="interconnect id (`python -m kvmodel links`), or `custom`"),
+          help="interconnect id (`python -m kvmodel links`), or `custom`", whelp=""),
     Input("bw", "Custom bandwidth", "float", 12.5, unit="GB/s per direction", scale=1e9,
           lo=0.001, hi=100_000, limit=(0, 1_000_000), lo_open=True, cli="--bandwidth-gbs",
           cli_default=None,
-          help="overrides the link's bandwidth (the app: only with `link=custom`)"),
+          help="overrides the link's bandwidth (the app: only with `link=custom`)",
+          only_with=("link", CUSTOM_LINK), wlabel="Bandwidth [GB/s per direction]", whelp=""),
     Input("lat", "Custom latency", "float", 5.0, unit="µs", scale=1e-6, lo=0, hi=1_000_000,
           cli="--latency-us", cli_default=None,
-          help="per-transfer latency (default: the link's; the app: only with `link=custom`)"),
+          help="per-transfer latency (default: the link's; the app: only with `link=custom`)",
+          only_with=("link", CUSTOM_LINK), wlabel="Latency [µs]", whelp=""),
     Input("eff", "Link efficiency", "float", 100.0, unit="%", scale=0.01, lo=1, hi=100,
           limit=(0, 100), lo_open=True, field="efficiency", cli="--efficiency", cli_scale=100,
-          help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)"),
+          help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)", wstep=1.0,
+          wfmt="%.0f %%", whelp="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet "
+          "arithmetic."),
     Input("par", "Parallel links", "int", 0, unit="links", lo=0, hi=1024, limit=(0, None),
           field="parallel_links", cli="--links-parallel", cli_default=None,
-          help="links used at once; 0 = the NICs (or per-GPU scale-up links) both instances have"),
+          help="links used at once; 0 = the NICs (or per-GPU scale-up links) both instances have",
+          auto_at=0, wlabel="Parallel links (0 = the NICs both instances have)", wstep=1),
     Input("kvd", "KV cache dtype", "choice", "fp16", choices=tuple(sorted(KV_DTYPE_BITS)),
           field="kv_dtype", cli="--kv-dtype", cli_default=None,
-          help="KV storage dtype (default: the checkpoint's, e.g. `fp8`, else `fp16`)"),
+          help="KV storage dtype (default: the checkpoint's, e.g. `fp8`, else `fp16`)",
+          default_from=_native_kv_dtype, whelp=""),
     Input("comp", "Transfer compression", "choice", "none", choices=tuple(COMPRESSION_BITS),
           field="compression", cli="--compression",
-          help="quantize the KV for the trip only (scales included, codec time counted)"),
+          help="quantize the KV for the trip only (scales included, codec time counted)",
+          whelp="Quantize the KV only for the trip (scales included, quantize + dequantize time "
+          "counted)."),
     Input("lw", "Send layer by layer", "flag", 0, unit="0/1", lo=0, hi=1, field="layerwise",
-          cli="--layerwise", help="each layer's KV leaves as soon as prefill has computed it"),
+          cli="--layerwise", help="each layer's KV leaves as soon as prefill has computed it",
+          wlabel="Send layer by layer",
+          whelp="Each layer's KV leaves as soon as prefill has computed it."),
     Input("codec", "Quantize/dequantize throughput", "float", DEFAULT_CODEC_BYTES_PER_S / 1e9,
           unit="GB/s", scale=1e9, lo=1, hi=100_000, limit=(0, None), lo_open=True,
           field="codec_bytes_per_s", cli="--codec-gbs",
-          help="uncompressed KV bytes one GPU quantizes (or dequantizes) per second"),
+          help="uncompressed KV bytes one GPU quantizes (or dequantizes) per second", wstep=100.0,
+          whelp="Uncompressed KV bytes one GPU quantizes (or dequantizes) per second."),
     Input("tp", "Prefill TP", "int", DEFAULT_TP, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
           field="tp_prefill", cli="--tp",
-          help="prefill tensor parallelism: a divisor or multiple of every KV-head count"),
+          help="prefill tensor parallelism: a divisor or multiple of every KV-head count",
+          wlabel="Prefill TP", whelp=""),
     Input("tpd", "Decode TP", "int", DEFAULT_TP, unit="GPUs", lo=1, hi=MAX_TP, limit=(1, None),
           field="tp_decode", cli="--tp-decode", cli_default=None,
-          help="decode tensor parallelism (default: the prefill TP)"),
-    Input("step", "Decode step", "float", "est", unit="ms", scale=1e-3,
+          help="decode tensor parallelism (default: the prefill TP)", follows="tp",
+          default_doc="`tp`", wlabel="Decode TP", whelp=""),
+    Input("step", "Decode step", "float", "est", unit="ms", divide_by=1e3, est=True,
+          est_flag="decode_step_estimated", given=DEFAULT_DECODE_STEP_MS, wlabel="Decode step",
+          wstep=1.0,
           lo=0.1, hi=10_000, limit=(0, 3_600_000), lo_open=True, hi_open=True,
           field="decode_step_s", cli="--decode-step-ms",
           help="time of one decode step, or `est` to estimate it for the model, GPU, decode "
           "TP, batch and prompt length (the article assumed 30 ms)"),
-    Input("prefill", "Prefill", "float", "est", unit="ms", scale=1e-3, lo=0, hi=3_600_000,
+    Input("prefill", "Prefill", "float", "est", unit="ms", divide_by=1e3, est=True, given=200.0,
+          wlabel="Prefill time", whelp="", wstep=10.0, lo=0, hi=3_600_000,
           limit=(0, 86_400_000), hi_open=True, field="prefill_s", cli="--prefill-ms",
           cli_default=None,
           help="prefill time, or `est` to estimate it from the GPU"),
-    Input("gpu", "GPU", "id", "h100-sxm", choices=_gpu_ids, cli="--gpu",
+    Input("gpu", "GPU", "id", "h100-sxm", choices=_gpu_ids, cli="--gpu", field="gpu", catalog="gpu",
           accepted="ids of `python -m kvmodel gpus`",
-          help="GPU for the prefill estimate and the decode roofline"),
+          help="GPU for the prefill estimate and the decode roofline", wlabel="GPU (for estimates)",
+          whelp=""),
     Input("k", "Critical at k × step", "float", DEFAULT_K, lo=0.05, hi=1000,
           limit=(0, 1_000_000), lo_open=True, hi_open=True, field="k", cli="--k",
-          help="critical length: the transfer takes k decode steps"),
+          help="critical length: the transfer takes k decode steps", wstep=0.5, whelp=""),
     Input("share", "TTFT share target", "float", DEFAULT_SHARE_TARGET * 100, unit="%", scale=0.01,
           lo=1, hi=99, limit=(0, 100), lo_open=True, hi_open=True, field="share_target",
           cli="--share-target",
           cli_scale=100, help="the transfer's share of TTFT drawn as the line to stay under "
-          "(the CLI takes a fraction, 0–1)"),
+          "(the CLI takes a fraction, 0–1)", wstep=1.0, whelp=""),
     Input("cfg", "Imported model", "text", "", unit="base64url JSON",
           help="an imported model's fields (when the model is not in the catalog); "
-          "≤ 4,000 characters, validated"),
+          "≤ 4,000 characters, validated", accepted="≤ 4,000 characters",
+          only_with=("model", IMPORTED_PREFIX + "*")),
     Input("stack", "Transfer stack", "id", DEFAULT_STACK, choices=_stack_ids, cli="--stack",
+          field="stack", catalog="stack",
           accepted="ids of `python -m kvmodel stacks`",
           help="the connector's measured costs: per request, per chunk, and bandwidth by "
           "message size; `ideal` is wire speed (the source article)"),
@@ -248,7 +364,8 @@ INPUTS: tuple[Input, ...] = (
           field="attention_parallel", cli="--attention-parallel",
           help="`tp`: every decode rank holds its share of each request's KV (replicated when "
           "TP exceeds the KV heads); `dp`: each request's KV lives on one decode rank. Default: "
-          "`dp` for MLA models (as DeepSeek is served), else `tp`"),
+          "`dp` for MLA models (as DeepSeek is served), else `tp`",
+          default_from=attention_default, default_doc="`dp` for MLA, else `tp`"),
     Input("win", "Sliding layers on the wire", "choice", "window", choices=WINDOW_TRANSFER,
           field="window_transfer", cli="--window-transfer",
           help="`window`: sliding-window layers send their window; `full`: they send every "
@@ -275,9 +392,11 @@ INPUTS: tuple[Input, ...] = (
           accepted="link ids",
           help="link ids, comma-separated (CLI: `table`)"),
     Input("batches", "Batches compared", "ids", "1,8,32", unit="requests", lo=1, hi=MAX_BATCH,
-          cli="--batches", page="Interconnects",
+          cli="--batches", page="Interconnects", accepted="whole numbers 1 – 4,096",
           help="whole numbers, comma-separated (CLI: `table`)"),
     Input("band", "Decode-step band", "text", "20-50", unit="ms", page="Interconnects",
+          wrange=(1.0, 200.0), wstep=1.0, wfmt="%.0f ms",
+          whelp="A decode step of Llama-3-70B on 8×A100 takes roughly 20–50 ms.",
           accepted="`LOW-HIGH`, 0 < LOW < HIGH ≤ 100,000",
           help="the band of typical decode steps drawn behind the bars"),
     Input("tl", "Timeline option", "int", 4, lo=0, hi=7, page="Mitigations",
@@ -286,22 +405,25 @@ INPUTS: tuple[Input, ...] = (
           help="the shipped traffic sample shown"),
     Input("minlen", "Too short below", "int", DEFAULT_MIN_SEQ_LEN, unit="tokens", lo=0,
           hi=10_000_000, cli="--min-seq-len", page="Traffic",
-          help="prompts shorter than this gain nothing from disaggregation"),
+          help="prompts shorter than this gain nothing from disaggregation", wstep=32,
+          whelp="Prompts this short prefill fast enough locally."),
     Input("crit", "Transfer-bound criterion", "choice", "step", choices=CRITERIA,
           cli="--criterion", page="Traffic",
           help="`step`: transfer ≥ k × decode step; `share`: transfer share of TTFT > `share`"),
     Input("hit", "Prefix-cache hit ratio", "float", 0.0, unit="%", scale=0.01, lo=0, hi=95,
           limit=(0, 100), hi_open=True, cli="--hit-ratio", cli_scale=100, cli_default=None,
           page="Traffic",
-          help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)"),
+          help="0 = the trace's own cached tokens where it has them (the CLI takes a fraction)",
+          wstep=5.0, wfmt="%.0f %%", whelp="Share of every prompt already on the decode side. "
+          "0 % uses the trace's own cached tokens where it has them (Mooncake)."),
     Input("rps", "Arrival rate", "float", 0.0, unit="requests/s", lo=0, hi=1_000_000,
           cli="--rps", cli_default=None, page="Traffic, Capacity",
-          help="0 = from the trace's timestamps"),
+          help="0 = from the trace's timestamps", wlabel="Request rate [requests/s]", wstep=1.0),
     Input("cmp", "Compared scenarios", "text", "auto",
           page="Compare", help="each `key:value~key:value` over the scenario keys, scenarios "
           "split by `;`, at most 3; `auto`: made from the sidebar's scenario, each differing "
           "from it (INT8 compression, the next faster link, layer-wise, the `ideal` stack)",
-          accepted="`auto`, or pairs validated like the keys themselves"),
+          accepted="keys {keys}; `auto`, or pairs validated like the keys themselves"),
     Input("present", "Presentation mode", "flag", 0, unit="0/1", lo=0, hi=1, page="every page",
           help="large type, no sidebar"),
     Input("models", "Models compared", "ids",
@@ -314,18 +436,22 @@ INPUTS: tuple[Input, ...] = (
     Input("mread", "Read the measurement as", "choice", "auto", choices=READ_MEASUREMENT_AS,
           page="Measured", help="`auto` detects the format from the content"),
     Input("out", "Output length", "int", 256, unit="tokens", lo=1, hi=1_000_000, limit=(1, None),
-          cli="--output-len", page="Capacity", help="per request, when the traffic has none"),
+          cli="--output-len", page="Capacity", help="per request, when the traffic has none",
+          wlabel="Output tokens per request", wstep=64),
     Input("ttft_slo", "TTFT target", "float", 2000.0, unit="ms", scale=1e-3, lo=10, hi=600_000,
           limit=(0, None), lo_open=True, cli="--ttft-slo-ms", page="Capacity",
-          help="time to first token at the percentile below, queueing included"),
+          help="time to first token at the percentile below, queueing included", wstep=100.0,
+          whelp=""),
     Input("ttft_pct", "TTFT percentile", "float", 90.0, unit="percentile", lo=50, hi=99.9,
           limit=(0, 100), lo_open=True, hi_open=True, cli="--ttft-percentile", page="Capacity",
-          help="the share of requests that must meet the TTFT target"),
+          help="the share of requests that must meet the TTFT target", wlabel="TTFT percentile",
+          wstep=1.0, wfmt="%g", whelp="The share of requests that must meet the TTFT target"),
     Input("tpot_slo", "TPOT target", "float", 50.0, unit="ms", scale=1e-3, lo=1, hi=10_000,
           limit=(0, None), lo_open=True, cli="--tpot-slo-ms", page="Capacity",
-          help="time per output token, one decode step (50 ms: 20 tokens/s)"),
+          help="time per output token, one decode step (50 ms: 20 tokens/s)", wstep=5.0,
+          whelp="Time per output token, one decode step"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
-          page="Capacity", help="0 = no cost shown"),
+          page="Capacity", help="0 = no cost shown", wlabel="Price [$/GPU-hour]", wstep=0.5),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),
@@ -340,6 +466,16 @@ BY_NAME = {i.name: i for i in INPUTS}
 URL_INPUTS = tuple(i for i in INPUTS if i.url)
 SCENARIO_KEYS = tuple(i.name for i in INPUTS if i.url and not i.page and i.name != "cfg")
 BY_FIELD = {i.field: i for i in INPUTS if i.field}
+
+
+def si_default(name: str):
+    """``Scenario``'s default for a row's field: version 1's value (``V1_DEFAULTS``) where it
+    has one, else the row's default, in SI (``Scenario()`` keeps version 1's meaning)."""
+    row = BY_NAME[name]
+    d = V1_DEFAULTS.get(name, row.default)
+    if row.kind == "flag":
+        return bool(d)
+    return row.to_si(d) if row.kind == "float" else d
 
 
 def get(name: str) -> Input:
@@ -357,13 +493,21 @@ def check_scenario_field(field: str, value) -> None:
         return
     if row.kind == "int" and (isinstance(value, bool) or not float(value).is_integer()):
         raise ValueError(f"{field} must be a whole number, got {value!r}")
-    if row.name == "par" and value == 0:
+    if row.auto_at is not None and value == row.auto_at:  # par: None, not 0, means automatic
         raise ValueError(f"{field} must be a whole number >= 1 or None, got {value!r}")
     row.check_si(value)
 
 
+@cache
 def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows (``inputs_table``)."""
-    from .inputs_table import markdown_table as table
+    """docs/links.md's table of the app's link parameters, made from the rows (``inputs_table``)."""
+    return _table(INPUTS, SCENARIO_KEYS)
 
-    return table()
+
+def applicable(values: dict) -> dict:
+    """``values`` without the inputs that do not count in the app (``only_with``: a custom
+    link's bandwidth and latency with a catalog link)."""
+    return {k: v for k, v in values.items() if k not in BY_NAME or BY_NAME[k].applies(values)}
+
+
+EST_WORDS = ("", "est", "estimate", "estimated")  # what a link may say for an estimate

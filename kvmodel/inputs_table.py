@@ -1,32 +1,32 @@
-"""README's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks it), made
-from the rows of :mod:`kvmodel.inputs`.  Kept apart from the rows so that file holds the inputs
-themselves (``inputs.markdown_table`` calls this)."""
+"""docs/links.md's table of the inputs (``make readme-inputs``; tests/test_inputs.py checks
+it), made from the rows of :mod:`kvmodel.inputs`, which passes them in: this module imports
+nothing of the package, so the rows and their table form no import circle."""
 
 from __future__ import annotations
 
-from functools import cache
 
-from .inputs import INPUTS, SCENARIO_KEYS, URL_INPUTS, Input, _num
+def number_text(x: float) -> str:
+    """A range end or default as the docs table and the messages print it (1,024; 0.001)."""
+    return f"{x:,.0f}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:,.6g}"
 
 
-@cache
-def markdown_table() -> str:
-    """README's table of the app's link parameters, made from the rows."""
+def markdown_table(rows, scenario_keys) -> str:
+    """docs/links.md's table of the app's link parameters, made from the rows."""
     lines = [
         "| name | meaning | unit | default | accepted | CLI |",
         "|---|---|---|---|---|---|",
     ]
-    for i in URL_INPUTS:
+    for i in (r for r in rows if r.url):
         lines.append(
             f"| `{i.name}` | {i.label}: {i.help}"
             + (f" ({i.page})" if i.page else "")
-            + f" | {i.unit or '–'} | {_default_text(i)} | {_accepted_text(i)} | "
+            + f" | {i.unit or '–'} | {_default_text(i)} | {_accepted_text(i, scenario_keys)} | "
             + (f"`{i.cli}`" if i.cli else "–")
             + " |"
         )
     lines += ["", "CLI-only inputs (the link has no field for them):", ""]
     lines += ["| CLI | meaning | unit | default | accepted |", "|---|---|---|---|---|"]
-    for i in INPUTS:
+    for i in rows:
         if not i.url and i.cli:
             lines.append(
                 f"| `{i.cli}` | {i.label}: {i.help} | {i.unit or '–'} | "
@@ -37,32 +37,24 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-def _default_text(i: Input) -> str:
-    if i.name == "tpd":
-        return "`tp`"
-    if i.name == "attn":
-        return "`dp` for MLA, else `tp`"
+def _default_text(i) -> str:
+    if i.default_doc:  # from the model or another input (tpd, attn)
+        return i.default_doc
     d = i.default
-    return "empty" if d == "" else f"`{_num(d) if isinstance(d, float) else d}`"
+    return "empty" if d == "" else f"`{number_text(d) if isinstance(d, float) else d}`"
 
 
-def _accepted_text(i: Input) -> str:
-    if i.name == "cmp":
-        return f"keys {' '.join(SCENARIO_KEYS)}; " + i.accepted
+def _accepted_text(i, scenario_keys) -> str:
     if i.accepted:
-        return i.accepted
+        return i.accepted.replace("{keys}", " ".join(scenario_keys))
     if i.kind == "choice":
         return " ".join(f"`{c}`" for c in i.allowed())
     if i.kind in ("id", "ids"):
-        return "catalog ids" if i.name != "batches" else f"whole numbers {i.range_text()}"
+        return "catalog ids"
     if i.kind == "flag":
         return "0, 1"
-    if i.name == "seq":
-        return "1 – the model's max context, whole"
-    if i.default == "est":  # prefill, decode step
+    if i.est:  # prefill, decode step
         return f"{i.range_text()} or `est`"
     if i.kind in ("int", "float") and i.lo is not None:
         return i.range_text() + (", whole" if i.kind == "int" else "")
-    if i.name == "cfg":
-        return "≤ 4,000 characters"
     return "see meaning"

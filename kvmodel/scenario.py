@@ -7,17 +7,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dtypes import DEFAULT_COMPRESSION_GROUP, compressed_bytes_per_value, kv_dtype_bytes
-from .inputs import (
-    ATTENTION_PARALLEL,
-    DEFAULT_BLOCK_TOKENS,
-    DEFAULT_CODEC_BYTES_PER_S,
-    DEFAULT_DECODE_STEP_S,
-    DEFAULT_MFU,
-    DEFAULT_SHARE_TARGET,
-    WINDOW_TRANSFER,
-    check_scenario_field,
-)
+from .dtypes import compressed_bytes_per_value, kv_dtype_bytes
+from .inputs import ATTENTION_PARALLEL, WINDOW_TRANSFER, check_scenario_field, get, si_default
 from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .timing import estimate_decode_step_s
@@ -55,28 +46,29 @@ class Scenario:
     model: ModelSpec
     link: LinkSpec
     gpu: GpuSpec
-    seq_len: int = 1024
-    batch: int = 1
-    efficiency: float = 1.0
+    # Defaults: version 1's, in SI, from the rows (kvmodel.inputs.si_default)
+    seq_len: int = si_default("seq")
+    batch: int = si_default("batch")
+    efficiency: float = si_default("eff")
     parallel_links: int | None = None  # None → min(tp_prefill, tp_decode): one NIC per GPU
-    kv_dtype: str = "fp16"
-    kv_scale_group: int = 0
-    compression: str = "none"
-    comp_group: int = DEFAULT_COMPRESSION_GROUP
-    codec_bytes_per_s: float = DEFAULT_CODEC_BYTES_PER_S
-    layerwise: bool = False
-    tp_prefill: int = 1
-    tp_decode: int = 1
-    decode_step_s: float = DEFAULT_DECODE_STEP_S
+    kv_dtype: str = si_default("kvd")
+    kv_scale_group: int = si_default("kv_scale_group")
+    compression: str = si_default("comp")
+    comp_group: int = si_default("comp_group")
+    codec_bytes_per_s: float = si_default("codec")
+    layerwise: bool = si_default("lw")
+    tp_prefill: int = si_default("tp")
+    tp_decode: int = si_default("tpd")
+    decode_step_s: float = si_default("step")
     prefill_s: float | None = None  # None → estimated from the GPU
-    mfu: float = DEFAULT_MFU
-    block_tokens: int = DEFAULT_BLOCK_TOKENS
-    descriptor_s: float = 0.0
-    k: float = 1.0  # critical length: transfer ≥ k × decode step
-    share_target: float = DEFAULT_SHARE_TARGET
+    mfu: float = si_default("mfu")
+    block_tokens: int = si_default("block_tokens")
+    descriptor_s: float = si_default("descriptor_us")
+    k: float = si_default("k")  # critical length: transfer ≥ k × decode step
+    share_target: float = si_default("share")
     stack: StackSpec = IDEAL_STACK  # the connector's measured costs (kvmodel.stacks)
-    attention_parallel: str = "tp"  # "dp": each request's KV lives on one decode rank
-    window_transfer: str = "window"  # "full": sliding-window layers cross the wire whole
+    attention_parallel: str = si_default("attn")  # "dp": each request's KV lives on one rank
+    window_transfer: str = si_default("win")  # "full": sliding-window layers cross the wire whole
     # True: decode_step_s is estimated (kvmodel.timing) at this scenario's model, GPU, decode
     # TP, batch and prompt length, and follows them through dataclasses.replace
     decode_step_estimated: bool = False
@@ -87,11 +79,7 @@ class Scenario:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
-        if self.seq_len > self.model.max_context_tokens:
-            raise ValueError(
-                f"seq_len must be <= the model's max context of {self.model.max_context_tokens:,} "
-                f"tokens, got {self.seq_len:,}"
-            )
+        get("seq").check_model(self.seq_len, self.model)  # at most the model's context
         if self.parallel_links is not None and (
             isinstance(self.parallel_links, bool) or not isinstance(self.parallel_links, int)
         ):

@@ -66,7 +66,7 @@ LOSSY = (
     ("INT4 + layer-wise", "int4", True),
 )
 LADDER = LOSSLESS + LOSSY
-ACCURACY_RISK = {  # what quantizing the KV for the trip risks (README, Mitigations)
+ACCURACY_RISK = {  # what quantizing the KV for the trip risks (the Mitigations page)
     "fp8": "lossy: small accuracy risk",
     "int8": "lossy: small accuracy risk",
     "int4": "lossy: the largest accuracy risk",

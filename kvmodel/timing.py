@@ -1,7 +1,7 @@
 """Compute-side times: prefill and one decode step, estimated from the model, GPU and TP.
 
 Both estimates are a roofline plus the costs a roofline leaves out, fitted on measured serving
-runs (README "Fidelity"; ``bench/fit_compute.py`` refits them from ``data/fidelity``):
+runs (docs/model.md, "Fidelity"; ``bench/fit_compute.py`` refits them from ``data/fidelity``):
 
     prefill     = floor × layers + FLOPs ÷ (peak × TP × MFU × TP^(−a))
     decode step = floor × layers + max(bytes read ÷ (HBM × TP × e), FLOPs ÷ (peak × TP × ½))
@@ -24,8 +24,8 @@ from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
 
 # Fitted on Llama-3.1-70B FP8 served by vLLM on H100 and H200 (14 prefill, 35 decode points of
-# aiconfigurator-core's measured silicon_sample.csv); every other point is held out.  README's
-# fidelity table gives both errors.
+# aiconfigurator-core's measured silicon_sample.csv); every other point is held out.
+# docs/model.md's fidelity table gives both errors.
 PREFILL_FLOOR_S_PER_LAYER = 0.542e-3
 PREFILL_MFU_TP_EXPONENT = 0.214  # MFU × TP^(−a): 0.50 at TP 1, 0.32 at TP 8
 DECODE_FLOOR_S_PER_LAYER = 57.3e-6

@@ -18,8 +18,8 @@ def step_verdict(ratio: float) -> str:
 
 
 # Measured and modelled shares agree when they are on the same side of the target AND within
-# this factor of each other: the model's own held-out errors (README, Fidelity) are up to ~35 %
-# per time figure, so a factor of 1.5 is what a matching scenario can be expected to reach.
+# this factor of each other: the model's own held-out errors (docs/model.md, Fidelity) are up
+# to ~35 % per time figure, so a factor of 1.5 is what a matching scenario can be expected to reach.
 AGREEMENT_FACTOR = 1.5
 
 

@@ -13,6 +13,7 @@ from kvview.capacity_words import (
     crossover_sentence,
     gpus,
     limit_text,
+    nearest_text,
     pct_label,
     saves_text,
 )
@@ -56,11 +57,15 @@ def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
          f"{plan.colocated_instances} × TP {plan.colocated_tp}"
          + ("" if plan.colocated_meets_slo else " (misses the targets)")),
         ("Disaggregation", saves_text(plan.disaggregation_saves_gpus)),
+        *[(f"Nearest TP meeting the targets, {side}", text.strip())
+          for side in ("disaggregated", "colocated")
+          if (text := nearest_text(plan, side))],
         (f"TTFT {p}", f"{fmt_time(plan.ttft_s)} disaggregated, "
          f"{fmt_time(plan.colocated_ttft_s)} colocated (target {fmt_time(slo.ttft_s)})"),
         ("TPOT", f"{fmt_time(plan.tpot_s)} disaggregated, {fmt_time(plan.colocated_tpot_s)} "
          f"colocated (target {fmt_time(slo.tpot_s)})"),
-        ("Meets the targets", "yes" if plan.meets_slo else "no"),
+        ("Meets the targets", f"{'yes' if plan.meets_slo else 'no'} disaggregated, "
+         f"{'yes' if plan.colocated_meets_slo else 'no'} colocated"),
         ("Link utilisation", f"{plan.link_utilization:.0%} of "
          f"{fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per NIC"),
         (f"NIC bandwidth the {p} needs", f"{fmt_bandwidth(need)} per NIC" if need else "none"),
@@ -140,8 +145,8 @@ def capacity_report_html(
         body += [f"<li>{escape(n)}</li>" for n in plan.notes]
         body.append("</ul>")
     body.append(
-        "<footer>Computed by the KV Transfer Planner's capacity model (kvmodel.capacity; README, "
-        "Capacity plan) from the inputs above; the charts are interactive and work offline."
+        "<footer>Computed by the KV Transfer Planner's capacity model (kvmodel.capacity; "
+        "docs/capacity.md) from the inputs above; the charts are interactive and work offline."
         "</footer>"
     )
     return (

@@ -41,7 +41,10 @@ def split_text(plan) -> str:
 
 
 def saves_text(saves) -> str:
-    """The colocated − disaggregated difference as words ('saves 8 GPUs', 'costs 8 more')."""
+    """The colocated − disaggregated difference as words ('saves 8 GPUs', 'costs 8 more');
+    None (a side misses the targets: kvmodel.capacity counts no saving) as 'no saving'."""
+    if saves is None:
+        return "no saving counted: a side misses the targets"
     if saves > 0:
         return f"saves {gpus(saves)}"
     if saves < 0:
@@ -51,10 +54,44 @@ def saves_text(saves) -> str:
 
 
 def cheaper_text(saves) -> str:
-    """Which option needs fewer GPUs, from colocated − disaggregated."""
+    """Which option needs fewer GPUs, from colocated − disaggregated (None: not compared)."""
+    if saves is None:
+        return "not compared: a side misses the targets"
     if saves > 0:
         return "disaggregated is cheaper"
     return "colocated is cheaper" if saves < 0 else "a tie"
+
+
+def nearest_text(plan, side: str) -> str:
+    """Where an infeasible side meets the targets: ' At TP 8 it meets them with 32 GPUs
+    (4 × TP 8).' ('' when the plan did not search or the side meets them)."""
+    if side == "colocated":
+        n, ok = plan.colocated_nearest, plan.colocated_feasible
+    else:
+        n, ok = plan.disaggregated_nearest, plan.disaggregated_feasible
+    if ok or not getattr(plan, "nearest_searched", False):
+        return ""
+    if n is None:
+        return " No TP up to 64 meets both targets on this side."
+    if side == "colocated":
+        return (
+            f" The nearest TP that meets them is TP {n.tp}: {gpus(n.gpus)} "
+            f"({n.instances:,} × TP {n.tp})."
+        )
+    return (
+        f" The nearest TPs that meet them are prefill TP {n.prefill_tp} and decode TP "
+        f"{n.decode_tp}: {gpus(n.gpus)} ({n.prefill_instances:,} × TP {n.prefill_tp} + "
+        f"{n.decode_instances:,} × TP {n.decode_tp})."
+    )
+
+
+def nearest_delta(plan, side: str) -> str:
+    """The short form under an infeasible side's tile: 'TP 4: 32 GPUs meet them'."""
+    n = plan.colocated_nearest if side == "colocated" else plan.disaggregated_nearest
+    if n is None:
+        return "misses the targets" if not plan.nearest_searched else "no TP meets them"
+    tps = f"TP {n.tp}" if side == "colocated" else f"TP {n.prefill_tp} / {n.decode_tp}"
+    return f"{tps}: {gpus(n.gpus)} meet them"
 
 
 def limit_text(limits: dict, pool: str) -> str:
@@ -75,12 +112,13 @@ def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> s
         colo = (
             f" Colocated serving meets them with {gpus(plan.colocated_gpus)}."
             if plan.colocated_meets_slo
-            else ""
+            else " Colocated serving misses them too." + nearest_text(plan, "colocated")
         )
         return (
             head + f"no disaggregated plan meets the targets (best: {gpus(dis)}, "
             f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
-            f"{fmt_time(plan.tpot_s)}; sized by {binds}).{colo} Relax the targets, or pick a "
+            f"{fmt_time(plan.tpot_s)}; sized by {binds}), so no saving is counted."
+            f"{nearest_text(plan, 'disaggregated')}{colo} Relax the targets, or pick a "
             "faster GPU or link, or a smaller model."
         )
     money = ""
@@ -96,9 +134,10 @@ def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> s
     if not plan.colocated_meets_slo:
         return (
             head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "
-            f"serving does not meet the targets at any size (with {gpus(col)}: "
-            f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.colocated_ttft_s)}, TPOT "
-            f"{fmt_time(plan.colocated_tpot_s)}), so disaggregation is the way to meet them."
+            f"serving at TP {plan.colocated_tp} does not meet the targets at any size (with "
+            f"{gpus(col)}: {pct_label(slo.ttft_percentile)} TTFT "
+            f"{fmt_time(plan.colocated_ttft_s)}, TPOT {fmt_time(plan.colocated_tpot_s)}), so no "
+            f"saving is counted against it.{nearest_text(plan, 'colocated')}"
         )
     saves = col - dis
     if saves > 0:
@@ -138,8 +177,30 @@ def crossover_sentence(sweep, rps: float) -> str:
     drawn = f"from {fmt_sig(r[0], 3)} to {fmt_sig(r[-1], 3)} requests/s"
     if not col.any():  # 0: no colocated shape at all (kvmodel.capacity)
         return f"No colocated instance can serve this traffic at any rate drawn, {drawn}."
-    # where colocated serving is impossible, disaggregation needs fewer GPUs
-    fewer = (sweep["disaggregated_gpus"].to_numpy(dtype=float) < col) | (col == 0)
+    both = feasible_both(sweep)
+    # a saving is counted only where both sides meet the targets
+    fewer = (sweep["disaggregated_gpus"].to_numpy(dtype=float) < col) & both
+    if not both.any():
+        return (
+            f"At no rate drawn, {drawn}, do both options meet the targets: no saving is "
+            "counted (the missing points are gaps in the chart)."
+        )
+    gaps = "" if both.all() else (" Where a side misses the targets no saving is counted "
+                                  "(gaps in the chart).")  # fmt: skip
+    return _crossing(fewer, r, rps, drawn) + gaps
+
+
+def feasible_both(sweep) -> np.ndarray:
+    """Per row of a rate sweep: both sides meet the targets (columns ``meets_slo`` and
+    ``colocated_meets_slo``; a frame without them counts as feasible)."""
+    n = len(sweep)
+    dis = sweep["meets_slo"] if "meets_slo" in sweep else np.ones(n, dtype=bool)
+    col = sweep["colocated_meets_slo"] if "colocated_meets_slo" in sweep else np.ones(n, bool)
+    some = sweep["colocated_gpus"].to_numpy(dtype=float) > 0  # 0: no colocated shape
+    return np.asarray(dis, dtype=bool) & np.asarray(col, dtype=bool) & some
+
+
+def _crossing(fewer: np.ndarray, r: np.ndarray, rps: float, drawn: str) -> str:
     if fewer.all():
         return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
     if not fewer.any():

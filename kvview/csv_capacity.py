@@ -18,6 +18,36 @@ def _si(value, scale: float):
     return None if value is None else float(value) * scale
 
 
+SAVES = "GPUs saved by disaggregation [GPUs]"
+
+
+def _whole_or_blank(out: pd.DataFrame, header: str) -> None:
+    """A count column that is blank where no number is counted (a saving against a side that
+    misses the targets), whole numbers elsewhere."""
+    if header in out.columns:
+        out[header] = pd.array([None if v is None or v != v else int(v) for v in out[header]],
+                               dtype="Int64")  # fmt: skip
+
+
+def _nearest_rows(plan) -> list[tuple]:
+    """Where a side that misses the targets meets them (the plan searched it)."""
+    if not getattr(plan, "nearest_searched", False):
+        return []
+    n, c = plan.disaggregated_nearest, plan.colocated_nearest
+    rows = []
+    if not plan.disaggregated_feasible or not plan.colocated_feasible:
+        rows += [
+            ("nearest TP meeting the targets [GPUs per instance]",
+             None if plan.disaggregated_feasible or n is None
+             else f"prefill {n.prefill_tp}, decode {n.decode_tp}",
+             None if plan.colocated_feasible or c is None else c.tp),
+            ("GPUs at the nearest TP meeting the targets [GPUs]",
+             None if plan.disaggregated_feasible or n is None else n.gpus,
+             None if plan.colocated_feasible or c is None else c.gpus),
+        ]  # fmt: skip
+    return rows
+
+
 def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataFrame:
     """One row per quantity (unit in its label), one column per option."""
     p = pct_label(slo.ttft_percentile)
@@ -54,9 +84,15 @@ def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataF
             None,
         ),
         ("meets the SLO", _yes_no(plan.meets_slo), _yes_no(plan.colocated_meets_slo)),
+        (
+            "feasible (meets both targets)",
+            _yes_no(plan.disaggregated_feasible),
+            _yes_no(plan.colocated_feasible),
+        ),
         ("prefill pool limited by", plan.limits.get("prefill", ""), ""),
         ("decode pool limited by", plan.limits.get("decode", ""), ""),
         ("colocated limited by", "", plan.limits.get("colocated", "")),
+        *_nearest_rows(plan),
     ]
     if price:
         rows.append(("GPU price [$ per GPU-hour]", price, price))
@@ -108,6 +144,7 @@ def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
     for col in ("disaggregated meets the SLO", "colocated meets the SLO"):
         if col in out.columns:
             out[col] = [_yes_no(bool(v)) for v in out[col]]
+    _whole_or_blank(out, SAVES)
     return out
 
 
@@ -138,6 +175,7 @@ def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataF
     if out["cost [$ per hour]"].isna().all():  # no price given
         out = out.drop(columns=["cost [$ per hour]"])
     out["meets the targets"] = [_yes_no(bool(v)) for v in out["meets the targets"]]
+    _whole_or_blank(out, SAVES)
     domain = "GPUs one scale-up domain joins [GPUs]"
     out[domain] = pd.array([int(v) if v else None for v in out[domain]], dtype="Int64")
     return out

@@ -1,7 +1,7 @@
 """The scenario's URL parameters: names, defaults, parsing and clamping.
 
 Pure Python (no streamlit) so it is tested directly.  Names are short and stable: shared links
-depend on them; the README lists them.  ``parse_query`` turns a query mapping into clean values
+depend on them; docs/links.md lists them.  ``parse_query`` turns a query mapping into clean values
 plus human-readable warnings for everything it had to replace or clamp.  Warnings are shown as
 markdown: every value taken from the link goes through ``mdtext.shown`` (escaped, truncated).
 """
@@ -13,7 +13,6 @@ from dataclasses import replace
 
 from kvmodel import catalog
 from kvmodel import inputs as I
-from kvmodel.build import default_attention_parallel
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
@@ -25,7 +24,7 @@ CUSTOM_LINK = I.CUSTOM_LINK
 IMPORTED_PREFIX = I.IMPORTED_PREFIX
 
 PARAMS = I.URL_INPUTS  # one row per link parameter, in the link's order (kvmodel.inputs)
-LIST_PARAMS = tuple(p.name for p in PARAMS if p.kind == "ids" and p.name != "batches")
+LIST_PARAMS = tuple(p.name for p in PARAMS if p.kind == "ids" and p.choices is not None)
 DEFAULTS = {p.name: p.default for p in PARAMS}
 LABELS = {p.name: p.label_unit for p in PARAMS}
 
@@ -130,13 +129,12 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     elif is_version1(q):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
-        # README's "What changed" says.
+        # docs/links.md's "Version-1 links" says.
         v.update(I.V1_DEFAULTS)
-    if v["attn"] is None:
-        v["attn"] = default_attention_parallel(spec)
+    for row in (r for r in PARAMS if r.default_from):  # attn, kvd: the model's own
+        if v[row.name] is None or row.name not in q and v[row.name] == row.default:
+            v[row.name] = row.default_for(spec)
     choices = {p.name: p.allowed() for p in PARAMS if p.kind == "choice"}
-    if "kvd" not in q and spec.kv_dtype_native:
-        v["kvd"] = spec.kv_dtype_native
     for name, allowed in choices.items():
         if name in q:
             raw = str(q[name]).strip().lower()
@@ -147,27 +145,19 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                     f"{name}={shown(q[name])} is not one of {', '.join(allowed)}; using {v[name]}."
                 )
     ranges = {
-        p.name: (p.lo, spec.max_context_tokens if p.name == "seq" else p.hi, p.kind != "float")
+        p.name: (p.lo, p.hi_for(spec), p.kind != "float")
         for p in PARAMS
-        if p.kind in ("int", "float", "flag") and p.default != "est"
+        if p.kind in ("int", "float", "flag") and not p.est
     }
     for name, (lo, hi, integer) in ranges.items():
         if name in q:
             v[name] = _number(
                 q[name], name, lo, hi, integer=integer, warnings=warnings, default=v[name]
             )
-    for name in ("tp", "tpd") if "tpd" in q else ("tp",):
-        try:
-            for g in spec.groups:
-                shard_heads(g.kv_heads, v[name])
-        except ValueError as exc:
-            warnings.append(f"{name}: {exc}; using 1.")
-            v[name] = 1
-    if "tpd" not in q:
-        v["tpd"] = v["tp"]
-    for row in (r for r in PARAMS if r.default == "est" and r.name in q):  # prefill, step
+    _tensor_parallel(q, v, spec, warnings)
+    for row in (r for r in PARAMS if r.est and r.name in q):  # prefill, step
         raw = str(q[row.name]).strip().lower()
-        if raw in ("", "est", "estimate", "estimated"):
+        if raw in I.EST_WORDS:
             v[row.name] = "est"
             continue
         try:
@@ -181,8 +171,8 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         v[row.name] = _number(
             raw, row.name, row.lo, row.hi, integer=False, warnings=warnings, default=0.0
         )
-        if row.name == "step" and v["step"] == 0.0:
-            v["step"] = "est"
+        if row.lo_open and v[row.name] == 0.0:  # the step: 0 is no time, so an estimate
+            v[row.name] = "est"
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
@@ -200,6 +190,24 @@ def is_version1(query) -> bool:
     """A link made before transfer stacks: scenario keys but no ``stack`` (``kvview.link_version``
     says what that implies)."""
     return "stack" not in query and any(k in query for k in SCENARIO_KEYS)
+
+
+TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)
+
+
+def _tensor_parallel(q, v, spec, warnings) -> None:
+    """Prefill and decode TP that fit the model's KV heads (1 when not); an absent ``tpd``
+    follows the prefill TP (its row's ``follows``)."""
+    for name in (n for n in TP_ROWS if n in q or not I.get(n).follows):
+        try:
+            for g in spec.groups:
+                shard_heads(g.kv_heads, v[name])
+        except ValueError as exc:
+            warnings.append(f"{name}: {exc}; using 1.")
+            v[name] = 1
+    for row in (I.get(n) for n in TP_ROWS):
+        if row.follows and row.name not in q:
+            v[row.name] = row.default_for(spec, v)
 
 
 def imported_id(given: str) -> str:
@@ -275,7 +283,7 @@ def format_overrides(overrides: dict) -> str:
     return "~".join(f"{k}:{v}" for k, v in overrides.items())
 
 
-MODEL_DERIVED = ("attn", "kvd")  # inputs whose default is the model's own (``implicit_values``)
+MODEL_DERIVED = tuple(p.name for p in PARAMS if p.default_from)  # attn, kvd: the model's own
 
 
 def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
@@ -345,11 +353,7 @@ def to_query(values: dict) -> dict[str, str]:
     out = {}
     for p in PARAMS:
         val = values.get(p.name, p.default)
-        if p.name == "cfg" and not (
-            val and str(values.get("model", "")).startswith(IMPORTED_PREFIX)
-        ):
-            continue
-        if p.name in ("bw", "lat") and values.get("link") != CUSTOM_LINK:
+        if not p.applies(values) or p.only_with and val == "":  # only_with: bw, lat, cfg
             continue
         out[p.name] = f"{val:g}" if isinstance(val, float) else str(val)
     return out
@@ -361,13 +365,14 @@ def implicit_values(values: dict) -> dict[str, str]:
     imported model, so its link always carries them)."""
     out = {p.name: f"{p.default:g}" if isinstance(p.default, float) else str(p.default)
            for p in PARAMS}  # fmt: skip
-    out["tpd"] = str(values.get("tp", DEFAULTS["tp"]))
     spec = catalog.models().get(values.get("model", DEFAULTS["model"]))
-    if spec is None:  # an imported model: its defaults are in its cfg
-        out.pop("attn"), out.pop("kvd")
-    else:
-        out["attn"] = default_attention_parallel(spec)
-        out["kvd"] = spec.kv_dtype_native or DEFAULTS["kvd"]
+    for p in PARAMS:
+        if p.follows:  # tpd: the prefill TP
+            out[p.name] = str(values.get(p.follows, DEFAULTS[p.follows]))
+        elif p.default_from and spec is None:  # an imported model: its defaults are in its cfg
+            out.pop(p.name)
+        elif p.default_from:  # attn, kvd: the model's own
+            out[p.name] = str(p.default_for(spec))
     return out
 
 
@@ -387,10 +392,8 @@ def to_link_query(values: dict) -> dict[str, str]:
 
 def scenario_from_values(values: dict, imported: dict | None = None):
     """A kvmodel Scenario from clean parameter values (``parse_query`` output)."""
-    from kvmodel.build import scenario_from_inputs
+    from kvmodel.build import to_scenario
 
-    v = dict(values)
-    if v["link"] != CUSTOM_LINK:  # bw and lat belong to a custom link only
-        v.pop("bw", None), v.pop("lat", None)
+    v = I.applicable(values)  # bw and lat belong to a custom link only (``only_with``)
     spec = (imported or {}).get(v["model"]) or catalog.get_model(v["model"])
-    return scenario_from_inputs(v, model=spec)
+    return to_scenario(v, model=spec)

@@ -171,7 +171,8 @@ def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
         out.append(
             f"Prefill time is estimated: a floor of 0.542 ms per layer plus prefill FLOPs ÷ "
             f"({gpu.name} dense peak × TP {sc.tp_prefill} × MFU {_pct(sc.mfu)} falling with TP) "
-            f"= {fmt_time(ev.prefill_s)}, fitted on measured vLLM prefills (README, Fidelity)."
+            f"= {fmt_time(ev.prefill_s)}, fitted on measured vLLM prefills "
+            "(docs/model.md, Fidelity)."
         )
     else:
         out.append(f"Prefill time is given: {fmt_time(sc.prefill_s)}.")

@@ -34,7 +34,12 @@ def test_hand_case_plan():
     assert p.pd_ratio == 2.0
     assert p.limits == {"prefill": "ttft", "decode": "tpot", "colocated": p.limits["colocated"]}
     assert p.meets_slo and p.ttft_s <= 0.15
-    assert p.disaggregation_saves_gpus == p.colocated_gpus - 24
+    # colocated at TP 8 misses TPOT 15 ms at any size: no saving is counted against it, and
+    # the nearest TP that meets both targets is shown (TP 16: one instance of 16 GPUs)
+    assert not p.colocated_feasible and p.disaggregated_feasible
+    assert p.disaggregation_saves_gpus is None
+    n = p.colocated_nearest
+    assert (n.tp, n.instances, n.gpus) == (16, 1, 16) and n.tpot_s <= 0.015 and n.ttft_s <= 0.15
     # 5/s × 335.5 MB = 1.678 GB/s over the deployment
     assert p.demanded_bytes_per_s == pytest.approx(5 * 335_544_320)
     # the busier side is the one decode instance's 8 NICs: 5/s × 3.359 ms = 1.68 % busy
@@ -233,7 +238,7 @@ def test_what_does_not_fit_in_memory_is_named():
     # 20,000-token request's KV (20,000 × 327,680 B / 2 = 3.3 GB per GPU)
     p = plan(SC, Workload.fixed(1, 20_000, 256), Slo(5.0, 0.05), prefill_tp=2, decode_tp=2)
     assert p.limits == {"prefill": "memory", "decode": "memory", "colocated": "memory"}
-    assert not p.meets_slo and p.colocated_gpus == 0 and p.disaggregation_saves_gpus == 0
+    assert not p.meets_slo and p.colocated_gpus == 0 and p.disaggregation_saves_gpus is None
     assert any("cannot hold" in n for n in p.notes)
 
 

@@ -319,3 +319,58 @@ def test_a_hostile_upload_gives_a_plan_with_a_note_not_a_traceback():
     assert not at.exception
     assert any("longer than the model's context" in c.value for c in at.caption)
     assert at.metric
+
+
+# Issue 21's case: Llama-3.1-70B on H200 at TP 2, 8,000/500 tokens, TTFT 2 s, TPOT 40 ms,
+# 5 req/s: colocated at TP 2 meets TPOT with no number of GPUs (51.7 ms at 260 GPUs)
+TP2 = {"stack": "mooncake", "model": "llama-3.1-70b", "gpu": "h200", "tp": "2", "tpd": "2",
+       "ctp": "sidebar", "wl": "fixed", "seq": "8000", "out": "500", "rps": "5",
+       "ttft_slo": "2000", "tpot_slo": "40"}  # fmt: skip
+# Issue 24's case: a 100 ms TTFT target that neither side meets (the app's defaults otherwise)
+TTFT100 = {"stack": "mooncake", "wl": "fixed", "seq": "2000", "out": "300", "rps": "20",
+           "ttft_slo": "100"}  # fmt: skip
+
+
+def _metrics(at) -> dict:
+    return {m.label: m for m in at.metric}
+
+
+def _no_saving_and_no_green(at) -> None:
+    """No tile claims a saving, none of the plan's verdict tiles is green, the summary is not
+    a success box (issue 24)."""
+    tiles = _metrics(at)
+    saves = tiles["Disaggregation saves"]
+    assert saves.value == "not counted" and saves.delta == "a side misses the targets"
+    assert saves.proto.color != saves.proto.GREEN  # MetricColor: grey, not green
+    for label, tile in tiles.items():  # not even a met TPOT is green on such a page
+        assert tile.proto.color != tile.proto.GREEN, label
+    assert not at.success
+    assert "saves" not in at.info[0].value and "cheaper" not in at.info[0].value
+
+
+def test_issue_21_colocated_infeasible_at_tp_2_shows_no_saving_and_the_nearest_tp():
+    at = open_at(TP2)
+    assert not at.exception
+    _no_saving_and_no_green(at)
+    tiles = _metrics(at)
+    # no big count for the side that cannot meet the targets: "infeasible" and the nearest TP
+    assert tiles["Colocated GPUs"].value == "infeasible"
+    assert tiles["Colocated GPUs"].delta == "TP 4: 32 GPUs meet them"
+    assert tiles["Disaggregated GPUs"].value == "26 GPUs" and not tiles["Disaggregated GPUs"].delta
+    text = at.info[0].value
+    # kvmodel finds TP 4 the nearest colocated TP that meets both targets: 8 × TP 4
+    assert "colocated serving at TP 2 does not meet the targets" in text
+    assert "The nearest TP that meets them is TP 4: 32 GPUs (8 × TP 4)." in text
+
+
+def test_issue_24_a_100_ms_ttft_neither_side_meets_shows_no_saving_and_no_green():
+    at = open_at(TTFT100)
+    assert not at.exception
+    _no_saving_and_no_green(at)
+    tiles = _metrics(at)
+    assert tiles["Meets the targets"].value == "no"
+    assert tiles["Disaggregated GPUs"].value == "infeasible"
+    assert tiles["Colocated GPUs"].value == "infeasible"
+    assert "3,080" not in tiles["Colocated GPUs"].value
+    assert "no disaggregated plan meets the targets" in at.info[0].value
+    assert "so no saving is counted" in at.info[0].value

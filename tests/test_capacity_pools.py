@@ -67,8 +67,10 @@ def test_prefill_and_transfer_times():
     # + 80·4·64·128·(1,024·1,025/2) = 1.45965e14 -> 43.36 ms + 57.58 ms = 100.94 ms
     pf = prefill_side(SC, SHAPE, 8, 8)
     assert pf.prefill_s[0] == pytest.approx(0.10094, rel=1e-3)
-    # it occupies the instance for 57.58 ms + 43.36 ms × 1,024/8,192 = 63.00 ms (pass shared)
-    assert pf.mean_s == pytest.approx(0.06300, rel=1e-3)
+    # it occupies the instance for 57.58 ms + 43.36 ms × 1,024/65,536 = 58.26 ms: a TP-8
+    # instance's pass carries 8 × 8,192 tokens (pools.PREFILL_TOKENS_PER_GPU) and shares the
+    # floor among them
+    assert pf.mean_s == pytest.approx(0.05826, rel=1e-3)
     # transfer = 4 µs + 335,544,320 B / (12.5 GB/s · 8 NICs) = 3.3594 ms
     assert pf.whole_s[0] == pytest.approx(3.3594e-3, rel=1e-4)
     assert pf.cs2 == 0  # one length: deterministic service
@@ -77,12 +79,13 @@ def test_prefill_and_transfer_times():
 @pytest.mark.parametrize(
     "slo_s, instances, ttft_s",
     [
-        # work per request: 57.58 ms compute + 43.36 ms floor × 1,024/8,192 = 63.0 ms; at 5/s
-        # a = 0.315 erlang.  One instance: P(W>0) = 0.315, tail mean ½·0.0630/(1 − 0.315)
-        # = 0.0460 s -> p90 wait = 0.0460·ln(3.15) = 0.0528 s; TTFT = own pass 0.10094
-        # + transfer 0.00336 + first step 0.01499 + 0.0528 = 0.1725 s (+ a rare link wait)
-        (0.20, 1, 0.1725),
-        # two instances: ErlangC(2, 0.315) = 0.043 < 10 %: no wait at p90, TTFT = 0.1193 s
+        # work per request: 57.58 ms compute + 43.36 ms floor × 1,024/65,536 = 58.26 ms; at
+        # 5/s a = 0.2913 erlang.  One instance: P(W>0) = 0.2913, tail mean ½·0.05826/(1 −
+        # 0.2913) = 0.0411 s -> p90 wait = 0.0411·ln(2.913) = 0.0440 s; TTFT = own pass
+        # 0.10094 + transfer 0.00336 + first step 0.01499 + 0.0440 = 0.1633 s (+ a rare link
+        # wait)
+        (0.20, 1, 0.1633),
+        # two instances: ErlangC(2, 0.291) < 10 %: no wait at p90, TTFT = 0.1193 s
         (0.15, 2, 0.1193),
     ],
 )
@@ -100,7 +103,20 @@ def test_impossible_ttft_is_reported_not_searched_forever():
     pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # prefill alone takes 101 ms
     assert not pools.meets_slo and pools.prefill_limit == "ttft"
     assert any("TTFT target" in n for n in pools.notes)
-    assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.315/0.8⌉
+    assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.291/0.8⌉
+
+
+@pytest.mark.parametrize("tp", [1, 8, 32])
+def test_a_prefill_pass_carries_tokens_per_gpu(tp):
+    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares the
+    # per-layer floor (0.542 ms × 80 layers = 43.36 ms) among 262,144 tokens, not 8,192: a
+    # 1,024-token prompt pays 43.36 ms × 1,024 / (8,192·TP) of it
+    from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pass_tokens, prefill_work_s
+
+    assert PREFILL_TOKENS_PER_GPU == 8192 and pass_tokens(tp) == 8192 * tp
+    work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp)
+    floor = 0.542e-3 * 80
+    assert work[0] == pytest.approx(0.100 - floor + floor * 1024 / (8192 * tp), rel=1e-9)
 
 
 def test_slow_link_adds_decode_instances_for_the_receiving_nics():

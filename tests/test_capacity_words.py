@@ -76,7 +76,8 @@ def test_takeaway_names_the_cheaper_option_and_by_how_many(plan):
 def test_takeaway_when_a_side_misses_the_targets(plan):
     colo_misses = replace(plan, meets_slo=True, colocated_meets_slo=False)
     text = capacity_takeaway(colo_misses, rps=20.0, slo=SLO)
-    assert "colocated serving does not meet the targets at any size" in text
+    assert f"colocated serving at TP {plan.colocated_tp} does not meet the targets at any " in text
+    assert "so no saving is counted against it" in text
     missed = replace(plan, meets_slo=False, colocated_meets_slo=True)
     text = capacity_takeaway(missed, rps=20.0, slo=SLO)
     assert "no disaggregated plan meets the targets" in text
@@ -90,12 +91,15 @@ def test_source_caption():
     assert "every request generates 300 tokens" in text
 
 
-def test_no_colocated_shape_is_said_and_counts_as_a_win(plan):
-    none = replace(plan, colocated_gpus=0, colocated_meets_slo=False, disaggregation_saves_gpus=0)
+def test_no_colocated_shape_is_said_and_counts_no_saving(plan):
+    none = replace(plan, colocated_gpus=0, colocated_meets_slo=False,
+                   disaggregation_saves_gpus=None)  # fmt: skip
     assert "colocated serving is not an option here" in capacity_takeaway(none, rps=1.0, slo=SLO)
-    # no colocated shape at 4 and 8 req/s: disaggregation "wins" there (it is the only option)
+    # no colocated shape at 4 and 8 req/s: no saving is counted there (issue 24: never a
+    # saving against a side that cannot serve the traffic), and the gaps are said
     says = crossover_sentence(_sweep([8, 8, 8, 8], [4, 6, 0, 0]), rps=4.0)
-    assert "from about 4 requests/s up" in says
+    assert "never needs fewer GPUs" in says
+    assert "Where a side misses the targets no saving is counted (gaps in the chart)." in says
     assert "No colocated instance can serve" in crossover_sentence(_sweep([8] * 4, [0] * 4), 4.0)
 
 

@@ -1,7 +1,7 @@
 """The stacks' fits and the model's errors against published measurements (kvmodel.fidelity).
 
 The catalog's stack parameters must be what ``calibrate`` fits on the ``fit`` rows of
-data/fidelity/transfer.csv, and the errors README's fidelity table reports must hold.
+data/fidelity/transfer.csv, and the errors docs/model.md's fidelity table reports must hold.
 """
 
 import pytest
@@ -73,14 +73,14 @@ def test_compute_errors_stay_as_reported():
     assert _group(rows, "prefill", "trtllm", "holdout")["mean_abs_error"] < 0.15
 
 
-def test_readme_fidelity_table_is_the_generated_one():
+def test_docs_fidelity_table_is_the_generated_one():
     import re
     from pathlib import Path
 
     from kvmodel.fidelity import markdown_table
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- fidelity table:[^\n]*-->\n(.*?)<!-- end fidelity table -->", readme,
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- fidelity table:[^\n]*-->\n(.*?)<!-- end fidelity table -->", page,
                       re.S)  # fmt: skip
-    assert block, "README lost its fidelity-table markers"
+    assert block, "docs/model.md lost its fidelity-table markers"
     assert block.group(1).strip() == markdown_table().strip(), "run make readme-fidelity"

@@ -78,12 +78,30 @@ def test_edges_are_geometric_midpoints():
     np.testing.assert_allclose(F._edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
 
 
-def test_no_colocated_shape_is_a_gap_and_shaded():
+def test_no_colocated_shape_is_a_gap_and_not_shaded():
+    # issue 24: no saving is shown against an option that cannot serve the traffic
     gap = SWEEP.assign(colocated_gpus=[4, 4, 0, 0])
     fig = F.figure_gpus_vs_rate(gap, rps=2.0)
     assert np.isnan(fig.data[1].y[2:]).all() and list(fig.data[1].y[:2]) == [4, 4]
+    assert not [s for s in fig.layout.shapes if s.type == "rect"]
+
+
+def test_a_side_that_misses_the_targets_is_a_gap_with_markers_and_never_shaded():
+    # disaggregated needs fewer GPUs at every rate, but colocated misses at 4 and 8 req/s and
+    # disaggregated at 1 req/s: only 2 req/s (both meet) is shaded
+    sweep = SWEEP.assign(disaggregated_gpus=[2, 2, 2, 2], colocated_gpus=[9, 9, 9, 9],
+                         meets_slo=[False, True, True, True],
+                         colocated_meets_slo=[True, True, False, False])  # fmt: skip
+    fig = F.figure_gpus_vs_rate(sweep, rps=2.0)
+    assert np.isnan(fig.data[0].y[0]) and list(fig.data[0].y[1:]) == [2, 2, 2]
+    assert list(fig.data[1].y[:2]) == [9, 9] and np.isnan(fig.data[1].y[2:]).all()
+    missed = {t.name: list(t.x) for t in fig.data if "misses" in (t.name or "")}
+    assert missed == {"disaggregated: misses the targets": [1.0],
+                      "colocated: misses the targets": [4.0, 8.0]}  # fmt: skip
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
-    assert len(rects) == 1 and rects[0].x0 == pytest.approx(np.sqrt(8))
+    edges = F._edges(np.array([1.0, 2.0, 4.0, 8.0]))
+    assert len(rects) == 1 and rects[0].x0 == pytest.approx(edges[1])
+    assert rects[0].x1 == pytest.approx(edges[2])
 
 
 def test_rate_axis_writes_every_tick_in_full():

@@ -20,12 +20,12 @@ ROOT = Path(__file__).parents[1]
 NUMERIC_URL = [r for r in I.URL_INPUTS if r.kind in ("int", "float") and r.name != "prefill"]
 
 
-def test_readme_table_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- inputs table:[^\n]*-->\n(.*?)<!-- end inputs table -->", readme, re.S)
-    assert block, "README lost its inputs-table markers"
+def test_docs_table_is_the_generated_one():
+    page = (ROOT / "docs" / "links.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- inputs table:[^\n]*-->\n(.*?)<!-- end inputs table -->", page, re.S)
+    assert block, "docs/links.md lost its inputs-table markers"
     assert block.group(1).strip() == I.markdown_table().strip(), (
-        "README's parameter table is stale: paste `python -m kvmodel inputs --markdown`"
+        "docs/links.md's parameter table is stale: run `make readme-inputs`"
     )
 
 

@@ -23,7 +23,7 @@ EST = "est"
 def kind(name: str) -> str:
     """The widget an input's change gets: select, int, float, est (ms or 'est') or flag."""
     row = I.get(name)
-    if row.default == EST:
+    if row.est:
         return "est"
     if row.kind in ("id", "choice"):
         return "select"
@@ -61,8 +61,7 @@ def text(name: str, value) -> str:
 
 def addable(over: dict, values: dict) -> list[str]:
     """Inputs a variant can still change (custom bandwidth and latency only on a custom link)."""
-    custom = values.get("link") == P.CUSTOM_LINK
-    return [k for k in P.SCENARIO_KEYS if k not in over and (custom or k not in ("bw", "lat"))]
+    return [k for k in P.SCENARIO_KEYS if k not in over and I.get(k).applies(values)]
 
 
 def start_value(name: str, values: dict) -> str:
@@ -102,9 +101,8 @@ def widget(key: str, name: str, values: dict, base: dict, on_change, args) -> No
     elif k == "est":
         st.text_input(row.label_unit, placeholder="ms, or est", **common)
     elif k == "int":
-        hi = row.hi
-        if name == "seq":  # up to the variant's model's context
-            hi = urlstate.model_spec(values["model"]).max_context_tokens
+        model = urlstate.model_spec(values["model"]) if row.max_from else None
+        hi = row.hi_for(model)  # seq: up to the variant's model's context
         st.number_input(row.label_unit, int(row.lo), None if hi is None else int(hi), step=1,
                         **common)  # fmt: skip
     else:

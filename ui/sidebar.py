@@ -7,28 +7,27 @@ import streamlit as st
 
 from kvmodel import catalog
 from kvmodel import inputs as I
-from kvmodel.build import default_attention_parallel
-from kvmodel.dtypes import COMPRESSION_BITS, KV_DTYPE_BITS
 from kvmodel.size import valid_tp
 from kvmodel.specs import ModelSpec
 from kvmodel.timing import decode_step_lower_bound_s, estimate_decode_step_s
 from kvview import params as P
 from kvview.fmt import fmt_ms
 from ui.urlstate import add_notice, imported_models, model_spec
+from ui.widgets import est_widgets, input_widget
 
 
 def on_model_change() -> None:
     """Keep the other inputs valid for the newly chosen model, and say what changed."""
     ss = st.session_state
     spec = model_spec()
-    if ss["seq"] > spec.max_context_tokens:
+    seq = I.get("seq")
+    if ss["seq"] > seq.hi_for(spec):
         add_notice(
-            f"Sequence length lowered to {spec.name}'s max context of "
-            f"{spec.max_context_tokens:,} tokens."
+            f"Sequence length lowered to {spec.name}'s max context of {seq.hi_for(spec):,} tokens."
         )
-        ss["seq"] = spec.max_context_tokens
+        ss["seq"] = seq.hi_for(spec)
     tps = valid_tp(spec, P.MAX_TP)
-    for key in ("tp", "tpd"):
+    for key in P.TP_ROWS:
         if ss[key] not in tps:
             add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
             ss[key] = 1
@@ -41,7 +40,7 @@ def on_model_change() -> None:
         )
         add_notice(f"KV cache dtype set to {new}: {why}.")
         ss["kvd"] = new
-    attn = default_attention_parallel(spec)
+    attn = I.get("attn").default_for(spec)
     if ss.get("attn") != attn:
         how = "one decode rank per request" if attn == "dp" else "every rank holds its share"
         add_notice(f"Attention parallelism set to {attn} ({how}): how {spec.name} is served.")
@@ -66,21 +65,6 @@ def _kv_dtype_after_switch(kvd: str, previous: str | None, spec: ModelSpec) -> s
 
 def _set_seq_from_exact() -> None:
     st.session_state["seq"] = int(st.session_state["seq_exact"])
-
-
-def _number_input(box, label: str, lo, hi, *, key: str, **kwargs):
-    """``box.number_input`` whose first paint shows the session's value, not its minimum.
-
-    Streamlit's number box paints its proto ``default`` (the minimum, when no ``value`` is
-    given) before it applies the value set through session state.  Under load that first
-    paint lasted long enough to be seen, and clicked: 20 sessions opened from links at once
-    showed Batch = 1 in 11 of them (tests/e2e/test_load.py).  Passing the session's value as
-    the default makes both paints agree; the key still holds the state.
-    """
-    floats = any(isinstance(v, float) for v in (lo, hi, kwargs.get("step")))
-    value = min(max(st.session_state[key], lo), hi)
-    value = float(value) if floats else int(value)
-    return box.number_input(label, lo, hi, value=value, key=key, **kwargs)
 
 
 def _seq_options(max_ctx: int, current: int) -> list[int]:
@@ -109,31 +93,21 @@ def sidebar_controls() -> None:
     if ss["model"] not in ids:
         ss["model"] = P.DEFAULTS["model"]
     labels = {i: f"{model_spec(i).name} · {model_spec(i).attention}" for i in ids}
-    sb.selectbox("Model", ids, key="model", on_change=on_model_change, format_func=labels.get)
+    input_widget(sb.selectbox, "model", options=ids, on_change=on_model_change,
+                 format_func=labels.get)  # fmt: skip
     ss[_MODEL_SHOWN] = ss["model"]
     spec = model_spec()
-    ss["seq"] = min(max(int(ss["seq"]), 1), spec.max_context_tokens)
-    sb.select_slider(
-        "Sequence length [tokens]",
-        _seq_options(spec.max_context_tokens, ss["seq"]),
-        key="seq",
-        format_func=lambda v: f"{v:,}",
-        help="Prompt tokens per request (log-spaced steps; type an exact value below).",
-    )
+    seq = I.get("seq")
+    ss["seq"] = seq.capped(ss["seq"], spec)  # at most the model's context (the row's max_from)
+    input_widget(sb.select_slider, "seq", options=_seq_options(seq.hi_for(spec), ss["seq"]),
+                 format_func=lambda v: f"{v:,}")  # fmt: skip
     ss["seq_exact"] = ss["seq"]
     c1, c2 = sb.columns(2)
-    _number_input(
-        c1,
-        "Exact tokens",
-        1,
-        spec.max_context_tokens,
-        key="seq_exact",
-        step=1,
-        on_change=_set_seq_from_exact,
-    )
-    _number_input(c2, "Batch [requests]", 1, P.MAX_BATCH, key="batch", step=1)
-    links = P.link_ids() + [P.CUSTOM_LINK]
-    sb.selectbox("Interconnect", links, key="link", format_func=_link_label)
+    input_widget(c1.number_input, "seq", model=spec, key="seq_exact", label="Exact tokens",
+                 help=None, step=1, on_change=_set_seq_from_exact)  # fmt: skip
+    input_widget(c2.number_input, "batch")
+    input_widget(sb.selectbox, "link", options=P.link_ids() + [P.CUSTOM_LINK],
+                 format_func=_link_label)  # fmt: skip
     if ss["link"] != P.CUSTOM_LINK:
         lk = catalog.get_link(ss["link"])
         sb.caption(
@@ -143,57 +117,18 @@ def sidebar_controls() -> None:
     stacks = catalog.stacks()
     if ss.get("stack") not in stacks:
         ss["stack"] = P.DEFAULTS["stack"]
-    sb.selectbox(
-        "Transfer stack",
-        list(stacks),
-        key="stack",
-        format_func=lambda i: stacks[i].name,
-        help=I.get("stack").help.replace("`", ""),
-    )
-    st_ = stacks[ss["stack"]]
-    sb.caption(
-        "Wire speed, no overhead: the source article's arithmetic."
-        if st_.is_ideal
-        else f"Measured: {st_.request_s * 1e3:,.3g} ms per request"
-        + (f", {st_.message_s * 1e6:,.3g} µs per message" if st_.message_s else "")
-        + f", {st_.efficiency_max:.0%} of the link."
-    )
-    if ss["link"] == P.CUSTOM_LINK:
+    input_widget(sb.selectbox, "stack", format_func=lambda i: stacks[i].name)
+    _stack_caption(sb, stacks[ss["stack"]])
+    if I.get("bw").applies(ss):  # a custom link's bandwidth and latency
         c1, c2 = sb.columns(2)
-        _number_input(c1, "Bandwidth [GB/s per direction]", 0.001, 100_000.0, key="bw")
-        _number_input(c2, "Latency [µs]", 0.0, 1_000_000.0, key="lat")
-    sb.slider(
-        "Link efficiency [%]",
-        1.0,
-        100.0,
-        key="eff",
-        step=1.0,
-        format="%.0f %%",
-        help="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet arithmetic.",
-    )
+        input_widget(c1.number_input, "bw")
+        input_widget(c2.number_input, "lat")
+    input_widget(sb.slider, "eff")
     with sb.expander("Mitigations", expanded=True):
-        st.selectbox(
-            "Transfer compression",
-            list(COMPRESSION_BITS),
-            key="comp",
-            help="Quantize the KV only for the trip (scales included, quantize + "
-            "dequantize time counted).",
-        )
-        st.toggle(
-            "Send layer by layer",
-            key="lw",
-            help="Each layer's KV leaves as soon as prefill has computed it.",
-        )
+        input_widget(st.selectbox, "comp")
+        input_widget(st.toggle, "lw")
         if ss["comp"] != "none":
-            _number_input(
-                st,
-                "Quantize/dequantize throughput [GB/s]",
-                1.0,
-                100_000.0,
-                key="codec",
-                step=100.0,
-                help="Uncompressed KV bytes one GPU quantizes (or dequantizes) per second.",
-            )
+            input_widget(st.number_input, "codec")
     hardware = sb.expander("Parallelism and hardware", key=HARDWARE_OPEN, on_change="rerun")
     times = sb.expander("Times and thresholds", key=TIMES_OPEN, on_change="rerun")
     if hardware.open:
@@ -211,65 +146,41 @@ LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
+def _stack_caption(sb, st_) -> None:
+    sb.caption(
+        "Wire speed, no overhead: the source article's arithmetic."
+        if st_.is_ideal
+        else f"Measured: {st_.request_s * 1e3:,.3g} ms per request"
+        + (f", {st_.message_s * 1e6:,.3g} µs per message" if st_.message_s else "")
+        + f", {st_.efficiency_max:.0%} of the link."
+    )
+
+
 def _hardware_controls(box, spec) -> None:
     with box:
         tps = valid_tp(spec, P.MAX_TP)
         c1, c2 = st.columns(2)
-        c1.selectbox("Prefill TP", tps, key="tp")
-        c2.selectbox("Decode TP", tps, key="tpd")
-        _number_input(
-            st,
-            "Parallel links (0 = the NICs both instances have)",
-            0,
-            1024,
-            key="par",
-            step=1,
-            help=I.get("par").help,
-        )
-        st.selectbox(
-            "GPU (for estimates)",
-            list(catalog.gpus()),
-            key="gpu",
-            format_func=lambda g: catalog.get_gpu(g).name,
-        )
-        st.selectbox("KV cache dtype", sorted(KV_DTYPE_BITS), key="kvd")
-        row = I.get("attn")
-        st.radio(
-            row.label,
-            I.ATTENTION_PARALLEL,
-            key="attn",
-            horizontal=True,
-            format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get,
-            help=row.help.replace("`", ""),
-        )
+        input_widget(c1.selectbox, "tp", options=tps)
+        input_widget(c2.selectbox, "tpd", options=tps)
+        input_widget(st.number_input, "par")
+        input_widget(st.selectbox, "gpu", format_func=lambda g: catalog.get_gpu(g).name)
+        input_widget(st.selectbox, "kvd")
+        input_widget(st.radio, "attn", horizontal=True,
+                     format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get)  # fmt: skip
         if spec.attention == "mla" and st.session_state.get("attn") == "dp":
             st.caption(f"{spec.name} is served with data-parallel attention (as DeepSeek is).")
         if any(g.window_tokens for g in spec.groups):
-            row = I.get("win")
-            st.radio(
-                row.label,
-                I.WINDOW_TRANSFER,
-                key="win",
-                horizontal=True,
-                help=row.help.replace("`", ""),
-            )
+            input_widget(st.radio, "win", horizontal=True)
 
 
 def _times_controls(box, spec) -> None:
-    ss = st.session_state
     with box:
-        st.radio("Decode step", ("Estimate", "Given"), key="step_mode", horizontal=True,
-                 help=I.get("step").help.replace("`", ""))  # fmt: skip
-        if ss["step_mode"] == "Given":
-            row = I.get("step")
-            _number_input(st, "Decode step [ms]", row.lo, float(row.hi), key="step_ms", step=1.0)
+        est_widgets("step")
         st.caption(_roofline_caption(spec))
-        st.radio("Prefill time", ("Estimate", "Given"), key="prefill_mode", horizontal=True)
-        if ss["prefill_mode"] == "Given":
-            _number_input(st, "Prefill [ms]", 0.0, 3_600_000.0, key="prefill_ms", step=10.0)
+        est_widgets("prefill")
         c1, c2 = st.columns(2)
-        _number_input(c1, "Critical at k × step", 0.05, 1000.0, key="k", step=0.5)
-        _number_input(c2, "TTFT share target [%]", 1.0, 99.0, key="share", step=1.0)
+        input_widget(c1.number_input, "k")
+        input_widget(c2.number_input, "share")
 
 
 def _link_label(link_id: str) -> str:
@@ -299,5 +210,5 @@ def _roofline_caption(spec: ModelSpec) -> str:
         return ""
     return (
         f"Estimate on {ss['tpd']}× {gpu.name}: {fmt_ms(float(est))} (fitted on measured vLLM "
-        f"steps; README, Fidelity). Roofline lower bound: {fmt_ms(float(lb))}."
+        f"steps; docs/model.md, Fidelity). Roofline lower bound: {fmt_ms(float(lb))}."
     )

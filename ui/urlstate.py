@@ -19,8 +19,11 @@ from kvmodel.specs import ModelSpec
 from kvmodel.transfer import Scenario, evaluate
 from kvview import link_version as L
 from kvview import params as P
+from ui.widgets import ESTIMATE, GIVEN
 
 _INIT = "_scenario_initialised"
+FLAG_ROWS = tuple(r for r in I.URL_INPUTS if r.kind == "flag")  # lw, present
+EST_ROWS = tuple(r for r in I.URL_INPUTS if r.est)  # step, prefill
 NOTICES = "_notices"
 V1, V1_KEPT = "_v1_implied", "_v1_kept"  # what a version-1 link implies; its notice hidden
 
@@ -64,12 +67,12 @@ def _apply(values: dict) -> None:
     """Clean scenario values (``parse_query``) into session state, widget by widget."""
     for name, value in values.items():
         st.session_state[name] = value
-    st.session_state["lw"] = bool(values["lw"])
-    st.session_state["present"] = bool(values["present"])
-    for name, given in (("prefill", 200.0), ("step", I.DEFAULT_DECODE_STEP_S * 1e3)):
-        est = values[name] == "est"  # an estimate, or a time the user gave [ms]
-        st.session_state[f"{name}_mode"] = "Estimate" if est else "Given"
-        st.session_state[f"{name}_ms"] = given if est else values[name]
+    for row in FLAG_ROWS:  # a toggle's value is a bool (the link's is 0/1)
+        st.session_state[row.name] = bool(values[row.name])
+    for row in EST_ROWS:  # an estimate, or a time the user gave [ms] (ui.widgets.est_widgets)
+        est = values[row.name] == "est"
+        st.session_state[f"{row.name}_mode"] = ESTIMATE if est else GIVEN
+        st.session_state[f"{row.name}_ms"] = row.given if est else values[row.name]
 
 
 def version1_implied() -> dict:
@@ -117,11 +120,11 @@ def add_notice(text: str) -> None:
 def current_values() -> dict:
     ss = st.session_state
     values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
-    values["lw"] = int(bool(ss.get("lw")))
-    values["present"] = int(bool(ss.get("present")))
-    for name in ("prefill", "step"):
-        given = ss.get(f"{name}_mode") == "Given"
-        values[name] = float(ss[f"{name}_ms"]) if given else "est"
+    for row in FLAG_ROWS:
+        values[row.name] = int(bool(ss.get(row.name)))
+    for row in EST_ROWS:
+        given = ss.get(f"{row.name}_mode") == GIVEN
+        values[row.name] = float(ss[f"{row.name}_ms"]) if given else "est"
     mid = values["model"]
     values["cfg"] = encode_model(imported_models()[mid]) if mid in imported_models() else ""
     return values

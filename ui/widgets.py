@@ -1,4 +1,5 @@
-"""Page-level inputs kept in session state, and the keep/forget helpers of uploads.
+"""The widget factory (``input_widget``: every input's widget from its row), page-level inputs
+kept in session state, and the keep/forget helpers of uploads.
 
 A page's own inputs (``page_widget``) are stored under their URL name, so they survive pages
 that do not draw them; ``kept_widget`` does the same for inputs outside the URL.
@@ -8,7 +9,67 @@ from __future__ import annotations
 
 import streamlit as st
 
+from kvmodel import inputs as I
 from kvview.mdtext import md_escape
+
+NUMBER_WIDGETS = ("number_input", "slider")
+CHOICE_WIDGETS = ("selectbox", "radio")
+
+
+def input_widget(widget, name: str, *, model=None, label: str | None = None, key=None, **kw):
+    """The widget of input ``name``: label, range, help, step, format and options from its row
+    (``kvmodel.inputs``); ``kw`` adds or overrides Streamlit arguments.
+
+    ``widget`` is a Streamlit widget function (``st.sidebar.slider``, ``c1.number_input``, …);
+    ``model`` caps the range where the row says so (``max_from``).  A scenario input is keyed
+    by its name (or ``key``); a page input goes through ``page_widget`` (``w_<name>``)."""
+    row = I.get(name)
+    kind = getattr(widget, "__name__", "")
+    kw.setdefault("help", row.widget_help)
+    if kind in NUMBER_WIDGETS:
+        cast = int if row.kind in ("int", "flag") else float
+        lo, hi = row.wrange or (row.lo, row.hi_for(model))
+        kw.setdefault("min_value", cast(lo))
+        kw.setdefault("max_value", cast(hi))
+        if row.wstep is not None:
+            kw.setdefault("step", cast(row.wstep))
+        if row.wfmt:
+            kw.setdefault("format", row.wfmt)
+    if kind in CHOICE_WIDGETS and "options" not in kw:
+        kw["options"] = list(row.allowed())
+    label = row.widget_label if label is None else label
+    if row.page:
+        return page_widget(widget, label, name, **kw)
+    key = key or name
+    if kind == "number_input":  # the first paint shows the session's value (number_value)
+        kw.setdefault("value", number_value(key, kw["min_value"], kw["max_value"]))
+    return widget(label, key=key, **kw)
+
+
+def number_value(key: str, lo, hi):
+    """The session's value for a number box, within its range and of its range's type.
+
+    Streamlit's number box paints its proto ``default`` (the minimum, when no ``value`` is
+    given) before it applies the value set through session state.  Under load that first
+    paint lasted long enough to be seen, and clicked: 20 sessions opened from links at once
+    showed Batch = 1 in 11 of them (tests/e2e/test_load.py).  Passing the session's value as
+    the default makes both paints agree; the key still holds the state.
+    """
+    value = min(max(st.session_state[key], lo), hi)
+    return float(value) if isinstance(lo, float) else int(value)
+
+
+ESTIMATE, GIVEN = "Estimate", "Given"
+
+
+def est_widgets(name: str) -> None:
+    """An input that the model can estimate (``est``): a radio Estimate/Given (``<name>_mode``)
+    and, when given, its number box (``<name>_ms``, in the row's unit)."""
+    row = I.get(name)
+    st.radio(row.widget_label, (ESTIMATE, GIVEN), key=f"{name}_mode", horizontal=True,
+             help=row.widget_help)  # fmt: skip
+    if st.session_state[f"{name}_mode"] == GIVEN:
+        input_widget(st.number_input, name, key=f"{name}_ms", label=row.label_unit, help=None)
 
 
 def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):

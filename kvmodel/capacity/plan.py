@@ -25,18 +25,21 @@ from dataclasses import replace
 
 import pandas as pd
 
-from kvmodel.capacity import colocated as colo
 from kvmodel.capacity.pools import (
     Pools,
     decode_receivers,
     pair_scenario,
     relinked,
-    size_pools,
-    ttft_floor,
     ttft_function,
 )
-from kvmodel.capacity.prep import Prepared, prepare, tp_candidates
-from kvmodel.capacity.result import CapacityPlan
+from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
+from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
+from kvmodel.capacity.search import (
+    best_colocated,
+    best_pools,
+    nearest_colocated,
+    nearest_pools,
+)
 from kvmodel.capacity.workload import Slo, Workload
 from kvmodel.catalog import get_link
 from kvmodel.scenario import Scenario
@@ -57,79 +60,6 @@ __all__ = [
     "sweep_rates",
     "tp_candidates",
 ]
-
-
-def _rank(p, slo: Slo) -> tuple:
-    """Meeting the targets first, then fewer GPUs, then fewer decode GPUs (so a tie cannot
-    make a tighter TPOT target shrink the decode pool), then a shorter TTFT.  Among sizes that
-    miss, the one that misses by least (the larger of TTFT ÷ its target and TPOT ÷ its
-    target) first: when no TP meets a target, the plan shows the nearest, so a tighter target
-    never falls back to a smaller, slower pool."""
-    miss = 0.0 if p.meets_slo else max(p.ttft_s / slo.ttft_s, p.tpot_s / slo.tpot_s)
-    decode = _decode_gpus(p) if isinstance(p, Pools) else 0
-    return (not p.meets_slo, miss, p.gpus, decode, p.ttft_s)
-
-
-def _better(new, best, slo: Slo) -> bool:
-    return best is None or _rank(new, slo) < _rank(best, slo)
-
-
-def _best_pools(prep: Prepared, rps: float) -> Pools:
-    slo = prep.slo
-    best, sized = None, []
-    for bound, tp, tpd in prep.bounds(rps):
-        if best is not None and best.meets_slo and bound > best.gpus:
-            break  # the rest need more GPUs than the best already found
-        pf, dec = prep.pair(tp, tpd)
-        before = prep.earlier((tp, tpd), rps)
-        start = before.prefill_instances if before else 1
-        floor = prep.floor((tp, tpd), ttft_floor, pf, dec, slo.ttft_percentile)
-        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
-                       floor_s=floor)  # fmt: skip
-        prep.remember((tp, tpd), rps, p)
-        sized.append(p)
-        if _better(p, best, slo):
-            best = p
-    return _with_split_note(best, sized)
-
-
-def _decode_gpus(p: Pools) -> int:
-    return p.decode_instances * p.decode_tp
-
-
-def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
-    """``best`` with a note when a TP pair sized on the way meets the targets with fewer
-    decode GPUs but more in all: with TPs searched, a tighter TPOT target can then move the
-    plan to that pair, and the decode pool shrinks while the deployment grows."""
-    if not best.meets_slo:
-        return best
-    fewer = [p for p in sized if p.meets_slo and _decode_gpus(p) < _decode_gpus(best)]
-    if not fewer:
-        return best
-    alt = min(fewer, key=lambda p: (_decode_gpus(p), p.gpus))
-    note = (
-        f"decode TP {alt.decode_tp} (with prefill TP {alt.prefill_tp}) would need fewer decode "
-        f"GPUs, {_decode_gpus(alt):,} instead of {_decode_gpus(best):,}, but {alt.gpus:,} GPUs "
-        f"in all instead of {best.gpus:,}; the plan keeps the fewest in all"
-    )
-    return replace(best, notes=best.notes + (note,))
-
-
-def _best_colocated(prep: Prepared, rps: float) -> colo.Colocated | None:
-    best = None
-    for i, opt in enumerate(prep.options):
-        before = prep.earlier(("colocated", i), rps)
-        bound = max(colo.bound(opt, prep.shp, rps), before.gpus if before else 0)
-        if best is not None and best.meets_slo and bound > best.gpus:
-            continue
-        start = before.prefill_instances if before else 1
-        q = prep.slo.ttft_percentile
-        floor = prep.floor(("colocated", i), colo.ttft_floor, opt, q)
-        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor)
-        prep.remember(("colocated", i), rps, c)
-        if _better(c, best, prep.slo):
-            best = c
-    return best
 
 
 def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
@@ -162,10 +92,38 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     return lo * 1.01**good
 
 
-def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) -> CapacityPlan:
+def _nearest(prep: Prepared, wide_prep, pools: Pools, c, rps: float):
+    """(nearest pools, nearest colocated) for the sides that miss the targets (search.py);
+    ``wide_prep()``: the Prepared over every TP, made only when a side misses."""
+    if pools.meets_slo and c is not None and c.meets_slo:
+        return None, None
+    wide = wide_prep()
+    if wide is None:
+        return None, None
+    np_, nc = None, None
+    if not pools.meets_slo:
+        p = nearest_pools(wide, prep, rps)
+        if p is not None:
+            np_ = NearestPools(prefill_tp=p.prefill_tp, decode_tp=p.decode_tp,
+                               prefill_instances=p.prefill_instances,
+                               decode_instances=p.decode_instances, ttft_s=p.ttft_s,
+                               tpot_s=p.tpot_s)  # fmt: skip
+    if c is None or not c.meets_slo:
+        n = nearest_colocated(wide, prep, rps)
+        if n is not None:
+            nc = NearestColocated(tp=n.tp, instances=n.instances, chunk_tokens=n.chunk,
+                                  ttft_s=n.ttft_s, tpot_s=n.tpot_s)  # fmt: skip
+    return np_, nc
+
+
+def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
+             wide=None, nearest: bool = False) -> CapacityPlan:  # fmt: skip
+    """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
+    nearest parallelism at which a side that misses the targets meets them."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
-    pools = _best_pools(prep, rps)
-    c = _best_colocated(prep, rps)
+    pools = best_pools(prep, rps)
+    c = best_colocated(prep, rps)
+    near_p, near_c = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
     notes = list(pools.notes)
     if sc.prefill_s is not None or not sc.decode_step_estimated:
         notes.append("the plan estimates prefill and decode steps for every length and batch; "
@@ -188,6 +146,7 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
                      f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
                      "between domains takes the scale-out network")  # fmt: skip
     cg = c.gpus if c else 0
+    both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,
         prefill_gpus=pgpus,
@@ -195,7 +154,8 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
         disaggregated_gpus=pgpus + dgpus,
         pd_ratio=pgpus / dgpus,
         colocated_gpus=cg,
-        disaggregation_saves_gpus=cg - (pgpus + dgpus) if c else 0,  # nothing to compare
+        # no saving against a side that misses a target (issues 21 and 24)
+        disaggregation_saves_gpus=cg - (pgpus + dgpus) if both else None,
         ttft_s=pools.ttft_s,
         ttft_percentile=slo.ttft_percentile,
         tpot_s=pools.tpot_s,
@@ -225,6 +185,9 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool) 
         cost_per_hour=None if price is None else (pgpus + dgpus) * price,
         colocated_cost_per_hour=None if price is None else cg * price,
         notes=tuple(notes),
+        disaggregated_nearest=near_p,
+        colocated_nearest=near_c,
+        nearest_searched=nearest,
     )
 
 
@@ -264,29 +227,53 @@ class Sizing:
         self.price = _price(gpu_price_per_hour)
         self.workload = workload  # kept: callers may key on its identity
         self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
-        self._plans: dict[tuple[float, bool], CapacityPlan] = {}
+        self._wide = None  # every TP (prep.wide_tps), made when a side first misses
+        self._plans: dict[tuple[float, bool, bool], CapacityPlan] = {}
         self._lock = threading.Lock()
 
     @property
     def nbytes(self) -> int:
         """An upper bound on the memory it holds when full [bytes] (ui.memo reads it): the
-        draws, and per rate one plan per TP pair and colocated shape (~2 KB each)."""
-        prep = self._prep
-        per_rate = 2_000 * (1 + len(prep.prefill_mean_s) * len(prep.decodes) + len(prep.options))
-        return int(prep.shp.draws.u.nbytes * 3 + self.MAX_RATES * per_rate)
+        draws, and per rate one plan per TP pair and colocated shape (~2 KB each), of the TPs
+        searched and, once a side has missed, of every TP (the nearest search)."""
+        per_rate = 2_000
+        for prep in (self._prep, self._wide or None):  # the wide search's results too
+            if prep is not None:
+                per_rate += 2_000 * (len(prep.prefill_mean_s) * len(prep.decodes)
+                                     + len(prep.options))  # fmt: skip
+        return int(self._prep.shp.draws.u.nbytes * 3 + self.MAX_RATES * per_rate)
 
-    def plan(self, rps: float, *, network: bool = True) -> CapacityPlan:
+    def _wide_prep(self):
+        if self._wide is None:
+            prep = self._prep
+            self._wide = prepare_wide(prep.sc, self.workload, prep.slo) or False
+        return self._wide or None
+
+    def plan(self, rps: float, *, network: bool = True, nearest: bool | None = None
+             ) -> CapacityPlan:  # fmt: skip
         """The plan at ``rps`` [requests/s]; ``network`` False skips the NIC-bandwidth search
-        (``nic_bandwidth_needed_bytes_per_s`` None)."""
-        key = (_rate(rps), network)
+        (``nic_bandwidth_needed_bytes_per_s`` None); ``nearest`` (default: as ``network``)
+        False skips the search for the nearest parallelism at which a side that misses the
+        targets meets them (``*_nearest`` None, ``nearest_searched`` False)."""
+        nearest = network if nearest is None else bool(nearest)
+        key = (_rate(rps), network, nearest)
         with self._lock:
             hit = self._plans.get(key)
             if hit is None:
                 if len(self._plans) >= self.MAX_RATES:
                     self._plans.clear()
                     self._prep.forget()
-                hit = self._plans[key] = _plan_at(self._prep, key[0], self.price,
-                                                  network=network)  # fmt: skip
+                    if self._wide:
+                        self._wide.forget()
+                hit = _plan_at(
+                    self._prep,
+                    key[0],
+                    self.price,
+                    network=network,
+                    wide=self._wide_prep,
+                    nearest=nearest,
+                )
+                self._plans[key] = hit  # fmt: skip
         return hit
 
     def sweep(self, rates) -> pd.DataFrame:

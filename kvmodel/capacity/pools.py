@@ -6,8 +6,9 @@ the slots' mean context) is within the TPOT target and whose KV fits in memory
 decoding, so ``decode instances = ⌈λ·E[output]·step(B*) ÷ B*⌉``.
 
 Prefill (per prefill × decode TP): one of c instances (M/G/c) prefills each request.  Waiting
-prompts share passes of up to :data:`PREFILL_BATCH_TOKENS` tokens, so a request occupies an
-instance for its own compute plus its share of a pass's fixed cost (``prefill_work_s``), and
+prompts share passes of up to :data:`PREFILL_TOKENS_PER_GPU` tokens per GPU of the instance,
+so a request occupies an instance for its own compute plus its share of a pass's fixed cost
+(``prefill_work_s``), and
 its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV then leaves
 through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
 1/c of the rate), and the decode instance runs its first step at the design batch:
@@ -46,7 +47,15 @@ from kvmodel.wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
 FALLBACK_UTILIZATION = 0.8  # a pool that cannot meet its target is sized to this load
-PREFILL_BATCH_TOKENS = 8192  # prompt tokens one prefill pass carries (a common engine budget)
+# Prompt tokens one prefill pass carries per GPU of the instance: the pass budget scales with
+# the GPUs (a TP-32 or EP-32 instance is not held to one GPU's pass, where per-layer
+# overheads would dominate: issue 21).  8,192 is vLLM's default max_num_batched_tokens of one
+# engine on a GPU with >= 70 GiB (vllm/engine/arg_utils.py, get_batch_defaults, OpenAI
+# server) and SGLang's default chunked-prefill-size on such GPUs, i.e. per GPU at TP 1; the
+# SGLang wide-EP prefill of DeepSeek-V3 runs 16,384 tokens per device (LMSYS blog,
+# 2025-05-05, "Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism
+# on 96 H100 GPUs"), so 8,192 per GPU is the engines' default, not their tuned maximum.
+PREFILL_TOKENS_PER_GPU = 8192
 RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queue is not in TTFT)
 
 
@@ -137,12 +146,17 @@ def _times(t) -> tuple[np.ndarray, ...]:
                  for x in (t.prefill_s, t.exposed_s, t.transfer_s, t.wire_bytes))  # fmt: skip
 
 
-def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:
-    """Time each request occupies a prefill instance [s]: its compute, plus its share of one
-    pass's fixed cost when passes carry :data:`PREFILL_BATCH_TOKENS` prompt tokens (the
-    estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
+def pass_tokens(gpus: int) -> int:
+    """Prompt tokens one prefill pass of an instance of ``gpus`` GPUs carries."""
+    return PREFILL_TOKENS_PER_GPU * max(int(gpus), 1)
+
+
+def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray, gpus: int = 1) -> np.ndarray:
+    """Time each request occupies a prefill instance of ``gpus`` GPUs [s]: its compute, plus
+    its share of one pass's fixed cost when passes carry ``pass_tokens(gpus)`` prompt tokens
+    (the estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
     floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
-    share = np.minimum(moved / PREFILL_BATCH_TOKENS, 1.0)
+    share = np.minimum(moved / pass_tokens(gpus), 1.0)
     return prefill_s - floor * (1.0 - share)
 
 
@@ -150,7 +164,7 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
     s1 = pair_scenario(sc, tp, tp_decode)
     pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
     w = shp.weights
-    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre), w)
+    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, tp), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
                           kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip

@@ -55,6 +55,22 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
     return tuple(out)
 
 
+def wide_tps(sc: Scenario) -> tuple[int, ...]:
+    """Every TP of :data:`TP_CHOICES` that splits every KV-head group and leaves memory beside
+    the weights, across nodes too: where the search for the nearest parallelism that meets
+    the targets looks (``search.nearest_pools``) when the plan's own does not."""
+    out = []
+    for tp in TP_CHOICES:
+        try:
+            for g in sc.model.groups:
+                shard_heads(g.kv_heads, tp)
+        except ValueError:
+            continue
+        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+            out.append(tp)
+    return tuple(out)
+
+
 class Basis:
     """What plans of one workload on one scenario share whatever the targets and the rate:
     the shape, each TP's prefill work, each TP pair's prefill side (transfer times per length),
@@ -73,7 +89,9 @@ class Basis:
         if tp not in self._work:
             sc, shp = self.sc, self.shp
             pre = prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)
-            self._work[tp] = float((shp.weights * prefill_work_s(sc.model, shp.moved, pre)).sum())
+            self._work[tp] = float(
+                (shp.weights * prefill_work_s(sc.model, shp.moved, pre, tp)).sum()
+            )
         return self._work[tp]
 
     def prefill(self, tp: int, tp_decode: int) -> Prefill:
@@ -132,6 +150,7 @@ class Prepared:
     def __init__(self, basis: Basis, slo: Slo, ptps, dtps, ctps):
         self.sc, self.shp, self.slo = basis.sc, basis.shp, slo
         self.basis = basis
+        self.tps = (tuple(ptps), tuple(dtps), tuple(ctps))  # searched: prefill, decode, colocated
         self.decodes = {tp: basis.at_tpot(slo.tpot_s, tp)[0] for tp in dtps}
         self.prefill_mean_s = {tp: basis.prefill_mean_s(tp) for tp in ptps}
         self.options = tuple(o for tp in ctps for o in basis.at_tpot(slo.tpot_s, tp)[1])
@@ -192,6 +211,12 @@ def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
     for g in sc.model.groups:
         shard_heads(g.kv_heads, tp)  # raises with the reason
     return (tp,)
+
+
+def prepare_wide(sc: Scenario, workload: Workload, slo: Slo) -> Prepared | None:
+    """A :class:`Prepared` over ``wide_tps`` for every side (None: no TP holds the weights)."""
+    wide = wide_tps(sc)
+    return Prepared(basis(sc, workload), slo, wide, wide, wide) if wide else None
 
 
 def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):

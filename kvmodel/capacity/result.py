@@ -6,6 +6,63 @@ import math
 from dataclasses import dataclass
 
 
+def _ms(x):
+    return None if x is None or not math.isfinite(x) else x * 1e3
+
+
+@dataclass(frozen=True)
+class NearestPools:
+    """The nearest parallelism at which the disaggregated pools meet both targets, when the
+    plan's own does not (``search.nearest_pools``)."""
+
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    ttft_s: float
+    tpot_s: float
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_instances * self.prefill_tp
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_instances * self.decode_tp
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    def to_json(self) -> dict:
+        return {"prefill_tp": self.prefill_tp, "decode_tp": self.decode_tp,
+                "prefill_instances": self.prefill_instances,
+                "decode_instances": self.decode_instances, "prefill_gpus": self.prefill_gpus,
+                "decode_gpus": self.decode_gpus, "gpus": self.gpus,
+                "ttft_ms": _ms(self.ttft_s), "tpot_ms": _ms(self.tpot_s)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NearestColocated:
+    """The nearest TP at which colocated serving meets both targets, when the plan's own does
+    not (``search.nearest_colocated``)."""
+
+    tp: int
+    instances: int
+    chunk_tokens: int
+    ttft_s: float
+    tpot_s: float
+
+    @property
+    def gpus(self) -> int:
+        return self.instances * self.tp
+
+    def to_json(self) -> dict:
+        return {"tp": self.tp, "instances": self.instances, "gpus": self.gpus,
+                "chunk_tokens": self.chunk_tokens, "ttft_ms": _ms(self.ttft_s),
+                "tpot_ms": _ms(self.tpot_s)}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CapacityPlan:
     """GPUs, network and latency of one workload at one rate (SI units)."""
@@ -16,7 +73,9 @@ class CapacityPlan:
     disaggregated_gpus: int
     pd_ratio: float  # prefill GPUs ÷ decode GPUs
     colocated_gpus: int
-    disaggregation_saves_gpus: int  # colocated − disaggregated (negative: it costs more)
+    # colocated − disaggregated (negative: it costs more); None when either side misses a
+    # target: no saving is counted against a plan that cannot serve the traffic
+    disaggregation_saves_gpus: int | None
     ttft_s: float  # disaggregated, at the percentile asked
     ttft_percentile: float
     tpot_s: float  # the decode step at the pools' mean batch
@@ -42,12 +101,26 @@ class CapacityPlan:
     cost_per_hour: float | None
     colocated_cost_per_hour: float | None
     notes: tuple[str, ...] = ()
+    # when a side misses the targets: the nearest parallelism at which it meets them (None:
+    # none does, or ``nearest_searched`` False: not searched, as in a rate sweep)
+    disaggregated_nearest: NearestPools | None = None
+    colocated_nearest: NearestColocated | None = None
+    nearest_searched: bool = False
+
+    @property
+    def disaggregated_feasible(self) -> bool:
+        """The disaggregated pools meet both targets at the plan's parallelism."""
+        return self.meets_slo
+
+    @property
+    def colocated_feasible(self) -> bool:
+        """Colocated serving meets both targets at the plan's parallelism."""
+        return self.colocated_meets_slo
 
     def to_json(self) -> dict:
         """The plan as JSON-ready values (ms, GB/s where the key says so)."""
 
-        def ms(x):
-            return None if x is None or not math.isfinite(x) else x * 1e3
+        ms = _ms
 
         def gbs(x):
             return None if x is None else x / 1e9
@@ -85,4 +158,12 @@ class CapacityPlan:
             "cost_per_hour": self.cost_per_hour,
             "colocated_cost_per_hour": self.colocated_cost_per_hour,
             "notes": list(self.notes),
+            "disaggregated_feasible": self.disaggregated_feasible,
+            "colocated_feasible": self.colocated_feasible,
+            "disaggregated_nearest": _nearest(self.disaggregated_nearest),
+            "colocated_nearest": _nearest(self.colocated_nearest),
         }
+
+
+def _nearest(n) -> dict | None:
+    return None if n is None else n.to_json()

@@ -4,8 +4,8 @@ Readable tables by default, ``--json`` for machines.  Any bad id or value exits 
 one line on stderr; never a traceback.
 
 One module per command family; ``edge.py`` is the only module under ``kvmodel/`` that reaches
-into ``ui`` (number formatting and the HTML report), lazily, so importing this package loads
-neither ``ui`` nor plotly nor streamlit.
+into ``kvview`` (number formatting and the HTML report), lazily, so importing this package
+loads neither ``kvview`` nor plotly nor streamlit.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ def make_parser() -> argparse.ArgumentParser:
         if name == "capacity":
             add_capacity_options(p)
         if name == "inputs":
-            p.add_argument("--markdown", action="store_true", help="README's parameter table")
+            p.add_argument(
+                "--markdown", action="store_true", help="the parameter table of docs/links.md"
+            )
         if name == "calibrate":
             p.add_argument("file", help="perftest ib_*_bw output or --out_json, bytes,seconds CSV")
             p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")

@@ -74,6 +74,61 @@ def _gpus(n: int) -> str:
     return f"{n:,} GPU" if abs(n) == 1 else f"{n:,} GPUs"
 
 
+def _side_row(p, side: str, slo) -> str:
+    """A side's size, or that it misses the targets at the plan's parallelism."""
+    if side == "colocated":
+        if not p.colocated_gpus:
+            return "no colocated instance holds a decode batch beside a prefilling request"
+        size = (
+            f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP {p.colocated_tp}, "
+            f"chunk {p.colocated_chunk_tokens:,} tokens (limit: {p.limits['colocated']})"
+        )
+        ok, ttft, tpot = p.colocated_feasible, p.colocated_ttft_s, p.colocated_tpot_s
+    else:
+        size = f"{_gpus(p.disaggregated_gpus)} (P:D {p.pd_ratio:.2f})"
+        ok, ttft, tpot = p.disaggregated_feasible, p.ttft_s, p.tpot_s
+    if ok:
+        return size
+    missed = [
+        f"{name} {fmt_ms(v)} > {fmt_ms(t)}"
+        for name, v, t in (("TTFT", ttft, slo.ttft_s), ("TPOT", tpot, slo.tpot_s))
+        if not v <= t
+    ]
+    return f"INFEASIBLE: misses {', '.join(missed) or 'the targets'} even with {size}"
+
+
+def _nearest_row(p, side: str) -> str:
+    """The nearest parallelism at which an infeasible side meets the targets."""
+    n = p.colocated_nearest if side == "colocated" else p.disaggregated_nearest
+    if n is None:
+        return "no TP up to 64 meets both targets" if p.nearest_searched else "not searched"
+    if side == "colocated":
+        return (
+            f"TP {n.tp}: {_gpus(n.gpus)} = {n.instances:,} × TP {n.tp}, chunk "
+            f"{n.chunk_tokens:,} tokens (TTFT {fmt_ms(n.ttft_s)}, TPOT {fmt_ms(n.tpot_s)})"
+        )
+    return (
+        f"prefill TP {n.prefill_tp}, decode TP {n.decode_tp}: {_gpus(n.gpus)} = "
+        f"{n.prefill_instances:,} × TP {n.prefill_tp} + {n.decode_instances:,} × TP "
+        f"{n.decode_tp} (TTFT {fmt_ms(n.ttft_s)}, TPOT {fmt_ms(n.tpot_s)})"
+    )
+
+
+def _saves_row(p) -> str:
+    if p.disaggregation_saves_gpus is not None:
+        return _gpus(p.disaggregation_saves_gpus)
+    sides = [
+        s
+        for s, ok in (
+            ("disaggregated", p.disaggregated_feasible),
+            ("colocated", p.colocated_feasible),
+        )
+        if not ok
+    ]
+    verb = "misses" if len(sides) == 1 else "miss"
+    return f"none counted: {' and '.join(sides)} {verb} the targets"
+
+
 def cmd_capacity(args):
     from ..capacity import Slo, plan
 
@@ -86,8 +141,8 @@ def cmd_capacity(args):
     sc = _scenario(args)  # checks every option, the capacity ones included
     workload, req, notes = workload_from_args(args)
     slo = Slo(
-        ttft_s=args.ttft_slo_ms * I.get("ttft_slo").scale,
-        tpot_s=args.tpot_slo_ms * I.get("tpot_slo").scale,
+        ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
+        tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
         ttft_percentile=args.ttft_percentile,
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
@@ -114,11 +169,13 @@ def cmd_capacity(args):
                     f"(limit: {p.limits['prefill']})"),
         ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
                    f"(limit: {p.limits['decode']})"),
-        ("disaggregated", f"{_gpus(p.disaggregated_gpus)} (P:D {p.pd_ratio:.2f})"),
-        ("colocated", f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP "
-                      f"{p.colocated_tp}, chunk {p.colocated_chunk_tokens:,} tokens "
-                      f"(limit: {p.limits['colocated']})"),
-        ("disaggregation saves", _gpus(p.disaggregation_saves_gpus)),
+        ("disaggregated", _side_row(p, "disaggregated", slo)),
+        *([("disaggregated nearest", _nearest_row(p, "disaggregated"))]
+          if not p.disaggregated_feasible else []),
+        ("colocated", _side_row(p, "colocated", slo)),
+        *([("colocated nearest", _nearest_row(p, "colocated"))]
+          if not p.colocated_feasible else []),
+        ("disaggregation saves", _saves_row(p)),
         (f"TTFT {q}", f"{fmt_ms(p.ttft_s)} disaggregated, {fmt_ms(p.colocated_ttft_s)} colocated "
                       f"(target {fmt_ms(slo.ttft_s)})"),
         ("TPOT", f"{fmt_ms(p.tpot_s)} disaggregated, {fmt_ms(p.colocated_tpot_s)} colocated "

@@ -1,7 +1,8 @@
-"""The command line's one door into ``ui``: number formatting and the HTML report.
+"""The command line's one door into ``kvview``: number formatting and the HTML report.
 
-This is the only module under ``kvmodel/`` that imports ``ui`` (tests/test_layers.py checks it),
-and it does so inside each function, so ``import kvmodel.cli`` loads neither ``ui`` nor plotly.
+This is the only module under ``kvmodel/`` that imports ``kvview`` (tests/test_layers.py checks
+it), and it does so inside each function, so ``import kvmodel.cli`` loads neither ``kvview`` nor
+plotly.
 The CLI shows the same "335.5 MB" and "26.8 ms" as the app because both format through here.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .. import inputs as I
-from ..build import scenario_from_inputs
+from ..build import to_scenario
 
 
 class UsageError(Exception):
@@ -65,7 +65,7 @@ def add_input(p, row: I.Input) -> None:
         kw["choices"] = list(row.allowed())
     elif row.kind == "int":
         kw["type"] = _whole
-    elif row.default == "est":  # prefill, decode step
+    elif row.est:  # prefill, decode step
         kw["type"] = _number_or_est
     elif row.kind == "float":
         kw["type"] = _number
@@ -118,4 +118,4 @@ def _scenario(args, **overrides):
         values[row.name] = value
     values.update(overrides)
     model = _model_from_args(args)
-    return scenario_from_inputs(values, model=None if isinstance(model, str) else model)
+    return to_scenario(values, model=None if isinstance(model, str) else model)

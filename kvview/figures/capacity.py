@@ -106,17 +106,42 @@ def _edges(rates: np.ndarray) -> np.ndarray:
     return np.concatenate([[r[0] ** 2 / mid[0]], mid, [r[-1] ** 2 / mid[-1]]])
 
 
+def _feasible(sweep: pd.DataFrame, column: str) -> np.ndarray:
+    """A sweep's ``meets_slo`` / ``colocated_meets_slo`` column (absent: every rate meets)."""
+    if column not in sweep:
+        return np.ones(len(sweep), dtype=bool)
+    return sweep[column].to_numpy(dtype=bool)
+
+
+def _misses(fig: _Fig, r, gpus, mask, name: str, color: str) -> None:
+    """Open markers at the rates where an option misses the targets (its line has a gap
+    there): the GPUs it fell back to, no saving counted (issue 24)."""
+    if not mask.any():
+        return
+    fig.add_scatter(
+        x=r[mask], y=gpus[mask], mode="markers", name=f"{name}: misses the targets",
+        marker={"symbol": "x-open", "size": 8, "color": color},
+        hovertemplate=f"%{{x:,.3~r}} req/s<br>{name} misses the targets even with "
+        "%{y:,.0f} GPUs<extra></extra>",
+    )  # fmt: skip
+
+
 @_finished
 def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """Whole GPUs needed against the request rate, colocated vs disaggregated (step lines:
-    GPUs come in whole instances); the rates where disaggregation needs fewer are shaded."""
+    GPUs come in whole instances); the rates where disaggregation needs fewer are shaded.
+    Where an option misses the targets its line has a gap and an open marker shows the GPUs
+    it fell back to; no rate is shaded unless both options meet the targets."""
     fig = _Fig()
     r = sweep["rps"].to_numpy(dtype=float)
-    dis = sweep["disaggregated_gpus"].to_numpy(dtype=float)
-    col = sweep["colocated_gpus"].to_numpy(dtype=float)
-    col = np.where(col > 0, col, np.nan)  # 0: no colocated shape at that rate, a gap
+    dis_all = sweep["disaggregated_gpus"].to_numpy(dtype=float)
+    col_all = sweep["colocated_gpus"].to_numpy(dtype=float)
+    dis_ok = _feasible(sweep, "meets_slo")
+    col_ok = _feasible(sweep, "colocated_meets_slo") & (col_all > 0)  # 0: no colocated shape
+    dis = np.where(dis_ok, dis_all, np.nan)
+    col = np.where(col_ok, col_all, np.nan)
     edges = _edges(r)
-    wins = (dis < col) | np.isnan(col)
+    wins = (dis < col) & dis_ok & col_ok
     for first, last in _runs(wins):
         fig.add_vrect(x0=edges[first], x1=edges[last + 1], fillcolor=SAVES_FILL, line_width=0,
                       layer="below")  # fmt: skip
@@ -150,6 +175,8 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         marker_size=5,
         hovertemplate="%{x:,.3~r} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
     )
+    _misses(fig, r, dis_all, ~dis_ok, "disaggregated", DISAGG_COLOR)
+    _misses(fig, r, col_all, ~col_ok & (col_all > 0), "colocated", COLOC_COLOR)
     if wins.any():
         fig.add_scatter(  # a legend entry for the shading
             x=[None], y=[None], mode="markers", marker_symbol="square", marker_size=12,

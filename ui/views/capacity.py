@@ -21,6 +21,8 @@ from kvview.capacity_words import (
     crossover_sentence,
     gpus,
     limit_text,
+    nearest_delta,
+    nearest_text,
     network_caption,
     optimistic_links,
     pct_label,
@@ -98,21 +100,6 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
         return None
 
 
-def _number(box, name: str, label: str, step, **kwargs):
-    """A page number input over its ``kvmodel.inputs`` row's range."""
-    row = I.get(name)
-    kind = int if row.kind == "int" else float
-    return widgets.page_widget(
-        box.number_input,
-        label,
-        name,
-        min_value=kind(row.lo),
-        max_value=kind(row.hi),
-        step=step,
-        **kwargs,
-    )
-
-
 def _inputs(sc):
     """Draw the page's inputs; (source, requests, traffic label, fallback note)."""
     c = st.columns(4)
@@ -130,25 +117,19 @@ def _inputs(sc):
     else:
         with c[1]:
             req, label, fallback = _traffic()
-    _number(
-        c[2],
+    widgets.input_widget(
+        c[2].number_input,
         "rps",
-        "Request rate [requests/s]",
-        1.0,
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
     )
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
-    _number(c[3], "out", "Output tokens per request", 64, disabled=has_outputs,
+    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs,
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
     c = st.columns(5)
-    _number(c[0], "ttft_slo", "TTFT target [ms]", 100.0)
-    _number(c[1], "ttft_pct", "TTFT percentile", 1.0, format="%g",
-            help="The share of requests that must meet the TTFT target")  # fmt: skip
-    _number(c[2], "tpot_slo", "TPOT target [ms]", 5.0,
-            help="Time per output token, one decode step")  # fmt: skip
-    _number(c[3], "price", "Price [$/GPU-hour]", 0.5, help="0 = no cost shown")
+    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price"), strict=False):
+        widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
     widgets.page_widget(
         c[4].radio,
         "Tensor parallelism",
@@ -182,7 +163,9 @@ def render() -> None:
         st.stop()
     lengths, rate = sized
     slo = cap.Slo(
-        ttft_s=ss["ttft_slo"] / 1e3, tpot_s=ss["tpot_slo"] / 1e3, ttft_percentile=ss["ttft_pct"]
+        ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
+        tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
+        ttft_percentile=ss["ttft_pct"],
     )
     kw = {"gpu_price_per_hour": price}
     if ss["ctp"] == "sidebar":
@@ -296,33 +279,65 @@ def _no_plan(exc: Exception) -> None:
 
 def _tiles(plan, slo, price) -> None:
     m = st.columns(4)
-    m[0].metric(
-        "Disaggregated GPUs",
-        gpus(plan.disaggregated_gpus),
-        help=f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) "
-        f"+ {plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); "
-        f"P:D = {plan.pd_ratio:,.2f}",
+    dis_help = (
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
+        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); P:D = "
+        f"{plan.pd_ratio:,.2f}"
     )
-    m[1].metric(
-        "Colocated GPUs",
-        gpus(plan.colocated_gpus) if plan.colocated_gpus else "none fits",
-        delta=None if plan.colocated_meets_slo else "misses the targets",
-        delta_color="inverse",
-        delta_arrow="off",
-        help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
-        f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets"
-        if plan.colocated_meets_slo
-        else "No colocated size meets the targets; this is the size the model fell back to",
-    )
+    if plan.disaggregated_feasible:
+        m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
+    else:  # issue 24: no big count for a plan that cannot meet the targets
+        m[0].metric(
+            "Disaggregated GPUs",
+            "infeasible",
+            delta=nearest_delta(plan, "disaggregated"),
+            delta_color="off",
+            delta_arrow="off",
+            help=f"Misses the targets even with {gpus(plan.disaggregated_gpus)}: {dis_help}."
+            + nearest_text(plan, "disaggregated"),
+        )
+    if plan.colocated_feasible:
+        m[1].metric(
+            "Colocated GPUs",
+            gpus(plan.colocated_gpus),
+            help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
+            f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets",
+        )
+    else:
+        fell_back = (
+            f"this TP misses them even with {gpus(plan.colocated_gpus)}"
+            if plan.colocated_gpus
+            else "no colocated instance holds a decode batch beside a prefilling request"
+        )
+        m[1].metric(
+            "Colocated GPUs",
+            "infeasible" if plan.colocated_gpus else "none fits",
+            delta=nearest_delta(plan, "colocated"),
+            delta_color="off",
+            delta_arrow="off",
+            help=f"No colocated size at TP {plan.colocated_tp} meets the targets; {fell_back}."
+            + nearest_text(plan, "colocated"),
+        )
     saves = plan.disaggregation_saves_gpus
-    m[2].metric(
-        "Disaggregation saves",
-        ("−" if saves < 0 else "") + gpus(abs(saves)),
-        delta=cheaper_text(saves),
-        delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
-        delta_arrow="off",
-        help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
-    )
+    if saves is None:  # a side misses the targets: no saving, no green (issue 24)
+        m[2].metric(
+            "Disaggregation saves",
+            "not counted",
+            delta="a side misses the targets",
+            delta_color="off",
+            delta_arrow="off",
+            help="No saving is counted against a plan that misses a target: see the "
+            "nearest TP that meets them in the summary above",
+        )
+    else:
+        m[2].metric(
+            "Disaggregation saves",
+            ("−" if saves < 0 else "") + gpus(abs(saves)),
+            delta=cheaper_text(saves),
+            delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
+            delta_arrow="off",
+            help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+        )
     m[3].metric(
         "Meets the targets",
         "yes" if plan.meets_slo else "no",
@@ -331,6 +346,9 @@ def _tiles(plan, slo, price) -> None:
     )
     m = st.columns(4)
     p = pct_label(slo.ttft_percentile)
+    # a met target shows green only when both sides meet theirs: no green on a page whose
+    # plan has an infeasible side (issue 24), a miss stays red
+    met = "normal" if plan.disaggregated_feasible and plan.colocated_feasible else "off"
     for col, label, value, target, what in (
         (m[0], f"TTFT {p}", plan.ttft_s, slo.ttft_s,
          "Prefill queueing + prefill + link queueing + transfer + first decode step"),
@@ -341,7 +359,7 @@ def _tiles(plan, slo, price) -> None:
             label,
             fmt_time(value),
             delta=f"target {fmt_time(target)}",
-            delta_color="normal" if value <= target else "inverse",
+            delta_color=met if value <= target else "inverse",
             delta_arrow="off",
             help=f"{what}. Disaggregated plan",
         )

@@ -30,17 +30,11 @@ def render() -> None:
         )
         batches = [int(b) for b in batch_ids]
     with c2:
-        band = widgets.page_widget(
+        band = widgets.input_widget(
             st.slider,
-            "Decode-step band [ms]",
             "band",
-            min_value=1.0,
-            max_value=200.0,
-            step=1.0,
-            format="%.0f ms",
             to_widget=params.band_ms,
             from_widget=lambda t: f"{t[0]:g}-{t[1]:g}",
-            help="A decode step of Llama-3-70B on 8×A100 takes roughly 20–50 ms.",
         )
     lo_hi = params.band_ms(band)
 

@@ -92,7 +92,8 @@ def render() -> None:
         "Prefill" + (" (estimated)" if ev.prefill_estimated else " (given)"),
         fmt_time(ev.prefill_s),
         help=f"Estimated on {sc.tp_prefill}× {sc.gpu.name}: a per-layer floor plus FLOPs at "
-        f"{sc.mfu:.0%} MFU falling with TP (fitted on measured vLLM prefills; README, Fidelity)"
+        f"{sc.mfu:.0%} MFU falling with TP (fitted on measured vLLM prefills; "
+        "docs/model.md, Fidelity)"
         if ev.prefill_estimated
         else "Set in the sidebar",
     )

@@ -115,15 +115,7 @@ def render() -> None:
 
     c = st.columns(3)
     with c[0]:
-        minlen = widgets.page_widget(
-            st.number_input,
-            "Too short below [tokens]",
-            "minlen",
-            min_value=0,
-            max_value=10_000_000,
-            step=32,
-            help="Prompts this short prefill fast enough locally.",
-        )
+        minlen = widgets.input_widget(st.number_input, "minlen")
     with c[1]:
         crit = widgets.page_widget(
             st.radio,
@@ -137,17 +129,7 @@ def render() -> None:
             }[k],
         )
     with c[2]:
-        hit = widgets.page_widget(
-            st.slider,
-            "Prefix-cache hit ratio [%]",
-            "hit",
-            min_value=0.0,
-            max_value=95.0,
-            step=5.0,
-            format="%.0f %%",
-            help="Share of every prompt already on the decode side. 0 % uses the "
-            "trace's own cached tokens where it has them (Mooncake).",
-        )
+        hit = widgets.input_widget(st.slider, "hit")
     hit_ratio = hit / 100 if hit else None
     mix = traffic_ui.mix(key, hit_ratio, req)
     tsc = tr.per_request_scenario(sc)
@@ -218,14 +200,8 @@ def render() -> None:
     )
 
     st.subheader("Load on the link")
-    widgets.page_widget(
-        st.number_input,
-        "Arrival rate [requests/s] (0 = from the timestamps)",
-        "rps",
-        min_value=0.0,
-        max_value=1_000_000.0,
-        step=1.0,
-    )
+    widgets.input_widget(st.number_input, "rps", help=None,
+                         label="Arrival rate [requests/s] (0 = from the timestamps)")  # fmt: skip
     ld = traffic_ui.load(tsc, st.session_state["rps"] or None, mix)
     if ld is None:
         st.info(
