@@ -111,10 +111,13 @@ PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map
   const drags = [...plot.querySelectorAll('.draglayer .nsewdrag')];
   const legend = plot.querySelector('.legend');
   const title = plot.querySelector('.gtitle');
+  const c = plot.getBoundingClientRect();
+  const l = legend ? legend.getBoundingClientRect() : null;
   return {
     title: title ? title.textContent.slice(0, 60) : '',
     widths: drags.map((d) => d.getBoundingClientRect().width),
-    legend: legend ? legend.getBoundingClientRect().width : 0,
+    legend: l ? l.width : 0,
+    legendInside: !l || (l.top >= c.top - 1 && l.bottom <= c.bottom + 1),
   };
 })"""
 
@@ -128,8 +131,9 @@ PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map
         ("/traffic", 1),
         ("/capacity", 3),
         ("/", 2),
+        ("/mitigations", 2),
     ],
-    ids=["sequence", "interconnects", "models", "traffic", "capacity", "overview"],
+    ids=["sequence", "interconnects", "models", "traffic", "capacity", "overview", "mitigations"],
 )
 def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, path, charts):
     context = browser.new_context(viewport=PHONE)
@@ -152,6 +156,8 @@ def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, 
         # the capacity page's side-by-side pair is two plots in one chart on a phone too
         assert all(c["widths"] for c in found), "no plot area measured"
         assert not narrow, f"{path} at 390 px:\n" + "\n".join(narrow)
+        lost = [c["title"] for c in found if not c["legendInside"]]  # e.g. pushed off the top
+        assert not lost, f"{path}: legend outside its chart: {lost}"
     finally:
         context.close()
 
