@@ -267,10 +267,8 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
             "<extra></extra>",
         )
     fig.update_layout(barmode="overlay", showlegend=False)
-    fig.update_yaxes(
-        autorange="reversed",
-        title=None,
-        categoryorder="array",
-        categoryarray=["Prefill compute", "KV transfer", "Decode"],
-    )
+    lanes = [n for n in ("Prefill compute", "KV transfer", "Decode") if n in set(tl["lane"])]
+    lanes += [n for n in dict.fromkeys(tl["lane"]) if n not in lanes]
+    fig.update_yaxes(categoryorder="array", categoryarray=lanes)
+    _names_above(fig, lanes)  # lane names over the bars: a 390 px plot keeps its width
     return _layout(fig, title, "time since the request arrived [ms]", "", height=260)
