@@ -199,3 +199,29 @@ def scenario_line(sc: Scenario) -> str:
         f"decode step {step}",
     ]
     return " · ".join(parts)
+
+
+def compare_takeaway(table, a_label: str) -> str:
+    """Compare's sentence from ``sweeps.mitigation_table`` of A and its variants (in ms,
+    ``in_ms``): the lowest TTFT among the scenarios that can be built, and what was left out.
+    A variant slower than an unbuildable A is never said to be 'below' it (issue 24)."""
+    if len(table) == 1:
+        return "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
+    built = table[table["buildable"]]
+    ok = built if len(built) else table
+    best = ok.loc[ok["ttft_ms"].idxmin()]
+    left_out = [str(o) for o in table.loc[~table["buildable"], "option"]] if len(built) else []
+    tail = f" Not buildable as set, so not ranked: {', '.join(left_out)}." if left_out else ""
+    share = f"its transfer is {best['transfer_share']:.1%} of TTFT."
+    if best["option"] == a_label:
+        return (
+            f"A (the sidebar) already has the lowest TTFT, {best['ttft_ms']:,.1f} ms; {share}"
+            + tail
+        )
+    saving = best["ttft_saving_ms"]
+    if saving > 0:
+        return (f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, {saving:,.1f} ms "
+                f"below A; {share}" + tail)  # fmt: skip
+    return (f"Lowest TTFT among the buildable scenarios: {best['option']} at "
+            f"{best['ttft_ms']:,.1f} ms, {-saving:,.1f} ms above A's (A cannot be built as set); "
+            f"{share}" + tail)  # fmt: skip

@@ -253,3 +253,15 @@ def test_a_user_set_attention_of_a_is_kept_by_the_variant():
     a, _, _ = P.parse_query({"model": "llama-3.1-70b", "attn": "dp", "stack": "mooncake"})
     assert P.variant_values(a, {"link": "ib-ndr"})[0]["attn"] == "dp"
     assert P.variant_values(a, {"model": "llama-3.1-8b"})[0]["attn"] == "dp"
+
+
+def test_a_variant_slower_than_an_unbuildable_a_is_not_said_to_be_below_it():
+    # A = DeepSeek-V3 at TP 8 on H100: its weights do not fit (83.9 GB > 72 GB per GPU), so
+    # A is not ranked; B (Llama-3.1-70B) is the lowest buildable TTFT but slower than A's
+    # number: 'above', never '−349.9 ms below A' (seen on the page)
+    base = {"link": "ib-ndr", "batch": "8", "stack": "mooncake", "model": "deepseek-v3"}
+    at = app({**base, "cmp": "model:llama-3.1-70b"}, "pages/compare.py", article=False)
+    said = next(i.value for i in at.info if "TTFT" in i.value)
+    assert said.startswith("Lowest TTFT among the buildable scenarios: B at ")
+    assert "above A's (A cannot be built as set)" in said and "below" not in said
+    assert "Not buildable as set, so not ranked: A (sidebar)." in said

@@ -19,6 +19,7 @@ from kvview import compare_cells, csv_tables, figures
 from kvview import params as P
 from kvview.figures import compare as figures_compare
 from kvview.fmt import in_ms
+from kvview.words import compare_takeaway
 from ui import compare_edit as E
 from ui import exports_ui, perf, routing, share, traffic_ui, urlstate
 
@@ -205,21 +206,7 @@ def render() -> None:
     buildable = {label: not urlstate.feasibility_problems(ev) for label, ev in evs}
     options = [Option(label, sc, buildable[label]) for label, sc in labelled]
     table = perf.cached(in_ms, perf.cached(mitigation_table, base_sc, options))
-    ok = table[table["buildable"]] if table["buildable"].any() else table
-    best = ok.loc[ok["ttft_ms"].idxmin()]
-    if len(labelled) == 1:
-        said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
-    elif best["option"] == labelled[0][0]:
-        said = (
-            f"A (the sidebar) already has the lowest TTFT, {best['ttft_ms']:,.1f} ms; its "
-            f"transfer is {best['transfer_share']:.1%} of TTFT."
-        )
-    else:
-        said = (
-            f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
-            f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
-            f"{best['transfer_share']:.1%} of TTFT."
-        )
+    said = compare_takeaway(table, labelled[0][0])  # unbuildable ones are not ranked
     st.info(said, icon=":material/lightbulb:")
     gains = _gains(labelled, base_sc)
     cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
