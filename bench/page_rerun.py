@@ -21,10 +21,10 @@ A page that raises or draws no chart is reported as an error; the others are sti
 
 (Within a round the order is change, toggle, plain, so "toggle" always follows a change.)
 
-Each AppTest run includes the extra ``st.rerun`` from ``ui.routing.ensure_router()`` (AppTest
-resets Streamlit's pages-folder flag on every run), so one ``at.run()`` executes app.py twice;
-that is part of the measured cost.  Targets (2-core machine): median <= 100 ms and p95 <= 200 ms
-for every page and mode.  Every figure is also given as a ratio to the trivial page.
+One ``at.run()`` executes the app once (``ui.router``: only a process's first run, done in the
+warm-up, is run twice; before, every AppTest run executed app.py twice).  Targets (2-core
+machine): median <= 100 ms and p95 <= 200 ms for every page and mode.  Every figure is also
+given as a ratio to the trivial page.
 
     .venv/bin/python bench/page_rerun.py [--runs 30] [--warmup 3] [--json out.json]
 """
@@ -72,9 +72,6 @@ PAGE_CONTROLS = {
         ("w_rps", lambda r: 12.0 + 0.37 * r),  # request rate [requests/s]
     ),
 }
-
-
-_quiet_logs = quiet_logs  # profile_rerun.py imports it from here
 
 
 def new_app(path: Path, page: str | None):
@@ -131,7 +128,7 @@ def timed_run(at, batch: int | None) -> float:
 def measure(runs: int, warmup: int, only: list[str] | None = None) -> dict:
     import streamlit as st
 
-    _quiet_logs()
+    quiet_logs()
     found = pages()
     st.cache_data.clear()
     from ui import perf

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import APP, ROOT, TRIVIAL, TRIVIAL_LABEL, median, pages  # noqa: E402
-from page_rerun import MAX_BATCH, _quiet_logs, new_app, timed_run  # noqa: E402
+from common import APP, ROOT, TRIVIAL, TRIVIAL_LABEL, median, pages, quiet_logs  # noqa: E402
+from page_rerun import MAX_BATCH, new_app, timed_run  # noqa: E402
 
 LIB_MARKERS = ("site-packages/",)
 LIB_INTERESTING = (
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import streamlit as st
 
-    _quiet_logs()
+    quiet_logs()
     found = pages()
     st.cache_data.clear()
     from ui import perf

@@ -13,7 +13,7 @@ from .size import kv_bytes
 from .specs import IDEAL_STACK
 from .timing import decode_step_lower_bound_s
 from .topology import domain_gpus, is_scale_up, scale_up_feasible
-from .wire import _wire_ratio, transfer
+from .wire import transfer, wire_ratio
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def evaluate(sc: Scenario) -> Evaluation:
             f"{sc.model.id} ships a {sc.model.kv_dtype_native} KV cache; "
             f"the scenario stores it as {sc.kv_dtype}"
         )
-    if sc.compression != "none" and _wire_ratio(sc) == 1.0:
+    if sc.compression != "none" and wire_ratio(sc) == 1.0:
         notes.append(
             f"{sc.compression} transfer compression saves nothing on a {sc.kv_dtype} cache"
         )
@@ -134,7 +134,7 @@ def evaluate(sc: Scenario) -> Evaluation:
         else float(kv.per_gpu_decode),
         raw_wire_bytes=float(t.raw_wire_bytes),
         wire_bytes=float(t.wire_bytes),
-        compression_ratio=_wire_ratio(sc),
+        compression_ratio=wire_ratio(sc),
         streams=sc.streams,
         effective_bandwidth_bytes_per_s=sc.effective_bandwidth_bytes_per_s,
         latency_s=sc.link.latency_s,

@@ -19,14 +19,14 @@ from __future__ import annotations
 import re
 
 from .hfconfig_fields import (
-    _dict,
-    _fail,
-    _first,
-    _int,
-    _read_json,
-    _show,
-    _text,
+    dict_field,
     display_name,
+    fail,
+    first_key,
+    int_field,
+    read_json,
+    show,
+    text_field,
 )
 from .specs import AttentionGroup, ModelSpec
 
@@ -43,18 +43,18 @@ def _dtype_bytes(cfg: dict, key: str, default: int) -> int:
     """Bytes per value of the dtype named by ``cfg[key]`` (``default`` when absent)."""
     name = cfg.get(key)
     if name is not None and (not isinstance(name, str) or name.lower() not in DTYPE_BYTES):
-        _fail(key, f"is {_show(name)}", f"one of {sorted(DTYPE_BYTES)}")
+        fail(key, f"is {show(name)}", f"one of {sorted(DTYPE_BYTES)}")
     return default if name is None else DTYPE_BYTES[str(name).lower()]
 
 
 def _per_layer(cfg: dict, key: str, n: int, allowed: dict) -> list[str]:
     seq = cfg[key]
     if not isinstance(seq, (list, str)) or len(seq) != n:
-        got = f"has {len(seq)} entries" if isinstance(seq, (list, str)) else f"is {_show(seq)}"
-        _fail(key, got, f"one entry per layer (num_hidden_layers = {n})")
+        got = f"has {len(seq)} entries" if isinstance(seq, (list, str)) else f"is {show(seq)}"
+        fail(key, got, f"one entry per layer (num_hidden_layers = {n})")
     for item in seq:
         if isinstance(item, bool) or not isinstance(item, (str, int)) or item not in allowed:
-            _fail(key, f"holds {_show(item)}", f"only {', '.join(map(str, allowed))}")
+            fail(key, f"holds {show(item)}", f"only {', '.join(map(str, allowed))}")
     return [allowed[item] for item in seq]
 
 
@@ -68,19 +68,19 @@ def _layer_kinds(cfg: dict, n: int) -> tuple[list[str], bool]:
     if cfg.get("attention_chunk_size"):  # Llama-4: RoPE layers are chunked, NoPE layers global
         if cfg.get("no_rope_layers"):  # 1 = RoPE (chunked), 0 = NoPE (global)
             return _per_layer(cfg, "no_rope_layers", n, {1: "chunked", 0: "full"}), True
-        every = _int(cfg, "no_rope_layer_interval", "the NoPE layer spacing", default=4)
+        every = int_field(cfg, "no_rope_layer_interval", "the NoPE layer spacing", default=4)
         return ["full" if (i + 1) % every == 0 else "chunked" for i in range(n)], True
     if cfg.get("full_attention_interval") and cfg.get("linear_num_value_heads"):
-        every = _int(cfg, "full_attention_interval", "the spacing of full-attention layers")
+        every = int_field(cfg, "full_attention_interval", "the spacing of full-attention layers")
         return ["full" if (i + 1) % every == 0 else "linear" for i in range(n)], True
     if cfg.get("sliding_window") is None or cfg.get("use_sliding_window") is False:
         return ["full"] * n, False  # Qwen2/3 carry a window but switch it off
     default = DEFAULT_SLIDING_PATTERN.get(cfg.get("model_type"), 0)
-    every = _int(cfg, "sliding_window_pattern", "local layers per global + 1", default, 0)
+    every = int_field(cfg, "sliding_window_pattern", "local layers per global + 1", default, 0)
     if every:
         return ["full" if (i + 1) % every == 0 else "sliding" for i in range(n)], True
     if "max_window_layers" in cfg:  # Qwen2 with the window on: layers below it stay full
-        first = _int(cfg, "max_window_layers", "the first sliding layer", minimum=0)
+        first = int_field(cfg, "max_window_layers", "the first sliding layer", minimum=0)
         return ["full" if i < first else "sliding" for i in range(n)], 0 < first < n
     return ["sliding"] * n, False  # Mistral: every layer slides
 
@@ -93,33 +93,33 @@ def _state_bytes(cfg: dict, kind: str) -> int:
     model_bytes = _dtype_bytes(cfg, "torch_dtype" if cfg.get("torch_dtype") else "dtype", 2)
     ssm_bytes = _dtype_bytes(cfg, "mamba_ssm_dtype", model_bytes)
     if kind == "mamba":  # ssm: heads × head_dim × N; conv: (k-1) × (heads × head_dim + 2 g N)
-        heads = _int(cfg, "mamba_num_heads", "the number of Mamba2 heads")
-        dim = _int(cfg, "mamba_head_dim", "the Mamba2 head dim")
-        n_state = _int(cfg, "ssm_state_size", "the SSM state size N")
-        kernel = _int(cfg, "conv_kernel", "the causal conv kernel width", minimum=2)
-        groups = _int(cfg, "n_groups", "the number of B/C groups")
+        heads = int_field(cfg, "mamba_num_heads", "the number of Mamba2 heads")
+        dim = int_field(cfg, "mamba_head_dim", "the Mamba2 head dim")
+        n_state = int_field(cfg, "ssm_state_size", "the SSM state size N")
+        kernel = int_field(cfg, "conv_kernel", "the causal conv kernel width", minimum=2)
+        groups = int_field(cfg, "n_groups", "the number of B/C groups")
         conv = heads * dim + 2 * groups * n_state
         return heads * dim * n_state * ssm_bytes + (kernel - 1) * conv * model_bytes
     # Gated DeltaNet: ssm: value heads × dk × dv; conv: (k-1) × (2 nk dk + nv dv)
-    nk = _int(cfg, "linear_num_key_heads", "the linear-attention key heads")
-    nv = _int(cfg, "linear_num_value_heads", "the linear-attention value heads")
-    dk = _int(cfg, "linear_key_head_dim", "the linear-attention key head dim")
-    dv = _int(cfg, "linear_value_head_dim", "the linear-attention value head dim")
-    kernel = _int(cfg, "linear_conv_kernel_dim", "the causal conv kernel width", minimum=2)
+    nk = int_field(cfg, "linear_num_key_heads", "the linear-attention key heads")
+    nv = int_field(cfg, "linear_num_value_heads", "the linear-attention value heads")
+    dk = int_field(cfg, "linear_key_head_dim", "the linear-attention key head dim")
+    dv = int_field(cfg, "linear_value_head_dim", "the linear-attention value head dim")
+    kernel = int_field(cfg, "linear_conv_kernel_dim", "the causal conv kernel width", minimum=2)
     return nv * dk * dv * ssm_bytes + (kernel - 1) * (2 * nk * dk + nv * dv) * model_bytes
 
 
 def _kv_dtype(cfg: dict, quant_config) -> str | None:
     """Native KV-cache dtype ("fp8" or "int8") from hf_quant_config.json or config.json."""
-    qc = _dict(cfg, "quantization_config", "an object (the checkpoint's quantization)")
+    qc = dict_field(cfg, "quantization_config", "an object (the checkpoint's quantization)")
     field, value = "config.json: kv_cache_dtype", cfg.get("kv_cache_dtype")
     if value is None and qc.get("kv_cache_quant_algo") is not None:
         field = "config.json: quantization_config.kv_cache_quant_algo"
         value = qc["kv_cache_quant_algo"]
     if quant_config is not None:
-        q, _ = _read_json(quant_config, "hf_quant_config.json")
+        q, _ = read_json(quant_config, "hf_quant_config.json")
         field = "hf_quant_config.json: quantization.kv_cache_quant_algo"
-        inner = _dict(q, "quantization", "an object", "hf_quant_config.json")
+        inner = dict_field(q, "quantization", "an object", "hf_quant_config.json")
         value = (inner or q).get("kv_cache_quant_algo")
     elif value is None and qc.get("kv_cache_scheme"):  # compressed-tensors
         scheme = qc["kv_cache_scheme"]
@@ -131,17 +131,19 @@ def _kv_dtype(cfg: dict, quant_config) -> str | None:
         return None
     if text.startswith(("fp8", "float8")) or text in ("int8",):
         return "int8" if text == "int8" else "fp8"
-    raise ValueError(f"{field} is {_show(value)}; expected FP8, INT8 or null")
+    raise ValueError(f"{field} is {show(value)}; expected FP8, INT8 or null")
 
 
 def _weight_dtype(cfg: dict, quant_config) -> str:
     """The checkpoint's weight dtype: fp8 / mxfp4 / int4 from a quantization config, else bf16."""
-    qc = _dict(cfg, "quantization_config", "an object (the checkpoint's quantization)")
-    method = (_text(qc, "quant_method", "a method name") or "").lower()
+    qc = dict_field(cfg, "quantization_config", "an object (the checkpoint's quantization)")
+    method = (text_field(qc, "quant_method", "a method name") or "").lower()
     if quant_config is not None:
-        q, _ = _read_json(quant_config, "hf_quant_config.json")
-        inner = _dict(q, "quantization", "an object", "hf_quant_config.json") or q
-        method = (_text(inner, "quant_algo", "a name", "hf_quant_config.json") or method).lower()
+        q, _ = read_json(quant_config, "hf_quant_config.json")
+        inner = dict_field(q, "quantization", "an object", "hf_quant_config.json") or q
+        method = (
+            text_field(inner, "quant_algo", "a name", "hf_quant_config.json") or method
+        ).lower()
     if method.startswith(("fp8", "float8")) or method in ("fbgemm_fp8",):
         return "fp8"
     if method == "mxfp4":
@@ -163,13 +165,13 @@ def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     layers are left out.  Within a few % of model cards for the bundled configs.
     """
     h, q = cfg["hidden_size"], cfg["num_attention_heads"]
-    vocab = _int(cfg, "vocab_size", "the vocabulary size (or pass params_total)")
+    vocab = int_field(cfg, "vocab_size", "the vocabulary size (or pass params_total)")
     kv, hd = cfg.get("num_key_value_heads") or q, cfg.get("head_dim") or h // q
     mix = {}
     if cfg.get("kv_lora_rank"):
         rope, nope, kvr = cfg["qk_rope_head_dim"], cfg["qk_nope_head_dim"], cfg["kv_lora_rank"]
-        qr = _int(cfg, "q_lora_rank", "the MLA query rank", default=0, minimum=0)
-        vd = _int(cfg, "v_head_dim", "the MLA value head dim", default=0, minimum=0) or nope
+        qr = int_field(cfg, "q_lora_rank", "the MLA query rank", default=0, minimum=0)
+        vd = int_field(cfg, "v_head_dim", "the MLA value head dim", default=0, minimum=0) or nope
         q_proj = h * qr + qr * q * (nope + rope) if qr else h * q * (nope + rope)
         mix["full"] = q_proj + h * (kvr + rope) + kvr * q * (nope + vd) + q * vd * h
     else:
@@ -188,23 +190,27 @@ def estimate_params(cfg: dict, kinds: list[str]) -> tuple[float, float]:
     act = cfg.get("mlp_hidden_act") or cfg.get("hidden_act")
     mats = 2 if act == "relu2" or cfg.get("model_type") in UNGATED_MLP_TYPES else 3
     mlp_layers = kinds.count("mlp") if "mlp" in kinds else len(kinds)  # Nemotron: '-' only
-    ff = _int(cfg, "intermediate_size", "the MLP width", default=0, minimum=0) or 4 * h
+    ff = int_field(cfg, "intermediate_size", "the MLP width", default=0, minimum=0) or 4 * h
     total_ff = active_ff = mlp_layers * ff
-    experts = _first(cfg, "num_experts", "num_local_experts", "n_routed_experts")
+    experts = first_key(cfg, "num_experts", "num_local_experts", "n_routed_experts")
     if experts:
-        top_k = _first(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
-        moe_ff = _first(cfg, "moe_intermediate_size", default=ff)
-        shared = _first(cfg, "shared_expert_intermediate_size", default=0)
-        shared = shared or moe_ff * _first(cfg, "n_shared_experts", default=0)
+        top_k = first_key(
+            cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1
+        )
+        moe_ff = first_key(cfg, "moe_intermediate_size", default=ff)
+        shared = first_key(cfg, "shared_expert_intermediate_size", default=0)
+        shared = shared or moe_ff * first_key(cfg, "n_shared_experts", default=0)
         if not shared and (cfg.get("enable_moe_block") or "llama4" in str(cfg.get("model_type"))):
             shared = ff  # Gemma-4: dense MLP beside the experts; Llama-4: one shared expert
         only = cfg.get("mlp_only_layers") or []
         if not isinstance(only, list):
-            _fail("mlp_only_layers", f"is {_show(only)}", "a list of layer indices")
-        dense = min(_first(cfg, "first_k_dense_replace", default=0) + len(only), mlp_layers)
-        step = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
+            fail("mlp_only_layers", f"is {show(only)}", "a list of layer indices")
+        dense = min(first_key(cfg, "first_k_dense_replace", default=0) + len(only), mlp_layers)
+        step = first_key(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
         moe = (mlp_layers - dense) // (step or 1)
-        base = (mlp_layers - moe) * _first(cfg, "intermediate_size_mlp", default=ff) + moe * shared
+        base = (mlp_layers - moe) * first_key(
+            cfg, "intermediate_size_mlp", default=ff
+        ) + moe * shared
         total_ff, active_ff = base + moe * experts * moe_ff, base + moe * top_k * moe_ff
     fixed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
     fixed += sum(mix[k] for k in kinds if k in mix)
@@ -230,37 +236,37 @@ def load_hf_config(
     ratio.  ``model_id`` defaults to a lowercase slug of the file name (``org--model.json`` →
     ``model``; the file name is the surest label), else of ``_name_or_path``, else ``model_type``.
     """
-    raw, stem = _read_json(src, "config.json")
-    cfg = {**raw, **_dict(raw, "text_config", "an object (the language model's fields)")}
+    raw, stem = read_json(src, "config.json")
+    cfg = {**raw, **dict_field(raw, "text_config", "an object (the language model's fields)")}
     for key in ("model_type", "_name_or_path", "hidden_act", "mlp_hidden_act"):
-        _text(cfg, key, "a name")
-    n = _int(cfg, "num_hidden_layers", "the number of transformer layers")
-    q = _int(cfg, "num_attention_heads", "the number of query heads per layer")
-    hidden = _int(cfg, "hidden_size", "the model width in values")
+        text_field(cfg, key, "a name")
+    n = int_field(cfg, "num_hidden_layers", "the number of transformer layers")
+    q = int_field(cfg, "num_attention_heads", "the number of query heads per layer")
+    hidden = int_field(cfg, "hidden_size", "the model width in values")
     mqa = cfg.get("multi_query") and not cfg.get("new_decoder_architecture")  # Falcon-7B
-    kv = _int(cfg, "num_key_value_heads", "KV heads per layer", default=1 if mqa else q)
+    kv = int_field(cfg, "num_key_value_heads", "KV heads per layer", default=1 if mqa else q)
     if q % kv:
-        _fail("num_key_value_heads", f"is {kv}", f"a divisor of num_attention_heads ({q})")
+        fail("num_key_value_heads", f"is {kv}", f"a divisor of num_attention_heads ({q})")
     hd_key = "head_dim" if cfg.get("head_dim") is not None else "attention_head_dim"
-    hd = _int(cfg, hd_key, "the per-head dim", default=hidden // q)
+    hd = int_field(cfg, hd_key, "the per-head dim", default=hidden // q)
     cfg.update(num_key_value_heads=kv, head_dim=hd)  # resolved, for estimate_params
-    ctx = _int(cfg, "max_position_embeddings", "the longest context in tokens")
+    ctx = int_field(cfg, "max_position_embeddings", "the longest context in tokens")
     kinds, explicit = _layer_kinds(cfg, n)
-    shared_kv = _int(cfg, "num_kv_shared_layers", "layers reusing earlier KV", 0, minimum=0)
+    shared_kv = int_field(cfg, "num_kv_shared_layers", "layers reusing earlier KV", 0, minimum=0)
     if shared_kv:  # Gemma-3n/4: the last layers read an earlier layer's cache, store none
         kinds[n - min(shared_kv, n) :] = ["kv-shared"] * min(shared_kv, n)
 
     mla = cfg.get("kv_lora_rank") is not None
     if mla:  # one latent per token and layer: compressed KV + the decoupled RoPE key
-        rope = _int(cfg, "qk_rope_head_dim", "the MLA decoupled RoPE dim")
-        rank = _int(cfg, "kv_lora_rank", "the MLA latent rank")
+        rope = int_field(cfg, "qk_rope_head_dim", "the MLA decoupled RoPE dim")
+        rank = int_field(cfg, "kv_lora_rank", "the MLA latent rank")
         full = dict(kv_heads=1, k_head_dim=rank + rope, v_head_dim=0)
-        hd = _int(cfg, "qk_nope_head_dim", "the MLA no-RoPE head dim") + rope
+        hd = int_field(cfg, "qk_nope_head_dim", "the MLA no-RoPE head dim") + rope
     else:
-        gkv = _int(cfg, "num_global_key_value_heads", "KV heads of full layers", default=kv)
+        gkv = int_field(cfg, "num_global_key_value_heads", "KV heads of full layers", default=kv)
         if q % gkv:
-            _fail("num_global_key_value_heads", f"is {gkv}", f"a divisor of {q} query heads")
-        ghd = _int(cfg, "global_head_dim", "the head dim of full layers", default=hd)
+            fail("num_global_key_value_heads", f"is {gkv}", f"a divisor of {q} query heads")
+        ghd = int_field(cfg, "global_head_dim", "the head dim of full layers", default=hd)
         v_dim = 0 if cfg.get("attention_k_eq_v") else ghd
         full = dict(kv_heads=gkv, k_head_dim=ghd, v_head_dim=v_dim)
     groups, index = [], {}
@@ -270,7 +276,7 @@ def load_hf_config(
         index[kind], count = len(groups), kinds.count(kind)
         shape = full
         if kind != "full":  # local layers keep the base KV heads and head dim
-            window = _int(cfg, WINDOW_FIELDS[kind], f"the {kind} window in tokens")
+            window = int_field(cfg, WINDOW_FIELDS[kind], f"the {kind} window in tokens")
             shape = dict(kv_heads=kv, k_head_dim=hd, v_head_dim=hd, window_tokens=window,
                          window_kind=kind)  # fmt: skip
         try:  # every count is in range; a derived one (hidden_size // heads = 0) may not be
@@ -278,11 +284,11 @@ def load_hf_config(
         except ValueError as exc:
             raise ValueError(f"config.json: {exc}") from None
     if not groups:
-        _fail("layer_types", "hold no attention layer", "at least one full/sliding/chunked layer")
+        fail("layer_types", "hold no attention layer", "at least one full/sliding/chunked layer")
 
     n_state = kinds.count("mamba") or kinds.count("linear")
     if kinds.count("mamba") and kinds.count("linear"):
-        _fail("layer_types", "mix Mamba and linear attention", "one kind of state layer")
+        fail("layer_types", "mix Mamba and linear attention", "one kind of state layer")
     state_kind = "mamba" if "mamba" in kinds else "linear"
     state_bytes = _state_bytes(cfg, state_kind) if n_state else 0
     local = [k for k in ("chunked", "sliding") if k in index]

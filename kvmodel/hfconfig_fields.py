@@ -41,7 +41,7 @@ _LIMIT_KEYS = {  # MODEL_LIMITS key of each whole-number field; unlisted fields:
 LIMITS = {k: MODEL_LIMITS[lim] for lim, keys in _LIMIT_KEYS.items() for k in keys.split()}
 
 
-def _show(value) -> str:
+def show(value) -> str:
     """``value`` for a message: short, even for a huge number or a long string."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**15:
         return f"a {int(math.log10(abs(value))) + 1}-digit number"
@@ -49,36 +49,36 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _first(cfg: dict, *keys: str, default=None):
+def first_key(cfg: dict, *keys: str, default=None):
     """The first of ``keys`` that ``cfg`` sets (not null, not 0) as a whole number (each one
     set is checked), else ``default``."""
-    values = [_int(cfg, k, "a count", default=0, minimum=0) for k in keys]
+    values = [int_field(cfg, k, "a count", default=0, minimum=0) for k in keys]
     return next((v for v in values if v), default)
 
 
-def _fail(field: str, problem: str, expected: str, what: str = "config.json"):
+def fail(field: str, problem: str, expected: str, what: str = "config.json"):
     raise ValueError(f"{what}: {field} {problem}; expected {expected}")
 
 
-def _dict(cfg: dict, key: str, expected: str, what: str = "config.json") -> dict:
+def dict_field(cfg: dict, key: str, expected: str, what: str = "config.json") -> dict:
     """``cfg[key]`` when it is an object; {} when absent or null."""
     value = cfg.get(key)
     if value is None:
         return {}
     if not isinstance(value, dict):
-        _fail(key, f"is a JSON {type(value).__name__} ({_show(value)})", expected, what)
+        fail(key, f"is a JSON {type(value).__name__} ({show(value)})", expected, what)
     return value
 
 
-def _text(cfg: dict, key: str, expected: str, what: str = "config.json") -> str | None:
+def text_field(cfg: dict, key: str, expected: str, what: str = "config.json") -> str | None:
     """``cfg[key]`` when it is a string; None when absent or null."""
     value = cfg.get(key)
     if value is not None and not isinstance(value, str):
-        _fail(key, f"is {_show(value)}", expected, what)
+        fail(key, f"is {show(value)}", expected, what)
     return value
 
 
-def _read_json(src, what: str) -> tuple[dict, str | None]:
+def read_json(src, what: str) -> tuple[dict, str | None]:
     """Parse ``src`` (dict, JSON text or bytes, or a path) into a dict; also the file stem."""
     if isinstance(src, dict):
         return dict(src), None
@@ -111,17 +111,17 @@ def _read_json(src, what: str) -> tuple[dict, str | None]:
     return data, stem
 
 
-def _int(cfg: dict, key: str, expected: str, default=_REQUIRED, minimum: int = 1):
+def int_field(cfg: dict, key: str, expected: str, default=_REQUIRED, minimum: int = 1):
     """``cfg[key]`` as a whole number from ``minimum`` to its limit (``LIMITS``, else the
     width limit); ``default`` when absent or null."""
     value = cfg.get(key)
     if value is None:
         if default is _REQUIRED:
-            _fail(key, "is missing", expected)
+            fail(key, "is missing", expected)
         return default
     top = LIMITS.get(key, MODEL_LIMITS["width"])
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= top:
-        _fail(key, f"is {_show(value)}", f"a whole number from {minimum} to {top:,} ({expected})")
+        fail(key, f"is {show(value)}", f"a whole number from {minimum} to {top:,} ({expected})")
     return value
 
 

@@ -17,7 +17,7 @@ from .dtypes import kv_dtype_bytes
 from .specs import AttentionGroup, ModelSpec
 
 
-def _as_tokens(value, name: str) -> np.ndarray:
+def as_tokens(value, name: str) -> np.ndarray:
     if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)):
         return _scalar_tokens(value, name)  # the common case, without numpy's reductions
     arr = np.asarray(value)
@@ -39,13 +39,13 @@ def _scalar_tokens(value, name: str) -> np.ndarray:
     return np.float64(v)  # a numpy scalar: arithmetic on it is ~10x cheaper than on a 0-d array
 
 
-def _held(group: AttentionGroup, s: np.ndarray) -> np.ndarray:
+def window_held(group: AttentionGroup, s: np.ndarray) -> np.ndarray:
     return s if group.window_tokens is None else np.minimum(s, group.window_tokens)
 
 
 def held_tokens(group: AttentionGroup, seq_len) -> np.ndarray:
     """Tokens a layer of ``group`` keeps after a prefill of ``seq_len`` tokens."""
-    return _held(group, _as_tokens(seq_len, "seq_len"))
+    return window_held(group, as_tokens(seq_len, "seq_len"))
 
 
 def shard_heads(kv_heads: int, tp: int) -> int:
@@ -85,11 +85,11 @@ class KVBytes:
 
 def layer_elements(model: ModelSpec, seq_len) -> list[np.ndarray]:
     """Cached values per request for one layer of each attention group."""
-    return _layer_elements(model, _as_tokens(seq_len, "seq_len"))
+    return _layer_elements(model, as_tokens(seq_len, "seq_len"))
 
 
 def _layer_elements(model: ModelSpec, s: np.ndarray) -> list[np.ndarray]:
-    return [g.elements_per_token_per_layer * _held(g, s) for g in model.groups]
+    return [g.elements_per_token_per_layer * window_held(g, s) for g in model.groups]
 
 
 def kv_bytes(
@@ -114,9 +114,9 @@ def kv_bytes(
     equal to ``total`` unless heads are replicated (tp_decode > H_kv, or MLA's single latent),
     in which case the replicas cross the link too.  State is split evenly over the TP ranks.
     """
-    b = _as_tokens(batch, "batch")
+    b = as_tokens(batch, "batch")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
-    s = _as_tokens(seq_len, "seq_len")
+    s = as_tokens(seq_len, "seq_len")
     if s.ndim == 0 and b.ndim == 0:
         return _kv_bytes_scalar(model, float(s), float(b), dbytes, tp_prefill, tp_decode)
     shape = np.broadcast_shapes(s.shape, b.shape)
@@ -211,8 +211,8 @@ def chunk_kind_bytes(
 ) -> np.ndarray:
     """Wire bytes of one layer of each kind: a row per attention group, then one state row when
     the model has state layers.  ``chunk_bytes`` is these rows taken in ``chunk_rows`` order."""
-    b = _as_tokens(batch, "batch")
-    s = _as_tokens(seq_len, "seq_len")
+    b = as_tokens(batch, "batch")
+    s = as_tokens(seq_len, "seq_len")
     dbytes = kv_dtype_bytes(kv_dtype, scale_group=kv_scale_group)
     shape = np.broadcast(s, b).shape
     rows = [

@@ -18,7 +18,7 @@ import numpy as np
 
 from .dtypes import kv_dtype_bytes
 from .inputs import DEFAULT_MFU
-from .size import _as_tokens, kv_bytes
+from .size import as_tokens, kv_bytes
 from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
@@ -50,8 +50,8 @@ def prefill_flops(model: ModelSpec, seq_len, batch=1) -> np.ndarray:
     query head, QKᵀ and PV cost ``2 × head_dim_qk`` FLOPs each per (query, key) pair, over
     ``Σ_t min(t, window)`` causal pairs.
     """
-    s = _as_tokens(seq_len, "seq_len")
-    b = _as_tokens(batch, "batch")
+    s = as_tokens(seq_len, "seq_len")
+    b = as_tokens(batch, "batch")
     dense = 2.0 * model.params_active * s * b
     attn = sum(
         g.layers * 4.0 * model.q_heads * model.head_dim_qk * _held_sum(s, g.window_tokens)
@@ -114,7 +114,7 @@ def estimate_decode_step_s(
     weight_dtype: str | None = None,
 ) -> np.ndarray:
     """One decode step of ``batch`` requests holding ``seq_len`` tokens each [s] (module doc)."""
-    b = _as_tokens(batch, "batch")
+    b = as_tokens(batch, "batch")
     kv = kv_bytes(model, seq_len, b, kv_dtype=kv_dtype).total
     memory_s = (weights_read_bytes(model, b, weight_dtype) + kv) / (
         gpu.hbm_bytes_per_s * tp * DECODE_HBM_EFFICIENCY
@@ -144,7 +144,7 @@ def decode_step_lower_bound_s(
     touches more than the active experts), so real steps are 2-4× longer.
     """
     kv_dtype_bytes(kv_dtype)  # validate early
-    b = _as_tokens(batch, "batch")
+    b = as_tokens(batch, "batch")
     kv = kv_bytes(model, seq_len, b, kv_dtype=kv_dtype).total
     memory_s = (model.params_active * weight_bytes + kv) / (gpu.hbm_bytes_per_s * tp)
     compute_s = 2.0 * model.params_active * b / (gpu.bf16_flops * tp)

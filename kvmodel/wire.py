@@ -25,7 +25,7 @@ import numpy as np
 
 from .dtypes import compressed_bytes_per_value, kv_dtype_bytes
 from .scenario import Scenario
-from .size import _as_tokens, _held, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes
+from .size import as_tokens, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, window_held
 from .timing import estimate_prefill_s
 from .topology import default_streams
 
@@ -45,7 +45,7 @@ class Transfer:
     prefill_s: np.ndarray
 
 
-def _wire_ratio(sc: Scenario) -> float:
+def wire_ratio(sc: Scenario) -> float:
     storage = kv_dtype_bytes(sc.kv_dtype, scale_group=sc.kv_scale_group)
     comp = compressed_bytes_per_value(sc.compression, storage_bytes=storage, group=sc.comp_group)
     return comp / storage
@@ -81,8 +81,8 @@ class Volume:
 
     def __init__(self, sc: Scenario, seq_len=None, batch=None):
         self.scenario = sc
-        self.s = _as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
-        self.b = _as_tokens(sc.batch if batch is None else batch, "batch")
+        self.s = as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
+        self.b = as_tokens(sc.batch if batch is None else batch, "batch")
         self.raw = kv_bytes(
             sc.wire_model,
             self.s,
@@ -119,7 +119,7 @@ class Volume:
         """Descriptors per chunk type: (blocks × tensors) per layer per decode rank."""
         sc = self.scenario
         return [
-            np.ceil(_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.kv_tp_decode
+            np.ceil(window_held(g, self.s) / sc.block_tokens) * g.tensors * self.b * sc.kv_tp_decode
             for g in sc.wire_model.groups
         ]
 
@@ -173,7 +173,7 @@ def _stack_s(sc: Scenario, vol: Volume, wire, messages, bandwidth):
 def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     """Own send time of one layer of each kind (rows of ``chunk_kind_bytes``), shape (k, ...)."""
     raw = vol.kind_raw
-    ratio = _wire_ratio(sc)
+    ratio = wire_ratio(sc)
     streams = _streams(sc, vol)
     bandwidth = sc.link.bandwidth_bytes_per_s * sc.efficiency * streams
     if sc.stack.is_ideal:
@@ -231,7 +231,7 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
     (then leave ``seq_len`` and ``batch`` out); its link-independent parts are reused.
     """
     vol = _volume(sc, seq_len, batch, volume)
-    ratio = _wire_ratio(sc)
+    ratio = wire_ratio(sc)
     raw = vol.raw
     wire = raw * ratio
     streams = _streams(sc, vol)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kvview.capacity_words import pct_label
-from kvview.csv_tables import _columns
+from kvview.csv_tables import spec_columns
 
 
 def _yes_no(flag) -> str:
@@ -109,7 +109,7 @@ def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataF
 def sweep_frame(sweep: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
     """``rate_sweep``'s frame with units in the headers, one row per request rate."""
     p = pct_label(ttft_percentile)
-    out = _columns(
+    out = spec_columns(
         sweep,
         (
             ("rps", "request rate [requests/s]", 1),
@@ -152,7 +152,7 @@ def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataF
     """``capacity.network_plans``' frame with units in the headers, one row per interconnect
     (the page shows it as it is and exports it)."""
     p = pct_label(ttft_percentile)
-    out = _columns(
+    out = spec_columns(
         networks,
         (
             ("link_name", "interconnect", None),

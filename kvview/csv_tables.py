@@ -60,7 +60,7 @@ def csv_handout(
     return csv_bytes(out)
 
 
-def _columns(df: pd.DataFrame, spec) -> pd.DataFrame:
+def spec_columns(df: pd.DataFrame, spec) -> pd.DataFrame:
     """``spec``: (column, header, scale) rows; scale multiplies numbers, None keeps values."""
     out = {}
     for col, header, scale in spec:
@@ -142,7 +142,7 @@ def link_batch_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 def mitigations_frame(table: pd.DataFrame) -> pd.DataFrame:
     """Mitigations page (and Compare's TTFT table): ``in_ms(mitigation_table(...))``."""
-    out = _columns(
+    out = spec_columns(
         table,
         (
             ("option", "option", None),
@@ -168,7 +168,7 @@ def mitigations_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 def models_frame(table: pd.DataFrame) -> pd.DataFrame:
     """Models page: ``models_table(...)`` with units in the headers."""
-    return _columns(
+    return spec_columns(
         table,
         (
             ("name", "model", None),

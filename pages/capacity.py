@@ -3,6 +3,7 @@
 The body lives in ui/views/capacity.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import capacity
 
-capacity.render()
+router.page(capacity.render)

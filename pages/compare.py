@@ -3,6 +3,7 @@
 The body lives in ui/views/compare.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import compare
 
-compare.render()
+router.page(compare.render)

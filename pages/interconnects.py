@@ -3,6 +3,7 @@
 The body lives in ui/views/interconnects.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import interconnects
 
-interconnects.render()
+router.page(interconnects.render)

@@ -3,6 +3,7 @@
 The body lives in ui/views/measure.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import measure
 
-measure.render()
+router.page(measure.render)

@@ -3,6 +3,7 @@
 The body lives in ui/views/mitigations.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import mitigations
 
-mitigations.render()
+router.page(mitigations.render)

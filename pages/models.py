@@ -3,6 +3,7 @@
 The body lives in ui/views/models.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import models
 
-models.render()
+router.page(models.render)

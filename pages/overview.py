@@ -3,6 +3,7 @@
 The body lives in ui/views/overview.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import overview
 
-overview.render()
+router.page(overview.render)

@@ -3,6 +3,7 @@
 The body lives in ui/views/plan.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import plan
 
-plan.render()
+router.page(plan.render)

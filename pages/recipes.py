@@ -3,6 +3,7 @@
 The body lives in ui/views/recipes.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import recipes
 
-recipes.render()
+router.page(recipes.render)

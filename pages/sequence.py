@@ -3,6 +3,7 @@
 The body lives in ui/views/sequence.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import sequence
 
-sequence.render()
+router.page(sequence.render)

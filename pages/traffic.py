@@ -3,6 +3,7 @@
 The body lives in ui/views/traffic.py (compiled once, importable, tested through AppTest).
 """
 
+from ui import router
 from ui.views import traffic
 
-traffic.render()
+router.page(traffic.render)

@@ -87,7 +87,7 @@ def test_a_new_target_reuses_the_rate_free_basis():
     for k in range(capacity_prep.BASES + 1):
         Sizing(scenario_from_inputs({"batch": k + 2}), other, SLO)  # other keys push it out
     assert Sizing(SC, CODE, SLO)._prep.basis is not a._prep.basis
-    assert len(capacity_prep._BASES) <= capacity_prep.BASES
+    assert capacity_prep.kept_bases() <= capacity_prep.BASES
 
 
 def test_a_kept_basis_does_not_keep_its_workload_alive():

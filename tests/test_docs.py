@@ -228,3 +228,16 @@ def test_catalog_page_names_every_column_and_counts_the_rows():
         assert header <= named, f"data/{name}.csv columns not in docs: {sorted(header - named)}"
         count = re.search(r"(\d+) (?:models|links|GPUs|stacks)\.", entry.group(1))
         assert count and int(count.group(1)) == n, f"data/{name}.csv has {n} rows"
+
+
+def test_make_targets_shown_exist():
+    # `make run`, `make test`, `make readme-inputs`, ... named anywhere in the manual.
+    targets = set()
+    for line in _text(ROOT / "Makefile").splitlines():
+        if re.match(r"^[\w. -]+:(?!=)", line) and not line.startswith("\t"):
+            targets.update(line.split(":", 1)[0].split())
+    # in backticks (`make readme-inputs`) or as a line of a fenced block (make run)
+    said = re.compile(r"(?:`|^)make ([a-z][\w-]*)", re.M)
+    shown = {m for page in PAGES for m in said.findall(_text(page))}
+    assert shown >= {"run", "test"}
+    assert shown <= targets, f"the manual names make targets that do not exist: {shown - targets}"

@@ -63,7 +63,7 @@ def test_limits_one_trace_per_constraint_one_bar_per_run():
         for t in fig.data
         for y, base, x in zip(t.y, t.base, t.x, strict=True)
     ]
-    edges = F._edges(np.array(RATES))
+    edges = F.rate_edges(np.array(RATES))
     # prefill: TTFT target at 1 and 2 req/s, compute at 4 and 8, split at the edge √8
     prefill = sorted((b for b in bars if b[0] == "prefill"), key=lambda b: b[2])
     assert [b[1] for b in prefill] == ["TTFT target", "compute"]
@@ -75,7 +75,7 @@ def test_limits_one_trace_per_constraint_one_bar_per_run():
 
 
 def test_edges_are_geometric_midpoints():
-    np.testing.assert_allclose(F._edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
+    np.testing.assert_allclose(F.rate_edges(np.array([1.0, 4.0])), [0.5, 2.0, 8.0])
 
 
 def test_no_colocated_shape_is_a_gap_and_not_shaded():
@@ -99,7 +99,7 @@ def test_a_side_that_misses_the_targets_is_a_gap_with_markers_and_never_shaded()
     assert missed == {"disaggregated: misses the targets": [1.0],
                       "colocated: misses the targets": [4.0, 8.0]}  # fmt: skip
     rects = [s for s in fig.layout.shapes if s.type == "rect"]
-    edges = F._edges(np.array([1.0, 2.0, 4.0, 8.0]))
+    edges = F.rate_edges(np.array([1.0, 2.0, 4.0, 8.0]))
     assert len(rects) == 1 and rects[0].x0 == pytest.approx(edges[1])
     assert rects[0].x1 == pytest.approx(edges[2])
 

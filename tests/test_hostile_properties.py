@@ -16,7 +16,7 @@ from kvmodel.hfconfig import load_hf_config
 from kvmodel.measure import MeasureError, load_measurement
 from kvmodel.specs import ModelSpec
 from kvmodel.textio import TextError
-from kvmodel.textio.prometheus import _slow, parse_exposition
+from kvmodel.textio.prometheus import parse_exposition, parse_line_reference
 from kvmodel.traffic import TrafficError, load_traffic
 from kvview.params import parse_query
 
@@ -170,7 +170,7 @@ def test_prometheus_fast_path_reads_lines_as_prometheus_client_does(line):
     # the regular-expression reader must agree with prometheus_client, which it replaced for
     # speed: the same samples, or both refuse the line
     try:
-        slow = _slow(line.strip())
+        slow = parse_line_reference(line.strip())
     except ValueError:
         slow = "refused"
     try:

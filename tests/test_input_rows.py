@@ -76,13 +76,13 @@ def test_to_scenario_applies_each_behaviour_field():
 def test_the_link_and_the_cli_build_the_same_scenario():
     """A link's values and the CLI's options reach the same Scenario (one to_scenario)."""
     from kvmodel.cli import make_parser
-    from kvmodel.cli.options import _scenario
+    from kvmodel.cli.options import scenario_from_args
 
     args = make_parser().parse_args(
         ["transfer", "--seq-len", "4096", "--efficiency", "0.8", "--decode-step-ms", "25"]
     )
     values, _, _ = P.parse_query({"seq": "4096", "eff": "80", "step": "25", "stack": "mooncake"})
-    assert P.scenario_from_values(values) == _scenario(args)
+    assert P.scenario_from_values(values) == scenario_from_args(args)
 
 
 def test_only_with_drops_a_custom_links_bandwidth_in_the_app():

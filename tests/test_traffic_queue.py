@@ -10,7 +10,7 @@ from kvmodel.traffic import (
     load,
     mix_from_requests,
 )
-from kvmodel.traffic.queue import _simulate
+from kvmodel.traffic.queue import simulate_waits
 
 SC = build_scenario(model="llama-3-70b", link="100gbe")  # critical length 1,145 (article)
 
@@ -44,7 +44,7 @@ def test_load_from_timestamps_and_unstable_link():
 def test_queue_simulation_matches_lindley_loop():
     # the vectorised form against the recursion W_{n+1} = max(0, W_n + X_n − A_n), same draws
     service = np.random.default_rng(3).exponential(0.008, size=5_000)
-    got = _simulate(service, 100.0, np.random.default_rng(11))
+    got = simulate_waits(service, 100.0, np.random.default_rng(11))
     gaps = np.random.default_rng(11).exponential(1 / 100.0, size=5_000)
     want, w = [], 0.0
     for x, a in zip(service, gaps, strict=True):

@@ -22,6 +22,9 @@ from ui.memo import Memo
 # process-wide, like st.cache_resource: pure results, read-only.  Bench: bench/README.md, "What
 # made the difference" item 3 (cheap cache keys: 5-10 ms per page saved).
 _MEMO = Memo(max_entries=512)
+# Every other memo of the app lives here too, so one ``clear_cache`` forgets them all.
+UPLOADS = Memo(max_entries=4)  # parsed trace uploads (ui.traffic_ui), shared by sessions
+PLANS = Memo(max_entries=64)  # Capacity's sizings, plans and sweeps (ui.views.capacity)
 
 
 def cached(fn, *args, **kwargs):
@@ -42,12 +45,8 @@ def cached_with_spinner(text: str, fn, *args, **kwargs):
 
 def clear_cache() -> None:
     """Forget every memoised result (tests; a changed catalog file)."""
-    _MEMO.clear()
-    for memo in _OTHER_MEMOS:
+    for memo in (_MEMO, UPLOADS, PLANS):
         memo.clear()
-
-
-_OTHER_MEMOS: list = []  # module memos cleared with this one (traffic_ui's uploads)
 
 
 _GC_SETTLED: list[bool] = []  # process-wide: becomes [True] after the first full run

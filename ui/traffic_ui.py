@@ -15,7 +15,6 @@ import streamlit as st
 from kvmodel.traffic import load_traffic, mix_from_requests, sample_path
 from kvview.mdtext import md_escape, shown
 from ui import perf
-from ui.memo import Memo
 from ui.widgets import page_widget
 
 
@@ -32,10 +31,6 @@ def sample_select(label: str, **kwargs) -> str:
                        format_func=lambda k: SAMPLES[k][1], **kwargs)  # fmt: skip
 
 
-_UPLOADS = Memo(max_entries=4)  # parsed uploads, shared by sessions like st.cache_resource
-perf._OTHER_MEMOS.append(_UPLOADS)
-
-
 def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progress=None):
     """An upload read once per (file, column choice); later reruns get the same object.
 
@@ -44,7 +39,7 @@ def upload_requests(file_id: str, name: str, columns: tuple, data: bytes, progre
     (``CacheReplayClosureError``) on the first control change after an upload.  The key is the
     upload's id, not its bytes, and the entry does not keep the bytes or the callback.
     """
-    return _UPLOADS.call(
+    return perf.UPLOADS.call(
         _read_upload, (data, name, columns, progress), {}, key=(file_id, name, columns)
     )
 

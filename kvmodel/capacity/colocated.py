@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import FALLBACK_UTILIZATION, MAX_BATCH, _at_least, mean_batch
+from kvmodel.capacity.pools import FALLBACK_UTILIZATION, MAX_BATCH, at_least, mean_batch
 from kvmodel.capacity.queue import (
     batch_grid,
     largest_within,
@@ -169,7 +169,7 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
     def ttft(n: int) -> float:
         return sum_percentile(opt.latency_s, q, ((u, n, a, opt.mean_s, opt.cs2),))
 
-    lo = _at_least(a)
+    lo = at_least(a)
     meets = opt.feasible
     if (ttft_floor(opt, q) if floor_s is None else floor_s) > ttft_slo_s:
         n_pf, pf_limit, meets = max(lo, math.ceil(a / FALLBACK_UTILIZATION - 1e-9)), "ttft", False

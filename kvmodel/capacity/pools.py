@@ -236,7 +236,7 @@ def decode_receivers(transfer_load: float) -> int:
     return max(1, math.ceil(transfer_load / RECEIVER_UTILIZATION - 1e-9))
 
 
-def _at_least(load: float) -> int:
+def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
 
@@ -265,7 +265,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
-    cp_compute, cp_link = _at_least(a_p), _at_least(a_x)
+    cp_compute, cp_link = at_least(a_p), at_least(a_x)
     cp_lo = max(cp_compute, cp_link)
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note

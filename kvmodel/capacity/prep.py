@@ -136,6 +136,12 @@ def basis(sc: Scenario, workload: Workload) -> Basis:
     return made
 
 
+def kept_bases() -> int:
+    """How many bases are kept now (at most :data:`BASES`)."""
+    with _BASES_LOCK:
+        return len(_BASES)
+
+
 def clear_bases() -> None:
     """Forget every kept basis (benchmarks of a cold plan; tests)."""
     with _BASES_LOCK:

@@ -17,7 +17,7 @@ from .. import inputs as I
 from .capacity import add_capacity_options, cmd_capacity
 from .listings import cmd_gpus, cmd_inputs, cmd_links, cmd_models, cmd_stacks
 from .measure import cmd_calibrate, cmd_metrics
-from .options import UsageError, _Parser, _scenario_options, add_input, check_inputs
+from .options import Parser, UsageError, add_input, check_inputs, scenario_options
 from .report import cmd_report
 from .scenario import cmd_critical, cmd_size, cmd_table, cmd_transfer
 from .traffic import cmd_traffic
@@ -44,12 +44,12 @@ COMMANDS = {
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m kvmodel", description="KV-cache transfer cost model")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m kvmodel", description="KV-cache transfer cost model")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, (_, help_text, scenario) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if scenario:
-            _scenario_options(p)
+            scenario_options(p)
         else:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "traffic":

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from .. import inputs as I
 from .edge import fmt_ms
-from .options import _scenario, _whole, add_input
-from .output import _emit
+from .options import add_input, scenario_from_args, whole
+from .output import emit
 
 ROWS = ("trace_file", "rps", "out", "ttft_slo", "ttft_pct", "tpot_slo", "price")
 
 
 def _tp_or_auto(text):
-    return "auto" if text.strip().lower() == "auto" else _whole(text)
+    return "auto" if text.strip().lower() == "auto" else whole(text)
 
 
 def add_capacity_options(p: argparse.ArgumentParser) -> None:
@@ -138,7 +138,7 @@ def cmd_capacity(args):
     decode_tp = prefill_tp if raw_d is None else None if raw_d == "auto" else raw_d
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
-    sc = _scenario(args)  # checks every option, the capacity ones included
+    sc = scenario_from_args(args)  # checks every option, the capacity ones included
     workload, req, notes = workload_from_args(args)
     slo = Slo(
         ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
@@ -191,4 +191,4 @@ def cmd_capacity(args):
         rows.append(("cost", f"${p.cost_per_hour:,.2f}/h disaggregated, "
                              f"${p.colocated_cost_per_hour:,.2f}/h colocated"))  # fmt: skip
     footer = tuple(f"note: {n}" for n in payload["notes"])
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)

@@ -6,7 +6,7 @@ from .. import catalog
 from .. import inputs as I
 from ..size import bytes_per_token_full
 from .edge import fmt_bytes
-from .output import _emit
+from .output import emit
 
 
 def cmd_models(args):
@@ -37,7 +37,7 @@ def cmd_models(args):
         )
         for p in payload
     ]
-    _emit(
+    emit(
         args,
         payload,
         ("id", "attention", "layers", "KV B/token (fp16)", "max ctx", "params B (total/active)"),
@@ -62,7 +62,7 @@ def cmd_links(args):
     rows = [
         (p["id"], p["name"], f"{p['bandwidth_gbs']:g}", f"{p['latency_us']:g}") for p in payload
     ]
-    _emit(args, payload, ("id", "name", "GB/s per direction", "latency µs"), rows)
+    emit(args, payload, ("id", "name", "GB/s per direction", "latency µs"), rows)
 
 
 def cmd_stacks(args):
@@ -97,7 +97,7 @@ def cmd_stacks(args):
         )
         for p in payload
     ]
-    _emit(
+    emit(
         args,
         payload,
         ("id", "per request ms", "per message µs", "efficiency", "message", "half-BW msg @ NDR"),
@@ -135,7 +135,7 @@ def cmd_gpus(args):
         )
         for p in payload
     ]
-    _emit(
+    emit(
         args,
         payload,
         ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB", "scale-up", "NIC"),
@@ -167,4 +167,4 @@ def cmd_inputs(args):
         (p["name"] if p["url"] else "–", p["cli"] or "–", p["unit"] or "–", str(p["default"]))
         for p in payload
     ]
-    _emit(args, payload, ("URL", "CLI", "unit", "default"), rows)
+    emit(args, payload, ("URL", "CLI", "unit", "default"), rows)

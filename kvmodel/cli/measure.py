@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import catalog
 from .edge import fmt_bytes
-from .output import _emit
+from .output import emit
 
 
 def _fit_measurement(m):
@@ -83,7 +83,7 @@ def cmd_calibrate(args):
             "perftest keeps many messages in flight: the intercept is the per-message cost of a "
             "pipelined stream, not the one-way latency (measure that with ib_write_lat)."
         )
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)
 
 
 def cmd_metrics(args):
@@ -166,4 +166,4 @@ def cmd_metrics(args):
         ),
     ]
     footer = [f"metrics found: {', '.join(d.metrics_found)}", *(f"note: {n}" for n in d.notes)]
-    _emit(args, payload, ("quantity", "value"), rows, footer)
+    emit(args, payload, ("quantity", "value"), rows, footer)

@@ -13,12 +13,12 @@ class UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2
         raise UsageError(message)
 
 
-def _positive_int(text):
+def positive_int(text):
     try:
         value = int(text)
     except ValueError:
@@ -28,7 +28,7 @@ def _positive_int(text):
     return value
 
 
-def _whole(text):
+def whole(text):
     try:
         return int(text)
     except ValueError:
@@ -64,7 +64,7 @@ def add_input(p, row: I.Input) -> None:
     if row.kind == "choice":
         kw["choices"] = list(row.allowed())
     elif row.kind == "int":
-        kw["type"] = _whole
+        kw["type"] = whole
     elif row.est:  # prefill, decode step
         kw["type"] = _number_or_est
     elif row.kind == "float":
@@ -88,7 +88,7 @@ def check_inputs(args) -> None:
 SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
 
 
-def _scenario_options(p: argparse.ArgumentParser) -> None:
+def scenario_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scenario (one row each in kvmodel/inputs.py)")
     src = g.add_mutually_exclusive_group()
     add_input(src, I.get("model"))
@@ -107,7 +107,7 @@ def _model_from_args(args):
     return args.model
 
 
-def _scenario(args, **overrides):
+def scenario_from_args(args, **overrides):
     """The scenario of the parsed options; ``overrides`` by input name, display units."""
     check_inputs(args)
     values = {"model": args.model}

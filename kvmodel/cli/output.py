@@ -42,7 +42,7 @@ def _print_table(headers, rows):
         print(line.format(*row))
 
 
-def _emit(args, payload, headers, rows, footer=()):
+def emit(args, payload, headers, rows, footer=()):
     if args.json:
         print(json_text(payload))
         return

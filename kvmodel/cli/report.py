@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import edge
-from .options import _scenario
+from .options import scenario_from_args
 from .output import json_text
 
 
@@ -13,7 +13,7 @@ def cmd_report(args):
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--out must end in .html or .htm, got {args.out!r}")
-    sc = _scenario(args)
+    sc = scenario_from_args(args)
     html, url, gaps = edge.report(sc, base_url=args.base_url, title=args.title)
     out.write_text(html, encoding="utf-8")
     size = out.stat().st_size

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..transfer import evaluate, transfer
 from .edge import fmt_bytes, fmt_ms, fmt_tokens
-from .options import _positive_int, _scenario
-from .output import _emit
+from .options import positive_int, scenario_from_args
+from .output import emit
 
 
 def _evaluation_payload(ev):
@@ -66,7 +66,7 @@ def _evaluation_payload(ev):
 
 
 def cmd_size(args):
-    ev = evaluate(_scenario(args))
+    ev = evaluate(scenario_from_args(args))
     p = _evaluation_payload(ev)
     keys = (
         "kv_bytes",
@@ -92,7 +92,7 @@ def cmd_size(args):
         )
     }
     rows = [(k, f"{p[k]:,.0f} B", fmt_bytes(p[k])) for k in keys]
-    _emit(
+    emit(
         args,
         payload,
         ("quantity", "bytes", "decimal"),
@@ -102,7 +102,7 @@ def cmd_size(args):
 
 
 def cmd_transfer(args):
-    ev = evaluate(_scenario(args))
+    ev = evaluate(scenario_from_args(args))
     p = _evaluation_payload(ev)
     rows = [
         ("KV cache", fmt_bytes(ev.kv_total_bytes)),
@@ -138,11 +138,11 @@ def cmd_transfer(args):
         ),
         ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
     ]
-    _emit(args, p, ("quantity", "value"), rows, [f"note: {n}" for n in ev.notes])
+    emit(args, p, ("quantity", "value"), rows, [f"note: {n}" for n in ev.notes])
 
 
 def cmd_critical(args):
-    ev = evaluate(_scenario(args))
+    ev = evaluate(scenario_from_args(args))
     sc = ev.scenario
     payload = {
         "model": sc.model.id,
@@ -157,16 +157,16 @@ def cmd_critical(args):
         ("critical sequence length", fmt_tokens(ev.critical_seq_len)),
         ("threshold", f"transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}"),
     ]
-    _emit(args, payload, ("quantity", "value"), rows)
+    emit(args, payload, ("quantity", "value"), rows)
 
 
 def cmd_table(args):
-    batches = sorted({_positive_int(b) for b in args.batches.split(",") if b.strip()})
+    batches = sorted({positive_int(b) for b in args.batches.split(",") if b.strip()})
     if args.bandwidth_gbs is not None:
-        scenarios = [_scenario(args)]
+        scenarios = [scenario_from_args(args)]
     else:
         ids = [i.strip() for i in args.links.split(",") if i.strip()]
-        scenarios = [_scenario(args, link=i) for i in ids]
+        scenarios = [scenario_from_args(args, link=i) for i in ids]
     payload = {
         "model": scenarios[0].model.id,
         "seq_len": args.seq_len,
@@ -195,7 +195,7 @@ def cmd_table(args):
             )
         )
     headers = ("link", "GB/s/dir", *(f"batch {b} (ms)" for b in batches))
-    _emit(
+    emit(
         args,
         payload,
         headers,

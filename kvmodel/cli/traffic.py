@@ -6,8 +6,8 @@ table, streamed in constant memory (:mod:`kvmodel.traffic.dataset`)."""
 from __future__ import annotations
 
 from .edge import fmt_tokens
-from .options import _scenario
-from .output import _emit
+from .options import scenario_from_args
+from .output import emit
 
 
 def cmd_traffic(args):
@@ -20,7 +20,7 @@ def cmd_traffic(args):
         time_column=args.time_column,
         per_request=False,
     )
-    sc = _scenario(args)  # checks every option, --hit-ratio included
+    sc = scenario_from_args(args)  # checks every option, --hit-ratio included
     mix = tr.mix_from_requests(req, hit_ratio=args.hit_ratio)
     reg = tr.regions(sc, mix, min_seq_len=args.min_seq_len, criterion=args.criterion)
     ld = tr.load(sc, mix, rps=args.rps)
@@ -100,7 +100,7 @@ def cmd_traffic(args):
         rows.insert(0, ("files", f"{req.columns['files_read']:,} Parquet files read"))
         if skipped:
             rows.insert(1, ("skipped files", _skipped_files(skipped)))
-    _emit(args, payload, ("quantity", "value"), rows)
+    emit(args, payload, ("quantity", "value"), rows)
 
 
 def _skipped_files(names: list[str], shown: int = 3) -> str:

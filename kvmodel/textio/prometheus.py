@@ -79,7 +79,7 @@ def _scan(text: str) -> Iterator[tuple[int, str | None, re.Match | None]]:
         yield n, raw.strip(), None
 
 
-def _slow(line: str) -> list[tuple[str, dict, float]]:
+def parse_line_reference(line: str) -> list[tuple[str, dict, float]]:
     """``line`` read by prometheus_client; ValueError when it refuses it."""
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -137,7 +137,7 @@ def parse_exposition(
                     'format, name{label="value"} 42'
                 )
             try:
-                found = _slow(line)
+                found = parse_line_reference(line)
             except ValueError:
                 raise error(
                     f"{name}: line {n} is not Prometheus text ({line[:80]!r}); {expected}"

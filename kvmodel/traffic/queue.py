@@ -50,7 +50,7 @@ def _sample(mix: Mix, n: int, rng) -> np.ndarray:
     return rng.choice(len(mix.tokens), size=n, p=p)
 
 
-def _simulate(service: np.ndarray, rate: float, rng) -> np.ndarray:
+def simulate_waits(service: np.ndarray, rate: float, rng) -> np.ndarray:
     """Waiting times of an FCFS queue with Poisson arrivals.
 
     Lindley's recursion W₀ = 0, W_{n+1} = max(0, W_n + X_n − A_n) unrolls to
@@ -78,7 +78,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     idx = _sample(mix, sim_requests, rng)
     svc = x[idx]
     if stable:
-        wait = _simulate(svc, rate, rng)
+        wait = simulate_waits(svc, rate, rng)
         total = wait + exposed[inverse][idx]
         share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
         p50, p90, p99 = (float(np.percentile(total, q)) for q in (50, 90, 99))
@@ -110,7 +110,7 @@ def _p99_share(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray) -> float:
     w = mix.weights / mix.weights.sum()
     if rate * float((w * whole[inverse]).sum()) >= 1:
         return float("inf")
-    wait = _simulate(svc, rate, np.random.default_rng(SEED + 1))
+    wait = simulate_waits(svc, rate, np.random.default_rng(SEED + 1))
     total = wait + exposed[inverse][idx]
     share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
     return float(np.percentile(share, 99))

@@ -20,15 +20,15 @@ from kvview.figures.kit import (
     LAYOUT_COLORS,
     ROW_PX,
     SEGMENT_COLORS,
-    _Fig,
-    _finished,
-    _groups,
-    _layout,
-    _legend_stacked,
-    _names_above,
-    _panels,
+    Fig,
+    base_layout,
+    finished,
+    groups_of,
+    legend_stacked,
     link_color,
     link_name,
+    names_above,
+    panel_figure,
 )
 from kvview.figures.measured import (
     MEASURED_COLOR,
@@ -90,23 +90,23 @@ __all__ = [  # the builders defined here and those re-exported from the modules 
 ]
 
 
-@_finished
+@finished
 def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Mitigations page: exposed transfer per option (left) beside its TTFT breakdown (right)."""
     top = figure_option_transfer.unbuilt(table, step_ms=step_ms)
     bottom = figure_ttft.unbuilt(table, title="TTFT per option")
     # stacked, each panel as wide as the page: side by side, their headings, legend and axis
     # titles ran into each other on a phone (and the headings crowded at 1280 px)
-    return _panels([top, bottom], title="What each option changes", rows=True)
+    return panel_figure([top, bottom], title="What each option changes", rows=True)
 
 
-@_finished
+@finished
 def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> go.Figure:
     """Stacked horizontal bars per option: prefill, exposed transfer (+codec), first decode [ms].
 
     ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms.
     """
-    fig = _Fig()
+    fig = Fig()
     parts = (
         ("Prefill", "prefill_ms"),
         ("KV transfer", "exposed_transfer_ms"),
@@ -124,17 +124,17 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
             "<extra>%{y}</extra>",
         )
     fig.update_layout(barmode="stack")
-    _names_above(fig, table["option"])
-    _layout(fig, title, "time since the request arrived [ms]", "")
-    _legend_stacked(fig)
+    names_above(fig, table["option"])
+    base_layout(fig, title, "time since the request arrived [ms]", "")
+    legend_stacked(fig)
     fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * len(table))
     return fig
 
 
-@_finished
+@finished
 def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Exposed transfer (+ quantize/dequantize) per option against one decode step [ms]."""
-    fig = _Fig()
+    fig = Fig()
     xs = [float(v) for v in table["exposed_transfer_ms"]]
     top = max(max(xs), step_ms) * 1.3  # the axis range
     near = 0.22 * top  # about a label's width: a bar ending this close before the line ...
@@ -163,9 +163,9 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
         name=f"one decode step ({step_ms:,.1f} ms)",
     )
     fig.update_xaxes(range=[0, top])
-    _names_above(fig, table["option"])
-    _layout(fig, "Exposed transfer per option", "exposed transfer [ms]", "")
-    _legend_stacked(fig)
+    names_above(fig, table["option"])
+    base_layout(fig, "Exposed transfer per option", "exposed transfer [ms]", "")
+    legend_stacked(fig)
     fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * len(table))
     return fig
 
@@ -175,7 +175,7 @@ def _ms_label(ms: float, digits: int = 1) -> str:
     return f"{ms / 1e3:,.1f} s" if abs(ms) >= 10_000 else f"{ms:,.{digits}f} ms"
 
 
-@_finished
+@finished
 def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
     """TTFT as a waterfall: prefill, exposed transfer and first decode step add up [ms]."""
     total = prefill_ms + transfer_ms + decode_ms
@@ -188,7 +188,7 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         SEGMENT_COLORS["First decode step"],
         "#475569",
     ]
-    fig = _Fig()
+    fig = Fig()
     fig.add_bar(
         y=names,
         x=widths,
@@ -202,18 +202,18 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
         "%{customdata[1]:,.1f} ms<extra></extra>",
     )
-    _names_above(fig, names)  # names over the bars: a 390 px plot keeps its width
+    names_above(fig, names)  # names over the bars: a 390 px plot keeps its width
     fig.update_xaxes(range=[0, total * 1.3])
     fig.update_layout(showlegend=False)
-    return _layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
+    return base_layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
 
 
-@_finished
+@finished
 def figure_transfer_vs_step(
     transfer_ms: float, step_ms: float, band_ms=DEFAULT_BAND_MS, *, link: str = "", k: float = 1.0
 ) -> go.Figure:
     """One bar for the exposed transfer against the decode step and the usual band [ms]."""
-    fig = _Fig()
+    fig = Fig()
     fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0, layer="below")
     fig.add_annotation(
         x=(band_ms[0] + band_ms[1]) / 2,
@@ -236,14 +236,14 @@ def figure_transfer_vs_step(
     )
     if k != 1:
         fig.add_vline(x=k * step_ms, line_dash="dash", annotation_text=f"{k:g} × step")
-    _names_above(fig, ["KV transfer", "Decode step"])  # over the bars, as the waterfall's
+    names_above(fig, ["KV transfer", "Decode step"])  # over the bars, as the waterfall's
     title = f"KV transfer vs one decode step{' on ' + link if link else ''}"
     fig.update_layout(showlegend=False)
     fig.update_xaxes(range=[0, max(transfer_ms, step_ms, band_ms[1]) * 1.25])
-    return _layout(fig, title, "time [ms]", "", height=300)
+    return base_layout(fig, title, "time [ms]", "", height=300)
 
 
-@_finished
+@finished
 def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
     """Gantt of prefill compute, KV transfer chunks and the first decode step [ms]."""
     colors = {
@@ -251,8 +251,8 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
         "KV transfer": SEGMENT_COLORS["KV transfer"],
         "Decode": SEGMENT_COLORS["First decode step"],
     }
-    fig = _Fig()
-    for lane, part in _groups(tl, "lane", ("start_ms", "end_ms", "label")):
+    fig = Fig()
+    for lane, part in groups_of(tl, "lane", ("start_ms", "end_ms", "label")):
         fig.add_bar(
             y=[lane] * len(part["label"]),
             x=part["end_ms"] - part["start_ms"],
@@ -270,5 +270,5 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
     lanes = [n for n in ("Prefill compute", "KV transfer", "Decode") if n in set(tl["lane"])]
     lanes += [n for n in dict.fromkeys(tl["lane"]) if n not in lanes]
     fig.update_yaxes(categoryorder="array", categoryarray=lanes)
-    _names_above(fig, lanes)  # lane names over the bars: a 390 px plot keeps its width
-    return _layout(fig, title, "time since the request arrived [ms]", "", height=260)
+    names_above(fig, lanes)  # lane names over the bars: a 390 px plot keeps its width
+    return base_layout(fig, title, "time since the request arrived [ms]", "", height=260)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import _Fig, _finished, _layout, _names_above
+from kvview.figures.kit import Fig, base_layout, finished, names_above
 from kvview.fmt import fmt_sig
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
@@ -41,7 +41,7 @@ POOLS = (("colocated_limit", "colocated"), ("decode_limit", "decode"), ("prefill
 RATE_AXIS = "request rate [requests/s, log scale]"
 
 
-def _rate_marker(fig: _Fig, rps: float | None) -> None:
+def _rate_marker(fig: Fig, rps: float | None) -> None:
     if rps and rps > 0:
         fig.add_vline(x=float(rps), line_dash="dot", line_color="#111827", line_width=1.5)
         fig.add_annotation(
@@ -73,7 +73,7 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
-def _rate_axis(fig: _Fig, rates) -> None:
+def _rate_axis(fig: Fig, rates) -> None:
     """A log rate axis with ticks at 1, 2 and 5 of each decade, written out in full (plotly's
     own "D2" ticks write 20 and 200 as "2")."""
     r = np.asarray(rates, dtype=float)
@@ -87,17 +87,17 @@ def _rate_axis(fig: _Fig, rates) -> None:
     fig.update_xaxes(type="log", tickvals=vals, ticktext=[fmt_sig(v, 3) for v in vals])
 
 
-def _finish(fig: _Fig, rates, rps: float | None, title: str, y_title: str, *,
-            height: int) -> _Fig:  # fmt: skip
+def _finish(fig: Fig, rates, rps: float | None, title: str, y_title: str, *,
+            height: int) -> Fig:  # fmt: skip
     """What every rate chart ends with: the rate asked marked, the log rate axis, the kit's
     layout and the legend below."""
     _rate_marker(fig, rps)
     _rate_axis(fig, rates)
-    _layout(fig, title, RATE_AXIS, y_title, height=height)  # legend below (kit)
+    base_layout(fig, title, RATE_AXIS, y_title, height=height)  # legend below (kit)
     return fig
 
 
-def _edges(rates: np.ndarray) -> np.ndarray:
+def rate_edges(rates: np.ndarray) -> np.ndarray:
     """Cell edges around each rate: geometric midpoints, the ends half a step out."""
     r = np.asarray(rates, dtype=float)
     if len(r) == 1:
@@ -113,7 +113,7 @@ def _feasible(sweep: pd.DataFrame, column: str) -> np.ndarray:
     return sweep[column].to_numpy(dtype=bool)
 
 
-def _misses(fig: _Fig, r, gpus, mask, name: str, color: str) -> None:
+def _misses(fig: Fig, r, gpus, mask, name: str, color: str) -> None:
     """Open markers at the rates where an option misses the targets (its line has a gap
     there): the GPUs it fell back to, no saving counted (issue 24)."""
     if not mask.any():
@@ -126,13 +126,13 @@ def _misses(fig: _Fig, r, gpus, mask, name: str, color: str) -> None:
     )  # fmt: skip
 
 
-@_finished
+@finished
 def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """Whole GPUs needed against the request rate, colocated vs disaggregated (step lines:
     GPUs come in whole instances); the rates where disaggregation needs fewer are shaded.
     Where an option misses the targets its line has a gap and an open marker shows the GPUs
     it fell back to; no rate is shaded unless both options meet the targets."""
-    fig = _Fig()
+    fig = Fig()
     r = sweep["rps"].to_numpy(dtype=float)
     dis_all = sweep["disaggregated_gpus"].to_numpy(dtype=float)
     col_all = sweep["colocated_gpus"].to_numpy(dtype=float)
@@ -140,7 +140,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
     col_ok = _feasible(sweep, "colocated_meets_slo") & (col_all > 0)  # 0: no colocated shape
     dis = np.where(dis_ok, dis_all, np.nan)
     col = np.where(col_ok, col_all, np.nan)
-    edges = _edges(r)
+    edges = rate_edges(r)
     wins = (dis < col) & dis_ok & col_ok
     for first, last in _runs(wins):
         fig.add_vrect(x0=edges[first], x1=edges[last + 1], fillcolor=SAVES_FILL, line_width=0,
@@ -188,10 +188,10 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
     return _finish(fig, r, rps, "GPUs needed against the request rate", "GPUs", height=460)
 
 
-@_finished
+@finished
 def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """Prefill and decode GPUs of the disaggregated plan, stacked, against the rate."""
-    fig = _Fig()
+    fig = Fig()
     r = sweep["rps"].to_numpy(dtype=float)
     p = sweep["prefill_gpus"].to_numpy(dtype=float)
     d = sweep["decode_gpus"].to_numpy(dtype=float)
@@ -216,14 +216,14 @@ def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figu
     return _finish(fig, r, rps, "Prefill : decode split (disaggregated)", "GPUs", height=400)
 
 
-@_finished
+@finished
 def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """Which constraint sizes each pool as the rate grows: one row per pool, coloured by the
     binding constraint over the rates where it binds (one bar trace per constraint: a trace
     per run made dozens of traces, slow to draw in the browser)."""
-    fig = _Fig()
+    fig = Fig()
     r = sweep["rps"].to_numpy(dtype=float)
-    edges = _edges(r)
+    edges = rate_edges(r)
     runs: dict[str, dict[str, list]] = {}  # constraint -> its bars (in first-seen order)
     for col, pool in POOLS:
         if col not in sweep.columns:
@@ -255,7 +255,7 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
     fig.update_layout(barmode="overlay")
     pools = [pool for col, pool in POOLS if col in sweep.columns]
     fig.update_yaxes(categoryorder="array", categoryarray=pools)
-    _names_above(fig, pools)  # names over the bars: the plot keeps a phone's width
+    names_above(fig, pools)  # names over the bars: the plot keeps a phone's width
     return _finish(fig, r, rps, "What sizes each pool as the rate grows", "", height=400)
 
 

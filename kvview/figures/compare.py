@@ -16,7 +16,7 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import SEGMENT_COLORS, _Fig, _finished, _layout, _panels
+from kvview.figures.kit import SEGMENT_COLORS, Fig, base_layout, finished, panel_figure
 from kvview.fmt import fmt_sig
 
 VERDICT_COLORS = {"better": "#0072B2", "worse": "#D55E00", "same": "#94a3b8"}  # Okabe-Ito
@@ -47,12 +47,12 @@ def _pct(r: float) -> str:
     return text.replace("-", "−")
 
 
-@_finished
+@finished
 def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
     """Exposed transfer per scenario [ms], each bar labelled with its share of TTFT.
 
     ``table``: ``sweeps.compare_table`` (index = scenario label, SI units)."""
-    fig = _Fig()
+    fig = Fig()
     labels = [str(i) for i in table.index]
     ms = [float(v) * 1e3 for v in table["exposed_transfer_s"]]
     share = [float(v) for v in table["transfer_share_of_ttft"]]
@@ -73,7 +73,7 @@ def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(range=[0, top * 1.15], rangemode="tozero")
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
-    return _layout(
+    return base_layout(
         fig,
         "Exposed transfer and its share of TTFT",
         "exposed transfer [ms]",
@@ -82,9 +82,9 @@ def figure_compare_transfer(table: pd.DataFrame) -> go.Figure:
     )
 
 
-def _change_panel(ch: pd.DataFrame, key: str, title: str) -> _Fig:
+def _change_panel(ch: pd.DataFrame, key: str, title: str) -> Fig:
     rows = ch[ch["key"] == key]
-    fig = _Fig()
+    fig = Fig()
     ms = [float(v) * 1e3 if math.isfinite(v) else 0.0 for v in rows["change"]]
     rel = list(rows["relative"])
     verdicts = list(rows["verdict"])
@@ -114,10 +114,10 @@ def _change_panel(ch: pd.DataFrame, key: str, title: str) -> _Fig:
                      zeroline=True, zerolinecolor="#475569", title=f"{title} [ms]")  # fmt: skip
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(showlegend=False)
-    return _layout(fig, title, f"{title} [ms]", "", height=max(200, 110 + 40 * len(rows)))
+    return base_layout(fig, title, f"{title} [ms]", "", height=max(200, 110 + 40 * len(rows)))
 
 
-@_finished
+@finished
 def figure_compare_change(changes: pd.DataFrame) -> go.Figure:
     """Each variant's change against A: TTFT and exposed transfer [ms], bar labels with the
     relative change and the verdict.
@@ -128,6 +128,6 @@ def figure_compare_change(changes: pd.DataFrame) -> go.Figure:
         _change_panel(ch, "ttft_s", "Change in TTFT vs A"),
         _change_panel(ch, "exposed_transfer_s", "Change in exposed transfer vs A"),
     ]
-    fig = _panels(panels, title="Change against A (lower is better)", rows=True)
+    fig = panel_figure(panels, title="Change against A (lower is better)", rows=True)
     fig.update_layout(showlegend=False, hoverlabel={"namelength": -1})
     return fig

@@ -64,7 +64,7 @@ def _plain(value):
     return value
 
 
-def _groups(df: pd.DataFrame, key: str, columns: tuple[str, ...]):
+def groups_of(df: pd.DataFrame, key: str, columns: tuple[str, ...]):
     """``(value, {column: array})`` per distinct ``key`` value, in first-seen order.
 
     What ``df.groupby(key, sort=False)`` gives a chart, without building a sub-frame per group
@@ -102,7 +102,7 @@ def _merge(base: dict, extra: dict) -> dict:
     return base
 
 
-class _Fig:
+class Fig:
     """Collects traces and layout as plain dicts; ``build`` makes one ``go.Figure`` at the end.
 
     The incremental ``go.Figure`` API validates and re-parses on every call (20-30 ms for a
@@ -155,13 +155,13 @@ class _Fig:
         return go.Figure({"data": self.data, "layout": self.layout})
 
 
-def _finished(builder):
-    """Decorator: a builder that fills a ``_Fig`` returns the built ``go.Figure``."""
+def finished(builder):
+    """Decorator: a builder that fills a ``Fig`` returns the built ``go.Figure``."""
 
     @functools.wraps(builder)
     def wrapper(*args, **kwargs):
         out = builder(*args, **kwargs)
-        return out.build() if isinstance(out, _Fig) else out
+        return out.build() if isinstance(out, Fig) else out
 
     wrapper.unbuilt = builder  # the plain-dict figure, for combining into panels
     return wrapper
@@ -181,7 +181,7 @@ def link_name(link_id: str) -> str:
         return link_id
 
 
-def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
+def band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
     """A horizontal band as a filled trace (data coordinates: safe on log axes)."""
     lo, hi = band_ms
     x0, x1 = x_range
@@ -196,7 +196,7 @@ def _band_trace(fig: go.Figure, x_range, band_ms, label: str) -> None:
     )
 
 
-def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
+def threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
     fig.add_scatter(
         x=list(x_range),
         y=[y_ms, y_ms],
@@ -207,7 +207,7 @@ def _threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
     )
 
 
-def _legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
+def legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
     """A one-row legend between the title and the plot (for charts as wide as the page)."""
     fig.update_layout(
         legend={
@@ -228,7 +228,7 @@ LEGEND_ROW_PX = 21  # one entry of a legend stacked one per line
 TITLE_PX = 40  # the figure's title, at the top of the figure
 
 
-def _names_above(fig: _Fig, names, *, bar: float = 0.5) -> None:
+def names_above(fig: Fig, names, *, bar: float = 0.5) -> None:
     """Horizontal bars named by a line of text above each bar instead of tick labels on the
     left.  The names then take height, not width: on a 390 px phone the bars keep the whole
     width and no name runs into a bar label.  Every bar trace is moved into the lower part of
@@ -248,11 +248,11 @@ def _names_above(fig: _Fig, names, *, bar: float = 0.5) -> None:
                            yanchor="top", showarrow=False)  # fmt: skip
 
 
-def _legend_entries(fig: _Fig) -> int:
+def _legend_entries(fig: Fig) -> int:
     return sum(1 for t in fig.data if t.get("name") and t.get("showlegend") is not False)
 
 
-def _legend_stacked(fig: _Fig, *, above_px: int = 0) -> None:
+def legend_stacked(fig: Fig, *, above_px: int = 0) -> None:
     """A legend of one entry per line between the title and the plot (or ``above_px`` higher):
     it is as wide as its longest entry, so it fits a phone and never wraps into the title."""
     fig.update_layout(
@@ -270,7 +270,7 @@ def _legend_stacked(fig: _Fig, *, above_px: int = 0) -> None:
     )
 
 
-def _legend_below(fig: _Fig) -> None:
+def legend_below(fig: Fig) -> None:
     """A horizontal legend at the bottom of the figure, under the x-axis title, wrapping into
     rows as the width needs.
 
@@ -291,9 +291,9 @@ def _legend_below(fig: _Fig) -> None:
     )
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
+def base_layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
     """The kit's layout: title at the left, axis titles, margins, the legend below the plot
-    (``_legend_below``; ``_legend_stacked`` and ``_legend_on_top`` move it where a chart
+    (``legend_below``; ``legend_stacked`` and ``legend_on_top`` move it where a chart
     needs), full names in hover labels."""
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
@@ -303,11 +303,11 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) ->
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         hoverlabel={"namelength": -1},
     )
-    _legend_below(fig)
+    legend_below(fig)
     return fig
 
 
-def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _Fig:
+def panel_figure(figs: list[Fig], *, title: str, rows: bool, gap: float = 0.1) -> Fig:
     """Several builders' figures as the panels of one figure.
 
     One chart element instead of several: plotly builds and Streamlit serialises each figure
@@ -316,7 +316,7 @@ def _panels(figs: list[_Fig], *, title: str, rows: bool, gap: float = 0.1) -> _F
     labels are written once).  Each panel's title becomes a heading above it; its shapes and
     annotations follow its axes.
     """
-    out = _Fig()
+    out = Fig()
     named: set[str] = set()
     n = len(figs)
     heights = [int(fig.layout.get("height", 420)) for fig in figs]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from kvview.figures.kit import _Fig, _finished, _layout, _legend_on_top
+from kvview.figures.kit import Fig, base_layout, finished, legend_on_top
 from kvview.fmt import fmt_bandwidth
 
 MEASURED_COLOR = "#dc2626"
@@ -14,7 +14,7 @@ MODEL_COLOR = "#2563eb"
 NOMINAL_COLOR = "#475569"
 
 
-@_finished
+@finished
 def figure_model_vs_measured(
     rows, *, title: str = "Model vs measured, per request", unit: str = "ms"
 ) -> go.Figure:
@@ -22,7 +22,7 @@ def figure_model_vs_measured(
     missing side is left out.  Log y when the values span more than ten times (a TTFT and a
     few-ms gap)."""
     scale = {"ms": 1e3, "µs": 1e6}[unit]
-    fig = _Fig()
+    fig = Fig()
     labels = [r[0] for r in rows]
     for name, idx, color in (("Model", 1, MODEL_COLOR), ("Measured", 2, MEASURED_COLOR)):
         ys = [None if r[idx] is None else r[idx] * scale for r in rows]
@@ -44,8 +44,8 @@ def figure_model_vs_measured(
         fig.update_yaxes(type="log", dtick=1, range=[np.log10(min(values)) - 0.3, top])
     else:
         fig.update_yaxes(rangemode="tozero")
-    fig = _layout(fig, title, "", f"time [{unit}{', log scale' if log else ''}]", height=400)
-    _legend_on_top(fig, top=90)
+    fig = base_layout(fig, title, "", f"time [{unit}{', log scale' if log else ''}]", height=400)
+    legend_on_top(fig, top=90)
     return fig
 
 
@@ -59,14 +59,14 @@ def _ticks_125(lo: float, hi: float) -> list[float]:
     return [float(f"{t:.3g}") for t in below + inside + above]
 
 
-@_finished
+@finished
 def figure_gap_distribution(
     buckets=(), samples=(), *, model_s: float | None = None, source: str = ""
 ) -> go.Figure:
     """How the measured transfer gap is spread: a histogram's buckets (cumulative
     ``(upper bound [s], count)``, ``+Inf`` last) or a gauge's samples [s], on a log time axis
     [ms], with the model's exposed transfer marked."""
-    fig = _Fig()
+    fig = Fig()
     above = 0.0
     if buckets:
         b = [(float(le), float(c)) for le, c in buckets]
@@ -118,7 +118,7 @@ def figure_gap_distribution(
         )
     note = f"; {above:,.0f} above {edges[-1] * 1e3:,.3g} ms not drawn" if above else ""
     title = "Measured transfer gap" + (f" ({source})" if source else "") + note
-    return _layout(fig, title, "transfer gap [ms, log scale]", "transfers", height=380)
+    return base_layout(fig, title, "transfer gap [ms, log scale]", "transfers", height=380)
 
 
 def _nominal(link: str, nominal: float) -> str:
@@ -127,13 +127,13 @@ def _nominal(link: str, nominal: float) -> str:
     return link if bw in link or f"{nominal / 1e9:,.4g} GB/s" in link else f"{link}, {bw}"
 
 
-@_finished
+@finished
 def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """perftest points (message bytes, bandwidth B/s) with the fitted curve and the link's
     nominal bandwidth, in GB/s over a log message-size axis."""
     x = np.asarray(sizes, dtype=float)
     grid = np.geomspace(x.min(), x.max(), 200)
-    fig = _Fig()
+    fig = Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(bandwidths, dtype=float) / 1e9,
@@ -162,23 +162,23 @@ def figure_bandwidth_fit(sizes, bandwidths, fit, *, nominal: float, link: str) -
         hovertemplate=f"{link} nominal: %{{y:,.4g}} GB/s<extra></extra>",
     )
     fig.update_xaxes(type="log")
-    fig = _layout(
+    fig = base_layout(
         fig,
         "Measured bandwidth by message size, with the fit",
         "message size [bytes, log scale]",
         "bandwidth [GB/s per direction]",
     )
-    _legend_on_top(fig, top=90)
+    legend_on_top(fig, top=90)
     return fig
 
 
-@_finished
+@finished
 def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     """(bytes, seconds) points with ``t = latency + bytes ÷ bandwidth``, log-log, in µs."""
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = _Fig()
+    fig = Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(seconds, dtype=float) * 1e6,
@@ -200,23 +200,23 @@ def figure_time_fit(sizes, seconds, fit) -> go.Figure:
     )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    fig = _layout(
+    fig = base_layout(
         fig,
         "Measured transfer time by size, with the fit",
         "transfer size [bytes, log scale]",
         "time [µs, log scale]",
     )
-    _legend_on_top(fig, top=90)
+    legend_on_top(fig, top=90)
     return fig
 
 
-@_finished
+@finished
 def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str) -> go.Figure:
     """Achieved ÷ nominal bandwidth [%] by message size: measured points and the fit."""
     x = np.asarray(sizes, dtype=float)
     pos = x[x > 0]
     grid = np.geomspace(pos.min() if pos.size else 1.0, max(x.max(), 2.0), 200)
-    fig = _Fig()
+    fig = Fig()
     fig.add_scatter(
         x=x,
         y=np.asarray(bandwidths, dtype=float) / nominal * 100,
@@ -242,21 +242,21 @@ def figure_efficiency_curve(sizes, bandwidths, fit, *, nominal: float, link: str
         hoverinfo="skip",
     )
     fig.update_xaxes(type="log")
-    fig = _layout(
+    fig = base_layout(
         fig,
         f"Efficiency by message size: achieved ÷ nominal ({_nominal(link, nominal)})",
         "message size [bytes, log scale]",
         "efficiency [% of nominal]",
     )
-    _legend_on_top(fig, top=90)
+    legend_on_top(fig, top=90)
     return fig
 
 
-@_finished
+@finished
 def figure_transfer_durations(durations_s, *, model_s: float | None = None) -> go.Figure:
     """Histogram of profiled per-transfer durations [µs] with the model's per-layer time."""
     d = np.asarray(durations_s, dtype=float) * 1e6
-    fig = _Fig()
+    fig = Fig()
     fig.add_histogram(
         x=d,
         nbinsx=min(max(int(np.sqrt(d.size)) * 2, 10), 60),
@@ -279,7 +279,7 @@ def figure_transfer_durations(durations_s, *, model_s: float | None = None) -> g
         )
     if d.size and np.histogram(d, bins=min(max(int(np.sqrt(d.size)) * 2, 10), 60))[0].max() < 8:
         fig.update_yaxes(dtick=1)  # whole transfers
-    return _layout(
+    return base_layout(
         fig,
         "Profiled transfer durations",
         "duration per transfer [µs]",

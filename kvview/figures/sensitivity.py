@@ -13,17 +13,17 @@ import plotly.graph_objects as go
 from kvview.figures.kit import (
     NAME_BAND,
     ROW_PX,
-    _Fig,
-    _finished,
-    _layout,
-    _legend_stacked,
-    _names_above,
-    _panels,
+    Fig,
+    base_layout,
+    finished,
+    legend_stacked,
+    names_above,
+    panel_figure,
 )
 from kvview.fmt import setting_labels
 
 
-@_finished
+@finished
 def figure_tornado_panels(df: pd.DataFrame) -> go.Figure:
     """Plan page: what moves TTFT (top) and the transfer share of TTFT (bottom)."""
     panels = [figure_tornado.unbuilt(df, metric=m) for m in ("ttft", "share")]
@@ -31,7 +31,7 @@ def figure_tornado_panels(df: pd.DataFrame) -> go.Figure:
         panel.layout["title"]["text"] = f"What moves the {what}"  # short: a phone's width
     rel = df.attrs.get("rel")
     span = f"each input ±{rel:.0%} on its own" if rel else "each input moved on its own"
-    return _panels(panels, title=f"Sensitivity: {span}", rows=True)
+    return panel_figure(panels, title=f"Sensitivity: {span}", rows=True)
 
 
 def _ticks_from_zero(top: float, most: int = 8) -> list[float]:
@@ -46,7 +46,7 @@ def _ticks_from_zero(top: float, most: int = 8) -> list[float]:
 TORNADO_COLORS = {"low": "#60a5fa", "high": "#dc2626"}
 
 
-@_finished
+@finished
 def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None = None):
     """Tornado chart of ``kvmodel.sensitivity.tornado``: per input, bars from the base value to
     the outcome at its low and at its high setting, largest spread on top.
@@ -79,7 +79,7 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     values = [b, *(d[lo_col] * scale), *(d[hi_col] * scale)]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.5 or max(abs(b) * 0.1, 1e-9)  # room for the labels beside the bars
-    fig = _Fig()
+    fig = Fig()
     for side, col, label_col, width, name in (
         ("low", lo_col, "low_label", 0.5, "low setting (categories: best option)"),
         ("high", hi_col, "high_label", 0.28, "high setting (categories: worst option)"),
@@ -119,8 +119,8 @@ def figure_tornado(df: pd.DataFrame, *, metric: str = "ttft", base: float | None
     fig.update_layout(barmode="overlay")
     rel = df.attrs.get("rel")
     span = f": each input ±{rel:.0%}, categories over all options" if rel else ""
-    _names_above(fig, d["input"])
-    _layout(fig, f"What moves the {what}{span}", f"{what} [{unit}]", "")
-    _legend_stacked(fig)
+    names_above(fig, d["input"])
+    base_layout(fig, f"What moves the {what}{span}", f"{what} [{unit}]", "")
+    legend_stacked(fig)
     fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * n_inputs)
     return fig

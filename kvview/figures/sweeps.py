@@ -12,14 +12,14 @@ import plotly.graph_objects as go
 from kvmodel.inputs import DEFAULT_BAND_MS
 from kvview.figures.kit import (
     LAYOUT_COLORS,
-    _band_trace,
-    _Fig,
-    _finished,
-    _groups,
-    _layout,
-    _threshold_trace,
+    Fig,
+    band_trace,
+    base_layout,
+    finished,
+    groups_of,
     link_color,
     link_name,
+    threshold_trace,
 )
 
 
@@ -31,20 +31,20 @@ def _line(lid: str, name: str, blocked) -> tuple[str, dict]:
     return name, {"color": link_color(lid)}
 
 
-@_finished
+@finished
 def figure_batch_sweep(
     df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int, blocked=()
 ) -> go.Figure:
     """Transfer vs batch per link, log-log, with the decode-step band; ``blocked``: link ids
     that cannot be built at the scenario's TPs (dotted, named so)."""
-    fig = _Fig()
-    _band_trace(
+    fig = Fig()
+    band_trace(
         fig,
         (df["batch"].min(), df["batch"].max()),
         band_ms,
         f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
     )
-    for lid, part in _groups(df, "link", ("name", "batch", "transfer_ms")):
+    for lid, part in groups_of(df, "link", ("name", "batch", "transfer_ms")):
         name, line = _line(lid, part["name"][0], blocked)
         fig.add_scatter(
             x=part["batch"],
@@ -56,7 +56,7 @@ def figure_batch_sweep(
         )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig,
         f"KV transfer time vs batch at {seq_len:,} tokens",
         "batch [requests, log scale]",
@@ -64,15 +64,15 @@ def figure_batch_sweep(
     )
 
 
-@_finished
+@finished
 def figure_seq_sweep(
     curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str,
     blocked=(),
 ) -> go.Figure:  # fmt: skip
     """Transfer vs sequence length per link, the threshold line, critical S marked;
     ``blocked``: link ids that cannot be built at the scenario's TPs (dotted, named so)."""
-    fig = _Fig()
-    for lid, part in _groups(curves, "link", ("seq_len", "transfer_ms")):
+    fig = Fig()
+    for lid, part in groups_of(curves, "link", ("seq_len", "transfer_ms")):
         name, line = _line(lid, link_name(lid), blocked)
         fig.add_scatter(
             x=part["seq_len"],
@@ -82,7 +82,7 @@ def figure_seq_sweep(
             line=line,
             hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
-    _threshold_trace(
+    threshold_trace(
         fig,
         (curves["seq_len"].min(), curves["seq_len"].max()),
         threshold_ms,
@@ -106,17 +106,19 @@ def figure_seq_sweep(
         )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig, title, "sequence length [tokens, log scale]", "exposed transfer time [ms, log scale]"
     )
 
 
-@_finished
+@finished
 def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
     """Transfer vs S for several models on one link; dash style by attention layout."""
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-    fig = _Fig()
-    for n, (mid, part) in enumerate(_groups(df, "model", ("attention", "seq_len", "transfer_ms"))):
+    fig = Fig()
+    for n, (mid, part) in enumerate(
+        groups_of(df, "model", ("attention", "seq_len", "transfer_ms"))
+    ):
         layout = part["attention"][0]
         fig.add_scatter(
             x=part["seq_len"],
@@ -127,7 +129,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
             hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
             "transfer %{y:,.2f} ms<extra></extra>",
         )
-    _threshold_trace(
+    threshold_trace(
         fig,
         (df["seq_len"].min(), df["seq_len"].max()),
         threshold_ms,
@@ -135,7 +137,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)
-    return _layout(
+    return base_layout(
         fig,
         f"Attention layouts compared on {link}",
         "sequence length [tokens, log scale]",
@@ -143,14 +145,14 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
     )
 
 
-@_finished
+@finished
 def figure_bytes_per_token(
     df: pd.DataFrame, *, highlight: str | None = None, kv_dtype: str = "fp16"
 ) -> go.Figure:
     """KV bytes per token across models (log bars), coloured by attention layout."""
     d = df.sort_values("bytes_per_token_at_seq", ascending=False)
-    fig = _Fig()
-    for layout, part in _groups(
+    fig = Fig()
+    for layout, part in groups_of(
         d, "attention", ("model", "bytes_per_token_at_seq", "seq_len", "bytes_per_token_short")
     ):
         fig.add_bar(
@@ -170,7 +172,7 @@ def figure_bytes_per_token(
     fig.update_yaxes(type="log", dtick=1)
     fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
     seq = int(d["seq_len"].max())
-    return _layout(
+    return base_layout(
         fig,
         f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
         "",

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import _Fig, _finished, _layout
+from kvview.figures.kit import Fig, base_layout, finished
 
 REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
 REGION_NAMES = ("too short", "gains", "transfer-bound")
 
 
-@_finished
+@finished
 def figure_traffic_histogram(
     tokens, weights, region, *, min_seq_len: int, critical: int | None, bins: int = 60
 ) -> go.Figure:
@@ -26,7 +26,7 @@ def figure_traffic_histogram(
     """
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
     edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
-    fig = _Fig()
+    fig = Fig()
     top = np.zeros(len(edges) - 1)
     for r, name in enumerate(REGION_NAMES):
         sel = region == r
@@ -46,7 +46,7 @@ def figure_traffic_histogram(
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_xaxes(type="log", dtick=1)
     _boundaries(fig, min_seq_len, critical, float(top.max()) if top.size else 1.0)
-    return _layout(
+    return base_layout(
         fig,
         "Request lengths by region (tokens that must move)",
         "tokens per request [log scale]",
@@ -57,7 +57,7 @@ def figure_traffic_histogram(
 BOUNDARY_DASH = {"min": "dash", "critical": "dashdot"}
 
 
-def _boundaries(fig: _Fig, min_seq_len: int, critical: int | None, top: float) -> None:
+def _boundaries(fig: Fig, min_seq_len: int, critical: int | None, top: float) -> None:
     """The two boundaries as dashed lines named in the legend ('min 128 tokens', 'critical
     2,577 tokens'): as notes above the plot they overprinted each other on a 390 px phone,
     where 128 and 2,577 tokens lie ~60 px apart (issue 24)."""

@@ -122,6 +122,14 @@ def app_url(chromium_path, tmp_path_factory) -> str:
         yield url
 
 
+@pytest.fixture
+def fresh_app_url(chromium_path, tmp_path) -> str:
+    """A server of the test's own, so its first request is the first of the process (no
+    earlier run has called st.navigation there: tests/e2e/test_router_browser.py)."""
+    with serve(tmp_path) as url:
+        yield url
+
+
 BASE_PATH = "kvplanner"
 
 

@@ -30,16 +30,11 @@ from kvview.capacity_words import (
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
-from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
-from ui.memo import Memo
+from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
 SWEEP_PER_DECADE = 12  # 12 per decade (25-26 rates)
-
-
-_PLANS = Memo(max_entries=64)  # sizings, plans and sweeps, process-wide like perf's memo
-perf._OTHER_MEMOS.append(_PLANS)
 
 
 def plan_key(sc) -> tuple:
@@ -59,7 +54,7 @@ def plan_key(sc) -> tuple:
 
 
 def _memo(text: str, fn, args: tuple, kwargs: dict, key):
-    return _PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+    return perf.PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
 
 
 def _traffic():
@@ -147,7 +142,6 @@ def _inputs(sc):
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -21,7 +21,7 @@ from kvview.figures import compare as figures_compare
 from kvview.fmt import in_ms
 from kvview.words import compare_takeaway
 from ui import compare_edit as E
-from ui import exports_ui, perf, routing, share, traffic_ui, urlstate
+from ui import exports_ui, perf, share, traffic_ui, urlstate
 
 
 def _gains(labelled, base_sc):
@@ -157,7 +157,6 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Compare")
     urlstate.show_notices()
     base_sc = urlstate.scenario_or_stop()

@@ -9,12 +9,11 @@ from kvmodel.sweeps import batch_sweep, link_batch_table
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway, not_buildable
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Interconnects")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

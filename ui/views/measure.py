@@ -14,7 +14,7 @@ from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvview import csv_tables, figures
 from kvview import measure_text as mt
 from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time
-from ui import exports_ui, routing, urlstate, widgets
+from ui import exports_ui, urlstate, widgets
 from ui import measure_ui as mu
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
@@ -53,7 +53,6 @@ def _upload() -> tuple[bytes, str]:
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Measured vs model")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -8,12 +8,11 @@ from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
 from kvview import csv_tables, figures
 from kvview.fmt import fmt_bytes, fmt_tokens, in_ms
 from kvview.words import mitigation_takeaway
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Mitigations")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

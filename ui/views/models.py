@@ -7,14 +7,13 @@ import streamlit as st
 from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
 from kvview.words import models_takeaway
-from ui import config_import, exports_ui, perf, routing, urlstate
+from ui import config_import, exports_ui, perf, urlstate
 
 MAX_CONFIG_BYTES = 1_000_000
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Models")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -6,18 +6,24 @@ from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvview.words import overview_takeaway
-from ui import exports_ui, perf, routing, urlstate
+from ui import exports_ui, perf, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Overview")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     ev = evaluate(sc)  # memoised per scenario in kvmodel
     st.info(overview_takeaway(ev), icon=":material/lightbulb:")
+    _cache_metrics(sc, ev)
+    _transfer_metrics(sc, ev)
+    _charts(sc, ev)
+    _how_computed(sc, ev)
 
+
+def _cache_metrics(sc, ev) -> None:
+    """The KV cache: whole, per token, per layer, per GPU, on the wire."""
     st.subheader("KV cache")
     c = st.columns(3)
     c[0].metric(
@@ -52,6 +58,9 @@ def render() -> None:
         help=f"After {sc.compression} compression ({ev.compression_ratio:.3f}× the stored bytes)",
     )
 
+
+def _transfer_metrics(sc, ev) -> None:
+    """The transfer and TTFT metrics, with their help."""
     st.subheader("Transfer and TTFT")
     stack = sc.stack
     c = st.columns(4)
@@ -107,6 +116,9 @@ def render() -> None:
         else f"Set in the sidebar; roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)}",
     )
 
+
+def _charts(sc, ev) -> None:
+    """The transfer against the decode step and the TTFT waterfall; the notes."""
     left, right = st.columns(2)
     exports_ui.chart(
         perf.cached(
@@ -132,6 +144,11 @@ def render() -> None:
     for note in ev.notes:
         if note not in ev.problems:  # those are in the warning above
             st.caption(f"Note: {note}.")
+
+
+def _how_computed(sc, ev) -> None:
+    """How these numbers are computed (link, transfer terms, stack, model source)."""
+    stack = sc.stack
     with st.expander("How these numbers are computed"):
         st.markdown(
             f"- Link: {sc.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "

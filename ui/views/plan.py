@@ -10,12 +10,11 @@ from kvmodel.sensitivity import tornado
 from kvview import csv_tables, figures
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
 from kvview.words import unreachable_reason
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Plan")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -4,12 +4,11 @@ import streamlit as st
 
 from kvmodel.inputs import DEFAULT_SHARE_TARGET
 from kvmodel.measure import GAP_METRIC, TTFT_METRICS
-from ui import recipes_ui, routing, urlstate
+from ui import recipes_ui, urlstate
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Recipes")
     urlstate.show_notices()
     st.info(
@@ -20,7 +19,15 @@ def render() -> None:
         icon=":material/lightbulb:",
     )
 
-    # --------------------------------------------------------------------------- Prometheus
+    _gap_metric()
+    _gap_metric_reading()
+    _perftest()
+    _nsys()
+    _sql()
+
+
+def _gap_metric() -> None:
+    """1 · The transfer gap as a Prometheus histogram: the code and why."""
     st.header("1 · Export the transfer gap from the server", divider="gray")
     st.markdown(
         "Time the gap between the end of prefill and the first decode step and export it as a "
@@ -61,6 +68,10 @@ def render() -> None:
             "Unbounded cardinality: a million requests are a million series in every scrape. "
             "The Measured page still reads such a gauge (one sample per request) and warns."
         )
+
+
+def _gap_metric_reading() -> None:
+    """1 · (cont.) The dashboards’ PromQL, what the Measured page reads, an example scrape."""
     st.markdown("**Dashboards** (PromQL over all replicas, 5-minute windows):")
     st.code(
         "# mean gap\n"
@@ -100,7 +111,9 @@ def render() -> None:
             on_click="ignore",
         )
 
-    # --------------------------------------------------------------------------- perftest
+
+def _perftest() -> None:
+    """2 · The link measured with perftest."""
     st.header("2 · Measure the link with perftest", divider="gray")
     st.markdown(
         "Run `ib_write_bw -a` between a prefill and a decode node over the NIC the KV cache "
@@ -121,7 +134,9 @@ def render() -> None:
         "ib_read_bw output too. The bandwidth is per direction and per stream (one queue pair)."
     )
 
-    # --------------------------------------------------------------------------- nsys
+
+def _nsys() -> None:
+    """3 · The transfer profiled with Nsight Systems."""
     st.header("3 · Profile the transfer with Nsight Systems", divider="gray")
     st.markdown(
         "Profile the prefill side under real traffic and export the CUDA-kernel and NVTX reports "
@@ -139,7 +154,9 @@ def render() -> None:
         "other kernels or ranges."
     )
 
-    # --------------------------------------------------------------------------- SQL
+
+def _sql() -> None:
+    """4 · A request log turned into a traffic histogram (SQL)."""
     st.header("4 · Turn a request log into a traffic histogram (SQL)", divider="gray")
     st.markdown(
         "A serving fleet's request log lives in a warehouse: billions of rows, one per request. "

@@ -7,12 +7,11 @@ from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
 from kvview import figures, params
 from kvview.fmt import in_ms
 from kvview.words import not_buildable, sequence_takeaway
-from ui import exports_ui, perf, routing, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Sequence length")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -10,7 +10,7 @@ from kvview import csv_tables, figures, params, tables
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvview.mdtext import md_escape
 from kvview.words import not_buildable, traffic_takeaway, window_sentence
-from ui import exports_ui, perf, routing, traffic_ui, urlstate, widgets
+from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
@@ -83,7 +83,6 @@ def _column_pickers(cols: list[str]) -> None:
 
 def render() -> None:
     """Draw the page (see the module docstring)."""
-    routing.ensure_router()
     st.title("Traffic")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()

@@ -1,0 +1,88 @@
+"""The router: the pages, the shared controls around them, and the one way a page is drawn.
+
+Every run goes through :func:`run`, whichever file Streamlit starts it with.  Streamlit 1.67
+treats an entrypoint with a ``pages/`` folder beside it as a legacy (MPA v1) app until the
+first ``st.navigation`` call of the process: ``PagesManager`` sets ``uses_pages_directory`` when
+``main_script_parent / "pages"`` exists, and while it holds the script runner runs the app
+through ``_mpa_v1``, which runs a requested ``pages/<name>.py`` as the entrypoint itself
+(``streamlit/runtime/pages_manager.py``, ``streamlit/runtime/scriptrunner/script_runner.py``;
+no config option changes it; AppTest resets it before every run).  Two public steps handle it:
+
+- a page file calls :func:`page`: run by the router's ``page.run()`` it draws its view; run by
+  Streamlit on its own (a first request straight to /models) it runs the router, whose
+  ``st.navigation`` picks that same page by its URL and runs the file again, inside;
+- the first run of a process calls ``st.navigation`` (which ends the legacy mode for the
+  process) and reruns before drawing anything: widgets drawn in a legacy run carry another
+  page id than in every later run, and the browser would keep both copies of the sidebar
+  (tests/e2e/test_router_browser.py).  Later runs execute the app once (AppTest's included:
+  tests/test_router.py counts them).
+
+No private flag is touched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+
+from ui import perf, present, share, sidebar, urlstate
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = (  # file in pages/, title, material icon, url path (None: the default page, at /)
+    ("overview", "Overview", "dashboard", None),
+    ("interconnects", "Interconnects", "lan", "interconnects"),
+    ("sequence", "Sequence", "straighten", "sequence"),
+    ("mitigations", "Mitigations", "build", "mitigations"),
+    ("plan", "Plan", "target", "plan"),
+    ("compare", "Compare", "compare_arrows", "compare"),
+    ("traffic", "Traffic", "bar_chart", "traffic"),
+    ("capacity", "Capacity", "dns", "capacity"),
+    ("measure", "Measured", "monitoring", "measure"),
+    ("recipes", "Recipes", "menu_book", "recipes"),
+    ("models", "Models", "neurology", "models"),
+)
+_RUNNING = threading.local()  # per script thread: .page is True while the router runs a page
+_NAVIGATED = threading.Event()  # process-wide: set once a run has called st.navigation
+
+
+def _pages() -> list:
+    return [
+        st.Page(f"pages/{f}.py", title=t, icon=f":material/{i}:", url_path=u, default=u is None)
+        for f, t, i, u in PAGES
+    ]
+
+
+def run() -> None:
+    """One run of the app: page config, the shared controls, navigation, the page."""
+    if not _NAVIGATED.is_set():  # this run may have started in the legacy pages/ mode
+        st.navigation(_pages(), position="top")  # ends that mode for the process
+        _NAVIGATED.set()
+        st.rerun()  # before any widget, so widget ids never change between runs
+    st.set_page_config(
+        page_title="KV Transfer Planner",
+        page_icon=str(ROOT / "data" / "icon.png"),
+        layout="wide",
+    )
+    urlstate.init_from_url()
+    sidebar.sidebar_controls()
+    chosen = st.navigation(_pages(), position="top")
+    urlstate.sync_url()
+    share.share_box()
+    present.presentation_mode()
+    _RUNNING.page = True
+    try:
+        chosen.run()
+    finally:
+        _RUNNING.page = False
+    perf.settle_gc()  # once per process, after the first full run
+
+
+def page(render: Callable[[], None]) -> None:
+    """A page file's body: draw the view inside the router, or route this run through it."""
+    if getattr(_RUNNING, "page", False):
+        render()
+    else:
+        run()
