@@ -83,7 +83,12 @@ def evaluate(sc: Scenario) -> Evaluation:
     ttft = prefill + exposed + sc.decode_step_s
     lb = float(
         decode_step_lower_bound_s(
-            sc.model, sc.seq_len, sc.batch, gpu=sc.gpu, tp=sc.tp_decode, kv_dtype=sc.kv_dtype
+            sc.model,
+            sc.seq_len,
+            sc.batch,
+            gpu=sc.decode_gpu,
+            tp=sc.tp_decode,
+            kv_dtype=sc.kv_dtype,
         )
     )
     notes = []
@@ -113,7 +118,7 @@ def evaluate(sc: Scenario) -> Evaluation:
                   kv_scale_group=sc.kv_scale_group)  # fmt: skip
     mem_d = instance_memory(
         sc.model,
-        sc.gpu,
+        sc.decode_gpu,
         tp=sc.tp_decode,
         data_parallel_attention=sc.data_parallel_attention,
         **mem_kw,

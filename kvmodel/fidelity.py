@@ -125,7 +125,7 @@ def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
             [float(r["bytes"]) for r in req], [float(r["measured_ms"]) / 1e3 for r in req]
         )
         nominal = sc.link.bandwidth_bytes_per_s * default_streams(
-            sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode
+            sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode, sc.gpu_decode
         )
         out = replace(out, request_s=max(0.0, fit.latency_s - sc.link.latency_s),
                       efficiency_max=min(1.0, fit.bandwidth_bytes_per_s / nominal))  # fmt: skip

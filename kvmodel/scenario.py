@@ -27,7 +27,8 @@ def unwindowed(model: ModelSpec) -> ModelSpec:
 def _estimated_step_s(sc) -> float:
     for g in sc.model.groups:  # an impossible TP is reported by the checks that follow
         shard_heads(g.kv_heads, sc.tp_decode)
-    return _step_cached(sc.model, sc.gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len), sc.kv_dtype)
+    return _step_cached(sc.model, sc.decode_gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len),
+                        sc.kv_dtype)  # fmt: skip
 
 
 @lru_cache(maxsize=4096)
@@ -72,6 +73,8 @@ class Scenario:
     # True: decode_step_s is estimated (kvmodel.timing) at this scenario's model, GPU, decode
     # TP, batch and prompt length, and follows them through dataclasses.replace
     decode_step_estimated: bool = False
+    # the decode instances' GPU when it is not ``gpu`` (None: the same); ``gpu`` is prefill's
+    gpu_decode: GpuSpec | None = None
 
     def __post_init__(self):
         # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
@@ -99,6 +102,10 @@ class Scenario:
             raise ValueError(
                 f"window_transfer must be one of {WINDOW_TRANSFER}, got {self.window_transfer!r}"
             )
+        if self.gpu_decode is not None and not isinstance(self.gpu_decode, GpuSpec):
+            raise ValueError(f"gpu_decode must be a GpuSpec or None, got {self.gpu_decode!r}")
+        if self.gpu_decode == self.gpu:  # one GPU for both: kept as None (one scenario, one key)
+            object.__setattr__(self, "gpu_decode", None)
         if not isinstance(self.stack, StackSpec):
             raise ValueError(f"stack must be a StackSpec, got {self.stack!r}")
         kv_dtype_bytes(self.kv_dtype, scale_group=self.kv_scale_group)
@@ -113,9 +120,14 @@ class Scenario:
         instances have (``kvmodel.topology``); with data-parallel attention a batch smaller
         than that uses one stream per request."""
         n = self.parallel_links or default_streams(
-            self.gpu, self.link, self.tp_prefill, self.tp_decode
+            self.gpu, self.link, self.tp_prefill, self.tp_decode, self.gpu_decode
         )
         return min(n, self.batch) if self.data_parallel_attention else n
+
+    @property
+    def decode_gpu(self) -> GpuSpec:
+        """The decode instances' GPU (``gpu_decode``, else the prefill GPU ``gpu``)."""
+        return self.gpu_decode or self.gpu
 
     @property
     def data_parallel_attention(self) -> bool:

@@ -136,7 +136,7 @@ def _streams(sc: Scenario, vol: Volume):
     """Links used at once, per batch entry: with data-parallel attention and no stream count
     given, a batch smaller than the NICs uses one stream per request (``Scenario.streams``)."""
     if sc.data_parallel_attention and not sc.parallel_links:
-        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode)
+        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode, sc.gpu_decode)
         return np.minimum(n, vol.b)
     return sc.streams
 

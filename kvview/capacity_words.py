@@ -190,6 +190,15 @@ def crossover_sentence(sweep, rps: float) -> str:
     return _crossing(fewer, r, rps, drawn) + gaps
 
 
+def no_sweep_text(rates, rps: float, exc: Exception) -> str:
+    """Why 'Across request rates' is missing: the sweep's rates cannot all be sized."""
+    return (
+        f"No sweep from {fmt_sig(rates[0], 3)} to {fmt_sig(rates[-1], 3)} requests/s: {exc}. "
+        f"The plan at {fmt_sig(rps, 3)} requests/s is above; lower the request rate to see the "
+        "sweep."
+    )
+
+
 def feasible_both(sweep) -> np.ndarray:
     """Per row of a rate sweep: both sides meet the targets (columns ``meets_slo`` and
     ``colocated_meets_slo``; a frame without them counts as feasible)."""

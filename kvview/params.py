@@ -9,6 +9,7 @@ markdown: every value taken from the link goes through ``mdtext.shown`` (escaped
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 from kvmodel import catalog
@@ -16,6 +17,7 @@ from kvmodel import inputs as I
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
+from kvview.fmt import fmt_sig
 from kvview.mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
@@ -47,16 +49,23 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     except ValueError:
         warnings.append(f"{name}={shown(raw)} is not a number; using {default:g}.")
         return default
+    if value != 0 and abs(value) < sys.float_info.min:  # subnormal: 1/value overflows
+        warnings.append(f"{name}={shown(raw)} is too close to 0 to compute with; using 0.")
+        value = 0.0
     if integer and value != int(value):
         warnings.append(f"{name}={shown(raw)} is not a whole number; using {round(value):g}.")
         value = float(round(value))
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
-            f"({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {_n(lo)}–{_n(hi)} "
+            f"({LABELS[name]}); using {_n(clamped)}."
         )
-    return int(clamped) if integer else clamped
+    return I.get(name).typed(clamped)  # min/max keep the bound's type: 0, not 0.0 (issue 23)
+
+
+def _n(x: float) -> str:  # 10,000,000 rather than 1e+07
+    return fmt_sig(x, 6) if abs(x) < 1e15 else f"{x:g}"
 
 
 def parse_query(query) -> tuple[dict, list[str], dict]:
@@ -68,6 +77,15 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     q = {k: query[k] for k in query}
     warnings: list[str] = []
     v = dict(DEFAULTS)
+    imported, renamed = _read_cfg(q, v, warnings)
+    spec = _read_ids(q, v, warnings, imported, renamed)
+    _read_values(q, v, warnings, spec)
+    _read_lists(q, v, warnings)
+    return v, warnings, imported
+
+
+def _read_cfg(q, v, warnings) -> tuple[dict, dict]:
+    """An imported model carried by ``cfg``: {id: ModelSpec}, and {the id it gave: its id}."""
     imported = {}
     models = catalog.models()
     renamed = {}  # the id a link's cfg gave -> the id it is imported under
@@ -90,6 +108,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 spec = replace(spec, id=mid)
             imported[mid] = spec
             v["cfg"] = q["cfg"]
+    return imported, renamed
+
+
+def _read_ids(q, v, warnings, imported, renamed):
+    """Model, interconnect, GPU and stack ids (a link without ``stack`` reads as version 1);
+    returns the model's spec."""
+    models = catalog.models()
     if "model" in q:
         mid = str(q["model"]).strip().lower()
         if mid in models:
@@ -117,6 +142,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    if q.get("gpud"):
+        gid = str(q["gpud"]).strip().lower()
+        if gid in catalog.gpus():
+            v["gpud"] = "" if gid == v["gpu"] else gid
+        else:
+            warnings.append(f"gpud={shown(q['gpud'])} is not a known GPU; decoding on the "
+                            "prefill GPU.")  # fmt: skip
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():
@@ -131,6 +163,12 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.
         v.update(I.V1_DEFAULTS)
+    return spec
+
+
+def _read_values(q, v, warnings, spec) -> None:
+    """The model's defaults, the choices, the numbers (within the rows' ranges, seq up to the
+    model's context), the TPs and the estimated times."""
     for row in (r for r in PARAMS if r.default_from):  # attn, kvd: the model's own
         if v[row.name] is None or row.name not in q and v[row.name] == row.default:
             v[row.name] = row.default_for(spec)
@@ -173,6 +211,10 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         )
         if row.lo_open and v[row.name] == 0.0:  # the step: 0 is no time, so an estimate
             v[row.name] = "est"
+
+
+def _read_lists(q, v, warnings) -> None:
+    """The page inputs with their own formats: id lists, batches, the band, compared scenarios."""
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
@@ -183,7 +225,6 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         v["band"] = _band(q["band"], warnings)
     if "cmp" in q:
         v["cmp"] = _compare(q["cmp"], v, warnings)
-    return v, warnings, imported
 
 
 def is_version1(query) -> bool:

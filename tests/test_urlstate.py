@@ -94,7 +94,7 @@ def test_tampered_link_then_every_page_works(page):
 
 def test_seq_clamped_to_model_context_with_warning():
     at = app({"model": "llama-2-7b", "seq": "100000"})
-    assert "4096" in at.warning[0].value
+    assert "4,096" in at.warning[0].value
     assert at.select_slider(key="seq").value == 4096
 
 

@@ -142,7 +142,7 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step_ms",
+LAZY_KEYS = ("tp", "tpd", "par", "gpu", "gpud", "kvd", "attn", "win", "step_mode", "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
@@ -156,6 +156,10 @@ def _stack_caption(sb, st_) -> None:
     )
 
 
+def _decode_gpu_name(gpu_id: str) -> str:
+    return catalog.get_gpu(gpu_id).name if gpu_id else "the same as prefill"
+
+
 def _hardware_controls(box, spec) -> None:
     with box:
         tps = valid_tp(spec, P.MAX_TP)
@@ -164,6 +168,7 @@ def _hardware_controls(box, spec) -> None:
         input_widget(c2.selectbox, "tpd", options=tps)
         input_widget(st.number_input, "par")
         input_widget(st.selectbox, "gpu", format_func=lambda g: catalog.get_gpu(g).name)
+        input_widget(st.selectbox, "gpud", format_func=_decode_gpu_name)
         input_widget(st.selectbox, "kvd")
         input_widget(st.radio, "attn", horizontal=True,
                      format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get)  # fmt: skip

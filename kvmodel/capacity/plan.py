@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from kvmodel.capacity.costs import costs
 from kvmodel.capacity.pools import (
     Pools,
     decode_receivers,
@@ -117,7 +118,8 @@ def _nearest(prep: Prepared, wide_prep, pools: Pools, c, rps: float):
 
 
 def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
-             wide=None, nearest: bool = False) -> CapacityPlan:  # fmt: skip
+             wide=None, nearest: bool = False,
+             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
     """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
     nearest parallelism at which a side that misses the targets meets them."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
@@ -145,7 +147,13 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
                      f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
                      "between domains takes the scale-out network")  # fmt: skip
+    if sc.decode_gpu != sc.gpu and is_scale_up(sc.link):
+        notes.append(f"prefill on {sc.gpu.name} and decode on {sc.decode_gpu.name} share no "
+                     f"{sc.link.name} domain: a transfer between them takes the scale-out "
+                     "network")  # fmt: skip
     cg = c.gpus if c else 0
+    hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
+                                          price_decode)  # fmt: skip
     both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,
@@ -182,21 +190,30 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         link_bandwidth_bytes_per_s=sc.link.bandwidth_bytes_per_s,
         nics_per_transfer=pf.streams,
         demanded_bytes_per_s=rps * pf.mean_wire_bytes,
-        cost_per_hour=None if price is None else (pgpus + dgpus) * price,
-        colocated_cost_per_hour=None if price is None else cg * price,
+        cost_per_hour=hour,
+        colocated_cost_per_hour=colo_hour,
         notes=tuple(notes),
+        prefill_gpu=sc.gpu.id,
+        decode_gpu=sc.decode_gpu.id,
+        cost_per_million_output_tokens=per_million,
         disaggregated_nearest=near_p,
         colocated_nearest=near_c,
         nearest_searched=nearest,
     )
 
 
+MAX_PRICE = 1_000_000.0  # $/GPU-hour: above it a price is an input error, not a plan
+
+
 def _price(gpu_price_per_hour) -> float | None:
     if gpu_price_per_hour is None or gpu_price_per_hour == 0:
         return None
     p = gpu_price_per_hour
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < math.inf:
-        raise ValueError(f"the GPU price must be > 0 $/GPU-hour (0: none), got {p!r}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= MAX_PRICE:
+        raise ValueError(
+            f"the GPU price must be > 0 and at most {MAX_PRICE:,.0f} $/GPU-hour (0: none), "
+            f"got {p!r}"
+        )
     return float(p)
 
 
@@ -223,8 +240,10 @@ class Sizing:
     def __init__(self, sc: Scenario, workload: Workload, slo: Slo, *,
                  prefill_tp: int | None = None, decode_tp: int | None = None,
                  colocated_tp: int | None = None,
-                 gpu_price_per_hour: float | None = None):  # fmt: skip
+                 gpu_price_per_hour: float | None = None,
+                 gpu_price_decode_per_hour: float | None = None):  # fmt: skip
         self.price = _price(gpu_price_per_hour)
+        self.price_decode = _price(gpu_price_decode_per_hour)
         self.workload = workload  # kept: callers may key on its identity
         self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
         self._wide = None  # every TP (prep.wide_tps), made when a side first misses
@@ -272,6 +291,7 @@ class Sizing:
                     network=network,
                     wide=self._wide_prep,
                     nearest=nearest,
+                    price_decode=self.price_decode,
                 )
                 self._plans[key] = hit  # fmt: skip
         return hit
@@ -292,14 +312,18 @@ class Sizing:
 
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,
          decode_tp: int | None = None, colocated_tp: int | None = None,
-         gpu_price_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
+         gpu_price_per_hour: float | None = None,
+         gpu_price_decode_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
     """The capacity plan of ``workload`` on ``sc``'s model, GPU, link and stack (module doc).
 
     A TP of None is searched.  ``colocated_tp`` None: the decode TP when it is given, else
-    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none).
+    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none);
+    ``gpu_price_decode_per_hour``: the decode GPUs' price when it differs (None: the same).
+    The decode pool runs on ``sc.decode_gpu`` (``Scenario.gpu_decode``).
     """
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
     return sizing.plan(workload.rps)
 
 
@@ -337,11 +361,13 @@ SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "co
 def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                prefill_tp: int | None = None, decode_tp: int | None = None,
                colocated_tp: int | None = None,
-               gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+               gpu_price_per_hour: float | None = None,
+               gpu_price_decode_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
     the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
     return sizing.sweep(rates)
 
 
@@ -354,7 +380,8 @@ NETWORK_COLUMNS = ("link", "link_name", "bandwidth_bytes_per_s", "nics_per_trans
 
 def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
                   prefill_tp: int | None = None, decode_tp: int | None = None,
-                  gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+                  gpu_price_per_hour: float | None = None,
+                  gpu_price_decode_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
     """Which network: the plan of ``workload`` with ``sc``'s interconnect replaced by each of
     ``link_ids`` (catalog ids; the scenario's own first, once), everything else as given.  One
     row per link (``NETWORK_COLUMNS``, SI units; bandwidth per NIC and direction;
@@ -364,7 +391,8 @@ def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
     rows = []
     for link in links:
         p = plan(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,
-                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour,
+                 gpu_price_decode_per_hour=gpu_price_decode_per_hour)  # fmt: skip
         row = {k: getattr(p, k) for k in NETWORK_COLUMNS if hasattr(p, k)}
         row.update(link=link.id, link_name=link.name,
                    bandwidth_bytes_per_s=link.bandwidth_bytes_per_s,

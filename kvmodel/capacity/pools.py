@@ -76,7 +76,7 @@ class Decode:
 
 
 def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
-    model, gpu = sc.model, sc.gpu
+    model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
     mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group,

@@ -19,6 +19,7 @@ from kvmodel.capacity.pools import (
     prefill_side,
     prefill_work_s,
 )
+from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
@@ -29,11 +30,13 @@ TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
 
 
-def tp_candidates(sc: Scenario) -> tuple[int, ...]:
+def tp_candidates(sc: Scenario, gpu=None) -> tuple[int, ...]:
     """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
     that split every KV-head group and leave memory beside the weights, within one node
     (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
-    resort of a model too large for one."""
+    resort of a model too large for one.  ``gpu``: the GPU of the pool (``sc.gpu`` by
+    default; the decode pool's is ``sc.decode_gpu``)."""
+    gpu = gpu or sc.gpu
     out = []
     for tp in TP_CHOICES:
         try:
@@ -41,15 +44,15 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
                 shard_heads(g.kv_heads, tp)
         except ValueError:
             continue
-        if out and tp > sc.gpu.gpus_per_node:
+        if out and tp > gpu.gpus_per_node:
             break
-        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+        if weights_bytes_per_gpu(sc.model, tp) < gpu.memory_bytes * USABLE_FRACTION:
             out.append(tp)
         if len(out) == AUTO_TPS:
             break
     if not out:
         raise ValueError(
-            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
+            f"the weights of {sc.model.name} do not fit on {gpu.name} at any TP up to "
             f"{TP_CHOICES[-1]}"
         )
     return tuple(out)
@@ -198,20 +201,29 @@ class Prepared:
         self.last.clear()
 
     def bounds(self, rps: float) -> list[tuple[int, int, int]]:
-        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
-        out = []
+        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first; a pair
+        that needs more than ``MAX_SERVERS`` instances (or an infinite number: absurd inputs
+        such as a 1e-300 GB/s link) is left out, and none left is an error."""
+        out, most = [], 0.0
         for tp, mean_s in self.prefill_mean_s.items():
             for tpd, dec in self.decodes.items():
-                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
-                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
+                slots = rps * self.shp.mean_output * dec.step_s / dec.batch
+                busy = rps * mean_s  # prefill instances kept busy, at least
+                if not max(slots, busy) <= MAX_SERVERS:  # also inf or nan
+                    most = max(most, slots, busy, key=lambda x: math.inf if x != x else x)
+                    continue
+                slots, busy = math.ceil(slots - 1e-9), math.ceil(busy - 1e-9)
+                bound = busy * tp + max(slots, 1) * tpd
                 before = self.earlier((tp, tpd), rps)
                 out.append((max(bound, before.gpus if before else 0), tp, tpd))
+        if not out:
+            raise too_many_instances(math.ceil(most) if math.isfinite(most) else math.inf)
         return sorted(out)
 
 
-def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
+def tps(sc: Scenario, tp: int | None, gpu=None) -> tuple[int, ...]:
     if tp is None:
-        return tp_candidates(sc)
+        return tp_candidates(sc, gpu)
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
     for g in sc.model.groups:
@@ -228,5 +240,6 @@ def prepare_wide(sc: Scenario, workload: Workload, slo: Slo) -> Prepared | None:
 def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
     if colocated_tp is None and decode_tp is not None:
         colocated_tp = decode_tp  # compare like with like when the TP is set
-    ptps, dtps, ctps = tps(sc, prefill_tp), tps(sc, decode_tp), tps(sc, colocated_tp)
+    ptps, ctps = tps(sc, prefill_tp), tps(sc, colocated_tp)
+    dtps = tps(sc, decode_tp, sc.decode_gpu)
     return Prepared(basis(sc, workload), slo, ptps, dtps, ctps)

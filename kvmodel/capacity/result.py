@@ -101,6 +101,9 @@ class CapacityPlan:
     cost_per_hour: float | None
     colocated_cost_per_hour: float | None
     notes: tuple[str, ...] = ()
+    prefill_gpu: str = ""  # catalog ids of each pool's GPU
+    decode_gpu: str = ""
+    cost_per_million_output_tokens: float | None = None  # $ per 10^6 tokens generated
     # when a side misses the targets: the nearest parallelism at which it meets them (None:
     # none does, or ``nearest_searched`` False: not searched, as in a rate sweep)
     disaggregated_nearest: NearestPools | None = None
@@ -157,6 +160,9 @@ class CapacityPlan:
             "demanded_gbs": gbs(self.demanded_bytes_per_s),
             "cost_per_hour": self.cost_per_hour,
             "colocated_cost_per_hour": self.colocated_cost_per_hour,
+            "prefill_gpu": self.prefill_gpu,
+            "decode_gpu": self.decode_gpu,
+            "cost_per_million_output_tokens": self.cost_per_million_output_tokens,
             "notes": list(self.notes),
             "disaggregated_feasible": self.disaggregated_feasible,
             "colocated_feasible": self.colocated_feasible,

@@ -17,7 +17,7 @@ from .. import inputs as I
 from .capacity import add_capacity_options, cmd_capacity
 from .listings import cmd_gpus, cmd_inputs, cmd_links, cmd_models, cmd_stacks
 from .measure import cmd_calibrate, cmd_metrics
-from .options import Parser, UsageError, add_input, check_inputs, scenario_options
+from .options import Parser, UsageError, add_input, check_inputs, positive_int, scenario_options
 from .report import cmd_report
 from .scenario import cmd_critical, cmd_size, cmd_table, cmd_transfer
 from .traffic import cmd_traffic
@@ -75,7 +75,7 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")
             p.add_argument(
                 "--nics",
-                type=int,
+                type=positive_int,
                 default=1,
                 help="NICs the measurement ran over: its total is divided by them (1)",
             )

@@ -11,7 +11,19 @@ from .edge import fmt_ms
 from .options import add_input, scenario_from_args, whole
 from .output import emit
 
-ROWS = ("trace_file", "rps", "out", "ttft_slo", "ttft_pct", "tpot_slo", "price")
+ROWS = (
+    "trace_file",
+    "rps",
+    "out",
+    "ttft_slo",
+    "ttft_pct",
+    "tpot_slo",
+    "price",
+    "priced",
+    "replay",
+    "size",
+    "rn",
+)
 
 
 def _tp_or_auto(text):
@@ -41,8 +53,9 @@ def _trace_path(text: str):
     return text
 
 
-def workload_from_args(args):
-    """The workload of the parsed options, and notes on how it was made."""
+def workload_from_args(args, *, per_request: bool = False):
+    """The workload of the parsed options, the requests read and notes on how it was made.
+    ``per_request``: keep every request of a trace (a replay plays its timestamps)."""
     from ..capacity import Workload
     from ..traffic import load_traffic
 
@@ -54,7 +67,7 @@ def workload_from_args(args):
             prompt_column=args.prompt_column,
             output_column=args.output_column,
             time_column=args.time_column,
-            per_request=False,
+            per_request=per_request,
         )
         if not req.has_output_lengths:
             notes.append(
@@ -139,14 +152,16 @@ def cmd_capacity(args):
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
     sc = scenario_from_args(args)  # checks every option, the capacity ones included
-    workload, req, notes = workload_from_args(args)
+    replaying = args.replay or args.size_by == "replay"
+    workload, req, notes = workload_from_args(args, per_request=replaying)
     slo = Slo(
         ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
         tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
         ttft_percentile=args.ttft_percentile,
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-             gpu_price_per_hour=args.gpu_price or None)  # fmt: skip
+             gpu_price_per_hour=args.gpu_price or None,
+             gpu_price_decode_per_hour=args.gpu_price_decode or None)  # fmt: skip
     payload = {
         "model": sc.model.id,
         "gpu": sc.gpu.id,
@@ -168,7 +183,8 @@ def cmd_capacity(args):
         ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
                     f"(limit: {p.limits['prefill']})"),
         ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
-                   f"(limit: {p.limits['decode']})"),
+                   f"(limit: {p.limits['decode']})"
+                   + (f" on {sc.decode_gpu.name}" if sc.gpu_decode is not None else "")),
         ("disaggregated", _side_row(p, "disaggregated", slo)),
         *([("disaggregated nearest", _nearest_row(p, "disaggregated"))]
           if not p.disaggregated_feasible else []),
@@ -190,5 +206,52 @@ def cmd_capacity(args):
     if p.cost_per_hour is not None:
         rows.append(("cost", f"${p.cost_per_hour:,.2f}/h disaggregated, "
                              f"${p.colocated_cost_per_hour:,.2f}/h colocated"))  # fmt: skip
+        if p.cost_per_million_output_tokens is not None:
+            rows.append(("cost per output", f"${p.cost_per_million_output_tokens:,.2f} per "
+                                            "million output tokens"))  # fmt: skip
+    if replaying:
+        rows += _replayed(args, sc, p, workload, req, slo, payload)
     footer = tuple(f"note: {n}" for n in payload["notes"])
     emit(args, payload, ("quantity", "value"), rows, footer)
+
+
+def _replayed(args, sc, p, workload, req, slo, payload) -> list:
+    """Replay the plan (``kvmodel.replay``): JSON key ``replay`` and the text section's rows."""
+    from .. import replay as rp
+
+    stream = rp.stream_for(workload, sc.model.max_context_tokens, req, rps=args.rps or None,
+                           output_len=args.output_len, n=args.replay_requests)  # fmt: skip
+    done = rp.replay_plan(sc, p, stream, slo, size_by=args.size_by)
+    r, dep = done.result, done.deployment
+    payload["replay"] = r.to_json()
+    payload["size_by"] = args.size_by
+    if done.grown:
+        payload["replay_sized"] = {
+            "prefill_instances": dep.prefill_instances,
+            "decode_instances": dep.decode_instances,
+            "prefill_gpus": dep.prefill_instances * dep.prefill_tp,
+            "decode_gpus": dep.decode_instances * dep.decode_tp,
+            "disaggregated_gpus": done.gpus,
+            "rounds": done.rounds,
+        }
+    if args.size_by == "replay" and not r.meets_slo:
+        payload["notes"].append(f"the replay still misses the targets after {done.rounds} "
+                                "rounds of growing the pools")  # fmt: skip
+    payload["notes"].extend(f"replay and formulas disagree: {why}" for why in done.reasons)
+    q = f"p{slo.ttft_percentile:g}"
+    arrivals = "Poisson arrivals (seeded)" if r.poisson else "the trace's own arrivals"
+    rows = [
+        ("replay", f"{r.requests:,} requests, {arrivals}"),
+        ("replay TTFT", f"p50 {fmt_ms(r.ttft_p50_s)}, p90 {fmt_ms(r.ttft_p90_s)}, "
+                        f"p99 {fmt_ms(r.ttft_p99_s)} ({q} {fmt_ms(r.ttft_at_slo_s)})"),
+        ("replay TPOT p90", fmt_ms(r.tpot_p90_s)),
+        ("replay transfer p90", f"{fmt_ms(r.transfer_p90_s)} (NIC queues included)"),
+        ("replay busiest NICs", f"{r.peak_link_utilization:.1%} in their busiest minute"),
+        ("replay decode queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory"),
+        ("replay meets targets", "yes" if r.meets_slo else "no"),
+    ]  # fmt: skip
+    if done.grown:
+        rows.append(("sized by replay", f"{_gpus(done.gpus)} = {dep.prefill_instances:,} × TP "
+                     f"{dep.prefill_tp} prefill + {dep.decode_instances:,} × TP "
+                     f"{dep.decode_tp} decode"))  # fmt: skip
+    return rows

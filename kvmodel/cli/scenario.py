@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import inputs as I
 from ..transfer import evaluate, transfer
 from .edge import fmt_bytes, fmt_ms, fmt_tokens
 from .options import positive_int, scenario_from_args
@@ -162,6 +163,8 @@ def cmd_critical(args):
 
 def cmd_table(args):
     batches = sorted({positive_int(b) for b in args.batches.split(",") if b.strip()})
+    for b in batches:
+        I.get("batch").check(b, what="--batches")
     if args.bandwidth_gbs is not None:
         scenarios = [scenario_from_args(args)]
     else:

@@ -102,8 +102,8 @@ def rate_edges(rates: np.ndarray) -> np.ndarray:
     r = np.asarray(rates, dtype=float)
     if len(r) == 1:
         return np.array([r[0] / 1.2, r[0] * 1.2])
-    mid = np.sqrt(r[:-1] * r[1:])
-    return np.concatenate([[r[0] ** 2 / mid[0]], mid, [r[-1] ** 2 / mid[-1]]])
+    mid = np.sqrt(r[:-1]) * np.sqrt(r[1:])  # not sqrt(a·b): that underflows at 1e-300 req/s
+    return np.concatenate([[r[0] * (r[0] / mid[0])], mid, [r[-1] * (r[-1] / mid[-1])]])
 
 
 def _feasible(sweep: pd.DataFrame, column: str) -> np.ndarray:

@@ -24,6 +24,7 @@ from kvview.capacity_words import (
     nearest_delta,
     nearest_text,
     network_caption,
+    no_sweep_text,
     optimistic_links,
     pct_label,
     source_caption,
@@ -31,6 +32,7 @@ from kvview.capacity_words import (
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
+from ui.views import capacity_replay
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
@@ -122,11 +124,11 @@ def _inputs(sc):
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
-    c = st.columns(5)
-    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price"), strict=False):
+    c = st.columns(6)
+    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price", "priced"), strict=False):
         widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
     widgets.page_widget(
-        c[4].radio,
+        c[5].radio,
         "Tensor parallelism",
         "ctp",
         options=["auto", "sidebar"],
@@ -161,7 +163,8 @@ def render() -> None:
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
         ttft_percentile=ss["ttft_pct"],
     )
-    kw = {"gpu_price_per_hour": price}
+    kw = {"gpu_price_per_hour": price,
+          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
     if ss["ctp"] == "sidebar":
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
     try:
@@ -175,18 +178,7 @@ def render() -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
-    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
-    sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
-    st.subheader("Across request rates")
-    st.markdown(crossover_sentence(sweep, rate))
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
-    exports_ui.table_download(  # the numbers of the three charts
-        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
-        "capacity-rates",
-    )
-    left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
-    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    sweep = _rates_section(sizing, rate, slo)
 
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
@@ -197,16 +189,42 @@ def render() -> None:
     for note in plan.notes:
         st.caption(f"Note: {note}.")
     _networks(sc, lengths, rate, slo, kw)
+    key = plan_key(sc)
+    capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
+    replayed = capacity_replay.replay(sc, key, plan, source == TRACE, lengths, rate, slo)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
         if ss["ctp"] == "sidebar"
         else "searched (the smallest TPs that hold the weights)"
     )
+    if sweep is None:  # the report draws the sweep
+        return
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
-                version1=urlstate.version1_implied())
+                replayed=replayed, version1=urlstate.version1_implied())
     )  # fmt: skip
+
+
+def _rates_section(sizing, rate: float, slo):
+    """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
+    rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
+    st.subheader("Across request rates")
+    try:
+        sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
+    except ValueError as exc:
+        st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
+        return None
+    st.markdown(crossover_sentence(sweep, rate))
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    exports_ui.table_download(  # the numbers of the three charts
+        partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
+        "capacity-rates",
+    )
+    left, right = st.columns(2)
+    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
+    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    return sweep
 
 
 def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):

@@ -39,7 +39,14 @@ def render() -> None:
 
     table = perf.cached(in_ms, perf.cached(link_batch_table, sc, links, batches))
     blocked = not_buildable(sc, links)  # marked in the table and chart, never green
-    buildable = table[~table["link"].isin(list(blocked))]  # the takeaway counts these only
+    _takeaway(sc, table, batches, lo_hi, blocked)
+    _table_caption(sc, blocked)
+    _table_and_sweep(sc, links, batches, table, lo_hi, blocked)
+
+
+def _takeaway(sc, table, batches, lo_hi, blocked: dict) -> None:
+    """The page's sentence, over the links that can be built at this TP."""
+    buildable = table[~table["link"].isin(list(blocked))]
     st.info(
         interconnect_takeaway(
             buildable if len(buildable) else table,
@@ -56,6 +63,10 @@ def render() -> None:
         ),
         icon=":material/lightbulb:",
     )
+
+
+def _table_caption(sc, blocked: dict) -> None:
+    """What the table holds, and the scale-up links not buildable at this TP."""
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
         f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "
@@ -70,6 +81,10 @@ def render() -> None:
             else ""
         )
     )
+
+
+def _table_and_sweep(sc, links, batches, table, lo_hi, blocked: dict) -> None:
+    """The link-by-batch table against the band (unbuildable rows hatched), and the sweep."""
     st.markdown(tables.band_table(table, lo_hi, blocked), unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 

@@ -31,6 +31,12 @@ def render() -> None:
         perf.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
         "mitigations-per-option",
     )
+    _options_table(table)
+    _timeline(options)
+
+
+def _options_table(table) -> None:
+    """The options as a table (wire bytes, exposed, codec, TTFT, saving, share, critical)."""
     shown = table.assign(
         wire=table["wire_bytes"].map(fmt_bytes),
         share=table["transfer_share"].map("{:.1%}".format),
@@ -72,6 +78,9 @@ def render() -> None:
     )
     exports_ui.table_download(partial(csv_tables.mitigations_frame, table), "mitigations")
 
+
+def _timeline(options) -> None:
+    """The timeline of one chosen option."""
     st.subheader("Timeline")
     labels = [o.label for o in options]
     pick = widgets.page_widget(

@@ -27,6 +27,12 @@ def render() -> None:
         ),
         "bytes-per-token",
     )
+    _catalog_table(sc, table)
+    _import_config()
+
+
+def _catalog_table(sc, table) -> None:
+    """The catalog as a table: layers, bytes per token short and at this length, state, context."""
     st.dataframe(
         table[
             [
@@ -60,6 +66,9 @@ def render() -> None:
     )
     exports_ui.table_download(partial(csv_tables.models_frame, table), "models")
 
+
+def _import_config() -> None:
+    """Import a Hugging Face config.json (upload or paste), optionally its quant config."""
     st.subheader("Import a Hugging Face config.json")
     st.caption(
         "Upload or paste a model's config.json (at most 1 MB). "

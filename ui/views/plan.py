@@ -34,6 +34,14 @@ def render() -> None:
     )
     need = perf.cached(solve.min_bandwidth, sc, criterion=crit)
     mit, tried = perf.cached(solve.search_mitigations, sc, criterion=crit)
+    _headline(sc, crit, need, mit)
+    _what_do_i_need(sc, crit, need)
+    _cheapest_option(mit, tried)
+    _sensitivity(sc)
+
+
+def _headline(sc, crit, need, mit) -> None:
+    """The headline: does the link meet the target, and the cheapest fix."""
     have = sc.link.bandwidth_bytes_per_s
     if need is None:
         headline = f"No bandwidth meets the target: {unreachable_reason(sc, criterion=crit)}"
@@ -52,6 +60,9 @@ def render() -> None:
         headline += f" Cheapest fix: {mit.label}."
     st.info(headline, icon=":material/lightbulb:")
 
+
+def _what_do_i_need(sc, crit, need) -> None:
+    """What do I need: minimum bandwidth, longest prompt, largest batch."""
     st.subheader("What do I need")
     c = st.columns(3)
     c[0].metric(
@@ -77,6 +88,9 @@ def render() -> None:
         else "None: the weights do not fit the GPUs at this TP",
     )
 
+
+def _cheapest_option(mit, tried) -> None:
+    """The cheapest option that meets the target, and the options tried."""
     if mit is None:
         st.warning(
             "No mitigation in the ladder (compression, layer-wise sending, faster links in "
@@ -94,6 +108,9 @@ def render() -> None:
     if tried_box.open:  # the table is drawn only while open
         _tried_table(tried_box, tried)
 
+
+def _sensitivity(sc) -> None:
+    """Sensitivity: each input moved around this scenario (the tornado)."""
     st.subheader("Sensitivity")
     st.caption(
         "Each input moved ±50 % (catalog choices: every value) around this scenario, the "

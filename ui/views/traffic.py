@@ -86,8 +86,21 @@ def render() -> None:
     st.title("Traffic")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
-    limit_mb = st.get_option("server.maxUploadSize")
+    req, key, label = _traffic()
+    minlen, crit, hit_ratio = _controls(sc)
+    mix = traffic_ui.mix(key, hit_ratio, req)
+    tsc = tr.per_request_scenario(sc)
+    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(widgets.id_list("links")), mix)
+    reg = res["regions"]
+    _context_warning_and_takeaway(sc, req, reg, label)
+    _regions(req, reg, res, mix, minlen)
+    _what_moves(res, sc)
+    _load_on_link(sc, tsc, mix)
 
+
+def _traffic():
+    """The traffic analysed (a sample or an upload): its requests, memo key and label."""
+    limit_mb = st.get_option("server.maxUploadSize")
     source = widgets.kept_widget(
         st.radio,
         "Traffic to analyse",
@@ -111,7 +124,11 @@ def render() -> None:
             f"Skipped {n:,} {'row' if n == 1 else 'rows'}{first}: " + "; ".join(shown) + ".",
             icon=":material/rule:",
         )
+    return req, key, label
 
+
+def _controls(sc):
+    """The page's controls: minimum length, transfer-bound criterion, prefix-cache hits."""
     c = st.columns(3)
     with c[0]:
         minlen = widgets.input_widget(st.number_input, "minlen")
@@ -129,11 +146,11 @@ def render() -> None:
         )
     with c[2]:
         hit = widgets.input_widget(st.slider, "hit")
-    hit_ratio = hit / 100 if hit else None
-    mix = traffic_ui.mix(key, hit_ratio, req)
-    tsc = tr.per_request_scenario(sc)
-    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(widgets.id_list("links")), mix)
-    reg = res["regions"]
+    return minlen, crit, hit / 100 if hit else None
+
+
+def _context_warning_and_takeaway(sc, req, reg, label) -> None:
+    """Requests past the model's context, and the takeaway sentence."""
     if reg.n_over_context:
         n = reg.n_over_context
         if not req.count_known:  # a histogram of shares
@@ -150,6 +167,9 @@ def render() -> None:
         traffic_takeaway(reg, sc.link.name, label, req.count_known), icon=":material/lightbulb:"
     )
 
+
+def _regions(req, reg, res, mix, minlen) -> None:
+    """The share that gains, is too short or transfer-bound: tiles, histogram, window."""
     m = st.columns(4)
     if req.count_known:
         m[0].metric("Requests", f"{reg.n_requests:,.0f}")
@@ -181,6 +201,9 @@ def render() -> None:
     )
     st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
+
+def _what_moves(res, sc) -> None:
+    """What moves the share that gains: the interconnects compared."""
     st.subheader("What moves the share that gains")
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
@@ -198,6 +221,9 @@ def render() -> None:
         partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
     )
 
+
+def _load_on_link(sc, tsc, mix) -> None:
+    """Load on the link: arrival rate, utilisation, queueing, decode time lost."""
     st.subheader("Load on the link")
     widgets.input_widget(st.number_input, "rps", help=None,
                          label="Arrival rate [requests/s] (0 = from the timestamps)")  # fmt: skip
@@ -222,6 +248,11 @@ def render() -> None:
             "The link cannot keep up: KV arrives faster than it can be sent, so the queue grows "
             "without bound. Use a faster link, compression or fewer requests per link."
         )
+    _queue_and_decode(sc, ld)
+
+
+def _queue_and_decode(sc, ld) -> None:
+    """Transfer percentiles with queueing, the decode time lost, the link the target needs."""
     m = st.columns(4)
     m[0].metric("p50 transfer incl. queue", fmt_time(ld.p50_s))
     m[1].metric("p90 transfer incl. queue", fmt_time(ld.p90_s))
