@@ -81,6 +81,9 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = I.default("win"),
+    framework: str = I.V1_DEFAULTS["fw"],
+    ep: int = I.default("ep"),
+    ep_decode: int = I.default("epd"),
     gpu_decode: str | None = None,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
@@ -91,6 +94,7 @@ def build_scenario(
     written against it keep their numbers; the app and the CLI start from ``kvmodel.inputs``'
     defaults (a measured stack, an estimated step) through :func:`to_scenario`.  Efficiency and
     share target are fractions here (the rows' percent × their scale).
+    ``framework`` "none" (no serving-engine costs) keeps version 1's arithmetic here too.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
     ``gpu_decode`` None (or empty): the decode instances run on ``gpu`` too.
@@ -129,6 +133,9 @@ def build_scenario(
         stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
         attention_parallel=attention_parallel or row["attn"].default_for(spec),
         window_transfer=window_transfer,
+        framework=framework,
+        ep_prefill=ep,
+        ep_decode=ep_decode,
         gpu_decode=_decode_gpu(gpu, gpu_decode),
     )
 

@@ -50,6 +50,13 @@ DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompres
 DEFAULT_TP = 8  # Llama-3.1-70B in BF16 fits one HGX H100 node at TP 8 (not on one GPU)
 MAX_BATCH = 4096  # the app's batch range (the model itself takes any batch)
 MAX_TP = 64
+# Expert parallelism: the app offers up to 320 GPUs per expert-parallel group (DeepSeek's
+# decode runs on 144-320 GPUs); the model takes up to MAX_EP_LIMIT.
+MAX_EP = 320
+MAX_EP_LIMIT = 65_536
+# data/frameworks.csv: the serving engine's own costs; "none": the source article's arithmetic
+FRAMEWORKS = ("vllm", "sglang", "trtllm", "none")
+DEFAULT_FRAMEWORK = "vllm"
 CUSTOM_LINK = "custom"
 IMPORTED_PREFIX = "cfg-"  # ids of imported models, carried in a link by their fields
 
@@ -292,7 +299,10 @@ DEFAULT_STACK = "mooncake"  # the best-supported measured stack (docs/model.md, 
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
 V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": DEFAULT_DECODE_STEP_MS, "tp": 1,
-               "tpd": 1, "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
+               "tpd": 1, "fw": "none",
+               "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
+# Scenario keys no version-1 link had: a link holding one is never read as version 1.
+AFTER_V1_KEYS = ("fw", "ep", "epd")
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (
@@ -394,6 +404,19 @@ INPUTS: tuple[Input, ...] = (
           "TP exceeds the KV heads); `dp`: each request's KV lives on one decode rank. Default: "
           "`dp` for MLA models (as DeepSeek is served), else `tp`",
           default_from=attention_default, default_doc="`dp` for MLA, else `tp`"),
+    Input("fw", "Serving framework", "choice", DEFAULT_FRAMEWORK, choices=FRAMEWORKS,
+          field="framework", cli="--framework",
+          help="the engine's own costs beyond the GPU work (data/frameworks.csv): per request "
+          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding; `none`: "
+          "no such cost (the source article)"),
+    Input("ep", "Prefill EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
+          field="ep_prefill", cli="--ep",
+          help="prefill expert parallelism (MoE models; 1 = off): the experts are sharded over "
+          "this many GPUs, attention runs data-parallel on EP ÷ TP groups of TP GPUs"),
+    Input("epd", "Decode EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
+          field="ep_decode", cli="--ep-decode",
+          help="decode expert parallelism (MoE models; 1 = off), as `ep` for the decode "
+          "instance; its batch is spread over EP ÷ decode-TP attention groups"),
     Input("win", "Sliding layers on the wire", "choice", "window", choices=WINDOW_TRANSFER,
           field="window_transfer", cli="--window-transfer",
           help="`window`: sliding-window layers send their window; `full`: they send every "

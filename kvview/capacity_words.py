@@ -32,11 +32,20 @@ def pct_label(p: float) -> str:
     return f"p{p:g}"
 
 
+def par_text(tp: int, ep: int = 1) -> str:
+    """'TP 8', or 'EP 32' (attention TP 1, data-parallel), 'EP 32 (attention TP 2)'."""
+    if ep <= 1:
+        return f"TP {tp}"
+    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
+
+
 def split_text(plan) -> str:
-    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'."""
+    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'; 'EP 32' for an expert-parallel pool."""
+    pe, de = getattr(plan, "prefill_ep", 1), getattr(plan, "decode_ep", 1)
     return (
-        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
-        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp})"
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × "
+        f"{par_text(plan.prefill_tp, pe)}) + {plan.decode_gpus:,} decode "
+        f"({plan.decode_instances} × {par_text(plan.decode_tp, de)})"
     )
 
 

@@ -230,7 +230,11 @@ def _read_lists(q, v, warnings) -> None:
 def is_version1(query) -> bool:
     """A link made before transfer stacks: scenario keys but no ``stack`` (``kvview.link_version``
     says what that implies)."""
-    return "stack" not in query and any(k in query for k in SCENARIO_KEYS)
+    return (
+        "stack" not in query
+        and any(k in query for k in SCENARIO_KEYS)
+        and not any(k in query for k in I.AFTER_V1_KEYS)  # keys no version-1 link had
+    )
 
 
 TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)

@@ -7,6 +7,7 @@ import pytest
 from app_helpers import app
 
 from kvmodel import catalog
+from kvmodel import inputs as I
 from kvmodel.build import build_scenario
 from kvview import link_version as L
 from kvview import params as P
@@ -17,6 +18,8 @@ V1_LINK = {"seq": "2000", "rps": "20", "out": "300", "wl": "fixed"}  # the issue
 
 def test_a_version_1_link_implies_version_1_defaults():
     assert L.implied(V1_LINK) == {  # kvmodel.inputs.V1_DEFAULTS, all left out by the link
+        **{k: v for k, v in I.V1_DEFAULTS.items() if k not in ("stack", "attn", "step", "tp",
+                                                               "tpd", "cmp")},
         "stack": "ideal", "attn": "tp", "step": 30.0, "tp": 1, "tpd": 1,
         "cmp": "comp:int8;link:ib-ndr;link:nvlink4",
     }  # fmt: skip
@@ -54,7 +57,7 @@ def test_current_defaults_give_deepseek_its_own_attention():
 def test_inputs_changed_since_are_no_longer_implied():
     implied = L.implied(V1_LINK)
     values = {**P.parse_query(V1_LINK)[0], "tp": 2, "stack": "mooncake"}
-    assert set(L.still_implied(implied, values)) == {"attn", "step", "tpd", "cmp"}
+    assert set(L.still_implied(implied, values)) == set(I.V1_DEFAULTS) - {"tp", "stack"}
 
 
 def test_the_notice_names_what_the_link_implies_and_what_today_gives():

@@ -42,6 +42,7 @@ def test_link_numbers_on_overview():
             tp=2,
             layerwise=True,
             prefill_ms=120,
+            framework="vllm",  # the app's default (the Python API's is "none")
         )
     )
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)

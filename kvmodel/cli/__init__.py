@@ -15,6 +15,7 @@ import sys
 
 from .. import inputs as I
 from .capacity import add_capacity_options, cmd_capacity
+from .fidelity import cmd_fidelity
 from .listings import cmd_gpus, cmd_inputs, cmd_links, cmd_models, cmd_stacks
 from .measure import cmd_calibrate, cmd_metrics
 from .options import Parser, UsageError, add_input, check_inputs, positive_int, scenario_options
@@ -40,6 +41,7 @@ COMMANDS = {
     "calibrate": (cmd_calibrate, "fit latency and bandwidth to perftest or timing data", False),
     "metrics": (cmd_metrics, "transfer gap, TTFT and their share from a /metrics scrape", False),
     "report": (cmd_report, "write a standalone HTML report of the scenario", True),
+    "fidelity": (cmd_fidelity, "every cited measurement: the model's value, ratio, source", False),
 }
 
 

@@ -63,6 +63,25 @@ def _evaluation_payload(ev):
         "weights_bytes_per_gpu_prefill": ev.weights_bytes_per_gpu_prefill,
         "fits_in_memory": ev.fits_in_memory,
         "max_concurrent_requests": ev.max_concurrent_requests,
+        **_end_to_end_payload(ev),
+    }
+
+
+def _end_to_end_payload(ev):
+    """End-to-end time (issue 21): the serving framework, expert parallelism, and the parts of
+    the decode step, prefill and TTFT [ms] (each dict adds up to its total)."""
+    sc = ev.scenario
+    return {
+        "framework": sc.framework,
+        "ep_prefill": sc.ep_prefill,
+        "ep_decode": sc.ep_decode,
+        "step_breakdown_ms": (
+            ev.step_parts.as_ms() if ev.step_parts else {"given": ev.decode_step_s * 1e3}
+        ),
+        "prefill_breakdown_ms": (
+            ev.prefill_parts.as_ms() if ev.prefill_parts else {"given": ev.prefill_s * 1e3}
+        ),
+        "ttft_breakdown_ms": ev.ttft_parts.as_ms(),
     }
 
 

@@ -259,6 +259,10 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
     return _finish(fig, r, rps, "What sizes each pool as the rate grows", "", height=400)
 
 
+def _times_par(instances: int, tp: int, ep: int) -> str:
+    return f"{instances} × {tp}" if ep <= 1 else f"{instances} × EP {ep}"
+
+
 def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
     """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds."""
     from kvview.capacity_words import limit_text, pct_label
@@ -266,6 +270,9 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
 
     def yes(flag) -> str:
         return "yes" if flag else "no"
+
+    def ep(name: str) -> int:
+        return getattr(plan, name, 1)
 
     return pd.DataFrame(
         {
@@ -275,10 +282,10 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
                 f"{plan.decode_gpus:,}",
                 f"{plan.colocated_gpus:,}",
             ],
-            "Instances × TP": [
-                f"{plan.prefill_instances} × {plan.prefill_tp}",
-                f"{plan.decode_instances} × {plan.decode_tp}",
-                f"{plan.colocated_instances} × {plan.colocated_tp}",
+            "Instances × TP": [  # an expert-parallel pool: "2 × EP 32"
+                _times_par(plan.prefill_instances, plan.prefill_tp, ep("prefill_ep")),
+                _times_par(plan.decode_instances, plan.decode_tp, ep("decode_ep")),
+                _times_par(plan.colocated_instances, plan.colocated_tp, ep("colocated_ep")),
             ],
             f"TTFT {pct_label(ttft_percentile)}": [
                 fmt_time(plan.ttft_s),
