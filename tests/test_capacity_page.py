@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from app_helpers import APP, app, metric
+from html_tables import read_html_table
 from streamlit.testing.v1 import AppTest
 
 from kvmodel import capacity as cap
@@ -147,10 +148,9 @@ def test_plan_csv_holds_both_options_with_units_and_the_link():
     _, _, slo, plan = _expected_fixed()
     df = csv_capacity.plan_frame(plan, rps=40.0, slo=slo, price=2.5)
     raw = csv_handout(df, scenario_link="http://x/capacity?wl=fixed&rps=40")
-    text = raw.decode()
-    assert text.startswith("# scenario: http://x/capacity?wl=fixed&rps=40\r\n")
-    back = pd.read_csv(BytesIO(raw), comment="#").set_index("quantity")
-    assert list(back.columns) == ["disaggregated", "colocated"]
+    back = pd.read_csv(BytesIO(raw)).set_index("quantity")  # pandas' defaults (issue 24)
+    assert list(back.columns) == ["disaggregated", "colocated", "scenario link"]
+    assert set(back["scenario link"]) == {"http://x/capacity?wl=fixed&rps=40"}
     assert float(back.loc["GPUs [GPUs]", "disaggregated"]) == plan.disaggregated_gpus
     assert float(back.loc["GPUs [GPUs]", "colocated"]) == plan.colocated_gpus
     assert float(back.loc["prefill GPUs [GPUs]", "disaggregated"]) == plan.prefill_gpus
@@ -285,13 +285,26 @@ def test_which_network_opens_on_demand_with_the_plan_per_interconnect():
     at.session_state["cap_networks_open"] = True
     at.run()
     assert not at.exception
-    table = at.dataframe[-1].value
+    assert len(at.dataframe) == 1  # sideways HTML: every column shows at 1280 px (issue 24)
+    html = next(md.value for md in at.markdown if "per NIC and direction" in md.value)
+    table = read_html_table(html, index=True)[0]
     sc, wl, slo, _ = _expected_fixed()
     nets = cap.network_plans(sc, wl, slo, ["nvlink4", "ib-ndr", "ib-hdr", "100gbe"],
                              gpu_price_per_hour=2.5)  # fmt: skip
-    assert list(table["interconnect"]) == list(nets.link_name)  # sidebar's link first
-    assert list(table["disaggregated GPUs [GPUs]"]) == list(nets.disaggregated_gpus)
-    assert list(table["cost [$ per hour]"]) == list(nets.cost_per_hour)
+    names = [c.split(" ⚠ ")[0] for c in table.columns]
+    assert names == list(nets.link_name)  # sidebar's link first
+    row = table.loc["disaggregated GPUs [GPUs]"]
+    assert [int(v.replace(",", "")) for v in row] == list(nets.disaggregated_gpus)
+    assert [float(v.replace(",", "")) for v in table.loc["cost [$ per hour]"]] == pytest.approx(
+        list(nets.cost_per_hour), rel=1e-3
+    )
+    need = table.loc["per-NIC bandwidth the p99 needs [GB/s]"]  # both ends (kvmodel.capacity)
+    assert float(need.iloc[0]) == pytest.approx(
+        nets.nic_bandwidth_needed_bytes_per_s[0] / 1e9, rel=1e-3
+    )
+    optimistic = [c for c in table.columns if " ⚠ " in c]  # NVLink: more GPUs than a domain
+    big = nets[(nets.domain_gpus > 0) & (nets.disaggregated_gpus > nets.domain_gpus)]
+    assert [c.split(" ⚠ ")[0] for c in optimistic] == list(big.link_name)
     assert any(c.value.startswith("Fewest GPUs disaggregated") for c in at.caption)
 
 

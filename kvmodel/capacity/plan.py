@@ -26,7 +26,14 @@ from dataclasses import replace
 import pandas as pd
 
 from kvmodel.capacity.costs import costs
-from kvmodel.capacity.pools import Pools, pair_scenario, relinked, ttft_function
+from kvmodel.capacity.pools import (
+    Pools,
+    decode_receivers,
+    lanes,
+    pair_scenario,
+    relinked,
+    ttft_function,
+)
 from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
 from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
 from kvmodel.capacity.search import (
@@ -58,8 +65,11 @@ __all__ = [
 
 
 def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
-    """Smallest per-NIC bandwidth [bytes/s] whose TTFT percentile still meets the target at
-    these pools: a search on a 1 % grid from 1 MB/s (None: no bandwidth is enough)."""
+    """Smallest per-NIC bandwidth [bytes/s] at which these pools still work, at both ends of
+    the link: the sending prefill NICs keep the TTFT percentile within its target, and the
+    receiving decode NICs stay at most ``RECEIVER_UTILIZATION`` busy (so the plan on a link
+    of this speed has the same decode instances, not more).  A search on a 1 % grid from
+    1 MB/s (None: no bandwidth is enough)."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     s1 = pair_scenario(sc, pf.tp, pf.tp_decode, pf.ep, pf.ep_decode)
@@ -67,7 +77,9 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
 
     def ok(bw: float) -> bool:
         other = relinked(pf, s1, shp, bw, volume)
-        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)
+        if decode_receivers(rps * other.mean_x, lanes(other, dec.gpus)) > pools.decode_instances:
+            return False
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)  # sending end, and TTFT
         return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15

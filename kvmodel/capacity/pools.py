@@ -308,6 +308,13 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     return remembered(ttft)
 
 
+def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
+    """Fewest decode instances whose NICs receive ``transfer_load`` erlangs (transfers per
+    second × seconds each) at most :data:`RECEIVER_UTILIZATION` busy, each instance taking
+    ``lanes_`` transfers at once (``lanes``)."""
+    return max(1, math.ceil(transfer_load / (RECEIVER_UTILIZATION * lanes_) - 1e-9))
+
+
 def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
@@ -333,7 +340,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
     # a decode instance receives as many transfers at once as its NICs hold streams
-    receivers = max(1, math.ceil(a_x / (RECEIVER_UTILIZATION * lanes(pf, dec.gpus)) - 1e-9))
+    receivers = decode_receivers(a_x, lanes(pf, dec.gpus))
     cd = max(slots, receivers)
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:

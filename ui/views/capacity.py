@@ -11,8 +11,8 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity.pools import pair_scenario, par_text
-from kvview import csv_capacity, figures, params
+from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario, par_text
+from kvview import csv_capacity, figures, params, tables
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (
     SIDEBAR_NOTE,
@@ -25,6 +25,7 @@ from kvview.capacity_words import (
     nearest_text,
     network_caption,
     no_sweep_text,
+    optimistic_links,
     pct_label,
     source_caption,
     split_text,
@@ -207,7 +208,7 @@ def render() -> None:
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
-                replayed=replayed)
+                replayed=replayed, version1=urlstate.version1_implied())
     )  # fmt: skip
 
 
@@ -260,7 +261,11 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
             st.error(f"No plan per interconnect: {exc}.", icon=":material/block:")
             return
         table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
-        st.dataframe(table, hide_index=True, width="stretch")
+        # sideways: one column per interconnect, so every quantity shows at 1280 px (issue 24)
+        st.markdown(
+            tables.sideways_table(table, label="interconnect", notes=optimistic_links(nets)),
+            unsafe_allow_html=True,
+        )
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
 
@@ -381,8 +386,10 @@ def _tiles(plan, slo, price) -> None:
         delta_arrow="off",
         help=f"The busiest NICs' load at {fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per "
         f"NIC and direction ({plan.nics_per_transfer} NICs per transfer); the KV sent is "
-        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the per-NIC "
-        f"bandwidth at which the {p} TTFT meets its target",
+        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the "
+        f"slowest NIC on which these pools still work at both ends: the sending prefill NICs "
+        f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
+        f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
     if price:
         m[3].metric(
