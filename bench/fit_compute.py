@@ -26,8 +26,7 @@ FW_KNOBS = (("vllm", "request_s"), ("vllm", "pd_request_s"), ("sglang", "request
 
 
 def _clear():
-    scenario._step_cached.cache_clear()
-    scenario._prefill_cached.cache_clear()
+    scenario.clear_estimate_caches()
     evaluation.evaluate.cache_clear()
 
 

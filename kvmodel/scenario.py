@@ -75,6 +75,13 @@ def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu) -> PrefillParts:
     return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
 
 
+def clear_estimate_caches() -> None:
+    """Forget the memoised step and prefill estimates (a calibration that changes the
+    constants in place, ``bench/fit_compute.py``, calls this between trials)."""
+    _step_cached.cache_clear()
+    _prefill_cached.cache_clear()
+
+
 def prefill_parts_of(sc) -> PrefillParts | None:
     """The estimated prefill of ``sc`` in its parts [s]; None when the prefill is given."""
     if sc.prefill_s is not None:

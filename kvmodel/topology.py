@@ -46,3 +46,14 @@ def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: in
 def scale_up_feasible(gpu: GpuSpec, tp_prefill: int, tp_decode: int, link=None) -> bool:
     """True when prefill and decode instances fit in one scale-up domain together."""
     return tp_prefill + tp_decode <= domain_gpus(gpu, link)
+
+
+def unbuildable_links(gpu: GpuSpec, tp_prefill: int, tp_decode: int, links) -> tuple[str, ...]:
+    """The ids of the scale-up ``links`` (LinkSpecs) whose domain cannot hold a prefill and a
+    decode instance together (``scale_up_feasible``): their rows are not a deployment one can
+    build at these TPs."""
+    return tuple(
+        lk.id
+        for lk in links
+        if is_scale_up(lk) and not scale_up_feasible(gpu, tp_prefill, tp_decode, lk)
+    )

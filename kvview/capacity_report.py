@@ -21,6 +21,7 @@ from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
 from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.link_version import defaults_sentence
 from kvview.replay_words import replay_rows
 from kvview.report import CSS
 from kvview.report_text import scenario_inputs
@@ -108,10 +109,12 @@ def capacity_report_html(
     share_url: str | None = None,
     generated_at: datetime | None = None,
     replayed=None,
+    version1: dict | None = None,
 ) -> str:
     """The standalone page (module doc); ``sc`` is the sidebar's scenario, ``traffic`` says
     where the requests came from, ``tp_mode`` how the TPs were chosen; ``replayed`` (a
-    ``kvmodel.replay.Replayed``) adds the replay of the trace."""
+    ``kvmodel.replay.Replayed``) adds the replay of the trace; ``version1`` what a version-1
+    link implied (``kvview.link_version``; said under the title)."""
     if share_url is not None:
         check_url(share_url, "share_url")
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M %Z").strip()
@@ -124,6 +127,7 @@ def capacity_report_html(
         "<h1>Capacity plan</h1>",
         f'<p class="meta">Generated {escape(when)} by the KV Transfer Planner · '
         f"{escape(sc.model.name)} on {escape(sc.gpu.name)}, {escape(sc.link.name)}</p>",
+        f'<p class="meta defaults">{escape(defaults_sentence(version1))}</p>',
     ]
     if share_url:
         body.append(

@@ -158,7 +158,7 @@ def _read_ids(q, v, warnings, imported, renamed):
                 f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
-    elif any(k in q for k in SCENARIO_KEYS) and not any(k in q for k in I.AFTER_V1_KEYS):
+    elif is_version1(q):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.
@@ -225,6 +225,16 @@ def _read_lists(q, v, warnings) -> None:
         v["band"] = _band(q["band"], warnings)
     if "cmp" in q:
         v["cmp"] = _compare(q["cmp"], v, warnings)
+
+
+def is_version1(query) -> bool:
+    """A link made before transfer stacks: scenario keys but no ``stack`` (``kvview.link_version``
+    says what that implies)."""
+    return (
+        "stack" not in query
+        and any(k in query for k in SCENARIO_KEYS)
+        and not any(k in query for k in I.AFTER_V1_KEYS)  # keys no version-1 link had
+    )
 
 
 TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)
@@ -318,12 +328,36 @@ def format_overrides(overrides: dict) -> str:
     return "~".join(f"{k}:{v}" for k, v in overrides.items())
 
 
+MODEL_DERIVED = tuple(p.name for p in PARAMS if p.default_from)  # attn, kvd: the model's own
+
+
 def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
-    """A compared scenario: the base values with ``overrides`` applied, validated."""
-    query = {**to_query(base), **{k: str(v) for k, v in overrides.items()}}
+    """A compared scenario: the base values with ``overrides`` applied, validated.
+
+    What A (``base``) takes from its own model (``MODEL_DERIVED``: attention parallelism and
+    KV dtype, ``implicit_values``) is derived again from the variant's model, unless A's value
+    differs from its model's (then the user set it and the variant keeps it).  So a variant on
+    DeepSeek-V3 of a Llama A serves attention data-parallel, as DeepSeek-V3's own page does.
+    Everything else follows A as before (a variant's ``tp`` alone keeps A's decode TP: old
+    ``cmp`` links keep their meaning).
+    """
+    query = to_query(base)
+    implicit = implicit_values(base)
+    for name in MODEL_DERIVED:
+        if name in implicit and query.get(name) == implicit[name]:
+            query.pop(name)
+    query.update({k: str(v) for k, v in overrides.items()})
     query.pop("cmp", None)
     values, warnings, _ = parse_query(query)
     return values, warnings
+
+
+def derived_changes(base: dict, values: dict, overrides: dict) -> list[str]:
+    """The inputs of a variant (``values``) that differ from A's (``base``) without being among
+    its ``overrides``: what it derives again from its own model (attention, KV dtype) or
+    other inputs (decode TP), or what its model clamps (sequence length)."""
+    a, b = to_query(base), to_query(values)
+    return [k for k in SCENARIO_KEYS if k not in overrides and a.get(k) != b.get(k)]
 
 
 def compared(text: str, base: dict) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ import pytest
 from kvmodel.build import scenario_from_inputs
 from kvmodel.capacity.pools import decode_side, mean_batch, prefill_side, size_pools
 from kvmodel.capacity.workload import Workload, shape
-from kvmodel.timing import estimate_decode_step_s, estimate_prefill_s
+from kvmodel.timing import estimate_decode_step_s, estimate_prefill_s, prefill_parts
 
 SC = scenario_from_inputs({"stack": "ideal"})
 SHAPE = shape(Workload.fixed(5, 1024, 256), SC.model.max_context_tokens)
@@ -74,10 +74,15 @@ def test_prefill_and_transfer_times():
     pf = prefill_side(SC, SHAPE, 8, 8)
     pre = float(estimate_prefill_s(SC.model, 1024, 1, gpu=SC.gpu, tp=8))
     assert pf.prefill_s[0] == pytest.approx(pre) == pytest.approx(0.07476, rel=1e-3)
-    # it occupies the instance for its work less the floor, plus its share of one floor: a
-    # TP-8 instance's pass carries 8 × 8,192 tokens (pools.PREFILL_TOKENS_PER_GPU)
-    floor = 0.25e-3 * 80
-    assert pf.mean_s == pytest.approx(pre - floor + floor * 1024 / 65536, rel=1e-9)
+    # it occupies the instance for its work less a pass's fixed cost (the kernel floor, 0.25
+    # ms × 80 = 20 ms, and the weights read, which a pass of many prompts reads once), plus
+    # its share of them: a TP-8 instance's pass carries 8 × 8,192 tokens
+    # (pools.PREFILL_TOKENS_PER_GPU)
+    parts = prefill_parts(SC.model, 1024, 1, gpu=SC.gpu, tp=8)
+    fixed = float(parts.kernel_floor_s + parts.weights_read_s)
+    assert float(parts.kernel_floor_s) == pytest.approx(0.25e-3 * 80)
+    assert pf.mean_s == pytest.approx(pre - fixed + fixed * 1024 / 65536, rel=1e-9)
+    assert pf.mean_s == pytest.approx(0.04859, rel=1e-3)
     # transfer = 4 µs + 335,544,320 B / (12.5 GB/s · 8 NICs) = 3.3594 ms
     assert pf.whole_s[0] == pytest.approx(3.3594e-3, rel=1e-4)
     assert pf.cs2 == 0  # one length: deterministic service
@@ -86,11 +91,11 @@ def test_prefill_and_transfer_times():
 @pytest.mark.parametrize(
     "slo_s, instances, ttft_s",
     [
-        # work per request 55.07 ms; at 5/s a = 0.275 erlang.  One instance: TTFT p90 = own
-        # pass 74.76 ms + transfer 3.36 + first step 14.99 + the p90 wait 39.4 ms: 132.5 ms
-        # (the plan's TTFT leaves out the framework's per-request cost; kvmodel.evaluation
-        # counts it)
-        (0.20, 1, 0.1325),
+        # work per request 48.59 ms; at 5/s a = 0.243 erlang.  One instance: P(W>0) = 0.243,
+        # tail mean ½·0.04859/(1 − 0.243) = 32.1 ms, p90 wait 32.1·ln(2.43) = 28.5 ms; TTFT
+        # p90 = own pass 74.76 ms + transfer 3.36 + first step 14.99 + 28.5 = 121.6 ms (the
+        # plan's TTFT leaves out the framework's per-request cost; kvmodel.evaluation counts it)
+        (0.20, 1, 0.1224),
         # two instances: no wait at p90, TTFT = 93.1 ms
         (0.12, 2, 0.0931),
     ],
@@ -114,15 +119,19 @@ def test_impossible_ttft_is_reported_not_searched_forever():
 
 @pytest.mark.parametrize("tp", [1, 8, 32])
 def test_a_prefill_pass_carries_tokens_per_gpu(tp):
-    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares the
-    # per-layer floor (0.25 ms × 80 layers = 20 ms, kvmodel.steps) among 262,144 tokens, not
-    # 8,192: a 1,024-token prompt pays 20 ms × 1,024 / (8,192·TP) of it
+    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares a pass's
+    # fixed cost (the per-layer floor × 80 layers when none is given) among 262,144 tokens,
+    # not 8,192: a 1,024-token prompt pays floor × 1,024 / (8,192·TP) of it
     from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pass_tokens, prefill_work_s
+    from kvmodel.timing import PREFILL_FLOOR_S_PER_LAYER
 
     assert PREFILL_TOKENS_PER_GPU == 8192 and pass_tokens(tp) == 8192 * tp
     work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp)
-    floor = 0.25e-3 * 80
+    floor = PREFILL_FLOOR_S_PER_LAYER * 80
     assert work[0] == pytest.approx(0.100 - floor + floor * 1024 / (8192 * tp), rel=1e-9)
+    # a given fixed cost (the weights read too, pools.pass_fixed_s) is shared the same way
+    work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp, np.array([0.05]))
+    assert work[0] == pytest.approx(0.100 - 0.05 + 0.05 * 1024 / (8192 * tp), rel=1e-9)
 
 
 def test_slow_link_adds_decode_instances_for_the_receiving_nics():

@@ -37,7 +37,9 @@ def test_decode_side_steps_and_memory_come_from_the_decode_gpu(pair):
     shp = shape(cap.Workload.fixed(10.0, 2048, 256), pair.model.max_context_tokens)
     dec = decode_side(pair, shp, 0.05, 8)
     steps = estimate_decode_step_s(pair.model, shp.decode_context, dec.batches, gpu=H20, tp=8,
-                                   kv_dtype=pair.kv_dtype)  # fmt: skip
+                                   kv_dtype=pair.kv_dtype, framework=pair.framework,
+                                   data_parallel_attention=pair.data_parallel_attention,
+                                   )  # fmt: skip
     assert_allclose(dec.steps_s, steps)
     mem = instance_memory(pair.model, H20, tp=8, seq_len=shp.decode_context, batch=1,
                           kv_dtype=pair.kv_dtype)  # fmt: skip

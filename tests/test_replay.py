@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose
 from kvmodel import capacity as cap
 from kvmodel import replay as rp
 from kvmodel.build import build_scenario
-from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pair_scenario
+from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pair_scenario, pass_fixed_s
 from kvmodel.replay.decode import run_decode
 from kvmodel.replay.fifo import first_free, served
 from kvmodel.timing import estimate_decode_step_s
@@ -55,9 +55,10 @@ def test_hand_checked_two_requests_queue_on_the_nic(sc):
     dep = rp.Deployment(slow, 8, 8, 1, 1)
     t = transfer(pair_scenario(slow, 8, 8), seq_len=np.array([1024]))
     pre, x = float(t.prefill_s[0]), float(t.transfer_s[0])
-    floor = 0.542e-3 * 80  # timing.PREFILL_FLOOR_S_PER_LAYER × layers
+    # a pass pays the kernel floor and the weights read once (capacity.pools.pass_fixed_s);
     # capacity.pools.prefill_work_s: passes of pools.PREFILL_TOKENS_PER_GPU × 8 GPUs tokens
-    work = pre - floor * (1 - 1024 / (PREFILL_TOKENS_PER_GPU * 8))
+    fixed = float(pass_fixed_s(slow, np.array([1024]), 8)[0])
+    work = pre - fixed * (1 - 1024 / (PREFILL_TOKENS_PER_GPU * 8))
     tl = rp.replay(dep, _stream([0.0, 0.01], 1024, 4))
     assert 0.01 < work and x > work + 0.2  # request 2 starts when 1's share frees the GPU
     assert_allclose(tl.prefill_start_s, [0.0, work])

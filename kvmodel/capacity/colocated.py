@@ -46,11 +46,12 @@ CHUNKS = (256, 512, 1024, 2048, 4096, 8192)  # prompt tokens per iteration tried
 
 
 def mixed_step_s(sc: Scenario, context: int, batch, chunk: int, flops_per_token: float,
-                 tp: int) -> np.ndarray:  # fmt: skip
+                 tp: int, ep: int = 1) -> np.ndarray:  # fmt: skip
     """One iteration of ``batch`` decodes at ``context`` tokens plus a ``chunk``-token prefill
     piece [s] (module doc).  ``chunk=0`` is ``timing.estimate_decode_step_s``."""
     return decode_step_parts(
-        sc.model, context, batch, gpu=sc.gpu, tp=tp, kv_dtype=sc.kv_dtype,
+        sc.model, context, batch, gpu=sc.gpu, tp=tp, ep=ep, kv_dtype=sc.kv_dtype,
+        data_parallel_attention=sc.data_parallel_attention or ep > tp,
         framework=getattr(sc, "framework", "vllm"), chunk_tokens=chunk,
         chunk_flops_per_token=flops_per_token * DEFAULT_MFU / getattr(sc, "mfu", DEFAULT_MFU),
     ).total_s  # fmt: skip
@@ -58,7 +59,7 @@ def mixed_step_s(sc: Scenario, context: int, batch, chunk: int, flops_per_token:
 
 @dataclass(frozen=True)
 class Option:
-    """One colocated instance shape: TP, chunk, the batch that fits, its iteration."""
+    """One colocated instance shape: TP (and EP), chunk, the batch that fits, its iteration."""
 
     tp: int
     chunk: int
@@ -71,15 +72,22 @@ class Option:
     feasible: bool
     batches: np.ndarray
     steps_s: np.ndarray
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp, self.ep)
 
 
-def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
-    """The colocated shapes at TP ``tp``, one per chunk that leaves room for a decode batch."""
+def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> list[Option]:
+    """The colocated shapes at TP ``tp`` (EP ``ep``), one per chunk that leaves room for a
+    decode batch."""
     model = sc.model
     ctx = shp.decode_context
     mem = instance_memory(model, sc.gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group,
-                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+                          data_parallel_attention=sc.data_parallel_attention or ep > tp,
+                          ep=ep)  # fmt: skip
     slots = mem.max_concurrent_requests - 1  # one request is prefilling
     if slots < 1:
         return []
@@ -89,17 +97,19 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
     for chunk in CHUNKS:
 
         def step(b, chunk=chunk):
-            return mixed_step_s(sc, ctx, b, chunk, fpt, tp)
+            return mixed_step_s(sc, ctx, b, chunk, fpt, tp, ep)
 
         fit, it = largest_within(step, tpot_s, top)
         b = max(fit, 1)
         if fit == 0:
             it = float(step(np.array([1]))[0])
         grid = batch_grid(b)
-        service = shp.moved / chunk * it
+        # each of the EP ÷ TP attention groups carries its own chunk (timing's decode step
+        # costs the chunk per group): the instance prefills chunk × groups tokens an iteration
+        service = shp.moved / (chunk * max(1, ep // tp)) * it
         mean_s, cs2 = moments(service, shp.weights)
         lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
-        out.append(Option(tp=tp, chunk=chunk, batch=b, iteration_s=it,
+        out.append(Option(tp=tp, ep=ep, chunk=chunk, batch=b, iteration_s=it,
                           slot_limit="memory" if fit == top and top == slots else "tpot",
                           latency_s=lat[shp.draws.idx], mean_s=mean_s, cs2=cs2,
                           feasible=fit > 0, batches=grid.astype(float),
@@ -120,16 +130,17 @@ class Colocated:
     meets_slo: bool
     batch: int
     prefill_instances: int = 1  # what the prefill queue alone needs
+    ep: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.instances * self.tp
+        return self.instances * max(self.tp, self.ep)
 
 
 def bound(opt: Option, shp: Shape, rps: float) -> int:
     """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
     slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
-    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
+    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.gpus
 
 
 def ttft_floor(opt: Option, q: float) -> float:
@@ -164,6 +175,7 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
     # TPOT: an iteration with a full chunk at the instances' mean decode batch (at most B's)
     b = mean_batch(opt.batches, opt.steps_s, rps * shp.mean_output, n)
     tpot = float(np.interp(max(b, 1.0), opt.batches, opt.steps_s))
-    return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
+    return Colocated(tp=opt.tp, ep=opt.ep, chunk=opt.chunk, instances=n, limit=limit,
+                     ttft_s=ttft(n),
                      tpot_s=tpot, meets_slo=meets and ttft(n) <= ttft_slo_s,
                      batch=opt.batch, prefill_instances=n_pf)  # fmt: skip

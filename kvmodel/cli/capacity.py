@@ -93,7 +93,8 @@ def _side_row(p, side: str, slo) -> str:
         if not p.colocated_gpus:
             return "no colocated instance holds a decode batch beside a prefilling request"
         size = (
-            f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP {p.colocated_tp}, "
+            f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × "
+            f"{par_text(p.colocated_tp, p.colocated_ep)}, "
             f"chunk {p.colocated_chunk_tokens:,} tokens (limit: {p.limits['colocated']})"
         )
         ok, ttft, tpot = p.colocated_feasible, p.colocated_ttft_s, p.colocated_tpot_s
@@ -142,6 +143,12 @@ def _saves_row(p) -> str:
     return f"none counted: {' and '.join(sides)} {verb} the targets"
 
 
+def par_text(tp: int, ep: int = 1) -> str:
+    from ..capacity.pools import par_text as text
+
+    return text(tp, ep)
+
+
 def cmd_capacity(args):
     from ..capacity import Slo, plan
 
@@ -149,8 +156,20 @@ def cmd_capacity(args):
     prefill_tp = None if raw_p == "auto" else raw_p
     # --tp-decode absent: the prefill TP (searched with it when --tp is auto)
     decode_tp = prefill_tp if raw_d is None else None if raw_d == "auto" else raw_d
+    # --ep / --ep-decode above 1 fix the expert parallelism (attention data-parallel at the
+    # TP given, or TP 1 when it is auto); both 1 with TP auto: EPs are searched too (MoE)
+    ep_p, ep_d = getattr(args, "ep", 1) or 1, getattr(args, "ep_decode", 1) or 1
+    prefill_ep = ep_p if ep_p > 1 else None
+    decode_ep = ep_d if ep_d > 1 else prefill_ep
+    if prefill_ep and prefill_tp is None:
+        prefill_tp = 1
+    if decode_ep and decode_tp is None:
+        decode_tp = 1
+    if (prefill_ep or decode_ep) and (prefill_tp is None) != (decode_tp is None):
+        prefill_tp, decode_tp = prefill_tp or 1, decode_tp or 1
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
+    args.ep, args.ep_decode = prefill_ep or 1, decode_ep or 1
     sc = scenario_from_args(args)  # checks every option, the capacity ones included
     replaying = args.replay or args.size_by == "replay"
     workload, req, notes = workload_from_args(args, per_request=replaying)
@@ -161,7 +180,8 @@ def cmd_capacity(args):
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
              gpu_price_per_hour=args.gpu_price or None,
-             gpu_price_decode_per_hour=args.gpu_price_decode or None)  # fmt: skip
+             gpu_price_decode_per_hour=args.gpu_price_decode or None, prefill_ep=prefill_ep,
+             decode_ep=decode_ep)  # fmt: skip
     payload = {
         "model": sc.model.id,
         "gpu": sc.gpu.id,
@@ -180,10 +200,10 @@ def cmd_capacity(args):
     rows = [
         ("traffic", f"{p.rps:,.2f} requests/s, mean {workload.mean_prompt_tokens:,.0f} prompt + "
                     f"{workload.mean_output_tokens:,.0f} output tokens"),
-        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
-                    f"(limit: {p.limits['prefill']})"),
-        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
-                   f"(limit: {p.limits['decode']})"
+        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × "
+                    f"{par_text(p.prefill_tp, p.prefill_ep)} (limit: {p.limits['prefill']})"),
+        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × "
+                   f"{par_text(p.decode_tp, p.decode_ep)} (limit: {p.limits['decode']})"
                    + (f" on {sc.decode_gpu.name}" if sc.gpu_decode is not None else "")),
         ("disaggregated", _side_row(p, "disaggregated", slo)),
         *([("disaggregated nearest", _nearest_row(p, "disaggregated"))]

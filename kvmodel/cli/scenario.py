@@ -63,8 +63,15 @@ def _evaluation_payload(ev):
         "weights_bytes_per_gpu_prefill": ev.weights_bytes_per_gpu_prefill,
         "fits_in_memory": ev.fits_in_memory,
         "max_concurrent_requests": ev.max_concurrent_requests,
-        # end-to-end time (issue 21): the serving framework, expert parallelism, and the parts
-        # of the decode step, prefill and TTFT [ms] (each dict adds up to its total)
+        **_end_to_end_payload(ev),
+    }
+
+
+def _end_to_end_payload(ev):
+    """End-to-end time (issue 21): the serving framework, expert parallelism, and the parts of
+    the decode step, prefill and TTFT [ms] (each dict adds up to its total)."""
+    sc = ev.scenario
+    return {
         "framework": sc.framework,
         "ep_prefill": sc.ep_prefill,
         "ep_decode": sc.ep_decode,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import pair_scenario, prefill_work_s
+from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import run_decode
 from kvmodel.replay.fifo import (
@@ -54,9 +54,12 @@ class Deployment:
     decode_tp: int
     prefill_instances: int
     decode_instances: int
+    prefill_ep: int = 1  # expert parallelism of a MoE side (an instance is max(TP, EP) GPUs)
+    decode_ep: int = 1
 
     def __post_init__(self):
-        for name in ("prefill_tp", "decode_tp", "prefill_instances", "decode_instances"):
+        for name in ("prefill_tp", "decode_tp", "prefill_instances", "decode_instances",
+                     "prefill_ep", "decode_ep"):  # fmt: skip
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
@@ -66,6 +69,17 @@ class Deployment:
     @property
     def decode_gpu(self):
         return getattr(self.sc, "decode_gpu", self.sc.gpu)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of both pools: instances × max(TP, EP) a side."""
+        return (self.prefill_instances * max(self.prefill_tp, self.prefill_ep)
+                + self.decode_instances * max(self.decode_tp, self.decode_ep))  # fmt: skip
+
+    @property
+    def decode_data_parallel(self) -> bool:
+        """Attention data-parallel on the decode side (the scenario's, or EP beyond TP)."""
+        return bool(self.sc.data_parallel_attention) or self.decode_ep > self.decode_tp
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,9 +120,12 @@ def _per_request(sc: Scenario, dep: Deployment, stream: Stream):
     lookup = np.zeros(len(seen), dtype=np.int64)
     lookup[uniq] = np.arange(len(uniq))
     inv = lookup[moved]
-    t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp), seq_len=uniq)
+    t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp, dep.prefill_ep, dep.decode_ep),
+                 seq_len=uniq)  # fmt: skip
     pre = np.broadcast_to(np.asarray(t.prefill_s, dtype=float), uniq.shape)
-    work = prefill_work_s(sc.model, uniq, pre, dep.prefill_tp)  # the pass rule at this TP
+    fixed = pass_fixed_s(sc, uniq, dep.prefill_tp, dep.prefill_ep)
+    gpus = max(dep.prefill_tp, dep.prefill_ep)
+    work = prefill_work_s(sc.model, uniq, pre, gpus, fixed)  # the plan's own pass rule
     exposed = np.broadcast_to(np.asarray(t.exposed_s, dtype=float), uniq.shape)
     whole = np.broadcast_to(np.asarray(t.transfer_s, dtype=float), uniq.shape)
     return pre[inv], work[inv], exposed[inv], whole[inv]
@@ -119,11 +136,12 @@ def decode_capacity_tokens(sc: Scenario, dep: Deployment, context: int) -> float
     ctx = int(max(1, min(context, sc.model.max_context_tokens)))
     mem = instance_memory(sc.model, dep.decode_gpu, tp=dep.decode_tp, seq_len=ctx, batch=1,
                           kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
-                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+                          data_parallel_attention=dep.decode_data_parallel,
+                          ep=dep.decode_ep)  # fmt: skip
     if mem.usable_bytes_per_gpu <= 0:
         return 0.0
     per_token = mem.kv_bytes_per_request_per_gpu / ctx
-    ranks = dep.decode_tp if sc.data_parallel_attention else 1
+    ranks = max(dep.decode_tp, dep.decode_ep) if dep.decode_data_parallel else 1
     return mem.usable_bytes_per_gpu / per_token * ranks
 
 
@@ -144,9 +162,14 @@ class StepTable:
         self.batches = np.concatenate([small, self.big[self.big > small[-1]]])
         self.h = max(1, -(-int(max_context) // TABLE_CONTEXTS))
         self.contexts = np.arange(TABLE_CONTEXTS + 2, dtype=float) * self.h
+        fw = getattr(sc, "framework", None)  # as capacity.pools.decode_side estimates it
+        kw = {} if fw is None else {"framework": fw}
         self.table = estimate_decode_step_s(sc.model, self.contexts[None, :],
                                             self.batches[:, None], gpu=dep.decode_gpu,
-                                            tp=dep.decode_tp, kv_dtype=sc.kv_dtype)  # fmt: skip
+                                            tp=dep.decode_tp, kv_dtype=sc.kv_dtype,
+                                            ep=dep.decode_ep,
+                                            data_parallel_attention=dep.decode_data_parallel,
+                                            **kw)  # fmt: skip
 
     def __call__(self, context: np.ndarray, batch: np.ndarray) -> np.ndarray:
         """Step [s] at whole ``batch`` (≥ 1; above the table: its last row) and ``context``."""

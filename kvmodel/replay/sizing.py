@@ -31,14 +31,14 @@ class Replayed:
 
     @property
     def gpus(self) -> int:
-        d = self.deployment
-        return d.prefill_instances * d.prefill_tp + d.decode_instances * d.decode_tp
+        return self.deployment.gpus
 
 
 def deployment_of(sc, plan) -> Deployment:
     """The pools of a :class:`kvmodel.capacity.CapacityPlan` on ``sc``."""
     return Deployment(sc, plan.prefill_tp, plan.decode_tp, plan.prefill_instances,
-                      plan.decode_instances)  # fmt: skip
+                      plan.decode_instances, getattr(plan, "prefill_ep", 1) or 1,
+                      getattr(plan, "decode_ep", 1) or 1)  # fmt: skip
 
 
 def run(dep: Deployment, stream: Stream, slo, design_step_s: float | None = None):

@@ -11,8 +11,8 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity.pools import pair_scenario
-from kvview import csv_capacity, figures, params
+from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario, par_text
+from kvview import csv_capacity, figures, params, tables
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (
     SIDEBAR_NOTE,
@@ -25,8 +25,10 @@ from kvview.capacity_words import (
     nearest_text,
     network_caption,
     no_sweep_text,
+    optimistic_links,
     pct_label,
     source_caption,
+    split_text,
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
@@ -133,10 +135,12 @@ def _inputs(sc):
         options=["auto", "sidebar"],
         format_func={
             "auto": "search",
-            "sidebar": f"TP {sc.tp_prefill} / {sc.tp_decode} (sidebar)",
+            "sidebar": f"{par_text(sc.tp_prefill, sc.ep_prefill)} / "
+            f"{par_text(sc.tp_decode, sc.ep_decode)} (sidebar)",
         }.get,
-        help="Search: the plan tries the smallest TPs that hold the weights and keeps those "
-        "that need fewest GPUs. Sidebar: prefill and decode TP as set there.",
+        help="Search: the plan tries the smallest TPs that hold the weights (and, for a MoE "
+        "model, expert-parallel sizes with data-parallel attention) and keeps those that need "
+        "fewest GPUs. Sidebar: prefill and decode TP (and EP) as set there.",
     )
     return source, req, label, fallback
 
@@ -164,8 +168,10 @@ def render() -> None:
     )
     kw = {"gpu_price_per_hour": price,
           "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
-    if ss["ctp"] == "sidebar":
+    if ss["ctp"] == "sidebar":  # the sidebar's TP and EP (a wide-EP deployment: tp=1, ep=32)
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
+        if sc.ep_prefill > 1 or sc.ep_decode > 1:
+            kw.update(prefill_ep=sc.ep_prefill, decode_ep=sc.ep_decode)
     try:
         sizing = _memo("Sizing the deployment…", cap.Sizing, (sc, lengths, slo), kw,
                        (plan_key(sc), lengths, slo, tuple(sorted(kw.items()))))  # fmt: skip
@@ -192,7 +198,8 @@ def render() -> None:
     capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
     replayed = capacity_replay.replay(sc, key, plan, source == TRACE, lengths, rate, slo)
     tp_mode = (
-        f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
+        f"the sidebar's: prefill {par_text(sc.tp_prefill, sc.ep_prefill)}, decode "
+        f"{par_text(sc.tp_decode, sc.ep_decode)}"
         if ss["ctp"] == "sidebar"
         else "searched (the smallest TPs that hold the weights)"
     )
@@ -201,7 +208,7 @@ def render() -> None:
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
-                replayed=replayed)
+                replayed=replayed, version1=urlstate.version1_implied())
     )  # fmt: skip
 
 
@@ -254,7 +261,11 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
             st.error(f"No plan per interconnect: {exc}.", icon=":material/block:")
             return
         table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
-        st.dataframe(table, hide_index=True, width="stretch")
+        # sideways: one column per interconnect, so every quantity shows at 1280 px (issue 24)
+        st.markdown(
+            tables.sideways_table(table, label="interconnect", notes=optimistic_links(nets)),
+            unsafe_allow_html=True,
+        )
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
 
@@ -286,11 +297,7 @@ def _no_plan(exc: Exception) -> None:
 
 def _tiles(plan, slo, price) -> None:
     m = st.columns(4)
-    dis_help = (
-        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
-        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); P:D = "
-        f"{plan.pd_ratio:,.2f}"
-    )
+    dis_help = f"{split_text(plan)}; P:D = {plan.pd_ratio:,.2f}"
     if plan.disaggregated_feasible:
         m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
     else:  # issue 24: no big count for a plan that cannot meet the targets
@@ -379,8 +386,10 @@ def _tiles(plan, slo, price) -> None:
         delta_arrow="off",
         help=f"The busiest NICs' load at {fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per "
         f"NIC and direction ({plan.nics_per_transfer} NICs per transfer); the KV sent is "
-        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the per-NIC "
-        f"bandwidth at which the {p} TTFT meets its target",
+        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the "
+        f"slowest NIC on which these pools still work at both ends: the sending prefill NICs "
+        f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
+        f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
     if price:
         m[3].metric(

@@ -90,6 +90,11 @@ def _transfer_metrics(sc, ev) -> None:
         fmt_tokens(ev.critical_seq_len),
         help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
     )
+    _ttft_metrics(sc, ev)
+
+
+def _ttft_metrics(sc, ev) -> None:
+    """TTFT, the transfer's share of it, prefill and the decode step, with their help."""
     c = st.columns(4)
     c[0].metric(
         "TTFT",
@@ -107,9 +112,8 @@ def _transfer_metrics(sc, ev) -> None:
     c[2].metric(
         "Prefill" + (" (estimated)" if ev.prefill_estimated else " (given)"),
         fmt_time(ev.prefill_s),
-        help=f"Estimated on {sc.gpus_prefill}× {sc.gpu.name} from its parts (below: weights, "
-        "activations, attention and GEMM FLOPs, TP all-reduce, EP traffic, kernel floor; "
-        "fitted and held out on published runs: Models page and docs/model.md)"
+        help=f"Estimated on {sc.gpus_prefill}× {sc.gpu.name} from its parts (below; fitted and "
+        "held out on published runs: the Models page)"
         if ev.prefill_estimated
         else "Set in the sidebar",
     )
@@ -117,7 +121,7 @@ def _transfer_metrics(sc, ev) -> None:
         "Decode step" + (" (estimated)" if sc.decode_step_estimated else " (given)"),
         fmt_time(ev.decode_step_s),
         help=f"Estimated for batch {sc.batch} at {sc.seq_len:,} tokens on {sc.gpus_decode}× "
-        f"{sc.gpu.name} ({sc.framework}) from its parts (below); roofline lower bound "
+        f"{sc.decode_gpu.name} ({sc.framework}) from its parts (below); roofline lower bound "
         f"{fmt_ms(ev.decode_step_lower_bound_s)}"
         if sc.decode_step_estimated
         else f"Set in the sidebar; roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)}",
