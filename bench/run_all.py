@@ -143,14 +143,28 @@ def ratio_summary(rerun: dict, c2c: dict | None, cold: dict | None) -> tuple[str
     return table(rows, head), missed
 
 
-def main(argv=None) -> int:
+def print_ratios(rerun: dict, c2c: dict | None, cold_json: Path) -> list[str]:
+    """Print :func:`ratio_summary`'s table; return the ratios missed."""
+    cold = json.loads(cold_json.read_text()) if cold_json.exists() else None
+    ratios, missed = ratio_summary(rerun, c2c, cold)
+    print()
+    print("=== Ratios to the trivial page (issue 20 item 6), this run")
+    print(ratios)
+    return missed + (["cold start (no result)"] if cold is None else [])
+
+
+def parse_args(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="AppTest reruns per page and mode")
     ap.add_argument("--repeats", type=int, default=5, help="browser control changes per page")
     ap.add_argument("--no-browser", action="store_true", help="skip control_to_chart.py")
     ap.add_argument("--profile", action="store_true",
                     help="profile the pages that miss the rerun target")  # fmt: skip
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     OUT.mkdir(exist_ok=True)
     rerun_json, c2c_json = OUT / "page_rerun.json", OUT / "control_to_chart.json"
     mem_json, cold_json = OUT / "server_memory.json", OUT / "cold_start.json"
@@ -197,14 +211,7 @@ def main(argv=None) -> int:
             missed.append("server memory per session")
     elif not why_not:
         missed.append("server memory (no result)")
-    cold = json.loads(cold_json.read_text()) if cold_json.exists() else None
-    ratios, missed_ratios = ratio_summary(rerun, c2c, cold)
-    print()
-    print("=== Ratios to the trivial page (issue 20 item 6), this run")
-    print(ratios)
-    missed += missed_ratios
-    if cold is None:
-        missed.append("cold start (no result)")
+    missed += print_ratios(rerun, c2c, cold_json)
     print("Targets missed: " + (", ".join(missed) if missed else "none"))
     if args.profile:
         slow = sorted({s.split(":")[0] for s in missed if s.endswith("rerun")})
