@@ -400,7 +400,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "kvview/figures/sensitivity.py:figure_tornado": TERMS,
     "kvview/params.py:parse_query": INPUTS,
     "kvview/report.py:report_html": TERMS,
-    "ui/views/capacity.py:render": PAGE,
     "ui/views/capacity.py:_tiles": PAGE,
     "ui/views/compare.py:_editor": "its six callbacks close over the variants being edited",
     "bench/control_to_chart.py:measure": BENCH,

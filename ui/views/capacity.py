@@ -187,14 +187,7 @@ def render() -> None:
     exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
     exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
 
-    st.subheader("The plan per pool")
-    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
-    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
-    exports_ui.table_download(
-        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
-    )
-    for note in plan.notes:
-        st.caption(f"Note: {note}.")
+    _plan_per_pool(plan, slo, rate, price)
     _networks(sc, lengths, rate, slo, kw)
     tp_mode = (
         f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
@@ -263,6 +256,18 @@ def _no_plan(exc: Exception) -> None:
         icon=":material/block:",
     )
     st.stop()
+
+
+def _plan_per_pool(plan, slo, rate, price) -> None:
+    """The plan per pool: its table, CSV and notes."""
+    st.subheader("The plan per pool")
+    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
+    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
+    exports_ui.table_download(
+        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
+    )
+    for note in plan.notes:
+        st.caption(f"Note: {note}.")
 
 
 def _tiles(plan, slo, price) -> None:
