@@ -81,6 +81,10 @@ def build_scenario(
     stack: str | StackSpec = ARTICLE_STACK,
     attention_parallel: str | None = None,
     window_transfer: str = I.default("win"),
+    framework: str = I.V1_DEFAULTS["fw"],
+    ep: int = I.default("ep"),
+    ep_decode: int = I.default("epd"),
+    gpu_decode: str | None = None,
 ) -> Scenario:
     """Scenario from ids and display units.  ``tp`` is the prefill TP; decode TP defaults to it.
 
@@ -90,8 +94,10 @@ def build_scenario(
     written against it keep their numbers; the app and the CLI start from ``kvmodel.inputs``'
     defaults (a measured stack, an estimated step) through :func:`to_scenario`.  Efficiency and
     share target are fractions here (the rows' percent × their scale).
+    ``framework`` "none" (no serving-engine costs) keeps version 1's arithmetic here too.
     ``decode_step_ms`` None estimates the step (``kvmodel.timing.estimate_decode_step_s``).
     ``attention_parallel`` None means the model's usual serving: ``dp`` for MLA, else ``tp``.
+    ``gpu_decode`` None (or empty): the decode instances run on ``gpu`` too.
     """
     spec = model if isinstance(model, ModelSpec) else catalog.get_model(model)
     chosen = _chosen_link(link, bandwidth_gbs, latency_us)
@@ -127,6 +133,10 @@ def build_scenario(
         stack=stack if isinstance(stack, StackSpec) else catalog.get_stack(stack),
         attention_parallel=attention_parallel or row["attn"].default_for(spec),
         window_transfer=window_transfer,
+        framework=framework,
+        ep_prefill=ep,
+        ep_decode=ep_decode,
+        gpu_decode=_decode_gpu(gpu, gpu_decode),
     )
 
 
@@ -146,6 +156,14 @@ def _chosen_link(link: str | None, bandwidth_gbs, latency_us) -> LinkSpec:
     return chosen
 
 
+def _decode_gpu(gpu: str, gpu_decode: str | None):
+    """The decode GPU's spec, None when it is not given or is the prefill GPU."""
+    if not gpu_decode:
+        return None
+    spec = catalog.get_gpu(gpu_decode)
+    return None if spec == catalog.get_gpu(gpu) else spec
+
+
 def default_attention_parallel(model: ModelSpec) -> str:
     """How the model is usually served: MLA models (DeepSeek) with data-parallel attention."""
     return I.attention_default(model)
@@ -153,8 +171,10 @@ def default_attention_parallel(model: ModelSpec) -> str:
 
 def _si(row: I.Input, value, values: dict, model: ModelSpec):
     """One row's display value as its Scenario field takes it (the row says how)."""
-    if row.catalog is not None:  # an id: the Scenario holds the catalog's spec ("": None)
-        return getattr(catalog, f"get_{row.catalog}")(value) if value else None
+    if row.catalog is not None:  # an id: the Scenario holds the catalog's spec
+        if value in (None, "") and row.default == "":  # an optional id left empty: None
+            return None
+        return getattr(catalog, f"get_{row.catalog}")(value)
     if value in (None, "") and (row.follows or row.default_from):
         value = row.default_for(model, values)  # tpd: the prefill TP; kvd, attn: the model's
     if row.est and value in (None, "est"):

@@ -12,6 +12,7 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
+from .frameworks import FrameworkSpec
 from .specs import AttentionGroup, GpuSpec, LinkSpec, ModelSpec, StackSpec
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -28,7 +29,13 @@ class UnknownIdError(ValueError):
         self.kind, self.given = kind, given
         self.closest = difflib.get_close_matches(str(given).lower(), list(valid), n=3, cutoff=0.3)
         hint = f"; closest: {', '.join(self.closest)}" if self.closest else ""
-        listing = {"model": "models", "link": "links", "GPU": "gpus", "stack": "stacks"}.get(
+        listing = {
+            "model": "models",
+            "link": "links",
+            "GPU": "gpus",
+            "stack": "stacks",
+            "framework": "frameworks",
+        }.get(  # fmt: skip
             kind, kind
         )
         super().__init__(
@@ -157,6 +164,9 @@ def _model_from_row(r: _Row) -> ModelSpec:
         source=r.text("source"),
         kv_dtype_native=r.text("kv_dtype_native", required=False) or None,
         weight_dtype=r.text("weight_dtype", required=False) or "bf16",
+        hidden_size=r.number("hidden_size", required=False, integer=True) or 0,
+        experts=r.number("experts", required=False, integer=True) or 0,
+        experts_per_token=r.number("experts_per_token", required=False, integer=True) or 0,
     )
 
 
@@ -217,6 +227,8 @@ def _gpu_from_row(r: _Row) -> GpuSpec:
         gpus_per_node=r.number("gpus_per_node", integer=True),
         nics_per_node=r.number("nics_per_node", integer=True),
         nvlink_domain_gpus=r.number("nvlink_domain_gpus", integer=True),
+        hbm_efficiency=r.number("hbm_efficiency", required=False) or 0.8,
+        flops_efficiency=r.number("flops_efficiency", required=False) or 0.7,
     )
 
 
@@ -282,6 +294,42 @@ def gpus(path: Path = DATA_DIR / "gpus.csv") -> dict[str, GpuSpec]:
 def stacks(path: Path = DATA_DIR / "stacks.csv") -> dict[str, StackSpec]:
     """Transfer stacks (data/stacks.csv): measured per-request, per-chunk and bandwidth costs."""
     return _load(path, STACK_COLUMNS, _stack_from_row)
+
+
+FRAMEWORK_COLUMNS = (
+    "id",
+    "name",
+    "request_ms",
+    "pd_request_ms",
+    "step_ms",
+    "graph_batch_multiple",
+    "graph_max_batch",
+    "source",
+)
+
+
+def _framework_from_row(r: _Row) -> FrameworkSpec:
+    return r.build(
+        FrameworkSpec,
+        id=r.text("id"),
+        name=r.text("name"),
+        request_s=r.number("request_ms") * 1e-3,
+        step_s=r.number("step_ms") * 1e-3,
+        pd_request_s=r.number("pd_request_ms") * 1e-3,
+        graph_batch_multiple=r.number("graph_batch_multiple", integer=True),
+        graph_max_batch=r.number("graph_max_batch", integer=True),
+        source=r.text("source"),
+    )
+
+
+@lru_cache(maxsize=4)
+def frameworks(path: Path = DATA_DIR / "frameworks.csv") -> dict[str, FrameworkSpec]:
+    """Serving frameworks (data/frameworks.csv): per-request and per-step costs, CUDA graphs."""
+    return _load(path, FRAMEWORK_COLUMNS, _framework_from_row)
+
+
+def get_framework(framework_id: str) -> FrameworkSpec:
+    return _get(frameworks(), "framework", framework_id)
 
 
 def get_stack(stack_id: str) -> StackSpec:

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from . import catalog
 from .critical import critical_seq_len
 from .memory import instance_memory, memory_notes
-from .scenario import Scenario
+from .scenario import Scenario, decode_step_parts_of, prefill_parts_of
 from .size import kv_bytes
 from .specs import IDEAL_STACK
+from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
 from .topology import domain_gpus, is_scale_up, scale_up_feasible
 from .wire import transfer, wire_ratio
@@ -59,6 +61,16 @@ class Evaluation:
     # the notes that say the deployment cannot be built (memory, NVLink domain); pages warn
     problems: tuple[str, ...] = ()
     max_concurrent_requests_prefill: int = 0
+    framework_request_s: float = 0.0  # the serving framework's per-request cost (in ttft_s)
+    step_parts: StepParts | None = None  # the estimated decode step's terms (None: given)
+    prefill_parts: PrefillParts | None = None  # the estimated prefill's terms (None: given)
+
+    @property
+    def ttft_parts(self) -> TtftParts:
+        """TTFT in its parts; they add up to ``ttft_s`` (no queue: one request alone)."""
+        return TtftParts(request_s=self.framework_request_s, queue_s=0.0,
+                         prefill_s=self.prefill_s, transfer_s=self.exposed_s,
+                         first_step_s=self.decode_step_s)  # fmt: skip
 
 
 @lru_cache(maxsize=1024)
@@ -80,10 +92,17 @@ def evaluate(sc: Scenario) -> Evaluation:
     t = transfer(sc)
     prefill = float(t.prefill_s)
     exposed = float(t.exposed_s)
-    ttft = prefill + exposed + sc.decode_step_s
+    fw = catalog.get_framework(sc.framework)
+    request = fw.request_s + fw.pd_request_s
+    ttft = request + prefill + exposed + sc.decode_step_s
     lb = float(
         decode_step_lower_bound_s(
-            sc.model, sc.seq_len, sc.batch, gpu=sc.gpu, tp=sc.tp_decode, kv_dtype=sc.kv_dtype
+            sc.model,
+            sc.seq_len,
+            sc.batch,
+            gpu=sc.decode_gpu,
+            tp=sc.tp_decode,
+            kv_dtype=sc.kv_dtype,
         )
     )
     notes = []
@@ -113,12 +132,13 @@ def evaluate(sc: Scenario) -> Evaluation:
                   kv_scale_group=sc.kv_scale_group)  # fmt: skip
     mem_d = instance_memory(
         sc.model,
-        sc.gpu,
+        sc.decode_gpu,
         tp=sc.tp_decode,
         data_parallel_attention=sc.data_parallel_attention,
+        ep=sc.ep_decode,
         **mem_kw,
     )
-    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, **mem_kw)  # fmt: skip
+    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, ep=sc.ep_prefill, **mem_kw)
     problems.extend(memory_notes(sc, mem_p, mem_d))
     notes.extend(problems)
     return Evaluation(
@@ -148,6 +168,9 @@ def evaluate(sc: Scenario) -> Evaluation:
         decode_step_s=sc.decode_step_s,
         decode_step_lower_bound_s=lb,
         ttft_s=ttft,
+        framework_request_s=request,
+        step_parts=decode_step_parts_of(sc),
+        prefill_parts=prefill_parts_of(sc),
         transfer_share_of_ttft=exposed / ttft,
         transfer_over_decode=exposed / sc.decode_step_s,
         over_share_target=exposed / ttft > sc.share_target,

@@ -319,6 +319,8 @@ def load_hf_config(
     if stem in (None, "config") and not path_name:  # named after model_type: add the size
         label = f"{label} ({params_total / 1e9:,.3g}B params)"
     kv_dtype, weight_dtype = _kv_dtype(cfg, quant_config), _weight_dtype(cfg, quant_config)
+    experts = first_key(cfg, "num_experts", "num_local_experts", "n_routed_experts", default=0)
+    top_k = first_key(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)
     try:
         spec = ModelSpec(
             id=model_id or slug or "model",
@@ -338,6 +340,9 @@ def load_hf_config(
             kv_dtype_native=kv_dtype,
             weight_dtype=weight_dtype,
             layer_order=tuple(index[k] for k in kinds if k in index) if explicit else (),
+            hidden_size=hidden,
+            experts=experts if experts > 1 else 0,
+            experts_per_token=min(top_k, experts) if experts > 1 else 0,
         )
     except ValueError as exc:  # beyond a limit of specs.MODEL_LIMITS (parameters)
         raise ValueError(f"config.json: {exc}") from None

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from .specs import MODEL_LIMITS
 from .textio import check_nesting
+from .textio.paths import read_bounded
+
+MAX_CONFIG_BYTES = 10_000_000  # a config.json is a few kB; read no more than this (issue 23)
 
 _REQUIRED = object()
 _LIMIT_KEYS = {  # MODEL_LIMITS key of each whole-number field; unlisted fields: "width"
@@ -89,10 +92,11 @@ def read_json(src, what: str) -> tuple[dict, str | None]:
         except UnicodeDecodeError:
             raise ValueError(f"{what}: not UTF-8 text; expected a JSON file") from None
     elif isinstance(src, Path) or (isinstance(src, str) and src.lstrip()[:1] not in ("{", "[")):
-        try:
-            text = Path(src).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{what}: cannot read {src}: {exc.strerror or exc}") from None
+        data = read_bounded(src, MAX_CONFIG_BYTES, ValueError, what=f"{what} ({src})")
+        try:  # a regular file only, read to at most 10 MB (not /dev/zero's endless bytes)
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ValueError(f"{what}: {src} is not UTF-8 text; expected a JSON file") from None
         stem = Path(src).name.removesuffix(".json").removesuffix(".hf_quant_config")
     elif not isinstance(src, str):
         raise ValueError(

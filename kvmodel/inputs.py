@@ -23,6 +23,7 @@ A row has two ranges:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -42,12 +43,20 @@ DEFAULT_DECODE_STEP_S = DEFAULT_DECODE_STEP_MS / 1e3  # the same 30 ms in SI (th
 DEFAULT_BAND_MS = (20.0, 50.0)  # the same article's decode-step band
 DEFAULT_MIN_SEQ_LEN = 128  # chatbot prompts of ~128 tokens gain nothing
 DEFAULT_MFU = 0.5  # prefill model-FLOP utilisation; long prompts on H100 reach 0.4-0.6
+MIN_MFU = 0.001  # below 0.1 % a prefill estimate means nothing (and 1e-300 overflowed, issue 23)
 DEFAULT_BLOCK_TOKENS = 16  # vLLM's default KV block size
 DEFAULT_CODEC_BYTES_PER_S = 1.0e12  # quantize or dequantize, bytes of uncompressed KV per s
 
 DEFAULT_TP = 8  # Llama-3.1-70B in BF16 fits one HGX H100 node at TP 8 (not on one GPU)
 MAX_BATCH = 4096  # the app's batch range (the model itself takes any batch)
 MAX_TP = 64
+# Expert parallelism: the app offers up to 320 GPUs per expert-parallel group (DeepSeek's
+# decode runs on 144-320 GPUs); the model takes up to MAX_EP_LIMIT.
+MAX_EP = 320
+MAX_EP_LIMIT = 65_536
+# data/frameworks.csv: the serving engine's own costs; "none": the source article's arithmetic
+FRAMEWORKS = ("vllm", "sglang", "trtllm", "none")
+DEFAULT_FRAMEWORK = "vllm"
 CUSTOM_LINK = "custom"
 IMPORTED_PREFIX = "cfg-"  # ids of imported models, carried in a link by their fields
 
@@ -187,26 +196,52 @@ class Input:
             return f"{'>' if lo_open else '≥'} {lo_txt} and {hi_txt}"
         return f"{lo_txt} – {number_text(hi / scale)}"
 
+    def typed(self, value):
+        """``value`` as the row's type: ``int`` for whole-number and flag rows, else ``float``
+        (a widget refuses a mix of the two: Streamlit's MixedNumericTypesError)."""
+        return int(value) if self.kind in ("int", "flag") else float(value)
+
     def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
-        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit."""
-        name = what or self.name
-        v = value * scale
-        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(v):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if self.kind == "int" and v != int(v):
-            raise ValueError(f"{name} must be a whole number, got {value!r}")
-        lo, hi = self.bounds
+        """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit;
+        a 400-digit integer or a subnormal gets a message too, never an OverflowError."""
+        name, got, (lo, hi) = what or self.name, shown_number(value), self.bounds
+
+        def fail(why: str = ""):
+            raise ValueError(f"{name} must be {self._range(scale)}, got {got}{why}")
+
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise ValueError(f"{name} must be a finite number, got {got}")
+        try:
+            v = float(value) * scale
+        except OverflowError:  # an integer beyond a float: far outside every range
+            v = math.inf if value > 0 else -math.inf
+        if not math.isfinite(v) and not isinstance(value, int):
+            raise ValueError(f"{name} must be a finite number, got {got}")
+        if (v == math.inf and hi is None) or (v == -math.inf and lo is None):
+            fail(", too large to compute with")
+        tiny = sys.float_info.min  # below it a float is subnormal: 1/v overflows
+        if v != 0 and (abs(v) < tiny or (isinstance(value, float) and abs(value) < tiny)):
+            fail(", a number too close to 0 to compute with")
+        if self.kind == "int" and math.isfinite(v) and v != int(v):
+            raise ValueError(f"{name} must be a whole number, got {got}")
         low = lo is not None and (v <= lo if self.lo_open else v < lo)
-        high = hi is not None and (v >= hi if self.hi_open else v > hi)
-        if low or high:
-            unit = f" {self.unit}" if self.unit and scale == 1 else ""
-            raise ValueError(
-                f"{name} must be {self.range_text(model=True, scale=scale)}{unit}, got {value!r}"
-            )
+        if low or (hi is not None and (v >= hi if self.hi_open else v > hi)):
+            fail()
+
+    def _range(self, scale: float) -> str:
+        unit = f" {self.unit}" if self.unit and scale == 1 else ""
+        return self.range_text(model=True, scale=scale) + unit
 
     def check_si(self, value_si: float) -> None:
         """``Scenario`` validation: the SI value against the limit, named by its field."""
         self.check(value_si, what=self.field, scale=1 / self.scale)
+
+
+def shown_number(value) -> str:
+    """A number as a message quotes it: a huge integer by its digit count, not its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return f"a {'negative ' if value < 0 else ''}{len(str(abs(value)))}-digit number"
+    return repr(value)
 
 
 MODEL_CAPS = {"max_context_tokens": "the model's max context"}  # max_from, in words
@@ -264,7 +299,10 @@ DEFAULT_STACK = "mooncake"  # the best-supported measured stack (docs/model.md, 
 # What a link made before transfer stacks existed (scenario keys, no ``stack``) meant by the
 # parameters it left out: version 1's defaults.
 V1_DEFAULTS = {"stack": "ideal", "attn": "tp", "step": DEFAULT_DECODE_STEP_MS, "tp": 1,
-               "tpd": 1, "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
+               "tpd": 1, "fw": "none",
+               "cmp": "comp:int8;link:ib-ndr;link:nvlink4"}  # fmt: skip
+# Scenario keys no version-1 link had: a link holding one is never read as version 1.
+AFTER_V1_KEYS = ("fw", "ep", "epd")
 CRITERIA = ("step", "share")  # transfer-bound: transfer ≥ k × step, or TTFT share > target
 
 INPUTS: tuple[Input, ...] = (
@@ -284,7 +322,7 @@ INPUTS: tuple[Input, ...] = (
           cli="--link", accepted="ids of `python -m kvmodel links`, or `custom`",
           help="interconnect id (`python -m kvmodel links`), or `custom`", whelp=""),
     Input("bw", "Custom bandwidth", "float", 12.5, unit="GB/s per direction", scale=1e9,
-          lo=0.001, hi=100_000, limit=(0, 1_000_000), lo_open=True, cli="--bandwidth-gbs",
+          lo=0.001, hi=100_000, limit=(1e-6, 1_000_000), cli="--bandwidth-gbs",
           cli_default=None,
           help="overrides the link's bandwidth (the app: only with `link=custom`)",
           only_with=("link", CUSTOM_LINK), wlabel="Bandwidth [GB/s per direction]", whelp=""),
@@ -293,7 +331,7 @@ INPUTS: tuple[Input, ...] = (
           help="per-transfer latency (default: the link's; the app: only with `link=custom`)",
           only_with=("link", CUSTOM_LINK), wlabel="Latency [µs]", whelp=""),
     Input("eff", "Link efficiency", "float", 100.0, unit="%", scale=0.01, lo=1, hi=100,
-          limit=(0, 100), lo_open=True, field="efficiency", cli="--efficiency", cli_scale=100,
+          limit=(0.01, 100), field="efficiency", cli="--efficiency", cli_scale=100,
           help="achieved ÷ nominal bandwidth (the CLI takes a fraction, 0–1)", wstep=1.0,
           wfmt="%.0f %%", whelp="Achieved ÷ nominal bandwidth. 100 % reproduces datasheet "
           "arithmetic."),
@@ -366,10 +404,28 @@ INPUTS: tuple[Input, ...] = (
           "TP exceeds the KV heads); `dp`: each request's KV lives on one decode rank. Default: "
           "`dp` for MLA models (as DeepSeek is served), else `tp`",
           default_from=attention_default, default_doc="`dp` for MLA, else `tp`"),
+    Input("fw", "Serving framework", "choice", DEFAULT_FRAMEWORK, choices=FRAMEWORKS,
+          field="framework", cli="--framework",
+          help="the engine's own costs beyond the GPU work (data/frameworks.csv): per request "
+          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding; `none`: "
+          "no such cost (the source article)"),
+    Input("ep", "Prefill EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
+          field="ep_prefill", cli="--ep",
+          help="prefill expert parallelism (MoE models; 1 = off): the experts are sharded over "
+          "this many GPUs, attention runs data-parallel on EP ÷ TP groups of TP GPUs"),
+    Input("epd", "Decode EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
+          field="ep_decode", cli="--ep-decode",
+          help="decode expert parallelism (MoE models; 1 = off), as `ep` for the decode "
+          "instance; its batch is spread over EP ÷ decode-TP attention groups"),
     Input("win", "Sliding layers on the wire", "choice", "window", choices=WINDOW_TRANSFER,
           field="window_transfer", cli="--window-transfer",
           help="`window`: sliding-window layers send their window; `full`: they send every "
           "token (connectors without hybrid-allocator support)"),
+    Input("gpud", "Decode GPU", "id", "", choices=lambda: ("", *_gpu_ids()), cli="--gpu-decode",
+          cli_default=None, accepted="ids of `python -m kvmodel gpus`, or empty: the GPU",
+          help="the decode instances' GPU when it is not the prefill GPU (`gpu`): its decode "
+          "step, memory and NICs; the transfer runs between the two GPUs' NICs",
+          field="gpu_decode", catalog="gpu"),
     # --- CLI-only model inputs (the app's link has no field for them) ---
     Input("kv_scale_group", "KV scale group", "int", 0, unit="values", lo=0, hi=None,
           field="kv_scale_group", url=False, cli="--kv-scale-group",
@@ -377,8 +433,8 @@ INPUTS: tuple[Input, ...] = (
     Input("comp_group", "Compression group", "int", DEFAULT_COMPRESSION_GROUP, unit="values",
           lo=0, hi=None, field="comp_group", url=False, cli="--comp-group",
           help="values per scale, int8/int4 transfer compression (0: no scales)"),
-    Input("mfu", "Prefill MFU", "float", DEFAULT_MFU, lo=0, hi=1, lo_open=True, field="mfu",
-          url=False, cli="--mfu", help="model-FLOP utilisation of the prefill estimate"),
+    Input("mfu", "Prefill MFU", "float", DEFAULT_MFU, lo=MIN_MFU, hi=1, field="mfu", url=False,
+          cli="--mfu", help="model-FLOP utilisation of the prefill estimate"),
     Input("block_tokens", "KV block", "int", DEFAULT_BLOCK_TOKENS, unit="tokens", lo=1, hi=None,
           field="block_tokens", url=False, cli="--block-tokens",
           help="tokens per KV block (the unit of the transfer descriptors)"),
@@ -452,6 +508,22 @@ INPUTS: tuple[Input, ...] = (
           whelp="Time per output token, one decode step"),
     Input("price", "GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000, cli="--gpu-price",
           page="Capacity", help="0 = no cost shown", wlabel="Price [$/GPU-hour]", wstep=0.5),
+    Input("replay", "Replay the trace", "flag", 0, unit="0/1", lo=0, hi=1, url=False,
+          cli="--replay", page="Capacity",
+          help="run the planned deployment over the trace's own arrivals (Poisson arrivals "
+          "from a fixed seed when it has no timestamps) and report what it measures"),
+    Input("size", "Size the pools by", "choice", "analytic", choices=("analytic", "replay"),
+          cli="--size-by", page="Capacity",
+          help="`analytic`: the queueing formulas; `replay`: grow the pools until the replay "
+          "meets the targets (implies `--replay`)"),
+    Input("rn", "Replayed requests", "int", 20_000, unit="requests", lo=100, hi=1_000_000,
+          limit=(1, 10_000_000), cli="--replay-requests", page="Capacity",
+          help="requests drawn (Poisson, fixed seed) when the traffic has no timestamps; a "
+          "trace replays all of its own", wlabel="Requests (no timestamps)", wstep=1000),
+    Input("priced", "Decode GPU price", "float", 0.0, unit="$/GPU-hour", lo=0, hi=1_000,
+          cli="--gpu-price-decode", page="Capacity",
+          help="the decode GPUs' price when it differs from `price` (0 = the same)",
+          wlabel="Decode GPU price [$/GPU-hour]", wstep=0.5),
     Input("trace_file", "Traffic file", "path", "", url=False, cli="--trace", cli_default=None,
           page="Capacity", help="trace file, directory or glob, or a sample id (else `--rps`)"),
     Input("wl", "Capacity traffic", "choice", "trace", choices=("trace", "fixed"),

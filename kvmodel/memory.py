@@ -8,6 +8,12 @@ Per GPU of an instance at tensor parallelism ``tp``:
              = tp × ⌊usable ÷ KV of one request⌋                (data-parallel attention: each
                                                                 request lives on one rank)
 
+With expert parallelism over ``ep`` GPUs (MoE models; DP attention) the instance has ``ep``
+GPUs in ``ep ÷ tp`` attention groups of ``tp`` GPUs:
+
+    weights  = (params_total − routed experts) × bytes ÷ tp  +  routed experts × bytes ÷ ep
+    requests = (ep ÷ tp) × the requests one attention group holds (as above)
+
 Activations, CUDA graphs and the framework's own buffers come out of the 10 % left over.
 """
 
@@ -22,9 +28,15 @@ from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 USABLE_FRACTION = 0.9  # vLLM's default gpu_memory_utilization; SGLang's mem_fraction_static ≈ 0.88
 
 
-def weights_bytes_per_gpu(model: ModelSpec, tp: int) -> float:
-    """Weight bytes one GPU holds at tensor parallelism ``tp`` [bytes]."""
-    return model.params_total * WEIGHT_DTYPE_BYTES[model.weight_dtype] / tp
+def weights_bytes_per_gpu(model: ModelSpec, tp: int, ep: int = 1) -> float:
+    """Weight bytes one GPU holds at tensor parallelism ``tp`` and expert parallelism ``ep``
+    [bytes]: the routed experts split over ``ep`` GPUs, the rest (attention, shared experts,
+    embeddings) over ``tp`` (module doc)."""
+    wb = WEIGHT_DTYPE_BYTES[model.weight_dtype]
+    if ep <= 1:
+        return model.params_total * wb / tp
+    routed = model.routed_expert_params
+    return (model.params_total - routed) * wb / tp + routed * wb / ep
 
 
 @dataclass(frozen=True)
@@ -56,9 +68,12 @@ def instance_memory(
     kv_dtype: str,
     kv_scale_group: int = 0,
     data_parallel_attention: bool = False,
+    ep: int = 1,
 ) -> Memory:
-    """Memory of an instance of ``tp`` GPUs holding ``batch`` requests of ``seq_len`` tokens."""
-    weights = weights_bytes_per_gpu(model, tp)
+    """Memory of an instance of ``tp`` GPUs (``ep`` with expert parallelism) holding ``batch``
+    requests of ``seq_len`` tokens."""
+    weights = weights_bytes_per_gpu(model, tp, ep)
+    groups = max(1, ep // tp)  # attention groups (data-parallel ranks of tp GPUs)
     usable = gpu.memory_bytes * USABLE_FRACTION - weights
     kv = kv_bytes(
         model,
@@ -79,7 +94,7 @@ def instance_memory(
         weights_bytes_per_gpu=weights,
         usable_bytes_per_gpu=usable,
         kv_bytes_per_request_per_gpu=per_request,
-        max_concurrent_requests=max(0, slots),
+        max_concurrent_requests=max(0, slots) * groups,
         batch=int(batch),
     )
 
@@ -88,10 +103,12 @@ def memory_notes(sc, prefill: Memory, decode: Memory) -> list[str]:
     """Plain-language warnings when a scenario does not fit (empty when it does)."""
     notes = []
     for side, mem, tp in (("prefill", prefill, sc.tp_prefill), ("decode", decode, sc.tp_decode)):
+        ep = sc.ep_prefill if side == "prefill" else sc.ep_decode
         if not mem.weights_fit:
             notes.append(
                 f"the weights do not fit on the {side} GPUs: {sc.model.name} needs "
-                f"{mem.weights_bytes_per_gpu / 1e9:,.1f} GB per GPU at TP {tp} "
+                f"{mem.weights_bytes_per_gpu / 1e9:,.1f} GB per GPU at TP {tp}"
+                f"{f', EP {ep}' if ep > 1 else ''} "
                 f"({sc.model.weight_dtype}), {sc.gpu.name} offers "
                 f"{sc.gpu.memory_bytes * USABLE_FRACTION / 1e9:,.1f} GB usable"
             )

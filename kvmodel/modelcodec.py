@@ -53,6 +53,9 @@ def encode_model(spec: ModelSpec) -> str:
     }
     if spec.weight_dtype != "bf16":  # written only when set: older links stay byte-identical
         data["w"] = spec.weight_dtype
+    for key, value in (("h", spec.hidden_size), ("E", spec.experts), ("k", spec.experts_per_token)):
+        if value:  # written only when known: older links stay byte-identical
+            data[key] = value
     raw = json.dumps(data, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -102,6 +105,9 @@ def decode_model(text: str) -> ModelSpec:
             state_bytes_per_layer=data["sb"],
             kv_dtype_native=data.get("kv"),
             weight_dtype=data.get("w", "bf16"),
+            hidden_size=data.get("h", 0),
+            experts=data.get("E", 0),
+            experts_per_token=data.get("k", 0),
             source="imported config.json (carried in the link)",
         )
     except (KeyError, IndexError, TypeError) as exc:

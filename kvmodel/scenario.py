@@ -8,10 +8,19 @@ from functools import lru_cache
 import numpy as np
 
 from .dtypes import compressed_bytes_per_value, kv_dtype_bytes
-from .inputs import ATTENTION_PARALLEL, WINDOW_TRANSFER, check_scenario_field, get, si_default
+from .inputs import (
+    ATTENTION_PARALLEL,
+    DEFAULT_FRAMEWORK,
+    FRAMEWORKS,
+    WINDOW_TRANSFER,
+    check_scenario_field,
+    get,
+    si_default,
+)
 from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
-from .timing import estimate_decode_step_s
+from .steps import PrefillParts, StepParts
+from .timing import decode_step_parts, prefill_parts
 from .topology import default_streams
 
 
@@ -24,19 +33,81 @@ def unwindowed(model: ModelSpec) -> ModelSpec:
     return replace(model, groups=groups)
 
 
+EP_LABELS = {"ep_prefill": "prefill EP (--ep, link key ep)",
+             "ep_decode": "decode EP (--ep-decode, link key epd)"}  # fmt: skip
+
+
 def _estimated_step_s(sc) -> float:
     for g in sc.model.groups:  # an impossible TP is reported by the checks that follow
         shard_heads(g.kv_heads, sc.tp_decode)
-    return _step_cached(sc.model, sc.gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len), sc.kv_dtype)
+    check_expert_parallel(sc.model, sc.ep_prefill, sc.tp_prefill, EP_LABELS["ep_prefill"])
+    check_expert_parallel(sc.model, sc.ep_decode, sc.tp_decode, EP_LABELS["ep_decode"])
+    if sc.framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {FRAMEWORKS}, got {sc.framework!r}")
+    return float(_step_parts(sc).total_s)
 
 
+def _step_parts(sc):
+    dp = sc.attention_parallel == "dp"
+    return _step_cached(sc.model, sc.decode_gpu, sc.tp_decode, int(sc.batch), int(sc.seq_len),
+                        sc.kv_dtype, sc.ep_decode, sc.framework, dp)  # fmt: skip
+
+
+# Memoised: every page's rerun meets the same few scenarios (bench/README.md, item 8's cache
+# rule: bounded, keyed by frozen specs).
 @lru_cache(maxsize=4096)
-def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype) -> float:
-    return float(
-        estimate_decode_step_s(
-            model, min(seq_len, model.max_context_tokens), batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype
-        )  # fmt: skip
-    )
+def _step_cached(model, gpu, tp, batch, seq_len, kv_dtype, ep=1, framework=DEFAULT_FRAMEWORK,
+                 dp=False):  # fmt: skip
+    ctx = min(seq_len, model.max_context_tokens)
+    parts = decode_step_parts(model, ctx, batch, gpu=gpu, tp=tp, kv_dtype=kv_dtype, ep=ep,
+                              framework=framework, data_parallel_attention=dp)  # fmt: skip
+    return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
+
+
+def decode_step_parts_of(sc) -> StepParts | None:
+    """The estimated decode step of ``sc`` in its parts [s]; None when the step is given."""
+    return _step_parts(sc) if sc.decode_step_estimated else None
+
+
+@lru_cache(maxsize=1024)
+def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu) -> PrefillParts:
+    parts = prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu)
+    return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
+
+
+def clear_estimate_caches() -> None:
+    """Forget the memoised step and prefill estimates (a calibration that changes the
+    constants in place, ``bench/fit_compute.py``, calls this between trials)."""
+    _step_cached.cache_clear()
+    _prefill_cached.cache_clear()
+
+
+def prefill_parts_of(sc) -> PrefillParts | None:
+    """The estimated prefill of ``sc`` in its parts [s]; None when the prefill is given."""
+    if sc.prefill_s is not None:
+        return None
+    return _prefill_cached(sc.model, sc.gpu, sc.tp_prefill, sc.ep_prefill, int(sc.seq_len),
+                           int(sc.batch), float(sc.mfu))  # fmt: skip
+
+
+def check_expert_parallel(model: ModelSpec, ep, tp: int, field: str = "decode EP") -> None:
+    """``ep`` GPUs of expert parallelism are possible for ``model`` at attention TP ``tp``:
+    1 (off) always; above 1 only for a mixture of experts, and a multiple of ``tp`` (attention
+    runs on ep ÷ tp data-parallel groups of tp GPUs).  ValueError naming ``field`` otherwise."""
+    if isinstance(ep, bool) or not isinstance(ep, (int, np.integer)) or ep < 1:
+        raise ValueError(f"{field} must be a whole number >= 1, got {ep!r}")
+    if ep == 1:
+        return
+    if not model.is_moe:
+        raise ValueError(
+            f"{field} is {ep}, but {model.name} is a dense model: expert parallelism needs a "
+            "mixture of experts (set it to 1 and use tensor parallelism)"
+        )
+    if ep % tp:
+        raise ValueError(
+            f"{field} ({ep}) must be a multiple of its TP ({tp}): attention runs on EP ÷ TP "
+            "data-parallel groups of TP GPUs each"
+        )
 
 
 @dataclass(frozen=True)
@@ -69,9 +140,14 @@ class Scenario:
     stack: StackSpec = IDEAL_STACK  # the connector's measured costs (kvmodel.stacks)
     attention_parallel: str = si_default("attn")  # "dp": each request's KV lives on one rank
     window_transfer: str = si_default("win")  # "full": sliding-window layers cross the wire whole
+    framework: str = si_default("fw")  # the serving engine (data/frameworks.csv); v1: "none"
+    ep_prefill: int = si_default("ep")  # expert parallelism of a prefill instance (1: off)
+    ep_decode: int = si_default("epd")  # expert parallelism of a decode instance
     # True: decode_step_s is estimated (kvmodel.timing) at this scenario's model, GPU, decode
     # TP, batch and prompt length, and follows them through dataclasses.replace
     decode_step_estimated: bool = False
+    # the decode instances' GPU when it is not ``gpu`` (None: the same); ``gpu`` is prefill's
+    gpu_decode: GpuSpec | None = None
 
     def __post_init__(self):
         # Ranges and whole-number rules come from kvmodel.inputs (one row per input).
@@ -88,6 +164,10 @@ class Scenario:
             )
         if self.decode_step_estimated:
             object.__setattr__(self, "decode_step_s", _estimated_step_s(self))
+        if self.framework not in FRAMEWORKS:
+            raise ValueError(f"framework must be one of {FRAMEWORKS}, got {self.framework!r}")
+        check_expert_parallel(self.model, self.ep_prefill, self.tp_prefill, EP_LABELS["ep_prefill"])
+        check_expert_parallel(self.model, self.ep_decode, self.tp_decode, EP_LABELS["ep_decode"])
         for f in fields(self):
             check_scenario_field(f.name, getattr(self, f.name))
         if self.attention_parallel not in ATTENTION_PARALLEL:
@@ -99,6 +179,10 @@ class Scenario:
             raise ValueError(
                 f"window_transfer must be one of {WINDOW_TRANSFER}, got {self.window_transfer!r}"
             )
+        if self.gpu_decode is not None and not isinstance(self.gpu_decode, GpuSpec):
+            raise ValueError(f"gpu_decode must be a GpuSpec or None, got {self.gpu_decode!r}")
+        if self.gpu_decode == self.gpu:  # one GPU for both: kept as None (one scenario, one key)
+            object.__setattr__(self, "gpu_decode", None)
         if not isinstance(self.stack, StackSpec):
             raise ValueError(f"stack must be a StackSpec, got {self.stack!r}")
         kv_dtype_bytes(self.kv_dtype, scale_group=self.kv_scale_group)
@@ -113,9 +197,24 @@ class Scenario:
         instances have (``kvmodel.topology``); with data-parallel attention a batch smaller
         than that uses one stream per request."""
         n = self.parallel_links or default_streams(
-            self.gpu, self.link, self.tp_prefill, self.tp_decode
+            self.gpu, self.link, self.tp_prefill, self.tp_decode, self.gpu_decode
         )
         return min(n, self.batch) if self.data_parallel_attention else n
+
+    @property
+    def gpus_prefill(self) -> int:
+        """GPUs of one prefill instance: its EP when expert-parallel, else its TP."""
+        return max(self.tp_prefill, self.ep_prefill)
+
+    @property
+    def gpus_decode(self) -> int:
+        """GPUs of one decode instance: its EP when expert-parallel, else its TP."""
+        return max(self.tp_decode, self.ep_decode)
+
+    @property
+    def decode_gpu(self) -> GpuSpec:
+        """The decode instances' GPU (``gpu_decode``, else the prefill GPU ``gpu``)."""
+        return self.gpu_decode or self.gpu
 
     @property
     def data_parallel_attention(self) -> bool:

@@ -59,6 +59,9 @@ LIMIT_OF = {  # field -> MODEL_LIMITS key
     "state_bytes_per_layer": "state_bytes_per_layer",
     "params_total": "params",
     "params_active": "params",
+    "hidden_size": "width",
+    "experts": "experts",
+    "experts_per_token": "experts",
 }
 
 
@@ -158,6 +161,11 @@ class ModelSpec:
     kv_dtype_native: str | None = None
     layer_order: tuple[int, ...] = field(default=(), compare=False)
     weight_dtype: str = "bf16"  # the checkpoint's weights (memory and decode-step estimates)
+    # 0 = unknown (older catalogs and links): hidden falls back to q_heads × head_dim_qk, and an
+    # MoE's routed experts to params_total − params_active (see ``routed_expert_params``)
+    hidden_size: int = 0
+    experts: int = 0  # routed experts per MoE layer
+    experts_per_token: int = 0  # routed experts each token picks (top-k)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
@@ -172,6 +180,13 @@ class ModelSpec:
         _check_int(self, "state_bytes_per_layer", minimum=0)
         _check_pos(self, "params_total")
         _check_pos(self, "params_active")
+        for name in ("hidden_size", "experts", "experts_per_token"):
+            _check_int(self, name, minimum=0)
+        if self.experts_per_token > self.experts:
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) must not exceed experts "
+                f"({self.experts})"
+            )
         if self.weight_dtype not in WEIGHT_DTYPE_BYTES:
             raise ValueError(
                 f"weight_dtype must be one of {', '.join(WEIGHT_DTYPE_BYTES)}, "
@@ -210,6 +225,30 @@ class ModelSpec:
     @property
     def attention_layers(self) -> int:
         return sum(g.layers for g in self.groups)
+
+    @property
+    def is_moe(self) -> bool:
+        """A mixture of experts: fewer parameters active per token than held."""
+        return self.params_active < self.params_total or self.experts > 1
+
+    @property
+    def hidden(self) -> int:
+        """The model width [values]: ``hidden_size``, else q_heads × head_dim_qk."""
+        return self.hidden_size or self.q_heads * self.head_dim_qk
+
+    @property
+    def routed_expert_params(self) -> float:
+        """Parameters of all routed experts (0 for a dense model).
+
+        With E experts and top-k known, the non-active routed weights are (E − k) of E, so the
+        routed total is (params_total − params_active) × E ÷ (E − k); unknown, it is taken as
+        params_total − params_active (the many-experts limit).
+        """
+        idle = self.params_total - self.params_active
+        e, k = self.experts, self.experts_per_token
+        if idle <= 0:
+            return 0.0
+        return idle * e / (e - k) if e > k > 0 else idle
 
     @property
     def min_kv_heads(self) -> int:
@@ -264,12 +303,19 @@ class GpuSpec:
     gpus_per_node: int = 8
     nics_per_node: int = 8  # scale-out NICs of the compute fabric
     nvlink_domain_gpus: int = 8  # GPUs one scale-up (NVLink) domain joins: 8 on HGX, 72 on NVL72
+    # Achievable fractions of the datasheet peaks in serving kernels (data/gpus.csv sources)
+    hbm_efficiency: float = 0.8
+    flops_efficiency: float = 0.7
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
         for name in ("gpus_per_node", "nics_per_node", "nvlink_domain_gpus"):
             _check_int(self, name, minimum=1)
+        for name in ("hbm_efficiency", "flops_efficiency"):
+            _check_pos(self, name)
+            if getattr(self, name) > 1:
+                raise ValueError(f"{name} must be <= 1, got {getattr(self, name)!r}")
         _check_pos(self, "hbm_bytes_per_s")
         _check_pos(self, "bf16_flops")
         _check_pos(self, "memory_bytes")

@@ -1,37 +1,37 @@
-"""Compute-side times: prefill and one decode step, estimated from the model, GPU and TP.
+"""Compute-side times: prefill and one decode step, built from their parts (``kvmodel.steps``).
 
-Both estimates are a roofline plus the costs a roofline leaves out, fitted on measured serving
-runs (docs/model.md, "Fidelity"; ``bench/fit_compute.py`` refits them from ``data/fidelity``):
+    decode step = framework floor + kernel floor × layers + (memory^p + compute^p)^(1/p)
+                  + TP all-reduce + EP dispatch/combine
+    prefill     = kernel floor × layers + (weights^p + FLOPs^p)^(1/p) + TP all-reduce
+                  + EP dispatch/combine
 
-    prefill     = floor × layers + FLOPs ÷ (peak × TP × MFU × TP^(−a))
-    decode step = floor × layers + max(bytes read ÷ (HBM × TP × e), FLOPs ÷ (peak × TP × ½))
-                  + [TP > 1] × all-reduce × layers
-
-The per-layer floors are the launches, scheduling and sampling of a real engine; the prefill
-MFU falls with TP (communication and smaller GEMMs per GPU); FP8 checkpoints read one byte per
-weight and compute at the GPU's FP8 rate.  ``decode_step_lower_bound_s`` is the bare roofline.
+memory = weights read + KV read at the context, over the GPU's achievable HBM bandwidth;
+compute = GEMM FLOPs (FP8 for an FP8 checkpoint) + attention FLOPs (GQA/MHA, or MLA's absorbed
+attention), over the GPU's achievable FLOP/s.  Every term is per GPU of one instance (``tp``
+GPUs, or ``ep`` with expert parallelism and data-parallel attention).  ``*_parts`` return the
+terms; ``estimate_*`` their sums (docs/model.md, fidelity: ``bench/fit_compute.py`` refits the
+constants).  ``decode_step_lower_bound_s`` is the bare roofline.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
+from . import steps
 from .dtypes import kv_dtype_bytes
-from .inputs import DEFAULT_MFU
+from .frameworks import FrameworkSpec
+from .inputs import DEFAULT_FRAMEWORK, DEFAULT_MFU
 from .size import as_tokens, kv_bytes
 from .specs import WEIGHT_DTYPE_BYTES, GpuSpec, ModelSpec
 
 DEFAULT_WEIGHT_BYTES = 2.0  # BF16 weights
 
-# Fitted on Llama-3.1-70B FP8 served by vLLM on H100 and H200 (14 prefill, 35 decode points of
-# aiconfigurator-core's measured silicon_sample.csv); every other point is held out.
-# docs/model.md's fidelity table gives both errors.
-PREFILL_FLOOR_S_PER_LAYER = 0.542e-3
-PREFILL_MFU_TP_EXPONENT = 0.214  # MFU × TP^(−a): 0.50 at TP 1, 0.32 at TP 8
-DECODE_FLOOR_S_PER_LAYER = 57.3e-6
-DECODE_HBM_EFFICIENCY = 0.911
-DECODE_ALLREDUCE_S_PER_LAYER = 17.8e-6
-DECODE_MFU = 0.5  # the compute side of a large decode batch
+# Kept for callers that size pools from the old terms (kvmodel.capacity): the decode batch's
+# GEMM utilisation and the prefill's per-layer floor.
+DECODE_MFU = 0.5
+PREFILL_FLOOR_S_PER_LAYER = steps.PREFILL_KERNEL_S_PER_LAYER
 
 
 def _held_sum(seq_len: np.ndarray, window: int | None) -> np.ndarray:
@@ -66,26 +66,6 @@ def peak_flops(gpu: GpuSpec, weight_dtype: str) -> float:
     return gpu.fp8_flops if narrow and gpu.fp8_flops else gpu.bf16_flops
 
 
-def estimate_prefill_s(
-    model: ModelSpec,
-    seq_len,
-    batch=1,
-    *,
-    gpu: GpuSpec,
-    tp: int = 1,
-    mfu: float = DEFAULT_MFU,
-    weight_dtype: str | None = None,
-) -> np.ndarray:
-    """Prefill of ``batch`` requests of ``seq_len`` tokens [s]: a per-layer floor plus
-    prefill_flops ÷ (peak × TP × MFU × TP^(−a)).  ``weight_dtype``: the checkpoint's by default."""
-    if not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
-    peak = peak_flops(gpu, weight_dtype or model.weight_dtype)
-    util = mfu * float(tp) ** -PREFILL_MFU_TP_EXPONENT
-    floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
-    return floor + prefill_flops(model, seq_len, batch) / (peak * tp * util)
-
-
 def weights_read_bytes(model: ModelSpec, batch, weight_dtype: str | None = None) -> np.ndarray:
     """Weight bytes one decode step reads [bytes].
 
@@ -103,6 +83,137 @@ def weights_read_bytes(model: ModelSpec, batch, weight_dtype: str | None = None)
     return (active + (total - active) * touched) * wbytes
 
 
+def _framework(framework) -> FrameworkSpec:
+    from . import catalog
+
+    return framework if isinstance(framework, FrameworkSpec) else catalog.get_framework(framework)
+
+
+@lru_cache(maxsize=64)
+def link_rates(gpu: GpuSpec, gpus: int) -> tuple[float, float]:
+    """(scale-up, scale-out) bytes/s per direction one GPU of a ``gpus``-GPU group has: its
+    NVLink (its NICs when the group spans more than one NVLink domain) and its NICs' share."""
+    from . import catalog
+
+    nic = catalog.get_link(gpu.nic).bandwidth_bytes_per_s * gpu.nics_per_node / gpu.gpus_per_node
+    up = catalog.get_link(gpu.nvlink).bandwidth_bytes_per_s
+    return (up if gpus <= gpu.nvlink_domain_gpus else nic), nic
+
+
+def decode_attention_flops_per_token(model: ModelSpec, seq_len) -> np.ndarray:
+    """Attention FLOPs of one decode token over all layers at ``seq_len`` tokens of context.
+
+    GQA/MHA: per layer and query head QKᵀ and PV cost 2 × (D_k + D_v) per cached token.  MLA's
+    absorbed attention scores and sums over the latent itself (kv_lora_rank + rope dims, the
+    cached ``k_head_dim``): 2 × heads × (kv_lora_rank + rope) × 2 per cached token.  Windowed
+    layers see at most their window.
+    """
+    s = np.asarray(seq_len, dtype=float)
+    out = np.zeros_like(s)
+    for g in model.groups:
+        ctx = s if g.window_tokens is None else np.minimum(s, float(g.window_tokens))
+        dims = g.k_head_dim + (g.v_head_dim or g.k_head_dim)
+        out = out + g.layers * 2.0 * model.q_heads * dims * ctx
+    return out
+
+
+def routed_share(model: ModelSpec) -> float:
+    """The share of routed expert weights one token reads: top-k ÷ experts (else the active
+    share of all parameters, for a model whose expert counts are unknown)."""
+    if model.experts and model.experts_per_token:
+        return model.experts_per_token / model.experts
+    return model.params_active / model.params_total
+
+
+def weights_read_bytes_per_gpu(model: ModelSpec, tokens, *, tp: int = 1, ep: int = 1,
+                               weight_dtype: str | None = None) -> np.ndarray:  # fmt: skip
+    """Weight bytes one GPU reads for ``tokens`` tokens in one pass [bytes].
+
+    Everything but the routed experts, split over ``tp``; of the routed experts (split over
+    ``max(tp, ep)`` GPUs) the share the tokens touch, each expert with probability
+    1 − (1 − top_k/E)^tokens (experts drawn independently: an approximation), counted at
+    ``1 ÷ steps.MOE_READ_EFFICIENCY`` (grouped MoE kernels read slower than dense GEMMs): the
+    HBM time of the weights, in bytes at the GPU's dense-read efficiency.
+    """
+    wb = WEIGHT_DTYPE_BYTES[weight_dtype or model.weight_dtype]
+    t = np.asarray(tokens, dtype=float)
+    routed = model.routed_expert_params
+    if routed <= 0:
+        return np.ones_like(t) * model.params_total * wb / tp
+    touched = 1.0 - (1.0 - routed_share(model)) ** t
+    experts = routed * touched / max(tp, ep) / steps.MOE_READ_EFFICIENCY
+    return ((model.params_total - routed) / tp + experts) * wb
+
+
+def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int):
+    """TP all-reduce and EP dispatch/combine of one pass [s] (``kvmodel.steps``)."""
+    gpus = max(tp, ep)
+    up_tp, _ = link_rates(gpu, tp)
+    up_ep, nic = link_rates(gpu, gpus)
+    ar_bytes = np.asarray(tokens_group, dtype=float) * model.hidden * steps.ACTIVATION_BYTES
+    allreduce = steps.ring_allreduce_s(ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2))
+    exchange = steps.ep_exchange_s(
+        np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
+        top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,
+        node_gpus=min(gpu.gpus_per_node, gpu.nvlink_domain_gpus),
+        scaleup_bytes_per_s=catalog_up(gpu), nic_bytes_per_s=nic,
+    )  # fmt: skip
+    return allreduce, exchange
+
+
+def catalog_up(gpu: GpuSpec) -> float:
+    """The GPU's own scale-up (NVLink) bandwidth per direction [bytes/s]."""
+    return link_rates(gpu, 1)[0]
+
+
+def decode_step_parts(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    gpu: GpuSpec,
+    tp: int = 1,
+    ep: int = 1,
+    kv_dtype: str = "fp16",
+    weight_dtype: str | None = None,
+    framework=DEFAULT_FRAMEWORK,
+    data_parallel_attention: bool = False,
+    chunk_tokens=0,
+    chunk_flops_per_token: float = 0.0,
+) -> steps.StepParts:
+    """The parts of one decode step of ``batch`` requests holding ``seq_len`` tokens each, on
+    an instance of ``max(tp, ep)`` GPUs [s] (``kvmodel.steps`` module doc).
+
+    ``chunk_tokens`` prompt tokens of ``chunk_flops_per_token`` FLOPs each ride along in the
+    same iteration (chunked prefill of a colocated instance): their FLOPs join the GEMMs and
+    their activations the all-reduce."""
+    b = as_tokens(batch, "batch")
+    fw = _framework(framework)
+    groups = max(1, ep // tp)
+    b_group = b / groups
+    pad = fw.padded_batch(np.ceil(b_group))
+    hbm = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    wd = weight_dtype or model.weight_dtype
+    weights = weights_read_bytes_per_gpu(model, b, tp=tp, ep=ep, weight_dtype=wd) / hbm
+    kv = kv_bytes(model, seq_len, 1, kv_dtype=kv_dtype, tp_prefill=tp, tp_decode=tp)
+    kv_gpu = kv.total / tp if data_parallel_attention else kv.per_gpu_decode
+    kv_s = kv_gpu * b_group / hbm
+    attn_flops = decode_attention_flops_per_token(model, seq_len) * b_group / tp
+    attention = attn_flops / (gpu.bf16_flops * gpu.flops_efficiency)
+    chunk = np.asarray(chunk_tokens, dtype=float)
+    gemm_flops = 2.0 * model.params_active * pad + chunk * chunk_flops_per_token
+    gemm = gemm_flops / tp / (peak_flops(gpu, wd) * gpu.flops_efficiency)
+    (weights, kv_s), (attention, gemm) = steps.split_exposed((weights, kv_s), (attention, gemm))
+    allreduce, exchange = _comm_s(model, gpu, pad + chunk, tp=tp, ep=ep)
+    shape = np.broadcast(np.asarray(weights), np.asarray(kv_s)).shape
+    return steps.StepParts(
+        weights_read_s=weights, kv_read_s=kv_s, attention_s=attention, gemm_s=gemm,
+        tp_allreduce_s=allreduce * np.ones(shape), ep_dispatch_combine_s=exchange * np.ones(shape),
+        kernel_floor_s=np.full(shape, steps.DECODE_KERNEL_S_PER_LAYER * model.layers),
+        framework_floor_s=np.full(shape, fw.step_s),
+    )  # fmt: skip
+
+
 def estimate_decode_step_s(
     model: ModelSpec,
     seq_len,
@@ -112,18 +223,74 @@ def estimate_decode_step_s(
     tp: int = 1,
     kv_dtype: str = "fp16",
     weight_dtype: str | None = None,
+    ep: int = 1,
+    framework=DEFAULT_FRAMEWORK,
+    data_parallel_attention: bool = False,
 ) -> np.ndarray:
-    """One decode step of ``batch`` requests holding ``seq_len`` tokens each [s] (module doc)."""
+    """One decode step of ``batch`` requests holding ``seq_len`` tokens each [s]: the sum of
+    :func:`decode_step_parts`."""
+    return decode_step_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, kv_dtype=kv_dtype,
+                             weight_dtype=weight_dtype, framework=framework,
+                             data_parallel_attention=data_parallel_attention).total_s  # fmt: skip
+
+
+def prefill_parts(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    gpu: GpuSpec,
+    tp: int = 1,
+    ep: int = 1,
+    mfu: float = DEFAULT_MFU,
+    weight_dtype: str | None = None,
+) -> steps.PrefillParts:
+    """The parts of one prefill pass of ``batch`` requests of ``seq_len`` tokens on an instance
+    of ``max(tp, ep)`` GPUs [s].  ``mfu`` scales the GPU's achievable FLOP/s (``DEFAULT_MFU``:
+    the GPU's own, data/gpus.csv)."""
+    if not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
+    s = as_tokens(seq_len, "seq_len")
     b = as_tokens(batch, "batch")
-    kv = kv_bytes(model, seq_len, b, kv_dtype=kv_dtype).total
-    memory_s = (weights_read_bytes(model, b, weight_dtype) + kv) / (
-        gpu.hbm_bytes_per_s * tp * DECODE_HBM_EFFICIENCY
+    gpus = max(tp, ep)
+    tokens = s * b
+    wd = weight_dtype or model.weight_dtype
+    eff = gpu.flops_efficiency * mfu / DEFAULT_MFU
+    hbm = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
+    weights = weights_read_bytes_per_gpu(model, tokens, tp=tp, ep=ep, weight_dtype=wd) / hbm
+    gemm = 2.0 * model.params_active * tokens / gpus / (peak_flops(gpu, wd) * min(eff, 1.0))
+    attn_flops = (prefill_flops(model, s, b) - 2.0 * model.params_active * tokens) / gpus
+    attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
+    group_tokens = tokens / max(1, ep // tp)
+    act = group_tokens * model.hidden * steps.ACTIVATION_BYTES * steps.PREFILL_ACTIVATION_PASSES
+    activations = act * model.layers / hbm
+    (weights, activations), (attention, gemm) = steps.split_exposed(
+        (weights, activations), (attention, gemm)
     )
-    peak = peak_flops(gpu, weight_dtype or model.weight_dtype)
-    compute_s = 2.0 * model.params_active * b / (peak * tp * DECODE_MFU)
-    layers = model.layers
-    comm = DECODE_ALLREDUCE_S_PER_LAYER * layers if tp > 1 else 0.0
-    return DECODE_FLOOR_S_PER_LAYER * layers + np.maximum(memory_s, compute_s) + comm
+    allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep)
+    shape = np.broadcast(np.asarray(gemm), np.asarray(attention)).shape
+    return steps.PrefillParts(
+        weights_read_s=weights, activations_s=activations, attention_s=attention, gemm_s=gemm,
+        tp_allreduce_s=allreduce * np.ones(shape), ep_dispatch_combine_s=exchange * np.ones(shape),
+        kernel_floor_s=np.full(shape, steps.PREFILL_KERNEL_S_PER_LAYER * model.layers),
+    )  # fmt: skip
+
+
+def estimate_prefill_s(
+    model: ModelSpec,
+    seq_len,
+    batch=1,
+    *,
+    gpu: GpuSpec,
+    tp: int = 1,
+    mfu: float = DEFAULT_MFU,
+    weight_dtype: str | None = None,
+    ep: int = 1,
+) -> np.ndarray:
+    """Prefill of ``batch`` requests of ``seq_len`` tokens [s]: the sum of
+    :func:`prefill_parts`.  ``weight_dtype``: the checkpoint's by default."""
+    return prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu,
+                         weight_dtype=weight_dtype).total_s  # fmt: skip
 
 
 def decode_step_lower_bound_s(

@@ -31,16 +31,29 @@ def nics(gpu: GpuSpec, tp: int) -> int:
     return max(1, tp * gpu.nics_per_node // gpu.gpus_per_node)
 
 
-def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: int) -> int:
+def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: int,
+                    gpu_decode: GpuSpec | None = None) -> int:  # fmt: skip
     """Links used at once when the user gives none: per-GPU links over scale-up, NICs otherwise.
 
-    The KV of each decode rank travels on its own stream; the side with fewer links bounds it.
+    The KV of each decode rank travels on its own stream; the side with fewer links bounds it
+    (``gpu_decode``: the decode instances' GPU when it is not ``gpu``, with its own NICs).
     """
     if is_scale_up(link):
         return min(tp_prefill, tp_decode)
-    return min(nics(gpu, tp_prefill), nics(gpu, tp_decode))
+    return min(nics(gpu, tp_prefill), nics(gpu_decode or gpu, tp_decode))
 
 
 def scale_up_feasible(gpu: GpuSpec, tp_prefill: int, tp_decode: int, link=None) -> bool:
     """True when prefill and decode instances fit in one scale-up domain together."""
     return tp_prefill + tp_decode <= domain_gpus(gpu, link)
+
+
+def unbuildable_links(gpu: GpuSpec, tp_prefill: int, tp_decode: int, links) -> tuple[str, ...]:
+    """The ids of the scale-up ``links`` (LinkSpecs) whose domain cannot hold a prefill and a
+    decode instance together (``scale_up_feasible``): their rows are not a deployment one can
+    build at these TPs."""
+    return tuple(
+        lk.id
+        for lk in links
+        if is_scale_up(lk) and not scale_up_feasible(gpu, tp_prefill, tp_decode, lk)
+    )

@@ -58,7 +58,8 @@ def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
         return np.broadcast_to(
             np.asarray(sc.prefill_s, dtype=float), np.broadcast(np.asarray(s), np.asarray(b)).shape
         )
-    return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu)
+    return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu,
+                              ep=sc.ep_prefill)  # fmt: skip
 
 
 # Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).
@@ -136,7 +137,7 @@ def _streams(sc: Scenario, vol: Volume):
     """Links used at once, per batch entry: with data-parallel attention and no stream count
     given, a batch smaller than the NICs uses one stream per request (``Scenario.streams``)."""
     if sc.data_parallel_attention and not sc.parallel_links:
-        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode)
+        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode, sc.gpu_decode)
         return np.minimum(n, vol.b)
     return sc.streams
 

@@ -19,7 +19,10 @@ from kvview.capacity_words import (
 )
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
+from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.link_version import defaults_sentence
+from kvview.replay_words import replay_rows
 from kvview.report import CSS
 from kvview.report_text import scenario_inputs
 from kvview.scenario_link import check_url
@@ -79,6 +82,20 @@ def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
     return rows
 
 
+def _replay_section(replayed, slo) -> list[str]:
+    """The replay's numbers, its chart and why it disagrees with the formulas (empty: none)."""
+    if replayed is None:
+        return []
+    fig = figure_replay(replayed.result.series, ttft_slo_s=slo.ttft_s)
+    out = ['<h2 id="replay">Replay of the trace</h2>', _rows(replay_rows(replayed, slo=slo)),
+           f'<div class="chart">{figure_div(fig, div_id="chart-replay")}</div>']  # fmt: skip
+    if replayed.reasons:
+        out.append('<p>The replay and the formulas disagree:</p><ul class="assumptions">')
+        out += [f"<li>{escape(w)}</li>" for w in replayed.reasons]
+        out.append("</ul>")
+    return out
+
+
 def capacity_report_html(
     plan,
     sweep,
@@ -91,9 +108,13 @@ def capacity_report_html(
     tp_mode: str,
     share_url: str | None = None,
     generated_at: datetime | None = None,
+    replayed=None,
+    version1: dict | None = None,
 ) -> str:
     """The standalone page (module doc); ``sc`` is the sidebar's scenario, ``traffic`` says
-    where the requests came from, ``tp_mode`` how the TPs were chosen."""
+    where the requests came from, ``tp_mode`` how the TPs were chosen; ``replayed`` (a
+    ``kvmodel.replay.Replayed``) adds the replay of the trace; ``version1`` what a version-1
+    link implied (``kvview.link_version``; said under the title)."""
     if share_url is not None:
         check_url(share_url, "share_url")
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M %Z").strip()
@@ -106,6 +127,7 @@ def capacity_report_html(
         "<h1>Capacity plan</h1>",
         f'<p class="meta">Generated {escape(when)} by the KV Transfer Planner · '
         f"{escape(sc.model.name)} on {escape(sc.gpu.name)}, {escape(sc.link.name)}</p>",
+        f'<p class="meta defaults">{escape(defaults_sentence(version1))}</p>',
     ]
     if share_url:
         body.append(
@@ -123,6 +145,7 @@ def capacity_report_html(
         '<h2 id="rates">Across request rates</h2>',
         f"<p>{escape(crossover_sentence(sweep, rps))}</p>",
         *(f'<div class="chart">{figure_div(f, div_id=i)}</div>' for f, i in charts),
+        *_replay_section(replayed, slo),
         '<h2 id="inputs">Inputs</h2>',
         _rows(
             [

@@ -32,11 +32,20 @@ def pct_label(p: float) -> str:
     return f"p{p:g}"
 
 
+def par_text(tp: int, ep: int = 1) -> str:
+    """'TP 8', or 'EP 32' (attention TP 1, data-parallel), 'EP 32 (attention TP 2)'."""
+    if ep <= 1:
+        return f"TP {tp}"
+    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
+
+
 def split_text(plan) -> str:
-    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'."""
+    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'; 'EP 32' for an expert-parallel pool."""
+    pe, de = getattr(plan, "prefill_ep", 1), getattr(plan, "decode_ep", 1)
     return (
-        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
-        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp})"
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × "
+        f"{par_text(plan.prefill_tp, pe)}) + {plan.decode_gpus:,} decode "
+        f"({plan.decode_instances} × {par_text(plan.decode_tp, de)})"
     )
 
 
@@ -190,6 +199,15 @@ def crossover_sentence(sweep, rps: float) -> str:
     return _crossing(fewer, r, rps, drawn) + gaps
 
 
+def no_sweep_text(rates, rps: float, exc: Exception) -> str:
+    """Why 'Across request rates' is missing: the sweep's rates cannot all be sized."""
+    return (
+        f"No sweep from {fmt_sig(rates[0], 3)} to {fmt_sig(rates[-1], 3)} requests/s: {exc}. "
+        f"The plan at {fmt_sig(rps, 3)} requests/s is above; lower the request rate to see the "
+        "sweep."
+    )
+
+
 def feasible_both(sweep) -> np.ndarray:
     """Per row of a rate sweep: both sides meet the targets (columns ``meets_slo`` and
     ``colocated_meets_slo``; a frame without them counts as feasible)."""
@@ -227,13 +245,25 @@ def _crossing(fewer: np.ndarray, r: np.ndarray, rps: float, drawn: str) -> str:
     return "Disaggregated serving needs fewer GPUs only at the shaded rates."
 
 
+def optimistic_links(nets) -> dict[str, str]:
+    """Interconnect name → 'optimistic' for the rows of ``capacity.network_plans`` whose
+    scale-up link (NVLink) joins fewer GPUs than the deployment has."""
+    return {
+        r.link_name: f"{r.disaggregated_gpus:,} GPUs > one {r.domain_gpus:,}-GPU domain"
+        for r in nets.itertuples(index=False)
+        if r.domain_gpus and r.disaggregated_gpus > r.domain_gpus
+    }
+
+
 def network_caption(nets, current: str) -> str:
     """What the table of ``capacity.network_plans`` says: which interconnects need fewest GPUs
     (meeting the targets), what the others need, and which scale-up rows are optimistic."""
     rows = list(nets.itertuples(index=False))
     ok = [r for r in rows if r.meets_slo]
     if not ok:
-        return f"No interconnect here meets the targets. The first row is the sidebar's: {current}."
+        return (
+            f"No interconnect here meets the targets. The first column is the sidebar's: {current}."
+        )
     fewest = min(r.disaggregated_gpus for r in ok)
     best = [r.link_name for r in ok if r.disaggregated_gpus == fewest]
     more = [f"{r.link_name} {gpus(r.disaggregated_gpus)}" for r in ok
@@ -248,5 +278,5 @@ def network_caption(nets, current: str) -> str:
         if r.domain_gpus and r.disaggregated_gpus > r.domain_gpus:
             out += (f" {r.link_name} joins at most {r.domain_gpus:,} GPUs: a deployment of "
                     f"{r.disaggregated_gpus:,} sends part of its transfers over the scale-out "
-                    "network, so its row is optimistic.")  # fmt: skip
-    return out + f" The first row is the sidebar's interconnect: {current}."
+                    "network, so its column is optimistic.")  # fmt: skip
+    return out + f" The first column is the sidebar's interconnect: {current}."

@@ -179,3 +179,22 @@ def network_frame(networks: pd.DataFrame, *, ttft_percentile: float) -> pd.DataF
     domain = "GPUs one scale-up domain joins [GPUs]"
     out[domain] = pd.array([int(v) if v else None for v in out[domain]], dtype="Int64")
     return out
+
+
+def decode_gpu_frame(plans: pd.DataFrame, *, ttft_percentile: float) -> pd.DataFrame:
+    """``capacity.pairs.decode_gpu_plans`` as a table: units in the headers."""
+    p = pct_label(ttft_percentile)
+    return pd.DataFrame(
+        {
+            "decode GPU": plans["decode_gpu_name"],
+            "prefill GPUs [GPUs]": plans["prefill_gpus"],
+            "decode GPUs [GPUs]": plans["decode_gpus"],
+            "GPUs [GPUs]": plans["disaggregated_gpus"],
+            f"TTFT {p} [ms]": plans["ttft_s"] * 1e3,
+            "TPOT [ms]": plans["tpot_s"] * 1e3,
+            "meets the targets": [_yes_no(v) for v in plans["meets_slo"]],
+            "cost [$ per hour]": plans["cost_per_hour"],
+            "cost [$ per million output tokens]": plans["cost_per_million_output_tokens"],
+            "note": plans["note"],
+        }
+    )

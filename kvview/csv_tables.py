@@ -38,18 +38,26 @@ def _rounded(df: pd.DataFrame, digits: int) -> pd.DataFrame:
     return out
 
 
+SCENARIO_COLUMN = "scenario link"  # the last column of a handout: the page's share link
+
+
 def csv_handout(
     df: pd.DataFrame, *, scenario_link: str | None = None, digits: int = SIG_DIGITS
 ) -> bytes:
     """CSV bytes of ``df`` with floats at ``digits`` significant digits, formula injection
-    neutralised (``export.csv_bytes``), and ``# scenario: <link>`` as the first line."""
+    neutralised (``export.csv_bytes``), and the scenario's link in a last column
+    ``SCENARIO_COLUMN`` (the same on every row).
+
+    The link was a ``# scenario:`` first line until issue 24: ``pandas.read_csv`` with its
+    defaults read that as a one-column header.  As a column, every reader with defaults
+    gets the table's own columns (names and units unchanged) plus the link."""
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    body = csv_bytes(_rounded(df, digits))
-    if not scenario_link:
-        return body
-    link = " ".join(str(scenario_link).split())  # one line, whatever it held
-    return f"# scenario: {link}\r\n".encode() + body
+    out = _rounded(df, digits)
+    if scenario_link:
+        link = " ".join(str(scenario_link).split())  # one line, whatever it held
+        out = out.assign(**{SCENARIO_COLUMN: link})
+    return csv_bytes(out)
 
 
 def spec_columns(df: pd.DataFrame, spec) -> pd.DataFrame:

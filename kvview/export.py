@@ -64,13 +64,22 @@ def _axes(layout: dict):
     return list(dict.fromkeys(["xaxis", "yaxis", *named]))
 
 
-def for_export(fig: go.Figure, *, width: int | None = None) -> go.Figure:
+SUBTITLE_PX = 22  # the subtitle's line under the title: the top margin grows by it
+SUBTITLE_FONT = {"size": 12, "color": "#374151"}
+
+
+def for_export(
+    fig: go.Figure, *, width: int | None = None, subtitle: str | None = None
+) -> go.Figure:
     """A copy of ``fig`` laid out for a file, where Streamlit's theme does not reach.
 
     Every axis grows the margin to fit its tick labels and title (``automargin``), the title
     keeps ``TITLE_STANDOFF_PX`` from the tick numbers, margins are at least
     ``EXPORT_MARGIN_PX`` (a larger top margin of the figure, e.g. for a legend, is kept), fonts
     are ``EXPORT_FONT`` and the background is white.  ``width`` [px] is set when given.
+    ``subtitle`` (the scenario in words, ``words.scenario_line``) goes under the title, the
+    title pinned to the top and the top margin grown by ``SUBTITLE_PX``, so a file away from
+    the app still says what it shows (issue 24).
     """
     if not isinstance(fig, go.Figure):
         raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
@@ -88,19 +97,46 @@ def for_export(fig: go.Figure, *, width: int | None = None) -> go.Figure:
     }
     title = layout.get("title", {})
     title = {"text": title} if isinstance(title, str) else dict(title)
-    layout["title"] = {"pad": {"l": EXPORT_MARGIN_PX["l"]}, **title}  # off the image's edge
+    pad = {"l": EXPORT_MARGIN_PX["l"], **dict(title.get("pad", {}))}
+    layout["title"] = {**title, "pad": pad}  # off the image's edge
     font = dict(layout.get("font", {}))
     layout["font"] = {**EXPORT_FONT, **font}
     layout.setdefault("paper_bgcolor", "white")
     if width is not None:
         layout["width"] = width
+    if subtitle:
+        _subtitle(layout, " ".join(str(subtitle).split()))
     return go.Figure({"data": spec.get("data", []), "layout": layout})
 
 
-def _static(fig: go.Figure, fmt: str, scale: float) -> bytes:
+def subtitle_lines(text: str, width_px: int) -> list[str]:
+    """``text`` broken at its ' · ' separators into lines that fit ``width_px`` at the
+    subtitle's font (~6.5 px a character at 12 px)."""
+    room = max(20, int((width_px - EXPORT_MARGIN_PX["l"] - EXPORT_MARGIN_PX["r"]) / 6.5))
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= room:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _subtitle(layout: dict, text: str) -> None:
+    """The title pinned to the top of the image with ``text`` on lines under it."""
+    lines = subtitle_lines(text, int(layout.get("width") or EXPORT_WIDTH_PX))
+    title = layout["title"]
+    pad = {**dict(title.get("pad", {})), "t": 10}
+    layout["title"] = {**title, "y": 1, "yref": "container", "yanchor": "top", "pad": pad,
+                       "subtitle": {"text": "<br>".join(escape(x) for x in lines),
+                                    "font": SUBTITLE_FONT}}  # fmt: skip
+    layout["margin"]["t"] += SUBTITLE_PX * len(lines)
+
+
+def _static(fig: go.Figure, fmt: str, scale: float, subtitle: str | None = None) -> bytes:
     if not isinstance(fig, go.Figure):
         raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
-    out = for_export(fig, width=fig.layout.width or EXPORT_WIDTH_PX)
+    out = for_export(fig, width=fig.layout.width or EXPORT_WIDTH_PX, subtitle=subtitle)
     try:
         import kaleido
 
@@ -122,16 +158,17 @@ def _static(fig: go.Figure, fmt: str, scale: float) -> bytes:
         ) from exc
 
 
-def figure_png(fig: go.Figure, *, scale: float = 2.0) -> bytes:
-    """The figure as PNG bytes (``scale`` × its pixel size).  Raises ``ExportUnavailable``."""
+def figure_png(fig: go.Figure, *, scale: float = 2.0, subtitle: str | None = None) -> bytes:
+    """The figure as PNG bytes (``scale`` × its pixel size), ``subtitle`` under its title
+    (``for_export``).  Raises ``ExportUnavailable``."""
     if not (isinstance(scale, (int, float)) and 0 < scale <= 10):
         raise ValueError(f"scale must be in (0, 10], got {scale!r}")
-    return _static(fig, "png", scale)
+    return _static(fig, "png", scale, subtitle)
 
 
-def figure_svg(fig: go.Figure) -> bytes:
-    """The figure as SVG bytes.  Raises ``ExportUnavailable``."""
-    return _static(fig, "svg", 1.0)
+def figure_svg(fig: go.Figure, *, subtitle: str | None = None) -> bytes:
+    """The figure as SVG bytes, ``subtitle`` under its title.  Raises ``ExportUnavailable``."""
+    return _static(fig, "svg", 1.0, subtitle)
 
 
 def plotlyjs_inline() -> str:
@@ -150,9 +187,14 @@ def figure_div(fig: go.Figure, *, div_id: str | None = None) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=HTML_CONFIG)
 
 
-def figure_html(fig: go.Figure) -> str:
-    """A standalone interactive HTML page of the figure, plotly.js inlined (opens offline)."""
-    div = figure_div(fig)  # raises ValueError for a non-figure
+def figure_html(fig: go.Figure, *, subtitle: str | None = None) -> str:
+    """A standalone interactive HTML page of the figure, plotly.js inlined (opens offline),
+    ``subtitle`` under its title."""
+    if not isinstance(fig, go.Figure):
+        raise ValueError(f"fig must be a plotly Figure, got {type(fig).__name__}")
+    div = for_export(fig, subtitle=subtitle).to_html(
+        full_html=False, include_plotlyjs=False, config=HTML_CONFIG
+    )
     title = fig.layout.title.text or "Chart"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -9,6 +9,7 @@ markdown: every value taken from the link goes through ``mdtext.shown`` (escaped
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import replace
 
 from kvmodel import catalog
@@ -16,6 +17,7 @@ from kvmodel import inputs as I
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
 from kvmodel.size import shard_heads
+from kvview.fmt import fmt_sig
 from kvview.mdtext import md_escape, shown
 
 MAX_BATCH = I.MAX_BATCH
@@ -47,16 +49,23 @@ def _number(raw, name, lo, hi, *, integer, warnings, default):
     except ValueError:
         warnings.append(f"{name}={shown(raw)} is not a number; using {default:g}.")
         return default
+    if value != 0 and abs(value) < sys.float_info.min:  # subnormal: 1/value overflows
+        warnings.append(f"{name}={shown(raw)} is too close to 0 to compute with; using 0.")
+        value = 0.0
     if integer and value != int(value):
         warnings.append(f"{name}={shown(raw)} is not a whole number; using {round(value):g}.")
         value = float(round(value))
     clamped = min(max(value, lo), hi)
     if clamped != value:
         warnings.append(
-            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {lo:g}–{hi:g} "
-            f"({LABELS[name]}); using {clamped:g}."
+            f"{name}={md_escape(str(raw)[:80], inline=True)} is outside {_n(lo)}–{_n(hi)} "
+            f"({LABELS[name]}); using {_n(clamped)}."
         )
-    return int(clamped) if integer else clamped
+    return I.get(name).typed(clamped)  # min/max keep the bound's type: 0, not 0.0 (issue 23)
+
+
+def _n(x: float) -> str:  # 10,000,000 rather than 1e+07
+    return fmt_sig(x, 6) if abs(x) < 1e15 else f"{x:g}"
 
 
 def parse_query(query) -> tuple[dict, list[str], dict]:
@@ -68,6 +77,15 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
     q = {k: query[k] for k in query}
     warnings: list[str] = []
     v = dict(DEFAULTS)
+    imported, renamed = _read_cfg(q, v, warnings)
+    spec = _read_ids(q, v, warnings, imported, renamed)
+    _read_values(q, v, warnings, spec)
+    _read_lists(q, v, warnings)
+    return v, warnings, imported
+
+
+def _read_cfg(q, v, warnings) -> tuple[dict, dict]:
+    """An imported model carried by ``cfg``: {id: ModelSpec}, and {the id it gave: its id}."""
     imported = {}
     models = catalog.models()
     renamed = {}  # the id a link's cfg gave -> the id it is imported under
@@ -90,6 +108,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 spec = replace(spec, id=mid)
             imported[mid] = spec
             v["cfg"] = q["cfg"]
+    return imported, renamed
+
+
+def _read_ids(q, v, warnings, imported, renamed):
+    """Model, interconnect, GPU and stack ids (a link without ``stack`` reads as version 1);
+    returns the model's spec."""
+    models = catalog.models()
     if "model" in q:
         mid = str(q["model"]).strip().lower()
         if mid in models:
@@ -117,6 +142,13 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
             v["gpu"] = gid
         else:
             warnings.append(f"gpu={shown(q['gpu'])} is not a known GPU; showing {DEFAULTS['gpu']}.")
+    if q.get("gpud"):
+        gid = str(q["gpud"]).strip().lower()
+        if gid in catalog.gpus():
+            v["gpud"] = "" if gid == v["gpu"] else gid
+        else:
+            warnings.append(f"gpud={shown(q['gpud'])} is not a known GPU; decoding on the "
+                            "prefill GPU.")  # fmt: skip
     if "stack" in q:
         sid = str(q["stack"]).strip().lower()
         if sid in catalog.stacks():
@@ -126,11 +158,17 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
                 f"stack={shown(q['stack'])} is not a known transfer stack"
                 f"{_closest('stack', sid, catalog.stacks())}; showing {DEFAULTS['stack']}."
             )
-    elif any(k in q for k in SCENARIO_KEYS):
+    elif is_version1(q):
         # A link made before transfer stacks existed: keep its meaning (wire speed, TP
         # attention, and version 1's defaults for what it left out: a 30 ms step, TP 1), as
         # docs/links.md's "Version-1 links" says.
         v.update(I.V1_DEFAULTS)
+    return spec
+
+
+def _read_values(q, v, warnings, spec) -> None:
+    """The model's defaults, the choices, the numbers (within the rows' ranges, seq up to the
+    model's context), the TPs and the estimated times."""
     for row in (r for r in PARAMS if r.default_from):  # attn, kvd: the model's own
         if v[row.name] is None or row.name not in q and v[row.name] == row.default:
             v[row.name] = row.default_for(spec)
@@ -173,6 +211,10 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         )
         if row.lo_open and v[row.name] == 0.0:  # the step: 0 is no time, so an estimate
             v[row.name] = "est"
+
+
+def _read_lists(q, v, warnings) -> None:
+    """The page inputs with their own formats: id lists, batches, the band, compared scenarios."""
     for name, table in (("links", link_ids()), ("models", catalog.model_ids())):
         if name in q:
             v[name] = _id_list(q[name], name, table, warnings, v[name])
@@ -183,7 +225,16 @@ def parse_query(query) -> tuple[dict, list[str], dict]:
         v["band"] = _band(q["band"], warnings)
     if "cmp" in q:
         v["cmp"] = _compare(q["cmp"], v, warnings)
-    return v, warnings, imported
+
+
+def is_version1(query) -> bool:
+    """A link made before transfer stacks: scenario keys but no ``stack`` (``kvview.link_version``
+    says what that implies)."""
+    return (
+        "stack" not in query
+        and any(k in query for k in SCENARIO_KEYS)
+        and not any(k in query for k in I.AFTER_V1_KEYS)  # keys no version-1 link had
+    )
 
 
 TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)
@@ -277,12 +328,36 @@ def format_overrides(overrides: dict) -> str:
     return "~".join(f"{k}:{v}" for k, v in overrides.items())
 
 
+MODEL_DERIVED = tuple(p.name for p in PARAMS if p.default_from)  # attn, kvd: the model's own
+
+
 def variant_values(base: dict, overrides: dict) -> tuple[dict, list[str]]:
-    """A compared scenario: the base values with ``overrides`` applied, validated."""
-    query = {**to_query(base), **{k: str(v) for k, v in overrides.items()}}
+    """A compared scenario: the base values with ``overrides`` applied, validated.
+
+    What A (``base``) takes from its own model (``MODEL_DERIVED``: attention parallelism and
+    KV dtype, ``implicit_values``) is derived again from the variant's model, unless A's value
+    differs from its model's (then the user set it and the variant keeps it).  So a variant on
+    DeepSeek-V3 of a Llama A serves attention data-parallel, as DeepSeek-V3's own page does.
+    Everything else follows A as before (a variant's ``tp`` alone keeps A's decode TP: old
+    ``cmp`` links keep their meaning).
+    """
+    query = to_query(base)
+    implicit = implicit_values(base)
+    for name in MODEL_DERIVED:
+        if name in implicit and query.get(name) == implicit[name]:
+            query.pop(name)
+    query.update({k: str(v) for k, v in overrides.items()})
     query.pop("cmp", None)
     values, warnings, _ = parse_query(query)
     return values, warnings
+
+
+def derived_changes(base: dict, values: dict, overrides: dict) -> list[str]:
+    """The inputs of a variant (``values``) that differ from A's (``base``) without being among
+    its ``overrides``: what it derives again from its own model (attention, KV dtype) or
+    other inputs (decode TP), or what its model clamps (sequence length)."""
+    a, b = to_query(base), to_query(values)
+    return [k for k in SCENARIO_KEYS if k not in overrides and a.get(k) != b.get(k)]
 
 
 def compared(text: str, base: dict) -> list[dict[str, str]]:

@@ -28,6 +28,7 @@ from kvmodel.transfer import (
 from kvview import figures
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.fmt import in_ms
+from kvview.link_version import defaults_sentence
 from kvview.report_text import assumptions, key_numbers, requirements, scenario_inputs
 from kvview.scenario_link import DEFAULT_BASE_URL, check_url, share_link, share_query
 from kvview.words import mitigation_takeaway, overview_takeaway
@@ -245,11 +246,14 @@ def report_html(
     traffic_summary: dict | None = None,
     title: str = "KV transfer report",
     generated_at: datetime | None = None,
+    version1: dict | None = None,
 ) -> str:
     """One standalone HTML page for ``scenarios`` (label, Scenario), the first as reference.
 
     ``share_url`` (http/https) is linked as "open in the app"; ``traffic_summary`` (name →
-    value) adds a traffic table.  ``generated_at`` defaults to now (UTC).
+    value) adds a traffic table.  ``generated_at`` defaults to now (UTC).  ``version1``: what
+    a version-1 link implied for the scenario (``kvview.link_version.implied``), said under
+    the title as the defaults used (``None``/empty: version 2's).
     """
     _check_inputs(scenarios, share_url, traffic_summary)
     when = generated_at or datetime.now(UTC)
@@ -262,6 +266,7 @@ def report_html(
         f"KV Transfer Planner · {len(items)} scenario{'s' if len(items) > 1 else ''}: "
         f"{escape(names)}</p>"
     )
+    body.append(f'<p class="meta defaults">{escape(defaults_sentence(version1))}</p>')
     if share_url:
         body.append(
             f'<p class="meta"><a href="{escape(share_url, quote=True)}">Open '

@@ -58,23 +58,37 @@ def _numeric(value) -> bool:
     return text.isdigit()
 
 
-def band_table(table: pd.DataFrame, band_ms=DEFAULT_BAND_MS) -> str:
+BLOCKED_CELL = (  # a row that cannot be built: grey, hatched, never a verdict colour
+    "background-image: repeating-linear-gradient(45deg, rgba(128, 128, 128, 0.18) 0 4px, "
+    "transparent 4px 8px); color: inherit; opacity: 0.75;"
+)
+
+
+def band_table(table: pd.DataFrame, band_ms=DEFAULT_BAND_MS, blocked: dict | None = None) -> str:
     """Link × batch table of ``sweeps.link_batch_table``: ms cells green below the decode-step
-    band, amber within, red above."""
+    band, amber within, red above; a link of ``blocked`` (id → why, ``words.not_buildable``)
+    is hatched grey with the reason beside its name, never green (issue 24)."""
     from kvmodel.sweeps import decode_band_verdict
 
+    blocked = blocked or {}
+    off = [lid in blocked for lid in table["link"]]
     batch_cols = [c for c in table.columns if c.startswith("batch ")]
-    cells = pd.DataFrame({"Interconnect": table["name"]})
-    styles = pd.DataFrame({"Interconnect": [""] * len(table)}, index=table.index)
+    cells = pd.DataFrame({"Interconnect": [
+        f"{n} ⚠ {blocked[lid]}" if lid in blocked else n
+        for lid, n in zip(table["link"], table["name"], strict=True)
+    ]})  # fmt: skip
+    styles = pd.DataFrame({"Interconnect": [BLOCKED_CELL if o else "" for o in off]},
+                          index=table.index)  # fmt: skip
     for col in table.columns:
         if col in ("link", "name"):
             continue
         if col in batch_cols:
             cells[f"{col} [ms]"] = [f"{v:,.1f}" for v in table[col]]
             styles[f"{col} [ms]"] = [
+                BLOCKED_CELL if o else
                 f"background-color: {BAND_CELL[decode_band_verdict(v, band_ms)]}"
-                for v in table[col]
-            ]
+                for v, o in zip(table[col], off, strict=True)
+            ]  # fmt: skip
         else:
             fmt = "{:,.4g}" if col == "GB/s per direction" else "{}"
             cells[col] = [fmt.format(v) for v in table[col]]
@@ -86,3 +100,34 @@ def frame_height(rows: int) -> int:
     """The pixel height at which ``st.dataframe`` shows ``rows`` rows and its header, with no
     scroll bar and no empty row (Streamlit draws 35 px rows plus a 3 px border)."""
     return 35 * (rows + 1) + 3
+
+
+def _cell_text(value) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "—"  # None, NA (an Int64 column's gap) or NaN
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (hasattr(value, "is_integer") and float(value).is_integer()):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def sideways_table(frame: pd.DataFrame, *, label: str, notes: dict | None = None) -> str:
+    """``frame`` (one row per item, units in its headers, ``label`` the column naming each
+    item) turned sideways: one row per quantity, one column per item, so a dozen quantities
+    fit a laptop's width without a scroll bar.  ``notes``: item name → a short warning put
+    under its name and shading its column (an optimistic scale-up row)."""
+    notes = notes or {}
+    names = [str(v) for v in frame[label]]
+    heads = [f"{n} ⚠ {notes[n]}" if n in notes else n for n in names]
+    body = frame.drop(columns=[label]).T
+    cells = pd.DataFrame(
+        [[_cell_text(v) for v in row] for row in body.itertuples(index=False)],
+        index=body.index,
+        columns=heads,
+    )
+    style = [f"background-color: {BAND_CELL['within']}" if n in notes else "" for n in names]
+    styles = pd.DataFrame([style] * len(cells), index=cells.index, columns=heads)
+    return html_table(cells, styles=styles, index=True, label="quantity")

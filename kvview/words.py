@@ -3,7 +3,8 @@ bandwidth meets the target.  Computed from kvmodel's SI numbers; units by ``kvvi
 
 from __future__ import annotations
 
-from kvmodel import solve
+from kvmodel import catalog, solve
+from kvmodel.topology import domain_gpus, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
 from kvview.fmt import fmt_ms, fmt_time, fmt_tokens
@@ -166,3 +167,61 @@ def unreachable_reason(sc: Scenario, *, criterion: str = "step") -> str | None:
         f"unreachable at any bandwidth: with an infinitely fast link the decode node still "
         f"waits {got}, over {target}; the costs no bandwidth removes: {what}{overlap}"
     )
+
+
+def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
+    """Link id → why it cannot be built at the scenario's TPs ('not buildable: TP 8 + TP 8 >
+    one 8-GPU domain'), for the catalog links of ``link_ids`` that cannot
+    (``topology.unbuildable_links``); the pages mark those rows instead of colouring them."""
+    links = {i: catalog.get_link(i) for i in link_ids}
+    blocked = unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, links.values())
+    return {
+        i: f"not buildable: TP {sc.tp_prefill} + TP {sc.tp_decode} > one "
+        f"{domain_gpus(sc.gpu, links[i])}-GPU domain"
+        for i in blocked
+    }
+
+
+def scenario_line(sc: Scenario) -> str:
+    """The scenario in one line, for an exported chart's subtitle: 'Llama-3.1-70B · 1,024
+    tokens × 1 · 100 GbE (RoCE) · Mooncake … stack · TP 8 → 8 · tp attention · fp16 KV ·
+    compression none · decode step 11.8 ms (estimated)'."""
+    step = fmt_ms(sc.decode_step_s) + (" (estimated)" if sc.decode_step_estimated else "")
+    parts = [
+        sc.model.name,
+        f"{sc.seq_len:,} tokens × {sc.batch:,}",
+        sc.link.name,
+        f"{sc.stack.name} stack",
+        f"TP {sc.tp_prefill} → {sc.tp_decode}",
+        f"{sc.attention_parallel} attention",
+        f"{sc.kv_dtype} KV",
+        f"compression {sc.compression}" + (", layer-wise" if sc.layerwise else ""),
+        f"decode step {step}",
+    ]
+    return " · ".join(parts)
+
+
+def compare_takeaway(table, a_label: str) -> str:
+    """Compare's sentence from ``sweeps.mitigation_table`` of A and its variants (in ms,
+    ``in_ms``): the lowest TTFT among the scenarios that can be built, and what was left out.
+    A variant slower than an unbuildable A is never said to be 'below' it (issue 24)."""
+    if len(table) == 1:
+        return "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
+    built = table[table["buildable"]]
+    ok = built if len(built) else table
+    best = ok.loc[ok["ttft_ms"].idxmin()]
+    left_out = [str(o) for o in table.loc[~table["buildable"], "option"]] if len(built) else []
+    tail = f" Not buildable as set, so not ranked: {', '.join(left_out)}." if left_out else ""
+    share = f"its transfer is {best['transfer_share']:.1%} of TTFT."
+    if best["option"] == a_label:
+        return (
+            f"A (the sidebar) already has the lowest TTFT, {best['ttft_ms']:,.1f} ms; {share}"
+            + tail
+        )
+    saving = best["ttft_saving_ms"]
+    if saving > 0:
+        return (f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, {saving:,.1f} ms "
+                f"below A; {share}" + tail)  # fmt: skip
+    return (f"Lowest TTFT among the buildable scenarios: {best['option']} at "
+            f"{best['ttft_ms']:,.1f} ms, {-saving:,.1f} ms above A's (A cannot be built as set); "
+            f"{share}" + tail)  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 from kvmodel.build import scenario_from_inputs
 from kvmodel.capacity import colocated as colo
 from kvmodel.capacity.workload import Workload, shape
-from kvmodel.timing import estimate_decode_step_s, prefill_flops
+from kvmodel.timing import decode_step_parts, estimate_decode_step_s, prefill_flops
 
 SC = scenario_from_inputs({"stack": "ideal"})
 SHAPE = shape(Workload.fixed(5, 1024, 256), SC.model.max_context_tokens)
@@ -27,21 +27,30 @@ def test_no_chunk_is_the_decode_step():
 
 
 def test_a_chunk_rides_on_the_compute_side():
-    # B = 16, C = 512: memory = 5.7834 + 16·0.0154614 = 6.031 ms; compute = 16·35.69 µs
-    # + 512·1.42544e11 / (989e12·8·0.5·8^−0.214) = 0.571 + 28.79 ms = 29.36 ms -> the chunk
-    # makes the step compute-bound: 6.008 ms floors + 29.36 ms = 35.37 ms
-    assert colo.mixed_step_s(SC, 1152, 16, 512, FPT, 8) == pytest.approx(35.37e-3, rel=1e-3)
+    # B = 16, C = 512: the chunk's 512 × 1.42544e11 FLOPs join the decode step's GEMMs
+    # (timing.decode_step_parts, chunk_tokens) and its activations the all-reduce: compute
+    # outgrows the weights' read, so the GEMMs show whole and the HBM reads only partly
+    # (issue 21's parts replace the earlier max(memory, decode + chunk FLOPs) of 35.37 ms)
+    parts = decode_step_parts(SC.model, 1152, 16, gpu=SC.gpu, tp=8, kv_dtype="fp16",
+                              chunk_tokens=512, chunk_flops_per_token=FPT)  # fmt: skip
+    mixed = colo.mixed_step_s(SC, 1152, 16, 512, FPT, 8)
+    assert mixed == pytest.approx(float(parts.total_s)) == pytest.approx(26.42e-3, rel=1e-3)
+    gemm = (2 * 70.6e9 * 16 + 512 * FPT) / 8 / (989e12 * 0.7)  # the whole GEMM side
+    assert float(parts.gemm_s) == pytest.approx(gemm, rel=1e-9)
+    assert float(parts.weights_read_s) < 141.2e9 / 8 / (3.35e12 * 0.8)  # partly hidden
+    assert mixed > colo.mixed_step_s(SC, 1152, 16, 0, FPT, 8)
 
 
 def test_options_fit_the_batch_beside_each_chunk():
     opts = {o.chunk: o for o in colo.options(SC, SHAPE, 0.05, 8)}
-    # C = 512: 6.008 + 28.79 + 0.03569·B ≤ 50 ms -> B ≤ 425.9
-    assert opts[512].batch == 425 and opts[512].feasible
+    # C = 512: the largest B whose mixed iteration stays within 50 ms
+    fits = [b for b in (562, 563, 564) if colo.mixed_step_s(SC, 1152, b, 512, FPT, 8) <= 0.05]
+    assert opts[512].batch == max(fits) == 563 and opts[512].feasible
     assert opts[512].iteration_s == pytest.approx(0.05, abs=5e-5)
     # a 1,024-token prompt takes ⌈1,024/512⌉ = 2 iterations to its first token
     assert opts[512].latency_s[0] == pytest.approx(2 * opts[512].iteration_s)
-    # C = 1,024 alone (57.6 ms of prefill) exceeds 50 ms: infeasible, and no larger chunk is tried
-    assert not opts[1024].feasible and 2048 not in opts
+    # C = 2,048 alone (85 ms with one decode) exceeds 50 ms: infeasible, no larger chunk tried
+    assert not opts[2048].feasible and 4096 not in opts
 
 
 def test_sizing_takes_the_larger_of_slots_and_prefill_queue():

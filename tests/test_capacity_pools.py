@@ -6,12 +6,16 @@ Hand case: Llama-3.1-70B (70.6e9 parameters, BF16, 80 layers, 8 KV heads × 128,
 256 output tokens.
 """
 
+import math
+from functools import partial
+
 import numpy as np
 import pytest
 
 from kvmodel.build import scenario_from_inputs
 from kvmodel.capacity.pools import decode_side, mean_batch, prefill_side, size_pools
 from kvmodel.capacity.workload import Workload, shape
+from kvmodel.timing import estimate_decode_step_s, estimate_prefill_s, prefill_parts
 
 SC = scenario_from_inputs({"stack": "ideal"})
 SHAPE = shape(Workload.fixed(5, 1024, 256), SC.model.max_context_tokens)
@@ -23,13 +27,15 @@ def test_decode_context_is_the_slots_mean():
 
 
 def test_decode_batch_is_the_largest_within_tpot():
-    # step(B) = floors 57.3 µs·80 + all-reduce 17.8 µs·80 = 6.008 ms
-    #         + max(memory, compute), memory = (141.2e9 B + B·1,152·327,680 B) / (3.35e12·8·0.911)
-    #         = 5.7834 ms + B·15.4614 µs; compute = 2·70.6e9·B / (989e12·8·0.5) = B·35.69 µs
-    # (memory binds up to B = 285).  step ≤ 15 ms  ->  B ≤ (15 − 11.7914) / 0.0154614 = 207.5
+    # The step is kvmodel.timing's (its parts are hand-checked in tests/test_steps.py and
+    # tests/test_realistic.py): B* is the largest batch whose step at the 1,152-token context
+    # stays within 15 ms.  (Issue 21's step model made the step longer at large batches: the
+    # earlier hand-derived B* of 207 came from max(memory, compute) with 0.911 of HBM.)
+    step = partial(estimate_decode_step_s, SC.model, 1152, gpu=SC.gpu, tp=8, kv_dtype=SC.kv_dtype)
     d = decode_side(SC, SHAPE, 0.015, 8)
-    assert d.batch == 207
-    assert d.step_s == pytest.approx(6.008e-3 + 5.7834e-3 + 207 * 15.4614e-6, rel=2e-4)
+    within = [b for b in range(1, 1152) if step(b) <= 0.015]
+    assert d.batch == max(within) == 110
+    assert d.step_s == pytest.approx(float(step(110)))
     assert d.limit == "tpot" and d.feasible
     # memory: 80 GB·0.9 − 141.2 GB/8 = 54.35 GB per GPU; 1,152·327,680/8 B per request per GPU
     # = 47.19 MB -> 1,151 requests
@@ -42,35 +48,41 @@ def test_decode_limited_by_memory_when_tpot_is_loose():
 
 
 def test_decode_cannot_meet_a_tpot_below_one_step():
-    d = decode_side(SC, SHAPE, 0.005, 8)  # one request's step is 11.8 ms
+    d = decode_side(SC, SHAPE, 0.005, 8)  # one request's step is 11.3 ms
     assert not d.feasible and d.batch == 1 and "TPOT" in d.note
 
 
 @pytest.mark.parametrize(
     "rps, decode_instances",
     [
-        # Little's law: ⌈λ·256·step(207) / 207⌉, step(207) = 14.992 ms
-        (10, 1),  # 10·256·0.014992/207 = 0.185
-        (100, 2),  # 1.854
-        (200, 4),  # 3.708
+        # Little's law: ⌈λ·256·step(110) / 110⌉, step(110) = 14.986 ms
+        (10, 1),  # 10·256·0.014986/110 = 0.349
+        (100, 4),  # 3.49
+        (200, 7),  # 6.98
     ],
 )
 def test_decode_instances_by_littles_law(rps, decode_instances):
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
     pools = size_pools(pf, d, SHAPE, rps, 60.0, 90)
-    assert pools.decode_instances == decode_instances
+    assert pools.decode_instances == decode_instances == math.ceil(rps * 256 * d.step_s / 110)
     assert pools.decode_limit == "tpot"
 
 
 def test_prefill_and_transfer_times():
-    # prefill = 0.542 ms·80 + FLOPs / (989e12·8·0.5·8^−0.214), FLOPs = 2·70.6e9·1,024
-    # + 80·4·64·128·(1,024·1,025/2) = 1.45965e14 -> 43.36 ms + 57.58 ms = 100.94 ms
+    # prefill = kvmodel.timing's parts at TP 8 (tests/test_transfer.py hand-computes them):
+    # 74.76 ms, of which the per-layer kernel floor is 0.25 ms × 80 = 20 ms
     pf = prefill_side(SC, SHAPE, 8, 8)
-    assert pf.prefill_s[0] == pytest.approx(0.10094, rel=1e-3)
-    # it occupies the instance for 57.58 ms + 43.36 ms × 1,024/65,536 = 58.26 ms: a TP-8
-    # instance's pass carries 8 × 8,192 tokens (pools.PREFILL_TOKENS_PER_GPU) and shares the
-    # floor among them
-    assert pf.mean_s == pytest.approx(0.05826, rel=1e-3)
+    pre = float(estimate_prefill_s(SC.model, 1024, 1, gpu=SC.gpu, tp=8))
+    assert pf.prefill_s[0] == pytest.approx(pre) == pytest.approx(0.07476, rel=1e-3)
+    # it occupies the instance for its work less a pass's fixed cost (the kernel floor, 0.25
+    # ms × 80 = 20 ms, and the weights read, which a pass of many prompts reads once), plus
+    # its share of them: a TP-8 instance's pass carries 8 × 8,192 tokens
+    # (pools.PREFILL_TOKENS_PER_GPU)
+    parts = prefill_parts(SC.model, 1024, 1, gpu=SC.gpu, tp=8)
+    fixed = float(parts.kernel_floor_s + parts.weights_read_s)
+    assert float(parts.kernel_floor_s) == pytest.approx(0.25e-3 * 80)
+    assert pf.mean_s == pytest.approx(pre - fixed + fixed * 1024 / 65536, rel=1e-9)
+    assert pf.mean_s == pytest.approx(0.04859, rel=1e-3)
     # transfer = 4 µs + 335,544,320 B / (12.5 GB/s · 8 NICs) = 3.3594 ms
     assert pf.whole_s[0] == pytest.approx(3.3594e-3, rel=1e-4)
     assert pf.cs2 == 0  # one length: deterministic service
@@ -79,14 +91,13 @@ def test_prefill_and_transfer_times():
 @pytest.mark.parametrize(
     "slo_s, instances, ttft_s",
     [
-        # work per request: 57.58 ms compute + 43.36 ms floor × 1,024/65,536 = 58.26 ms; at
-        # 5/s a = 0.2913 erlang.  One instance: P(W>0) = 0.2913, tail mean ½·0.05826/(1 −
-        # 0.2913) = 0.0411 s -> p90 wait = 0.0411·ln(2.913) = 0.0440 s; TTFT = own pass
-        # 0.10094 + transfer 0.00336 + first step 0.01499 + 0.0440 = 0.1633 s (+ a rare link
-        # wait)
-        (0.20, 1, 0.1633),
-        # two instances: ErlangC(2, 0.291) < 10 %: no wait at p90, TTFT = 0.1193 s
-        (0.15, 2, 0.1193),
+        # work per request 48.59 ms; at 5/s a = 0.243 erlang.  One instance: P(W>0) = 0.243,
+        # tail mean ½·0.04859/(1 − 0.243) = 32.1 ms, p90 wait 32.1·ln(2.43) = 28.5 ms; TTFT
+        # p90 = own pass 74.76 ms + transfer 3.36 + first step 14.99 + 28.5 = 121.6 ms (the
+        # plan's TTFT leaves out the framework's per-request cost; kvmodel.evaluation counts it)
+        (0.20, 1, 0.1224),
+        # two instances: no wait at p90, TTFT = 93.1 ms
+        (0.12, 2, 0.0931),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -100,7 +111,7 @@ def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
 
 def test_impossible_ttft_is_reported_not_searched_forever():
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
-    pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # prefill alone takes 101 ms
+    pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # prefill alone takes 75 ms
     assert not pools.meets_slo and pools.prefill_limit == "ttft"
     assert any("TTFT target" in n for n in pools.notes)
     assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.291/0.8⌉
@@ -108,15 +119,19 @@ def test_impossible_ttft_is_reported_not_searched_forever():
 
 @pytest.mark.parametrize("tp", [1, 8, 32])
 def test_a_prefill_pass_carries_tokens_per_gpu(tp):
-    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares the
-    # per-layer floor (0.542 ms × 80 layers = 43.36 ms) among 262,144 tokens, not 8,192: a
-    # 1,024-token prompt pays 43.36 ms × 1,024 / (8,192·TP) of it
+    # issue 21: the pass budget is 8,192 tokens per GPU, so a TP-32 instance shares a pass's
+    # fixed cost (the per-layer floor × 80 layers when none is given) among 262,144 tokens,
+    # not 8,192: a 1,024-token prompt pays floor × 1,024 / (8,192·TP) of it
     from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pass_tokens, prefill_work_s
+    from kvmodel.timing import PREFILL_FLOOR_S_PER_LAYER
 
     assert PREFILL_TOKENS_PER_GPU == 8192 and pass_tokens(tp) == 8192 * tp
     work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp)
-    floor = 0.542e-3 * 80
+    floor = PREFILL_FLOOR_S_PER_LAYER * 80
     assert work[0] == pytest.approx(0.100 - floor + floor * 1024 / (8192 * tp), rel=1e-9)
+    # a given fixed cost (the weights read too, pools.pass_fixed_s) is shared the same way
+    work = prefill_work_s(SC.model, np.array([1024.0]), np.array([0.100]), tp, np.array([0.05]))
+    assert work[0] == pytest.approx(0.100 - 0.05 + 0.05 * 1024 / (8192 * tp), rel=1e-9)
 
 
 def test_slow_link_adds_decode_instances_for_the_receiving_nics():

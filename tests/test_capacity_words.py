@@ -126,6 +126,6 @@ def test_network_caption_names_the_fewest_the_rest_and_optimistic_scale_up_rows(
     assert "The others need more: 25 GbE 32 GPUs." in said
     assert "Missing the targets: PCIe." in said
     assert "NVLink 4 joins at most 8 GPUs: a deployment of 24" in said  # optimistic row
-    assert said.endswith("The first row is the sidebar's interconnect: 100 GbE.")
+    assert said.endswith("The first column is the sidebar's interconnect: 100 GbE.")
     none = network_caption(nets.assign(meets_slo=False), "100 GbE")
     assert none.startswith("No interconnect here meets the targets")

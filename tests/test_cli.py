@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # The source article's arithmetic: wire speed and a 30 ms decode step (no longer the defaults).
-ARTICLE = ("--stack", "ideal", "--decode-step-ms", "30", "--tp", "1")
+ARTICLE = ("--stack", "ideal", "--decode-step-ms", "30", "--tp", "1", "--framework", "none")
 
 
 def run_json(capsys, *argv):

@@ -10,7 +10,7 @@ from app_helpers import app, shown_table
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
 from kvview import params as P
-from kvview.fmt import fmt_ms
+from kvview.fmt import fmt_bytes, fmt_ms
 
 
 class _Cells(HTMLParser):
@@ -98,30 +98,31 @@ def test_any_scenario_input_can_be_added_with_a_widget_of_its_kind():
 
 # What today's parser made of these links before the editor changed (taken from the code at
 # 2564cd5): the clean cmp value and, per variant, (model, link, seq, batch, tp, tpd, comp,
-# layer-wise, stack, gpu, decode step [s], attention).
+# layer-wise, stack, gpu, decode step [s], attention).  The estimated decode steps follow the
+# step model (issue 21's parts: 11.33 ms for Llama-3.1-70B at TP 8, was 11.81 ms).
 L70, H100 = "llama-3.1-70b", "h100-sxm"
 OLD_LINKS = [
     ({"cmp": "comp:int8;link:ib-ndr;stack:ideal"}, "comp:int8;link:ib-ndr;stack:ideal", [
-        (L70, "100gbe", 1024, 1, 8, 8, "int8", False, "mooncake", H100, 0.011805, "tp"),
-        (L70, "ib-ndr", 1024, 1, 8, 8, "none", False, "mooncake", H100, 0.011805, "tp"),
-        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "ideal", H100, 0.011805, "tp"),
+        (L70, "100gbe", 1024, 1, 8, 8, "int8", False, "mooncake", H100, 0.011327, "tp"),
+        (L70, "ib-ndr", 1024, 1, 8, 8, "none", False, "mooncake", H100, 0.011327, "tp"),
+        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "ideal", H100, 0.011327, "tp"),
     ]),
     ({"cmp": "comp:INT8;link:ib-ndr~lw:1;tp:2~batch:16", "stack": "ideal", "tp": "8"},
      "comp:int8;link:ib-ndr~lw:1;tp:2~batch:16", [
-        (L70, "100gbe", 1024, 1, 8, 8, "int8", False, "ideal", H100, 0.011805, "tp"),
-        (L70, "ib-ndr", 1024, 1, 8, 8, "none", True, "ideal", H100, 0.011805, "tp"),
-        (L70, "100gbe", 1024, 16, 2, 8, "none", False, "ideal", H100, 0.012011, "tp"),
+        (L70, "100gbe", 1024, 1, 8, 8, "int8", False, "ideal", H100, 0.011327, "tp"),
+        (L70, "ib-ndr", 1024, 1, 8, 8, "none", True, "ideal", H100, 0.011327, "tp"),
+        (L70, "100gbe", 1024, 16, 2, 8, "none", False, "ideal", H100, 0.011768, "tp"),
     ]),
     ({"cmp": "model:llama-3.1-8b~seq:999999;gpu:a100-sxm~step:25;prefill:est~attn:dp",
       "stack": "mooncake"},
      "model:llama-3.1-8b~seq:131072;gpu:h100-sxm~step:25;prefill:est~attn:dp", [
-        ("llama-3.1-8b", "100gbe", 131072, 1, 8, 8, "none", False, "mooncake", H100, 0.003765,
+        ("llama-3.1-8b", "100gbe", 131072, 1, 8, 8, "none", False, "mooncake", H100, 0.003438,
          "tp"),
         (L70, "100gbe", 1024, 1, 8, 8, "none", False, "mooncake", H100, 0.025, "tp"),
-        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "mooncake", H100, 0.011805, "dp"),
+        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "mooncake", H100, 0.011327, "dp"),
     ]),
     ({"cmp": "link:warp;oops", "stack": "ideal"}, "link:100gbe", [
-        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "ideal", H100, 0.011805, "tp"),
+        (L70, "100gbe", 1024, 1, 8, 8, "none", False, "ideal", H100, 0.011327, "tp"),
     ]),
     ({"cmp": "", "stack": "ideal"}, "", []),
     # a link from before transfer stacks (no stack): version 1's comparison
@@ -205,3 +206,63 @@ def test_presentation_mode_names_the_changes_without_controls():
     assert "**C** · Send layer by layer: on" in texts
     assert not [b for b in at.button if b.label.startswith("Remove")]
     assert not [s for s in at.selectbox if s.label == "Add a change"]
+
+
+# Issue 24 item 1: a variant on another model takes that model's attention parallelism (and
+# KV dtype), as its own page does, not A's.  DeepSeek-V3 is served data-parallel (MLA: one
+# decode rank holds a request's whole latent cache), Llama-3.1-70B tensor-parallel.
+@pytest.mark.parametrize(
+    ("a_model", "b_model", "b_attn"),
+    [("deepseek-v3", "llama-3.1-70b", "tp"), ("llama-3.1-70b", "deepseek-v3", "dp")],
+)
+def test_a_variant_on_another_model_derives_its_own_attention(a_model, b_model, b_attn):
+    base = {"link": "ib-ndr", "batch": "8", "stack": "mooncake"}
+    at = app({**base, "model": a_model, "cmp": f"model:{b_model}"}, "pages/compare.py",
+             article=False)  # fmt: skip
+    own = P.parse_query({**base, "model": b_model})[0]  # B's own page (Overview)
+    assert own["attn"] == b_attn
+    ev = evaluate(P.scenario_from_values(own))
+    df = shown_table(at, index=True)
+    assert df.loc["Attention parallelism", "B"] == b_attn  # the derived row is shown
+    assert df.loc["Attention parallelism", "A (sidebar)"] != b_attn
+    assert df.loc["Exposed transfer", "B"].startswith(fmt_ms(ev.exposed_s, 2))
+    assert df.loc["On the wire", "B"].startswith(fmt_bytes(ev.wire_bytes))
+    assert cell_classes(at)[("Attention parallelism", "B")] == "cmp-input"
+    assert any(
+        "B derives from its own model" in c.value and "Attention" in c.value for c in at.caption
+    )
+
+
+def test_wire_bytes_of_deepseek_v3_dp_against_tp_by_hand():
+    # DeepSeek-V3 (config.json): 61 layers, MLA latent 512 + rope 64 = 576 values per token
+    # and layer, fp16 (2 B): 1,024 tokens × 61 × 576 × 2 B = 71.96 MB per request, sent once
+    # under dp; under tp each of the 8 decode ranks receives the whole latent: 8 × 71.96 MB.
+    # Batch 8: 575.7 MB (dp) against 4.6 GB (tp) — the issue's two numbers.
+    base = {"link": "ib-ndr", "batch": "8", "stack": "mooncake", "model": "deepseek-v3"}
+    dp = evaluate(P.scenario_from_values(P.parse_query(base)[0])).wire_bytes
+    from_llama = P.variant_values(P.parse_query({**base, "model": "llama-3.1-70b"})[0],
+                                  {"model": "deepseek-v3"})[0]  # fmt: skip
+    assert from_llama["attn"] == "dp"
+    assert evaluate(P.scenario_from_values(from_llama)).wire_bytes == dp
+    assert dp == pytest.approx(8 * 1024 * 61 * 576 * 2)
+    tp = evaluate(P.scenario_from_values(P.parse_query({**base, "attn": "tp"})[0])).wire_bytes
+    assert tp == pytest.approx(8 * dp)
+
+
+def test_a_user_set_attention_of_a_is_kept_by_the_variant():
+    # A = Llama-3.1-70B with dp set by hand (not its model's tp): the variant keeps it
+    a, _, _ = P.parse_query({"model": "llama-3.1-70b", "attn": "dp", "stack": "mooncake"})
+    assert P.variant_values(a, {"link": "ib-ndr"})[0]["attn"] == "dp"
+    assert P.variant_values(a, {"model": "llama-3.1-8b"})[0]["attn"] == "dp"
+
+
+def test_a_variant_slower_than_an_unbuildable_a_is_not_said_to_be_below_it():
+    # A = DeepSeek-V3 at TP 8 on H100: its weights do not fit (83.9 GB > 72 GB per GPU), so
+    # A is not ranked; B (Llama-3.1-70B) is the lowest buildable TTFT but slower than A's
+    # number: 'above', never '−349.9 ms below A' (seen on the page)
+    base = {"link": "ib-ndr", "batch": "8", "stack": "mooncake", "model": "deepseek-v3"}
+    at = app({**base, "cmp": "model:llama-3.1-70b"}, "pages/compare.py", article=False)
+    said = next(i.value for i in at.info if "TTFT" in i.value)
+    assert said.startswith("Lowest TTFT among the buildable scenarios: B at ")
+    assert "above A's (A cannot be built as set)" in said and "below" not in said
+    assert "Not buildable as set, so not ranked: A (sidebar)." in said

@@ -16,7 +16,17 @@ LINK = "http://localhost:8501/compare?model=llama-3.1-70b&cmp=link%3Dib-ndr"
 
 
 def read(data: bytes) -> pd.DataFrame:
-    return pd.read_csv(io.BytesIO(data), comment="#")
+    """The table as ``pandas.read_csv`` reads it with its defaults (issue 24: a ``#`` first
+    line made it one column), without the scenario-link column."""
+    return pd.read_csv(io.BytesIO(data)).drop(columns=csv_tables.SCENARIO_COLUMN, errors="ignore")
+
+
+def link_of(data: bytes) -> str:
+    """The scenario link of a handout: its last column, the same on every row."""
+    df = pd.read_csv(io.BytesIO(data))
+    assert df.columns[-1] == csv_tables.SCENARIO_COLUMN
+    (link,) = set(df[csv_tables.SCENARIO_COLUMN])
+    return link
 
 
 def first_line(data: bytes) -> str:
@@ -32,7 +42,7 @@ def evs():
 
 def test_comparison_csv(evs):
     data = csv_tables.csv_handout(csv_tables.comparison_frame(evs), scenario_link=LINK)
-    assert first_line(data) == f"# scenario: {LINK}"
+    assert link_of(data) == LINK
     back = read(data).set_index("quantity")
     assert list(back.columns) == ["A (sidebar)", "B"]
     assert back.index[:2].tolist() == ["Model", "Interconnect"]
@@ -67,7 +77,7 @@ def test_link_by_batch_csv():
     sc = build_scenario(model="llama-3.1-70b")
     table = in_ms(link_batch_table(sc, ["ib-ndr", "100gbe"], [1, 8, 32]))
     data = csv_tables.csv_handout(csv_tables.link_batch_frame(table), scenario_link=LINK)
-    assert first_line(data) == f"# scenario: {LINK}"
+    assert link_of(data) == LINK
     back = read(data)
     assert back.columns.tolist() == [
         "interconnect",
@@ -109,7 +119,10 @@ def test_handout_without_link_and_link_on_one_line():
     df = pd.DataFrame({"option": ["=cmd", "b"], "t [ms]": [1.23456, float("nan")]})
     plain = csv_tables.csv_handout(df)
     assert first_line(plain) == "option,t [ms]"
-    back = read(csv_tables.csv_handout(df, scenario_link="http://x/?a=1\r\n# b=2"))
+    linked = csv_tables.csv_handout(df, scenario_link="http://x/?a=1\r\n# b=2")
+    assert link_of(linked) == "http://x/?a=1 # b=2"  # on one line
+    assert first_line(linked) == "option,t [ms],scenario link"  # no comment line
+    back = read(linked)
     assert back["option"].tolist() == ["'=cmd", "b"]  # formula injection still neutralised
     assert back["t [ms]"].iloc[0] == 1.235 and back["t [ms]"].isna().iloc[1]
     with pytest.raises(ValueError, match="df"):
@@ -128,7 +141,7 @@ def test_table_download_captures_the_link_when_drawn(monkeypatch, evs):
     monkeypatch.setattr(ui.urlstate, "share_url", lambda: "http://elsewhere/")  # pressed later
     data = got["data"]()
     assert got["file_name"] == "comparison.csv"
-    assert first_line(data) == f"# scenario: {LINK}"
+    assert link_of(data) == LINK
     assert read(data).columns[0] == "quantity"
 
 

@@ -190,3 +190,64 @@ def test_static_export_asks_kaleido_for_no_mathjax(monkeypatch):
         page = kaleido.PageGenerator(**kw["kopts"]).generate_index()
         assert "mathjax" not in page.lower()
         assert not re.search(r"https?://", page), page
+
+
+# Issue 24 item 5: an exported chart names its scenario in a subtitle under the title.
+SUB = (
+    "Llama-3.1-70B · 1,024 tokens × 1 · 100 GbE (RoCE) · Mooncake Transfer Engine (vLLM "
+    "MooncakeConnector) stack · TP 8 → 8 · tp attention · fp16 KV · compression none"
+)
+
+
+def test_the_subtitle_goes_under_the_title_on_lines_that_fit():
+    plain = for_export(fig(), width=1100)
+    out = for_export(fig(), width=1100, subtitle=SUB)
+    lines = out.layout.title.subtitle.text.split("<br>")
+    assert len(lines) == 2 and all(len(x) * 6.5 <= 1100 - 50 for x in lines)  # ~6.5 px a char
+    assert " · ".join(lines) == SUB  # nothing to escape in it
+    assert out.layout.margin.t == plain.layout.margin.t + 2 * 22  # room for both lines
+    assert out.layout.title.yref == "container" and out.layout.title.y == 1
+    phone = for_export(fig(), width=390, subtitle=SUB).layout.title.subtitle.text.split("<br>")
+    # a line holds one part at least (a part is never cut), more only when they fit
+    assert len(phone) == 3 and all(len(x) * 6.5 <= 390 - 50 or " · " not in x for x in phone)
+
+
+def test_html_export_carries_the_subtitle():
+    assert "Mooncake Transfer Engine" in figure_html(fig(), subtitle=SUB)
+
+
+@pytest.mark.slow  # kaleido drives chromium: ~4 s per image
+def test_svg_shows_the_subtitle():
+    data = _static_or_skip(lambda f: figure_svg(f, subtitle=SUB))
+    assert b"TP 8 \xe2\x86\x92 8" in data and b"Llama-3.1-70B" in data
+
+
+def test_export_menu_captures_the_scenario_subtitle(monkeypatch):
+    from kvmodel.build import scenario_from_inputs
+    from kvview.words import scenario_line
+    from ui import exports_ui
+
+    got = {}
+
+    class Menu:
+        open = True
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    sc = scenario_from_inputs({})
+    monkeypatch.setattr("ui.urlstate.scenario", lambda: sc)
+    monkeypatch.setattr(exports_ui.st, "popover", lambda *a, **k: Menu())
+    monkeypatch.setattr(exports_ui.st, "caption", lambda *a, **k: None)
+    monkeypatch.setattr(exports_ui, "static_export_problem", lambda: None)
+    monkeypatch.setattr(exports_ui.st, "download_button",
+                        lambda label, data, **kw: got.update({label: data}))  # fmt: skip
+    exports_ui.figure_downloads(fig(), "x")
+    monkeypatch.setattr("ui.urlstate.scenario", lambda: scenario_from_inputs({"tp": 2}))
+    page = got["Interactive HTML (opens offline)"]()  # pressed later: the scenario drawn
+    page = page.replace("\\u2192", "→")  # plotly's JSON escapes the arrow
+    assert scenario_line(sc).split(" · ")[0] in page
+    assert "TP 8 → 8" in page and "TP 2 → 2" not in page

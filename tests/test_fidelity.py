@@ -4,10 +4,22 @@ The catalog's stack parameters must be what ``calibrate`` fits on the ``fit`` ro
 data/fidelity/transfer.csv, and the errors docs/model.md's fidelity table reports must hold.
 """
 
+import csv
+from pathlib import Path
+
 import pytest
 
 from kvmodel import catalog
-from kvmodel.fidelity import compute_points, fit_stack, summary, transfer_points
+from kvmodel.fidelity import (
+    FIDELITY_DIR,
+    HELD_OUT_BAND,
+    compute_points,
+    fit_stack,
+    kind_summary,
+    out_of_band,
+    summary,
+    transfer_points,
+)
 
 
 @pytest.mark.parametrize("stack_id", ["mooncake", "mooncake-sglang", "nixl", "nccl"])
@@ -66,11 +78,39 @@ def test_mooncake_fitted_on_vllm_misses_sglang_small_requests():
 
 
 def test_compute_errors_stay_as_reported():
-    rows = summary(compute_points())
-    assert _group(rows, "prefill", "vllm", "fit")["mean_abs_error"] < 0.05
-    assert _group(rows, "decode step", "vllm", "fit")["mean_abs_error"] < 0.07
-    assert _group(rows, "decode step", "trtllm", "holdout")["mean_abs_error"] < 0.25
-    assert _group(rows, "prefill", "trtllm", "holdout")["mean_abs_error"] < 0.15
+    # The fit now spans 4 GPUs (H100, H200, B200, H20-3e; A100 and H800 held out or TTFT), 4
+    # frameworks and dense + MoE models, where the earlier one fitted Llama-3.1-70B on vLLM
+    # only (its 5 % prefill error held on that one setup): docs/model.md's fidelity section gives
+    # these means.  bench/fit_compute.py reproduces them.
+    kinds = {(s["what"], s["part"]): s for s in kind_summary(compute_points())}
+    assert kinds[("decode step", "fit")]["mean_abs_error"] < 0.14
+    assert kinds[("decode step", "holdout")]["mean_abs_error"] < 0.18
+    assert kinds[("prefill", "fit")]["mean_abs_error"] < 0.18
+    assert kinds[("prefill", "holdout")]["mean_abs_error"] < 0.25
+    assert kinds[("TTFT", "fit")]["mean_abs_error"] < 0.18
+    assert kinds[("TTFT", "holdout")]["mean_abs_error"] < 0.20
+
+
+def test_every_held_out_ratio_stays_in_the_band_readme_states():
+    bad = out_of_band()
+    assert not bad, [(p.what, round(p.predicted_s / p.measured_s, 2), p.label) for p in bad]
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    for what, (lo, hi) in HELD_OUT_BAND.items():
+        assert f"| {what} | {lo:g} – {hi:g} |" in page, what
+
+
+def test_fit_rows_only_feed_the_fit():
+    # bench/fit_compute.py scores the "fit" rows; every held-out row is still a real, cited
+    # measurement the fit never saw (a different GPU, model, length or framework)
+    rows = list(csv.DictReader((FIDELITY_DIR / "compute.csv").open(encoding="utf-8")))
+    held = [r for r in rows if r["set"] == "holdout"]
+    assert len(held) >= 60 and all(r["source"] and r["source_ref"] for r in rows)
+    gpus = {r["gpu"] for r in rows}
+    assert {"h100-sxm", "h200", "b200", "h20-3e", "a100-40"} <= gpus
+    batches = {int(r["batch"]) for r in rows if r["kind"] == "decode"}
+    assert 1 in batches and max(batches) >= 64
+    contexts = {int(r["input_tokens"]) for r in rows}
+    assert min(contexts) <= 1024 and max(contexts) >= 32768
 
 
 def test_docs_fidelity_table_is_the_generated_one():

@@ -18,6 +18,7 @@ from sweeps_ms import (
 
 from kvmodel.build import build_scenario
 from kvview import figures
+from kvview.fmt import in_ms
 
 
 def _axis_titles(fig):
@@ -184,3 +185,60 @@ def test_overview_bar_labels_switch_to_seconds_when_huge():
     assert list(figure_transfer_vs_step(26.85, 30.0).data[0].text) == ["26.85 ms", "30.0 ms"]
     big = figure_ttft_waterfall(339_819_204.9, 14_073_748.8, 30.0).data[0].text
     assert list(big) == ["339,819.2 s", "14,073.7 s", "30.0 ms", "353,893.0 s"]
+
+
+def test_traffic_boundaries_are_named_lines_in_the_legend_not_notes_above_the_plot():
+    # issue 24: 'min 128 tokens' and 'critical 2,577 tokens' as notes overprinted at 390 px
+    from kvview.figures import figure_traffic_histogram
+
+    tokens, weights = np.array([50, 500, 5000]), np.array([3, 7, 2])
+    fig = figure_traffic_histogram(tokens, weights, np.array([0, 1, 2]), min_seq_len=128,
+                                   critical=2577)  # fmt: skip
+    lines = [t for t in fig.data if t.type == "scatter"]
+    assert [t.name for t in lines] == ["min 128 tokens", "critical 2,577 tokens"]
+    assert [list(t.x) for t in lines] == [[128.0, 128.0], [2577.0, 2577.0]]
+    assert lines[0].line.dash != lines[1].line.dash  # told apart without colour
+    assert max(lines[0].y) >= 7  # across the tallest bar (7 requests)
+    assert not fig.layout.annotations
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda F: F.figure_seq_sweep(
+            pd.DataFrame(
+                {
+                    "link": ["100gbe"] * 2,
+                    "seq_len": [1, 10],
+                    "exposed_ms": [1.0, 2.0],
+                    "transfer_ms": [1.0, 2.0],
+                }
+            ),
+            pd.DataFrame({"link": ["100gbe"], "critical_seq_len": [5]}),
+            threshold_ms=1.5,
+            title="t",
+        ),
+        lambda F: F.figure_traffic_histogram(
+            np.array([5, 50]), np.array([1, 1]), np.array([0, 1]), min_seq_len=10, critical=None
+        ),
+    ],
+    ids=["sequence", "traffic"],
+)
+def test_legends_sit_below_the_plot_on_any_width(build):
+    # beside the plot a legend left it 80-100 px on a 390 px phone (issue 24): it goes to the
+    # bottom of the figure, where plotly reserves rows for it
+    from kvview import figures as F
+
+    legend = build(F).layout.legend
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0
+    assert legend.yanchor == "bottom"
+
+
+def test_a_legend_above_the_plot_stays_on_the_paper():
+    # _layout puts the legend on the container's bottom; a chart that moves it above the plot
+    # must move its reference too (on the container, y = 1 put it off the top: invisible)
+    sc = build_scenario()
+    from kvmodel.sweeps import mitigation_options, mitigation_table
+
+    fig = figures.figure_ttft(in_ms(mitigation_table(sc, mitigation_options(sc))))
+    assert fig.layout.legend.yref == "paper" and fig.layout.legend.y == 1

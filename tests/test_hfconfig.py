@@ -20,7 +20,8 @@ COLUMNS = (
     "id,name,attention,layers,q_heads,head_dim_qk,global_layers,global_kv_heads,"
     "global_k_head_dim,global_v_head_dim,local_layers,local_kv_heads,local_k_head_dim,"
     "local_v_head_dim,local_window_tokens,local_kind,state_layers,state_bytes_per_layer,"
-    "max_context_tokens,params_total_b,params_active_b,kv_dtype_native,weight_dtype,aliases,source"
+    "max_context_tokens,params_total_b,params_active_b,kv_dtype_native,weight_dtype,aliases,"
+    "hidden_size,experts,experts_per_token,source"
 ).split(",")
 
 # Catalog rows backed by a file in tests/data/model-configs: catalog id -> file stem.
@@ -310,6 +311,10 @@ def test_import_agrees_with_catalog(rid):
     assert spec.state_layers == int(row["state_layers"] or 0)
     assert spec.state_bytes_per_layer == int(row["state_bytes_per_layer"] or 0)
     assert spec.kv_dtype_native == (row["kv_dtype_native"] or None)
+    # the width and the routed experts drive the TP all-reduce and EP traffic (kvmodel.steps)
+    assert spec.hidden_size == int(row["hidden_size"])
+    assert spec.experts == int(row["experts"] or 0)
+    assert spec.experts_per_token == int(row["experts_per_token"] or 0)
     # The estimate (matrices only; vision towers left out) lands near the published counts;
     # active is looser: cards differ on whether the embedding table counts as active.
     assert spec.params_total / 1e9 == pytest.approx(float(row["params_total_b"]), rel=0.06)

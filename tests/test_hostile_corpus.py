@@ -5,6 +5,11 @@ address space and a time limit: each gives a result (exit 0, strict JSON) or a c
 Small inputs are files in ``tests/data/hostile/``; large ones (decompression bombs, a million
 columns, deep nesting, very many series) are generated in ``tmp_path``.  Tampered share links
 (``links.json``) go through the link parser in this process.
+
+Issue 23 adds hostile numbers on the command line (``cli-numbers.json``: 400- and 5,000-digit
+integers, subnormals, NaN, inf, absurd rates) and hostile paths: devices, ``/proc`` files,
+FIFOs, sockets, symbolic-link loops and walks past their budget, the special ones generated in
+``tmp_path`` (``os.mkfifo``, a bound unix socket, links to themselves and to their parent).
 """
 
 from __future__ import annotations
@@ -189,7 +194,7 @@ def _cases():
 
 
 def test_corpus_lists_every_file():
-    on_disk = {p.name for p in HOSTILE.iterdir()} - {"links.json"}
+    on_disk = {p.name for p in HOSTILE.iterdir()} - {"links.json", "cli-numbers.json"}
     assert on_disk == set(FILES)
 
 
@@ -252,3 +257,155 @@ def test_hostile_link(query):
     assert isinstance(values, dict) and all(isinstance(w, str) for w in warnings)
     for text in warnings:  # user text is escaped: no image, link or raw tag survives
         assert "](" not in text and "<a" not in text and "http://" not in text
+
+
+# --- issue 23: numbers on the command line (cli-numbers.json) ---
+
+
+def _cli_numbers():
+    cases = json.loads((HOSTILE / "cli-numbers.json").read_text(encoding="utf-8"))
+    digits = {"{digits400}": "9" * 400, "{digits5000}": "9" * 5000}
+    for case in cases:
+        args = [digits.get(a, a) if "{" not in a or a in digits else _fill(a, digits)
+                for a in case["args"]]  # fmt: skip
+        yield pytest.param(args, case["error"], id=" ".join(case["args"])[:60])
+
+
+def _fill(text: str, digits: dict) -> str:
+    for key, value in digits.items():
+        text = text.replace(key, value)
+    return text
+
+
+def assert_clear_message(proc, expect: str) -> str:
+    """Exit 2, nothing on stdout, one ``error:`` line on stderr matching ``expect``."""
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout == ""
+    message = proc.stderr.strip()
+    assert message.startswith("error: ") and "\n" not in message, message
+    assert re.search(expect, message), message
+    return message
+
+
+@pytest.mark.parametrize(("args", "expect"), list(_cli_numbers()))
+def test_hostile_cli_number(args, expect):
+    proc = run_cli(*args, timeout=60)
+    message = assert_clear_message(proc, expect)
+    assert len(message) < 400  # a 5,000-digit value is quoted by its length, not in full
+
+
+# --- issue 23: paths that are not regular files, and walks without end ---
+
+
+def _fifo(tmp: Path) -> Path:
+    path = tmp / "trace.csv"
+    os.mkfifo(path)  # opening it for reading would block until a writer came
+    return path
+
+
+def _socket(tmp: Path) -> Path:
+    import socket
+
+    path = Path("/tmp") / f"kvsock-{os.getpid()}-{tmp.name[-8:]}.csv"  # AF_UNIX: ≤ 107 bytes
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    _SOCKETS.append((sock, path))
+    return path
+
+
+_SOCKETS: list = []
+
+
+def _self_link(tmp: Path) -> Path:
+    path = tmp / "config.json"
+    path.symlink_to(path.name)  # a link to itself: ELOOP
+    return path
+
+
+def _many_files(n: int):
+    def make(tmp: Path) -> Path:
+        folder = tmp / "export"
+        folder.mkdir()
+        for i in range(n):
+            (folder / f"part-{i:05d}.txt").touch()
+        return folder
+
+    return make
+
+
+def _sparse_100gb(tmp: Path) -> Path:
+    folder = tmp / "export"
+    folder.mkdir()
+    with open(folder / "part-0.parquet", "wb") as fh:  # sparse: no disk space used
+        fh.truncate(100_000_000_001)
+    return folder
+
+
+SPECIAL = {  # name -> (command, the path or a maker(tmp_path), what the message must say)
+    "config-dev-zero": ("capacity --rps 1 --config", "/dev/zero", r"is a character device"),
+    "config-dev-urandom": ("size --config", "/dev/urandom", r"is a character device"),
+    "config-proc": ("size --config", "/proc/self/status", r"is in /proc, a system directory"),
+    "config-self-link": ("size --config", _self_link, r"Too many levels of symbolic links"),
+    "trace-proc-kmsg": ("capacity --trace", "/proc/kmsg", r"is in /proc"),
+    "trace-dev-zero": ("capacity --trace", "/dev/zero", r"is a character device"),
+    "trace-fifo": ("capacity --trace", _fifo, r"is a named pipe \(FIFO\), not a regular file"),
+    "trace-socket": ("traffic", _socket, r"is a socket, not a regular file"),
+    "metrics-fifo": ("metrics", _fifo, r"is a named pipe \(FIFO\)"),
+    "calibrate-dev-zero": ("calibrate", "/dev/zero", r"is a character device"),
+    "glob-proc": ("traffic", "/proc/*/x.parquet", r"in /proc, a system directory"),
+    "walk-10001-files": (
+        "traffic",
+        _many_files(10_001),
+        r"the walk stopped at 10,000 files \(the limit\)",
+    ),
+    "walk-100GB": ("traffic", _sparse_100gb, r"the walk stopped at 100 GB in its files"),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+def test_hostile_path(name, tmp_path):
+    command, where, expect = SPECIAL[name]
+    if isinstance(where, str) and "*" not in where and not os.path.exists(where):
+        pytest.skip(f"{where} does not exist here")
+    path = where(tmp_path) if callable(where) else where
+    try:
+        proc = run_cli(*command.split(), str(path), "--json", timeout=60)
+    finally:
+        while _SOCKETS:
+            sock, spath = _SOCKETS.pop()
+            sock.close()
+            spath.unlink(missing_ok=True)
+    assert_clear_message(proc, expect)
+
+
+def _parquet(path: Path) -> None:
+    import pandas as pd
+
+    pd.DataFrame({"prompt_tokens": [100, 2000, 30], "output_tokens": [10, 20, 30]}).to_parquet(path)
+
+
+def test_symlink_loops_end_and_the_files_are_read_once(tmp_path):
+    """A directory with links back to itself and its parent, and a link to itself: the glob
+    and the walk each read the one Parquet file once (3 requests), and end."""
+    root = tmp_path / "logs"
+    (root / "day=1").mkdir(parents=True)
+    _parquet(root / "day=1" / "part-0.parquet")
+    (root / "day=1" / "again").symlink_to("..")  # logs/day=1/again -> logs
+    (root / "here").symlink_to(".")
+    (root / "self").symlink_to("self")
+    for target in (str(root / "**" / "*.parquet"), str(root)):
+        proc = run_cli("traffic", target, "--json", timeout=60)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        data = json.loads(proc.stdout)
+        assert data["n_requests"] == 3  # the file once, not once per path to it
+
+
+@pytest.mark.slow
+def test_glob_over_a_whole_tree_stops_at_its_budget():
+    """'/usr/**/*.parquet' walked > 120 s before; now the walk stops at 100,000 entries (or, on
+    a small /usr, finds no Parquet file)."""
+    proc = run_cli("capacity", "--trace", "/usr/**/*.parquet", timeout=60)
+    assert_clear_message(
+        proc, r"the walk stopped at 100,000 directory entries \(the limit\)|no file matches"
+    )

@@ -234,3 +234,14 @@ def test_kvmodel_has_no_import_circle_through_the_inputs():
     for rel in ("kvmodel/inputs_table.py", "kvmodel/samples.py", "kvmodel/dtypes.py"):
         mods = [n for n in ast.walk(_tree(rel)) if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert all(getattr(n, "module", "") == "__future__" for n in mods), rel
+
+
+@pytest.mark.parametrize("flag, kind", [("--gpu", "GPU"), ("--stack", "stack")])
+def test_an_empty_catalog_id_is_a_clear_error(flag, kind, capsys):
+    """An id row without an empty default (``Input.catalog``) looks "" up and fails by name,
+    as before the rows carried the catalog (never a traceback from a missing spec)."""
+    from kvmodel.cli import main
+
+    assert main(["transfer", flag, ""]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: unknown {kind} ''") and "Traceback" not in err, err

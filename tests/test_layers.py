@@ -398,7 +398,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "kvview/capacity_report.py:capacity_report_html": TERMS,
     "kvview/figures/kit.py:panel_figure": TERMS,
     "kvview/figures/sensitivity.py:figure_tornado": TERMS,
-    "kvview/params.py:parse_query": INPUTS,
     "kvview/report.py:report_html": TERMS,
     "ui/views/capacity.py:_tiles": PAGE,
     "ui/views/compare.py:_editor": "its six callbacks close over the variants being edited",

@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 DATA = ROOT / "data" / "measurements"
 PAGE = "pages/measure.py"
-DEFAULT_SC = build_scenario(model="llama-3.1-70b", link="100gbe")
+DEFAULT_SC = build_scenario(
+    model="llama-3.1-70b", link="100gbe", framework="vllm"
+)  # the app default
 
 
 def measure_page(query=None, sample=None) -> AppTest:
@@ -103,7 +105,7 @@ def test_sglang_scrape_is_over_the_line_and_model_follows_the_sidebar():
     m = load_measurement(DATA / "sglang_pd_metrics.prom").data
     assert metric(at, "Verdict vs 20%") == "over"
     assert "over the 20% line" in at.info[0].value
-    sc = build_scenario(model="llama-3.1-8b", link="ib-ndr")
+    sc = build_scenario(model="llama-3.1-8b", link="ib-ndr", framework="vllm")
     cmp = compare_to_model(sc, m)
     assert metric(at, "Model's share of TTFT") == f"{cmp.transfer_share_of_ttft.model:.1%}"
     assert "InfiniBand NDR" in at.info[0].value

@@ -8,9 +8,11 @@ import json
 
 import pytest
 from app_helpers import app, metric, shown_table
+from html_tables import read_html_table
 
 from kvmodel.build import build_scenario, scenario_from_inputs
 from kvmodel.transfer import evaluate
+from kvview import tables
 from kvview.fmt import fmt_bytes, fmt_ms, fmt_time
 
 
@@ -314,7 +316,42 @@ def test_interconnects_says_how_many_links_and_what_cannot_be_built():
     at = app(article=False, page="pages/interconnects.py")
     text = " ".join(c.value for c in at.caption)
     assert "over 8 parallel link(s)" in text and "Mooncake" in text
-    assert "Not buildable at this TP" in text and "NVLink 4 (H100)" in text
+    assert "not buildable at this TP" in text and "NVLink 4 (H100)" in text
+
+
+# Issue 24 item 5: at TP 8 → 8 on H100 (an 8-GPU NVLink domain) an NVLink row is no
+# deployment: it is marked on every page that lists links, never coloured as a verdict.
+NVLINK_BLOCKED = "NVLink 4 (H100) ⚠ not buildable: TP 8 + TP 8 > one 8-GPU domain"
+
+
+def test_interconnects_marks_the_unbuildable_nvlink_row_not_green():
+    at = app(article=False, page="pages/interconnects.py")
+
+    html = next(md.value for md in at.markdown if "<table" in md.value)
+    cells, styles = read_html_table(html)
+    row = cells.index[cells["Interconnect"] == NVLINK_BLOCKED]
+    assert len(row) == 1
+    for col in [c for c in cells.columns if c.startswith("batch ")]:
+        css = styles.loc[row[0], col]
+        assert "repeating-linear-gradient" in css and tables.BAND_CELL["below"] not in css
+    ok = cells.index[cells["Interconnect"] == "InfiniBand NDR 400G"][0]
+    assert "background-color" in styles.loc[ok, "batch 1 [ms]"]  # the others keep verdicts
+
+
+def test_sequence_names_the_unbuildable_nvlink_in_its_takeaway():
+    at = app(article=False, page="pages/sequence.py")
+    said = next(i.value for i in at.info if "threshold" in i.value)
+    assert "NVLink 4 (H100) (not buildable: TP 8 + TP 8 > one 8-GPU domain)" in said
+
+
+def test_traffic_lists_the_unbuildable_nvlink_options_last_and_marked():
+    at = app(article=False, page="pages/traffic.py")
+    options = list(at.dataframe[0].value["Option"])
+    nv = [i for i, o in enumerate(options) if o.startswith("NVLink 4")]
+    assert nv and all(options[i].endswith(" ⚠ not buildable") for i in nv)
+    assert nv == list(range(len(options) - len(nv), len(options)))  # after every buildable one
+    said = [c.value for c in at.caption if c.value.startswith("⚠ Not buildable")]
+    assert said and "NVLink 4 (H100), not buildable: TP 8 + TP 8 > one 8-GPU domain" in said[0]
 
 
 def test_compare_says_when_a_variant_equals_a():

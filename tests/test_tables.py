@@ -21,3 +21,21 @@ def test_band_table_styles_cells():
     assert tables.BAND_CELL["within"] in styles.loc[1, "batch 1 [ms]"]
     assert tables.BAND_CELL["below"] in styles.loc[0, "batch 1 [ms]"]
     assert "background" not in styles.loc[0, "Interconnect"]
+
+
+def test_sideways_table_puts_one_item_per_column_and_marks_notes():
+    import pandas as pd
+    from html_tables import read_html_table
+
+    from kvview.tables import sideways_table
+
+    frame = pd.DataFrame({"interconnect": ["100 GbE", "NVLink 4"], "GPUs [GPUs]": [20, 24],
+                          "need [GB/s]": [11.1977, None], "meets": ["yes", "no"]})  # fmt: skip
+    html = sideways_table(frame, label="interconnect", notes={"NVLink 4": "24 GPUs > 8"})
+    t = read_html_table(html, index=True)[0]
+    assert list(t.columns) == ["100 GbE", "NVLink 4 ⚠ 24 GPUs > 8"]
+    assert list(t.index) == ["GPUs [GPUs]", "need [GB/s]", "meets"]
+    assert (
+        t.loc["need [GB/s]"].tolist() == ["11.2", "—"] and t.loc["GPUs [GPUs]", "100 GbE"] == "20"
+    )
+    assert html.count("background-color") == 3  # the noted column's three cells

@@ -127,15 +127,25 @@ def test_ttft_and_share():
 
 
 def test_prefill_estimate_formula():
-    # 2 × 70.6e9 × 1024 dense + 4 × 64 × 128 × 80 × (1024·1025/2) attention FLOPs over
-    # 989e12 × 0.5 (H100 SXM dense BF16 at 50 % MFU at TP 1), plus the fitted floor of
-    # 0.542 ms per layer × 80 layers (kvmodel.timing)
-    flops = 2 * 70.6e9 * 1024 + 4 * 64 * 128 * 80 * 1024 * 1025 / 2
-    floor = 0.542e-3 * 80
-    assert_allclose(evaluate(article()).prefill_s, floor + flops / (989e12 * 0.5), rtol=1e-9)
-    # TP 8: the MFU falls as 8^-0.214 (0.50 → 0.32)
+    # The prefill from its parts (kvmodel.steps; docs/model.md), Llama-3-70B BF16, 1,024 tokens,
+    # one H100 SXM: 989e12 BF16 FLOP/s × 0.7 and 3.35e12 B/s × 0.8 (data/gpus.csv defaults).
+    # The old single-formula pin (0.542 ms × layers + FLOPs at 50 % MFU × TP^−0.214) is replaced:
+    # the parts are fitted on four GPUs and four frameworks, not on Llama-70B on vLLM alone.
+    flops_gemm = 2 * 70.6e9 * 1024
+    flops_attn = 4 * 64 * 128 * 80 * 1024 * 1025 / 2
+    hbm = 3.35e12 * 0.8
+    memory = 70.6e9 * 2 / hbm + 1024 * 8192 * 2 * 52 * 80 / hbm  # weights + activations
+    compute = (flops_gemm + flops_attn) / (989e12 * 0.7)
+    overlapped = (memory**2.5 + compute**2.5) ** (1 / 2.5)
+    floor = 250e-6 * 80
+    assert_allclose(evaluate(article()).prefill_s, floor + overlapped, rtol=1e-9)
+    # TP 8: FLOPs and weights split 8 ways, activations replicated, plus 160 ring all-reduces of
+    # 1,024 × 8,192 × 2 B over NVLink 4 (450 GB/s × 0.75) at 10 µs each
+    memory8 = 70.6e9 * 2 / 8 / hbm + 1024 * 8192 * 2 * 52 * 80 / hbm
+    compute8 = compute / 8
+    ring = 160 * (2 * 7 / 8 * 1024 * 8192 * 2 / (450e9 * 0.75) + 10e-6)
     tp8 = evaluate(article(tp=8)).prefill_s
-    assert_allclose(tp8, floor + flops / (989e12 * 8 * 0.5 * 8**-0.214), rtol=1e-9)
+    assert_allclose(tp8, floor + (memory8**2.5 + compute8**2.5) ** 0.4 + ring, rtol=1e-9)
 
 
 def test_decode_lower_bound():

@@ -42,6 +42,7 @@ def test_link_numbers_on_overview():
             tp=2,
             layerwise=True,
             prefill_ms=120,
+            framework="vllm",  # the app's default (the Python API's is "none")
         )
     )
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
@@ -94,7 +95,7 @@ def test_tampered_link_then_every_page_works(page):
 
 def test_seq_clamped_to_model_context_with_warning():
     at = app({"model": "llama-2-7b", "seq": "100000"})
-    assert "4096" in at.warning[0].value
+    assert "4,096" in at.warning[0].value
     assert at.select_slider(key="seq").value == 4096
 
 

@@ -46,6 +46,7 @@ def _names() -> dict:
         "model": lambda m: models[m].name if m in models else m,
         "link": lambda lk: "Custom link" if lk == P.CUSTOM_LINK else link_name(lk),
         "gpu": lambda g: catalog.gpus()[g].name,
+        "gpud": lambda g: catalog.gpus()[g].name if g else "the prefill GPU",
         "stack": lambda s: catalog.stacks()[s].name,
     }
 

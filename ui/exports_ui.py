@@ -46,11 +46,24 @@ def table_download(table, name: str) -> None:
     )
 
 
+def scenario_subtitle() -> str | None:
+    """The sidebar's scenario in one line (``words.scenario_line``), for an exported chart;
+    None when it cannot be built."""
+    from kvview.words import scenario_line
+    from ui.urlstate import scenario
+
+    try:
+        return scenario_line(scenario())
+    except ValueError:
+        return None
+
+
 def figure_downloads(fig, name: str) -> None:
     """An Export menu under a chart: interactive HTML always, PNG and SVG with a browser.
 
     The menu draws its buttons only while open (opening it reruns the page), so a rerun of a
-    page with several charts does not pay for menus nobody opened.
+    page with several charts does not pay for menus nobody opened.  Each file carries the
+    sidebar's scenario in a subtitle (``scenario_subtitle``).
     """
     menu = st.popover(
         "Export chart", icon=":material/download:", key=f"export_{name}", on_change="rerun"
@@ -58,10 +71,11 @@ def figure_downloads(fig, name: str) -> None:
     if not menu.open:
         return
     problem = static_export_problem()
+    subtitle = scenario_subtitle()  # captured now: the buttons' callbacks run without it
     with menu:
         st.download_button(
             "Interactive HTML (opens offline)",
-            lambda: export.figure_html(fig),
+            lambda: export.figure_html(fig, subtitle=subtitle),
             file_name=f"{name}.html",
             mime="text/html",
             key=f"dl_{name}_html",
@@ -73,7 +87,7 @@ def figure_downloads(fig, name: str) -> None:
         ):
             st.download_button(
                 fmt,
-                lambda make=make: make(fig),
+                lambda make=make: make(fig, subtitle=subtitle),
                 file_name=f"{name}.{fmt.lower()}",
                 mime=mime,
                 key=f"dl_{name}_{fmt.lower()}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.urlstate import scenario, share_url
+from ui.urlstate import scenario, share_url, version1_implied
 
 
 def share_box() -> None:
@@ -45,10 +45,16 @@ def report_download(labelled, file_stem: str, *, key: str, title: str = "KV tran
     from kvview.report import report_html
 
     link = share_url()
+    version1 = version1_implied()  # captured now: the callback runs without the session
 
     def build() -> str:
         items = [(label, sc() if callable(sc) else sc) for label, sc in labelled]
-        return report_html(items, share_url=link if link.startswith("http") else None, title=title)
+        return report_html(
+            items,
+            share_url=link if link.startswith("http") else None,
+            title=title,
+            version1=version1,
+        )
 
     st.download_button(
         "Download report (HTML)",

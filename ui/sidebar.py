@@ -31,6 +31,12 @@ def on_model_change() -> None:
         if ss[key] not in tps:
             add_notice(f"{key.upper()} {ss[key]} does not fit {spec.name}'s KV heads; set to 1.")
             ss[key] = 1
+    for key, tp_key in (("ep", "tp"), ("epd", "tpd")):
+        ep = ss.get(key, 1)
+        if ep > 1 and (not spec.is_moe or ep % ss[tp_key]):
+            why = "is dense" if not spec.is_moe else f"needs a multiple of {tp_key.upper()}"
+            add_notice(f"{I.get(key).label} {ep} set to 1: {spec.name} {why}.")
+            ss[key] = 1
     new = _kv_dtype_after_switch(ss["kvd"], ss.get(_MODEL_SHOWN), spec)
     if new != ss["kvd"]:
         why = (
@@ -142,7 +148,8 @@ def sidebar_controls() -> None:
 # state under the same keys (re-saved every run, so Streamlit does not drop them).
 # Bench: bench/README.md, "What made the difference" item 8 (lazy sidebar expanders).
 HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
-LAZY_KEYS = ("tp", "tpd", "par", "gpu", "kvd", "attn", "win", "step_mode", "step_ms",
+LAZY_KEYS = ("tp", "tpd", "fw", "ep", "epd", "par", "gpu", "gpud", "kvd", "attn", "win",
+             "step_mode", "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
 
 
@@ -156,14 +163,21 @@ def _stack_caption(sb, st_) -> None:
     )
 
 
+def _decode_gpu_name(gpu_id: str) -> str:
+    return catalog.get_gpu(gpu_id).name if gpu_id else "the same as prefill"
+
+
 def _hardware_controls(box, spec) -> None:
     with box:
         tps = valid_tp(spec, P.MAX_TP)
         c1, c2 = st.columns(2)
         input_widget(c1.selectbox, "tp", options=tps)
         input_widget(c2.selectbox, "tpd", options=tps)
+        _expert_controls(spec)
+        input_widget(st.selectbox, "fw", format_func=lambda f: catalog.get_framework(f).name)
         input_widget(st.number_input, "par")
         input_widget(st.selectbox, "gpu", format_func=lambda g: catalog.get_gpu(g).name)
+        input_widget(st.selectbox, "gpud", format_func=_decode_gpu_name)
         input_widget(st.selectbox, "kvd")
         input_widget(st.radio, "attn", horizontal=True,
                      format_func={"tp": "Tensor (tp)", "dp": "Data (dp)"}.get)  # fmt: skip
@@ -171,6 +185,15 @@ def _hardware_controls(box, spec) -> None:
             st.caption(f"{spec.name} is served with data-parallel attention (as DeepSeek is).")
         if any(g.window_tokens for g in spec.groups):
             input_widget(st.radio, "win", horizontal=True)
+
+
+def _expert_controls(spec) -> None:
+    """Prefill and decode EP: offered for a mixture of experts only (1 = off)."""
+    if not spec.is_moe:
+        return
+    c1, c2 = st.columns(2)
+    for box, name in ((c1, "ep"), (c2, "epd")):
+        input_widget(box.number_input, name, step=1)
 
 
 def _times_controls(box, spec) -> None:
@@ -205,7 +228,9 @@ def _roofline_caption(spec: ModelSpec) -> str:
     gpu = catalog.get_gpu(ss["gpu"])
     try:
         est = estimate_decode_step_s(spec, ss["seq"], ss["batch"], gpu=gpu, tp=ss["tpd"],
-                                     kv_dtype=ss["kvd"])  # fmt: skip
+                                     kv_dtype=ss["kvd"], ep=ss.get("epd", 1),
+                                     framework=ss.get("fw", I.DEFAULT_FRAMEWORK),
+                                     data_parallel_attention=ss.get("attn") == "dp")  # fmt: skip
     except ValueError:
         return ""
     return (

@@ -17,6 +17,7 @@ from kvmodel import inputs as I
 from kvmodel.modelcodec import encode_model
 from kvmodel.specs import ModelSpec
 from kvmodel.transfer import Scenario, evaluate
+from kvview import link_version as L
 from kvview import params as P
 from ui.widgets import ESTIMATE, GIVEN
 
@@ -24,6 +25,7 @@ _INIT = "_scenario_initialised"
 FLAG_ROWS = tuple(r for r in I.URL_INPUTS if r.kind == "flag")  # lw, present
 EST_ROWS = tuple(r for r in I.URL_INPUTS if r.est)  # step, prefill
 NOTICES = "_notices"
+V1, V1_KEPT = "_v1_implied", "_v1_kept"  # what a version-1 link implies; its notice hidden
 
 
 def imported_models() -> dict[str, ModelSpec]:
@@ -51,8 +53,18 @@ def init_from_url() -> None:
     Forward brings back an earlier link (so they move between scenarios); keep warnings."""
     if st.session_state.get(_INIT) and not history_navigation():
         return
-    values, warnings, imported = P.parse_query(st.query_params.to_dict())
+    query = st.query_params.to_dict()
+    values, warnings, imported = P.parse_query(query)
     imported_models().update(imported)
+    _apply(values)
+    st.session_state[V1] = L.implied(query)  # what a version-1 link implies ({} otherwise)
+    st.session_state.pop(V1_KEPT, None)
+    st.session_state[NOTICES] = warnings
+    st.session_state[_INIT] = True
+
+
+def _apply(values: dict) -> None:
+    """Clean scenario values (``parse_query``) into session state, widget by widget."""
     for name, value in values.items():
         st.session_state[name] = value
     for row in FLAG_ROWS:  # a toggle's value is a bool (the link's is 0/1)
@@ -61,8 +73,44 @@ def init_from_url() -> None:
         est = values[row.name] == "est"
         st.session_state[f"{row.name}_mode"] = ESTIMATE if est else GIVEN
         st.session_state[f"{row.name}_ms"] = row.given if est else values[row.name]
-    st.session_state[NOTICES] = warnings
-    st.session_state[_INIT] = True
+
+
+def version1_implied() -> dict:
+    """The version-1 defaults the scenario still holds (``kvview.link_version``): {} unless
+    it came from a version-1 link and the user has not changed those inputs since."""
+    return L.still_implied(st.session_state.get(V1) or {}, current_values())
+
+
+def _use_current_defaults() -> None:
+    """The notice's button: today's defaults for what the version-1 link implied (the next
+    run's ``sync_url`` writes the version-2 link)."""
+    implied = version1_implied()
+    _apply(L.with_current_defaults(current_values(), implied))
+    st.session_state[V1] = {}
+
+
+def _keep_version1() -> None:
+    st.session_state[V1_KEPT] = True
+
+
+def show_version1_notice() -> None:
+    """A visible notice while the scenario holds what a version-1 link implied, with a
+    one-click way to today's defaults (or to keep the link's meaning and hide the notice)."""
+    implied = version1_implied()
+    if not implied or st.session_state.get(V1_KEPT):
+        return
+    st.info(L.notice(implied, current_values()), icon=":material/history:")
+    row = st.container(horizontal=True)
+    row.button(
+        "Use current defaults",
+        key="v1_use_defaults",
+        icon=":material/update:",
+        on_click=_use_current_defaults,
+        help="Rewrites the link as a version-2 link with today's defaults for the inputs "
+        "listed above; every input the link set stays.",
+    )
+    row.button("Keep version 1", key="v1_keep", on_click=_keep_version1,
+                 help="Hide this notice; the link keeps its version-1 meaning.")  # fmt: skip
 
 
 def add_notice(text: str) -> None:
@@ -149,7 +197,9 @@ def feasibility_problems(ev) -> tuple[str, ...]:
 
 
 def show_notices() -> None:
-    """Show (once) what the link or a model change altered."""
+    """Show (once) what the link or a model change altered, and (while it holds) what a
+    version-1 link implies."""
+    show_version1_notice()
     notes = st.session_state.get(NOTICES) or []
     if notes:
         st.warning(

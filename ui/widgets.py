@@ -86,9 +86,27 @@ def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=No
     def _store():
         ss[name] = from_widget(ss[wkey])
 
-    if widget is st.number_input:  # first paint shows the value, not the minimum (see
+    kind = getattr(widget, "__name__", "")
+    if kind in NUMBER_WIDGETS:
+        ss[wkey] = _typed_numbers(name, ss[wkey], kwargs)
+    if kind == "number_input":  # first paint shows the value, not the minimum (see
         kwargs.setdefault("value", ss[wkey])  # ui.sidebar._number_input)
     return from_widget(widget(label, key=wkey, on_change=_store, **kwargs))
+
+
+def _typed_numbers(name: str, value, kwargs: dict):
+    """The widget's value within its bounds, and value, bounds and step all of the input row's
+    type (``kvmodel.inputs``): Streamlit raises MixedNumericTypesError on an int among floats,
+    which a link's value once reached (``/traffic?rps=-3``, issue 23)."""
+    row = I.BY_NAME.get(name)
+    if row is None or row.kind not in ("int", "float") or isinstance(value, (list, tuple)):
+        return value
+    for k in ("min_value", "max_value", "step"):
+        if kwargs.get(k) is not None:
+            kwargs[k] = row.typed(kwargs[k])
+    lo, hi = kwargs.get("min_value"), kwargs.get("max_value")
+    value = value if lo is None else max(value, lo)
+    return row.typed(value if hi is None else min(value, hi))
 
 
 def forget_when_removed(uploader_key: str, kept_key: str) -> None:

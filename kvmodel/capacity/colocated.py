@@ -3,13 +3,11 @@
 Every iteration of an instance carries its decode batch B and up to C prompt tokens (the chunk);
 prompts are cut into chunks, so no iteration is longer than one with a full chunk:
 
-    iteration(B, C) = decode floor × layers + max(bytes read ÷ (HBM × TP × e),
-                      decode FLOPs ÷ (peak × TP × ½) + C × FLOPs per prompt token ÷ prefill rate)
-                      + [TP > 1] × all-reduce × layers
+    iteration(B, C) = timing.decode_step_parts(B, chunk_tokens=C) summed
 
 the decode step of ``kvmodel.timing`` with the chunk's FLOPs added to its compute side (a chunk
-rides on the memory-bound decode read: Sarathi-Serve's point), at the prefill's utilisation
-``MFU × TP^(−a)``.  FLOPs per prompt token are the workload's mean (attention to earlier chunks
+rides on the memory-bound decode read: Sarathi-Serve's point) and its activations to the
+all-reduce.  FLOPs per prompt token are the workload's mean (attention to earlier chunks
 included, as in a whole prefill).  The interference both ways is in it: the chunk lengthens
 every decode step, and the decode batch caps the chunk that fits in the TPOT target.
 
@@ -42,42 +40,26 @@ from kvmodel.capacity.workload import Shape
 from kvmodel.inputs import DEFAULT_MFU
 from kvmodel.memory import instance_memory
 from kvmodel.scenario import Scenario
-from kvmodel.size import kv_bytes
-from kvmodel.timing import (
-    DECODE_ALLREDUCE_S_PER_LAYER,
-    DECODE_FLOOR_S_PER_LAYER,
-    DECODE_HBM_EFFICIENCY,
-    DECODE_MFU,
-    PREFILL_MFU_TP_EXPONENT,
-    peak_flops,
-    prefill_flops,
-    weights_read_bytes,
-)
+from kvmodel.timing import decode_step_parts, prefill_flops
 
 CHUNKS = (256, 512, 1024, 2048, 4096, 8192)  # prompt tokens per iteration tried
 
 
 def mixed_step_s(sc: Scenario, context: int, batch, chunk: int, flops_per_token: float,
-                 tp: int) -> np.ndarray:  # fmt: skip
+                 tp: int, ep: int = 1) -> np.ndarray:  # fmt: skip
     """One iteration of ``batch`` decodes at ``context`` tokens plus a ``chunk``-token prefill
     piece [s] (module doc).  ``chunk=0`` is ``timing.estimate_decode_step_s``."""
-    model, gpu = sc.model, sc.gpu
-    b = np.asarray(batch, dtype=float)
-    kv = kv_bytes(model, context, b, kv_dtype=sc.kv_dtype).total
-    memory_s = (weights_read_bytes(model, b) + kv) / (
-        gpu.hbm_bytes_per_s * tp * DECODE_HBM_EFFICIENCY
-    )
-    peak = peak_flops(gpu, model.weight_dtype)
-    decode_s = 2.0 * model.params_active * b / (peak * tp * DECODE_MFU)
-    mfu = getattr(sc, "mfu", DEFAULT_MFU) * float(tp) ** -PREFILL_MFU_TP_EXPONENT
-    chunk_s = chunk * flops_per_token / (peak * tp * mfu)
-    comm = DECODE_ALLREDUCE_S_PER_LAYER * model.layers if tp > 1 else 0.0
-    return DECODE_FLOOR_S_PER_LAYER * model.layers + np.maximum(memory_s, decode_s + chunk_s) + comm
+    return decode_step_parts(
+        sc.model, context, batch, gpu=sc.gpu, tp=tp, ep=ep, kv_dtype=sc.kv_dtype,
+        data_parallel_attention=sc.data_parallel_attention or ep > tp,
+        framework=getattr(sc, "framework", "vllm"), chunk_tokens=chunk,
+        chunk_flops_per_token=flops_per_token * DEFAULT_MFU / getattr(sc, "mfu", DEFAULT_MFU),
+    ).total_s  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Option:
-    """One colocated instance shape: TP, chunk, the batch that fits, its iteration."""
+    """One colocated instance shape: TP (and EP), chunk, the batch that fits, its iteration."""
 
     tp: int
     chunk: int
@@ -90,15 +72,22 @@ class Option:
     feasible: bool
     batches: np.ndarray
     steps_s: np.ndarray
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp, self.ep)
 
 
-def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
-    """The colocated shapes at TP ``tp``, one per chunk that leaves room for a decode batch."""
+def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> list[Option]:
+    """The colocated shapes at TP ``tp`` (EP ``ep``), one per chunk that leaves room for a
+    decode batch."""
     model = sc.model
     ctx = shp.decode_context
     mem = instance_memory(model, sc.gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group,
-                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+                          data_parallel_attention=sc.data_parallel_attention or ep > tp,
+                          ep=ep)  # fmt: skip
     slots = mem.max_concurrent_requests - 1  # one request is prefilling
     if slots < 1:
         return []
@@ -108,17 +97,19 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> list[Option]:
     for chunk in CHUNKS:
 
         def step(b, chunk=chunk):
-            return mixed_step_s(sc, ctx, b, chunk, fpt, tp)
+            return mixed_step_s(sc, ctx, b, chunk, fpt, tp, ep)
 
         fit, it = largest_within(step, tpot_s, top)
         b = max(fit, 1)
         if fit == 0:
             it = float(step(np.array([1]))[0])
         grid = batch_grid(b)
-        service = shp.moved / chunk * it
+        # each of the EP ÷ TP attention groups carries its own chunk (timing's decode step
+        # costs the chunk per group): the instance prefills chunk × groups tokens an iteration
+        service = shp.moved / (chunk * max(1, ep // tp)) * it
         mean_s, cs2 = moments(service, shp.weights)
         lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
-        out.append(Option(tp=tp, chunk=chunk, batch=b, iteration_s=it,
+        out.append(Option(tp=tp, ep=ep, chunk=chunk, batch=b, iteration_s=it,
                           slot_limit="memory" if fit == top and top == slots else "tpot",
                           latency_s=lat[shp.draws.idx], mean_s=mean_s, cs2=cs2,
                           feasible=fit > 0, batches=grid.astype(float),
@@ -139,16 +130,17 @@ class Colocated:
     meets_slo: bool
     batch: int
     prefill_instances: int = 1  # what the prefill queue alone needs
+    ep: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.instances * self.tp
+        return self.instances * max(self.tp, self.ep)
 
 
 def bound(opt: Option, shp: Shape, rps: float) -> int:
     """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
     slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
-    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.tp
+    return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.gpus
 
 
 def ttft_floor(opt: Option, q: float) -> float:
@@ -183,6 +175,7 @@ def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
     # TPOT: an iteration with a full chunk at the instances' mean decode batch (at most B's)
     b = mean_batch(opt.batches, opt.steps_s, rps * shp.mean_output, n)
     tpot = float(np.interp(max(b, 1.0), opt.batches, opt.steps_s))
-    return Colocated(tp=opt.tp, chunk=opt.chunk, instances=n, limit=limit, ttft_s=ttft(n),
+    return Colocated(tp=opt.tp, ep=opt.ep, chunk=opt.chunk, instances=n, limit=limit,
+                     ttft_s=ttft(n),
                      tpot_s=tpot, meets_slo=meets and ttft(n) <= ttft_slo_s,
                      batch=opt.batch, prefill_instances=n_pf)  # fmt: skip

@@ -44,6 +44,7 @@ class Deployment:
     tpot_slo_ms: float
     rps: float
     published_gpus: int
+    published_tokens_per_s_per_node: float | None  # prefill: input, decode: output tokens
     source: str
     source_ref: str
 
@@ -69,12 +70,45 @@ def load_deployments(path: Path = PATH) -> tuple[Deployment, ...]:
                     output_tokens=int(r["output_tokens"]), ttft_slo_ms=float(r["ttft_slo_ms"]),
                     ttft_percentile=float(r["ttft_percentile"]),
                     tpot_slo_ms=float(r["tpot_slo_ms"]), rps=float(r["rps"]),
-                    published_gpus=int(r["published_gpus"]), source=r["source"],
+                    published_gpus=int(r["published_gpus"]),
+                    published_tokens_per_s_per_node=float(r["published_tokens_per_s_per_node"])
+                    if r["published_tokens_per_s_per_node"].strip() else None,
+                    source=r["source"],
                     source_ref=r["source_ref"],
                 ))  # fmt: skip
             except (KeyError, ValueError) as exc:
                 raise ValueError(f"{path.name} line {n}: {exc}") from None
     return tuple(out)
+
+
+def _setup(d: Deployment):
+    from kvmodel.build import scenario_from_inputs
+    from kvmodel.capacity.workload import Slo, Workload
+
+    sc = scenario_from_inputs({"model": d.model, "gpu": d.gpu, "link": d.link,
+                               "seq": min(d.input_tokens, 1_000_000)})  # fmt: skip
+    slo = Slo(d.ttft_slo_ms / 1e3, d.tpot_slo_ms / 1e3, ttft_percentile=d.ttft_percentile)
+    return sc, Workload.fixed(d.rps, d.input_tokens, d.output_tokens), slo
+
+
+def tokens_per_s_per_node(d: Deployment) -> float | None:
+    """The planner's throughput of one node at ``d``'s parallelism for its side [tokens/s]:
+    prefill, input tokens ÷ the work each request occupies an instance for; decode, the batch
+    within the TPOT target ÷ its step (output tokens); × GPUs per node ÷ GPUs per instance.
+    None for a disaggregated or colocated row."""
+    from kvmodel.capacity.prep import basis
+
+    if d.side not in ("prefill", "decode"):
+        return None
+    sc, work, slo = _setup(d)
+    b = basis(sc, work)
+    tp, ep = (d.prefill_tp or 1, d.prefill_ep or 1) if d.side == "prefill" else (
+        d.decode_tp or 1, d.decode_ep or 1)  # fmt: skip
+    per_node = sc.gpu.gpus_per_node / max(tp, ep)
+    if d.side == "prefill":
+        return d.input_tokens / b.prefill_mean_s((tp, ep)) * per_node
+    dec = b.at_tpot(slo.tpot_s, (tp, ep))[0]
+    return dec.batch / dec.step_s * per_node
 
 
 def plan_of(d: Deployment):
@@ -87,7 +121,15 @@ def plan_of(d: Deployment):
                                "seq": min(d.input_tokens, 1_000_000)})  # fmt: skip
     slo = Slo(d.ttft_slo_ms / 1e3, d.tpot_slo_ms / 1e3, ttft_percentile=d.ttft_percentile)
     work = Workload.fixed(d.rps, d.input_tokens, d.output_tokens)
-    return plan(sc, work, slo, prefill_tp=d.prefill_tp, decode_tp=d.decode_tp)
+    return plan(
+        sc,
+        work,
+        slo,
+        prefill_tp=d.prefill_tp,
+        decode_tp=d.decode_tp,
+        prefill_ep=d.prefill_ep,
+        decode_ep=d.decode_ep,
+    )
 
 
 def planned_gpus(d: Deployment, p) -> int:
@@ -105,6 +147,11 @@ def compare(d: Deployment) -> dict:
     p = plan_of(d)
     got = planned_gpus(d, p)
     feasible = p.colocated_feasible if d.side == "colocated" else p.disaggregated_feasible
+    tput = tokens_per_s_per_node(d)
+    pub = d.published_tokens_per_s_per_node
     return {"id": d.id, "kind": d.kind, "model": d.model, "gpu": d.gpu, "side": d.side,
             "published_gpus": d.published_gpus, "planned_gpus": got,
-            "ratio": got / d.published_gpus, "feasible": feasible, "source": d.source}  # fmt: skip
+            "ratio": got / d.published_gpus, "feasible": feasible,
+            "tokens_per_s_per_node": tput, "published_tokens_per_s_per_node": pub,
+            "throughput_ratio": None if tput is None or not pub else tput / pub,
+            "source": d.source}  # fmt: skip

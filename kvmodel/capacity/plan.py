@@ -25,7 +25,15 @@ from dataclasses import replace
 
 import pandas as pd
 
-from kvmodel.capacity.pools import Pools, pair_scenario, relinked, ttft_function
+from kvmodel.capacity.costs import costs
+from kvmodel.capacity.pools import (
+    Pools,
+    decode_receivers,
+    lanes,
+    pair_scenario,
+    relinked,
+    ttft_function,
+)
 from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
 from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
 from kvmodel.capacity.search import (
@@ -57,16 +65,21 @@ __all__ = [
 
 
 def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
-    """Smallest per-NIC bandwidth [bytes/s] whose TTFT percentile still meets the target at
-    these pools: a search on a 1 % grid from 1 MB/s (None: no bandwidth is enough)."""
+    """Smallest per-NIC bandwidth [bytes/s] at which these pools still work, at both ends of
+    the link: the sending prefill NICs keep the TTFT percentile within its target, and the
+    receiving decode NICs stay at most ``RECEIVER_UTILIZATION`` busy (so the plan on a link
+    of this speed has the same decode instances, not more).  A search on a 1 % grid from
+    1 MB/s (None: no bandwidth is enough)."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
-    pf, dec = prep.pair(pools.prefill_tp, pools.decode_tp)
-    s1 = pair_scenario(sc, pf.tp, pf.tp_decode)
+    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
+    s1 = pair_scenario(sc, pf.tp, pf.tp_decode, pf.ep, pf.ep_decode)
     volume = Volume(s1, seq_len=shp.moved)
 
     def ok(bw: float) -> bool:
         other = relinked(pf, s1, shp, bw, volume)
-        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)
+        if decode_receivers(rps * other.mean_x, lanes(other, dec.gpus)) > pools.decode_instances:
+            return False
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)  # sending end, and TTFT
         return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15
@@ -94,19 +107,21 @@ def _nearest(prep: Prepared, wide_prep, pools: Pools, c, rps: float):
         p = nearest_pools(wide, prep, rps)
         if p is not None:
             np_ = NearestPools(prefill_tp=p.prefill_tp, decode_tp=p.decode_tp,
+                               prefill_ep=p.prefill_ep, decode_ep=p.decode_ep,
                                prefill_instances=p.prefill_instances,
                                decode_instances=p.decode_instances, ttft_s=p.ttft_s,
                                tpot_s=p.tpot_s)  # fmt: skip
     if c is None or not c.meets_slo:
         n = nearest_colocated(wide, prep, rps)
         if n is not None:
-            nc = NearestColocated(tp=n.tp, instances=n.instances, chunk_tokens=n.chunk,
+            nc = NearestColocated(tp=n.tp, ep=n.ep, instances=n.instances, chunk_tokens=n.chunk,
                                   ttft_s=n.ttft_s, tpot_s=n.tpot_s)  # fmt: skip
     return np_, nc
 
 
 def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
-             wide=None, nearest: bool = False) -> CapacityPlan:  # fmt: skip
+             wide=None, nearest: bool = False,
+             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
     """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
     nearest parallelism at which a side that misses the targets meets them."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
@@ -127,14 +142,19 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
             "colocated: no chunk size meets both targets "
             + ("(TPOT)" if c.limit == "tpot" else "(TTFT)")
         )
-    pf, _ = prep.pair(pools.prefill_tp, pools.decode_tp)
-    pgpus = pools.prefill_instances * pools.prefill_tp
-    dgpus = pools.decode_instances * pools.decode_tp
+    pf, _ = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
+    pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     if is_scale_up(sc.link) and pgpus + dgpus > domain_gpus(sc.gpu, sc.link):
         notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
                      f"{pgpus + dgpus} disaggregated GPUs span several domains, and a transfer "
                      "between domains takes the scale-out network")  # fmt: skip
+    if sc.decode_gpu != sc.gpu and is_scale_up(sc.link):
+        notes.append(f"prefill on {sc.gpu.name} and decode on {sc.decode_gpu.name} share no "
+                     f"{sc.link.name} domain: a transfer between them takes the scale-out "
+                     "network")  # fmt: skip
     cg = c.gpus if c else 0
+    hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
+                                          price_decode)  # fmt: skip
     both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,
@@ -161,6 +181,9 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         decode_instances=pools.decode_instances,
         decode_batch=pools.decode_batch,
         colocated_tp=c.tp if c else 0,
+        prefill_ep=pools.prefill_ep,
+        decode_ep=pools.decode_ep,
+        colocated_ep=c.ep if c else 1,
         colocated_instances=c.instances if c else 0,
         colocated_chunk_tokens=c.chunk if c else 0,
         colocated_batch=c.batch if c else 0,
@@ -171,21 +194,30 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         link_bandwidth_bytes_per_s=sc.link.bandwidth_bytes_per_s,
         nics_per_transfer=pf.streams,
         demanded_bytes_per_s=rps * pf.mean_wire_bytes,
-        cost_per_hour=None if price is None else (pgpus + dgpus) * price,
-        colocated_cost_per_hour=None if price is None else cg * price,
+        cost_per_hour=hour,
+        colocated_cost_per_hour=colo_hour,
         notes=tuple(notes),
+        prefill_gpu=sc.gpu.id,
+        decode_gpu=sc.decode_gpu.id,
+        cost_per_million_output_tokens=per_million,
         disaggregated_nearest=near_p,
         colocated_nearest=near_c,
         nearest_searched=nearest,
     )
 
 
+MAX_PRICE = 1_000_000.0  # $/GPU-hour: above it a price is an input error, not a plan
+
+
 def _price(gpu_price_per_hour) -> float | None:
     if gpu_price_per_hour is None or gpu_price_per_hour == 0:
         return None
     p = gpu_price_per_hour
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < math.inf:
-        raise ValueError(f"the GPU price must be > 0 $/GPU-hour (0: none), got {p!r}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= MAX_PRICE:
+        raise ValueError(
+            f"the GPU price must be > 0 and at most {MAX_PRICE:,.0f} $/GPU-hour (0: none), "
+            f"got {p!r}"
+        )
     return float(p)
 
 
@@ -212,10 +244,14 @@ class Sizing:
     def __init__(self, sc: Scenario, workload: Workload, slo: Slo, *,
                  prefill_tp: int | None = None, decode_tp: int | None = None,
                  colocated_tp: int | None = None,
-                 gpu_price_per_hour: float | None = None):  # fmt: skip
+                 gpu_price_per_hour: float | None = None,
+                 gpu_price_decode_per_hour: float | None = None, prefill_ep: int | None = None,
+                 decode_ep: int | None = None, colocated_ep: int | None = None):  # fmt: skip
         self.price = _price(gpu_price_per_hour)
+        self.price_decode = _price(gpu_price_decode_per_hour)
         self.workload = workload  # kept: callers may key on its identity
-        self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp)
+        self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp,
+                             prefill_ep, decode_ep, colocated_ep)  # fmt: skip
         self._wide = None  # every TP (prep.wide_tps), made when a side first misses
         self._plans: dict[tuple[float, bool, bool], CapacityPlan] = {}
         self._lock = threading.Lock()
@@ -261,6 +297,7 @@ class Sizing:
                     network=network,
                     wide=self._wide_prep,
                     nearest=nearest,
+                    price_decode=self.price_decode,
                 )
                 self._plans[key] = hit  # fmt: skip
         return hit
@@ -281,14 +318,24 @@ class Sizing:
 
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,
          decode_tp: int | None = None, colocated_tp: int | None = None,
-         gpu_price_per_hour: float | None = None) -> CapacityPlan:  # fmt: skip
+         gpu_price_per_hour: float | None = None,
+         gpu_price_decode_per_hour: float | None = None, prefill_ep: int | None = None,
+         decode_ep: int | None = None,
+         colocated_ep: int | None = None) -> CapacityPlan:  # fmt: skip
     """The capacity plan of ``workload`` on ``sc``'s model, GPU, link and stack (module doc).
 
     A TP of None is searched.  ``colocated_tp`` None: the decode TP when it is given, else
-    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none).
+    searched.  ``gpu_price_per_hour`` [$ per GPU-hour] adds the cost (None or 0: none);
+    ``gpu_price_decode_per_hour``: the decode GPUs' price when it differs (None: the same).
+    The decode pool runs on ``sc.decode_gpu`` (``Scenario.gpu_decode``).
+    ``*_ep``: expert parallelism of a MoE model's side (None: searched with the TP when the
+    TP is None too, else none; an EP runs attention data-parallel at the TP given, or 1).
     """
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour,
+                    prefill_ep=prefill_ep, decode_ep=decode_ep,
+                    colocated_ep=colocated_ep)  # fmt: skip
     return sizing.plan(workload.rps)
 
 
@@ -310,7 +357,7 @@ def disaggregated_ttft_s(sc: Scenario, workload: Workload, slo: Slo, *, prefill_
     """TTFT [s] at ``slo.ttft_percentile`` of ``prefill_instances`` prefill instances at
     ``prefill_tp`` sending to decode TP ``decode_tp``: the plan's TTFT at pools held fixed."""
     prep = prepare(sc, workload, slo, prefill_tp, decode_tp, decode_tp)
-    pf, dec = prep.pair(prefill_tp, decode_tp)
+    pf, dec = prep.pair((prefill_tp, 1), (decode_tp, 1))
     return ttft_function(pf, dec, prep.shp, workload.rps, slo.ttft_percentile)(prefill_instances)
 
 
@@ -318,6 +365,7 @@ SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "co
                  "prefill_limit", "decode_limit", "colocated_limit", "link_utilization",
                  "ttft_s", "meets_slo", "colocated_ttft_s", "colocated_meets_slo",
                  "prefill_tp", "decode_tp", "colocated_tp", "pd_ratio",
+                 "prefill_ep", "decode_ep", "colocated_ep",
                  "disaggregation_saves_gpus", "tpot_s", "colocated_tpot_s",
                  "prefill_instances", "decode_instances", "colocated_instances",
                  "cost_per_hour", "colocated_cost_per_hour")  # fmt: skip
@@ -326,11 +374,15 @@ SWEEP_COLUMNS = ("rps", "prefill_gpus", "decode_gpus", "disaggregated_gpus", "co
 def rate_sweep(sc: Scenario, workload: Workload, slo: Slo, rates, *,
                prefill_tp: int | None = None, decode_tp: int | None = None,
                colocated_tp: int | None = None,
-               gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+               gpu_price_per_hour: float | None = None,
+               gpu_price_decode_per_hour: float | None = None, prefill_ep: int | None = None,
+               decode_ep: int | None = None) -> pd.DataFrame:  # fmt: skip
     """One row per rate [requests/s] (``SWEEP_COLUMNS``: the plan's fields, limits by pool);
     the workload's own rate is ignored.  No NIC-bandwidth search (``plan`` has it)."""
     sizing = Sizing(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+                    colocated_tp=colocated_tp, gpu_price_per_hour=gpu_price_per_hour,
+                    gpu_price_decode_per_hour=gpu_price_decode_per_hour,
+                    prefill_ep=prefill_ep, decode_ep=decode_ep)  # fmt: skip
     return sizing.sweep(rates)
 
 
@@ -338,12 +390,14 @@ NETWORK_COLUMNS = ("link", "link_name", "bandwidth_bytes_per_s", "nics_per_trans
                    "prefill_gpus", "decode_gpus", "disaggregated_gpus", "colocated_gpus",
                    "disaggregation_saves_gpus", "ttft_s", "tpot_s", "link_utilization",
                    "nic_bandwidth_needed_bytes_per_s", "meets_slo", "cost_per_hour",
-                   "prefill_tp", "decode_tp", "domain_gpus")  # fmt: skip
+                   "prefill_tp", "decode_tp", "domain_gpus", "prefill_ep", "decode_ep")  # fmt: skip
 
 
 def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
                   prefill_tp: int | None = None, decode_tp: int | None = None,
-                  gpu_price_per_hour: float | None = None) -> pd.DataFrame:  # fmt: skip
+                  gpu_price_per_hour: float | None = None,
+                  gpu_price_decode_per_hour: float | None = None, prefill_ep: int | None = None,
+                  decode_ep: int | None = None) -> pd.DataFrame:  # fmt: skip
     """Which network: the plan of ``workload`` with ``sc``'s interconnect replaced by each of
     ``link_ids`` (catalog ids; the scenario's own first, once), everything else as given.  One
     row per link (``NETWORK_COLUMNS``, SI units; bandwidth per NIC and direction;
@@ -352,8 +406,11 @@ def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
     links = [sc.link] + [get_link(i) for i in link_ids if i != sc.link.id]
     rows = []
     for link in links:
-        p = plan(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,
-                 decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour)  # fmt: skip
+        p = Sizing(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,
+                   decode_tp=decode_tp, gpu_price_per_hour=gpu_price_per_hour,
+                   gpu_price_decode_per_hour=gpu_price_decode_per_hour,
+                   prefill_ep=prefill_ep, decode_ep=decode_ep,
+                   ).plan(workload.rps, nearest=False)  # fmt: skip
         row = {k: getattr(p, k) for k in NETWORK_COLUMNS if hasattr(p, k)}
         row.update(link=link.id, link_name=link.name,
                    bandwidth_bytes_per_s=link.bandwidth_bytes_per_s,

@@ -42,7 +42,13 @@ from kvmodel.capacity.queue import (
 from kvmodel.capacity.workload import Shape
 from kvmodel.memory import instance_memory
 from kvmodel.scenario import Scenario
-from kvmodel.timing import DECODE_MFU, PREFILL_FLOOR_S_PER_LAYER, estimate_decode_step_s, peak_flops
+from kvmodel.timing import (
+    DECODE_MFU,
+    PREFILL_FLOOR_S_PER_LAYER,
+    estimate_decode_step_s,
+    peak_flops,
+    prefill_parts,
+)
 from kvmodel.wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
@@ -61,7 +67,7 @@ RECEIVER_UTILIZATION = 0.8  # decode NICs are kept this busy at most (their queu
 
 @dataclass(frozen=True)
 class Decode:
-    """One decode instance at one TP (module doc)."""
+    """One decode instance at one TP (and EP: ``max(tp, ep)`` GPUs; module doc)."""
 
     tp: int
     batch: int  # B*: the largest batch within the TPOT target and memory (1 if none)
@@ -73,34 +79,53 @@ class Decode:
     steps_s: np.ndarray
     compute_bound: bool  # the GPU's FLOPs, not HBM, set the step at B*
     note: str = ""
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp, self.ep)
 
 
-def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int) -> Decode:
-    model, gpu = sc.model, sc.gpu
+def par_text(tp: int, ep: int = 1) -> str:
+    """'TP 8', or 'EP 32' (attention TP 1, data-parallel) / 'EP 32 × TP 2'."""
+    if ep <= 1:
+        return f"TP {tp}"
+    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
+
+
+def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> Decode:
+    model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
+    dp = sc.data_parallel_attention or ep > tp  # EP runs attention data-parallel
     mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
-                          kv_scale_group=sc.kv_scale_group,
-                          data_parallel_attention=sc.data_parallel_attention)  # fmt: skip
+                          kv_scale_group=sc.kv_scale_group, data_parallel_attention=dp,
+                          ep=ep)  # fmt: skip
     top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
+    fw = getattr(sc, "framework", None)
+    kw = {} if fw is None else {"framework": fw}
 
     def step(b):
-        return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype)
+        return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype,
+                                      ep=ep, data_parallel_attention=dp, **kw)  # fmt: skip
 
     fit, step_fit = largest_within(step, tpot_s, top)
     note = ""
+    at = par_text(tp, ep)
     if mem.max_concurrent_requests < 1:
-        note = (f"a decode instance at TP {tp} cannot hold one request of {ctx:,} tokens "
+        note = (f"a decode instance at {at} cannot hold one request of {ctx:,} tokens "
                 "beside the weights")  # fmt: skip
     elif fit == 0:
-        note = (f"one decode step at TP {tp} takes {step_fit * 1e3:,.1f} ms even for one "
+        note = (f"one decode step at {at} takes {step_fit * 1e3:,.1f} ms even for one "
                 f"request: over the TPOT target of {tpot_s * 1e3:,.1f} ms")  # fmt: skip
     b = max(fit, 1)
     grid = batch_grid(b)
     steps = step(grid)
+    gpus = max(tp, ep)
     compute = (
-        2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * tp * DECODE_MFU)
+        2.0 * model.params_active * b / (peak_flops(gpu, model.weight_dtype) * gpus * DECODE_MFU)
     )
     return Decode(
+        ep=ep,
         tp=tp,
         batch=b,
         step_s=float(steps[-1]),
@@ -132,13 +157,26 @@ class Prefill:
     streams: int
     base: np.ndarray  # prefill + exposed transfer of each draw
     note: str = ""
+    ep: int = 1
+    ep_decode: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp, self.ep)
 
 
-def pair_scenario(sc: Scenario, tp: int, tp_decode: int) -> Scenario:
-    """``sc`` for one request at a time with these TPs, prefill estimated per length."""
+def pair_scenario(sc: Scenario, tp: int, tp_decode: int, ep: int = 1,
+                  ep_decode: int = 1) -> Scenario:  # fmt: skip
+    """``sc`` for one request at a time with these TPs (and EPs), prefill estimated per
+    length; with EP, attention is data-parallel (each request's KV on one rank)."""
     # the transfer never reads the decode step: no estimate of it for every pair
+    kw = {}
+    if hasattr(sc, "ep_prefill"):
+        kw = {"ep_prefill": ep, "ep_decode": ep_decode}
+        if ep > tp or ep_decode > tp_decode:
+            kw["attention_parallel"] = "dp"
     return replace(sc, tp_prefill=tp, tp_decode=tp_decode, batch=1, prefill_s=None, seq_len=1,
-                   decode_step_estimated=False)  # fmt: skip
+                   decode_step_estimated=False, **kw)  # fmt: skip
 
 
 def _times(t) -> tuple[np.ndarray, ...]:
@@ -151,28 +189,48 @@ def pass_tokens(gpus: int) -> int:
     return PREFILL_TOKENS_PER_GPU * max(int(gpus), 1)
 
 
-def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray, gpus: int = 1) -> np.ndarray:
+def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray, gpus: int = 1,
+                   fixed_s=None) -> np.ndarray:  # fmt: skip
     """Time each request occupies a prefill instance of ``gpus`` GPUs [s]: its compute, plus
     its share of one pass's fixed cost when passes carry ``pass_tokens(gpus)`` prompt tokens
-    (the estimator's own batch rule: a batch of prompts pays the per-layer floor once)."""
-    floor = PREFILL_FLOOR_S_PER_LAYER * model.layers
+    (the estimator's own batch rule: a batch of prompts pays the per-layer floor once).
+    ``fixed_s``: that fixed cost per length (``pass_fixed_s``: the floor and the weights
+    read, which a pass of many prompts reads once); None, the per-layer floor alone."""
+    fixed = PREFILL_FLOOR_S_PER_LAYER * model.layers if fixed_s is None else fixed_s
     share = np.minimum(moved / pass_tokens(gpus), 1.0)
-    return prefill_s - floor * (1.0 - share)
+    return prefill_s - fixed * (1.0 - share)
 
 
-def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int) -> Prefill:
-    s1 = pair_scenario(sc, tp, tp_decode)
+def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1) -> np.ndarray:
+    """The part of each length's batch-1 prefill [s] that a pass of several prompts pays
+    once: the kernel floor and the weights read (``timing.prefill_parts``); at EP 32 the
+    weights read is most of a short prompt's prefill (21 ms of 41 ms for DeepSeek-V3's 2,000
+    tokens on H100 at EP 16), so without sharing it a wide instance is planned as if it
+    prefilled one prompt at a time."""
+    if sc.prefill_s is not None:
+        return np.full(np.shape(moved), PREFILL_FLOOR_S_PER_LAYER * sc.model.layers)
+    parts = prefill_parts(sc.model, moved, 1, gpu=sc.gpu, tp=tp, ep=ep, mfu=sc.mfu)
+    return np.asarray(parts.kernel_floor_s + parts.weights_read_s, dtype=float)
+
+
+def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
+                 ep_decode: int = 1) -> Prefill:  # fmt: skip
+    s1 = pair_scenario(sc, tp, tp_decode, ep, ep_decode)
     pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
     w = shp.weights
-    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, tp), w)
+    gpus = max(tp, ep)
+    fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+    mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, gpus, fixed), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
-                          kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group)  # fmt: skip
+                          kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
+                          data_parallel_attention=ep > tp, ep=ep)  # fmt: skip
     note = ""
     if mem.max_concurrent_requests < 1:
-        note = (f"a prefill instance at TP {tp} cannot hold the longest prompt "
+        note = (f"a prefill instance at {par_text(tp, ep)} cannot hold the longest prompt "
                 f"({shp.longest_prompt:,} tokens) beside the weights")  # fmt: skip
     return Prefill(
+        ep=ep, ep_decode=ep_decode,
         tp=tp, tp_decode=tp_decode, prefill_s=pre, exposed_s=exposed, whole_s=whole,
         wire_bytes=wire, mean_s=mean_s, cs2=cs2, mean_x=mean_x, cx2=cx2,
         mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
@@ -209,10 +267,29 @@ class Pools:
     link_utilization: float
     meets_slo: bool
     notes: tuple[str, ...] = ()
+    prefill_ep: int = 1
+    decode_ep: int = 1
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_instances * max(self.prefill_tp, self.prefill_ep)
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_instances * max(self.decode_tp, self.decode_ep)
 
     @property
     def gpus(self) -> int:
-        return self.prefill_instances * self.prefill_tp + self.decode_instances * self.decode_tp
+        return self.prefill_gpus + self.decode_gpus
+
+
+def lanes(pf: Prefill, gpus: int | None = None) -> int:
+    """Transfers an instance of ``gpus`` GPUs (default: the prefill instance's) carries at
+    once: its GPUs ÷ the NICs one transfer uses.  1 for a TP instance whose transfer uses
+    every NIC; an EP instance with data-parallel attention sends each request's KV from one
+    rank, so EP 32 carries 32 at once (each rank's NIC its own queue)."""
+    g = pf.gpus if gpus is None else gpus
+    return max(1, g // max(1, pf.streams))
 
 
 def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
@@ -225,9 +302,17 @@ def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
         if cp is None:
             return percentile(base, q)
         return sum_percentile(base, q, ((u[0], cp, a_p, pf.mean_s, pf.cs2),
-                                        (u[1], 1, a_x / cp, pf.mean_x, pf.cx2)))  # fmt: skip
+                                        (u[1], lanes(pf), a_x / cp, pf.mean_x,
+                                         pf.cx2)))  # fmt: skip
 
     return remembered(ttft)
+
+
+def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
+    """Fewest decode instances whose NICs receive ``transfer_load`` erlangs (transfers per
+    second × seconds each) at most :data:`RECEIVER_UTILIZATION` busy, each instance taking
+    ``lanes_`` transfers at once (``lanes``)."""
+    return max(1, math.ceil(transfer_load / (RECEIVER_UTILIZATION * lanes_) - 1e-9))
 
 
 def at_least(load: float) -> int:
@@ -254,12 +339,13 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
-    receivers = max(1, math.ceil(a_x / RECEIVER_UTILIZATION - 1e-9))
+    # a decode instance receives as many transfers at once as its NICs hold streams
+    receivers = decode_receivers(a_x, lanes(pf, dec.gpus))
     cd = max(slots, receivers)
     decode_limit = dec.limit if slots >= receivers else "link"
     if not dec.feasible:
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
-    cp_compute, cp_link = at_least(a_p), at_least(a_x)
+    cp_compute, cp_link = at_least(a_p), at_least(a_x / lanes(pf))
     cp_lo = max(cp_compute, cp_link)
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
@@ -283,6 +369,8 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, cd)
     ttft_s = ttft(cp)
     return Pools(
+        prefill_ep=pf.ep,
+        decode_ep=dec.ep,
         prefill_tp=pf.tp,
         decode_tp=dec.tp,
         prefill_instances=cp,
@@ -292,7 +380,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
         ttft_s=ttft_s,
         tpot_s=float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s)),
         decode_batch=batch,
-        link_utilization=a_x / min(cp, cd),
+        link_utilization=a_x / min(cp * lanes(pf), cd * lanes(pf, dec.gpus)),
         meets_slo=meets and ttft_s <= ttft_slo_s,
         notes=tuple(notes),
     )

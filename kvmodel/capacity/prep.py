@@ -16,9 +16,11 @@ from kvmodel.capacity.pools import (
     Prefill,
     decode_side,
     pair_scenario,
+    pass_fixed_s,
     prefill_side,
     prefill_work_s,
 )
+from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
@@ -27,13 +29,49 @@ from kvmodel.wire import prefill_time_s
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
+# EP sizes searched for a MoE model (data-parallel attention, attention TP 1): whole nodes of
+# 8 up to the published wide-EP deployments, 72 and 144 ranks (SGLang's 9-node decode, LMSYS
+# 2025-05-05; DeepSeek's 18-node decode, open-infra-index day 6) and 320 (DeepSeek-V3's
+# technical report: 256 routed experts plus redundant ones)
+EP_CHOICES = (8, 16, 32, 64, 72, 128, 144, 256, 320)
+EP_REDUNDANCY = 1.25  # at most a quarter more expert slots than experts (DeepSeek: 320 / 256)
 
 
-def tp_candidates(sc: Scenario) -> tuple[int, ...]:
+def ep_candidates(sc: Scenario, gpu=None) -> tuple[int, ...]:
+    """EP sizes of :data:`EP_CHOICES` searched for a MoE model (none for a dense one): those
+    at most :data:`EP_REDUNDANCY` × its routed experts whose weights per GPU (routed experts
+    ÷ EP, the rest whole: attention TP 1) leave memory for KV."""
+    m, gpu = sc.model, gpu or sc.gpu
+    experts = getattr(m, "experts", 0) or 0
+    if experts < 2 or not hasattr(sc, "ep_prefill"):
+        return ()
+    from kvmodel.scenario import check_expert_parallel
+
+    out = []
+    for ep in EP_CHOICES:
+        if ep > experts * EP_REDUNDANCY:
+            break
+        try:
+            check_expert_parallel(m, ep, 1)
+        except ValueError:
+            continue
+        if weights_bytes_per_gpu(m, 1, ep) < gpu.memory_bytes * USABLE_FRACTION:
+            out.append(ep)
+    return tuple(out)
+
+
+def gpus_of(par: tuple[int, int]) -> int:
+    """GPUs of one instance at parallelism ``par`` = (TP, EP)."""
+    return max(par)
+
+
+def tp_candidates(sc: Scenario, gpu=None) -> tuple[int, ...]:
     """TPs searched when a TP is ``auto``: the :data:`AUTO_TPS` smallest of :data:`TP_CHOICES`
     that split every KV-head group and leave memory beside the weights, within one node
     (``gpus_per_node``) when any fits there: tensor parallelism across nodes is the last
-    resort of a model too large for one."""
+    resort of a model too large for one.  ``gpu``: the GPU of the pool (``sc.gpu`` by
+    default; the decode pool's is ``sc.decode_gpu``)."""
+    gpu = gpu or sc.gpu
     out = []
     for tp in TP_CHOICES:
         try:
@@ -41,18 +79,26 @@ def tp_candidates(sc: Scenario) -> tuple[int, ...]:
                 shard_heads(g.kv_heads, tp)
         except ValueError:
             continue
-        if out and tp > sc.gpu.gpus_per_node:
+        if out and tp > gpu.gpus_per_node:
             break
-        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
+        if weights_bytes_per_gpu(sc.model, tp) < gpu.memory_bytes * USABLE_FRACTION:
             out.append(tp)
         if len(out) == AUTO_TPS:
             break
-    if not out:
+    if not out and not ep_candidates(sc, gpu):
         raise ValueError(
-            f"the weights of {sc.model.name} do not fit on {sc.gpu.name} at any TP up to "
+            f"the weights of {sc.model.name} do not fit on {gpu.name} at any TP up to "
             f"{TP_CHOICES[-1]}"
         )
     return tuple(out)
+
+
+def par_candidates(sc: Scenario, gpu=None) -> tuple[tuple[int, int], ...]:
+    """(TP, EP) pairs searched when the parallelism is ``auto``: the TPs of
+    :func:`tp_candidates` (EP 1) and, for a MoE model, the EPs of :func:`ep_candidates` with
+    data-parallel attention (TP 1)."""
+    tps_ = tuple((tp, 1) for tp in tp_candidates(sc, gpu))
+    return tps_ + tuple((1, ep) for ep in ep_candidates(sc, gpu))
 
 
 def wide_tps(sc: Scenario) -> tuple[int, ...]:
@@ -80,34 +126,37 @@ class Basis:
     def __init__(self, sc: Scenario, workload: Workload):
         self.sc = sc  # not the workload: a 10-million-request one must not outlive its user
         self.shp = shape(workload, sc.model.max_context_tokens)
-        self._work: dict[int, float] = {}
-        self._pairs: dict[tuple[int, int], Prefill] = {}
-        self._by_tpot: dict[tuple[float, int], tuple[Decode, tuple]] = {}
+        self._work: dict[tuple, float] = {}  # keys: (TP, EP) of a side
+        self._pairs: dict[tuple, Prefill] = {}
+        self._by_tpot: dict[tuple, tuple[Decode, tuple]] = {}
 
-    def prefill_mean_s(self, tp: int) -> float:
-        """The mean prefill work of a request at TP ``tp`` [s] (the lower bounds use it)."""
-        if tp not in self._work:
+    def prefill_mean_s(self, par: tuple[int, int]) -> float:
+        """The mean prefill work of a request at ``par`` = (TP, EP) [s] (the lower bounds)."""
+        if par not in self._work:
             sc, shp = self.sc, self.shp
-            pre = prefill_time_s(pair_scenario(sc, tp, tp), shp.moved)
-            self._work[tp] = float(
-                (shp.weights * prefill_work_s(sc.model, shp.moved, pre, tp)).sum()
-            )
-        return self._work[tp]
+            tp, ep = par
+            pre = prefill_time_s(pair_scenario(sc, tp, tp, ep, ep), shp.moved)
+            fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+            work = prefill_work_s(sc.model, shp.moved, pre, gpus_of(par), fixed)
+            self._work[par] = float((shp.weights * work).sum())
+        return self._work[par]
 
-    def prefill(self, tp: int, tp_decode: int) -> Prefill:
-        key = (tp, tp_decode)
+    def prefill(self, par: tuple[int, int], par_decode: tuple[int, int]) -> Prefill:
+        key = (par, par_decode)
         if key not in self._pairs:
-            self._pairs[key] = prefill_side(self.sc, self.shp, tp, tp_decode)
+            self._pairs[key] = prefill_side(self.sc, self.shp, par[0], par_decode[0], par[1],
+                                            par_decode[1])  # fmt: skip
         return self._pairs[key]
 
-    def at_tpot(self, tpot_s: float, tp: int) -> tuple[Decode, tuple]:
-        """(decode side, colocated shapes) at TP ``tp`` for the TPOT target ``tpot_s``."""
-        key = (tpot_s, tp)
+    def at_tpot(self, tpot_s: float, par: tuple[int, int]) -> tuple[Decode, tuple]:
+        """(decode side, colocated shapes) at ``par`` = (TP, EP) for the target ``tpot_s``."""
+        key = (tpot_s, par)
         if key not in self._by_tpot:
             if len(self._by_tpot) >= 64:  # bounded: a user trying many targets
                 self._by_tpot.clear()
-            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp),
-                                  tuple(colo.options(self.sc, self.shp, tpot_s, tp)))  # fmt: skip
+            tp, ep = par
+            opts = tuple(colo.options(self.sc, self.shp, tpot_s, tp, ep))
+            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp, ep), opts)
         return self._by_tpot[key]
 
 
@@ -167,8 +216,9 @@ class Prepared:
         # and prunes with it
         self.last: dict = {}
 
-    def pair(self, tp: int, tp_decode: int) -> tuple[Prefill, Decode]:
-        return self.basis.prefill(tp, tp_decode), self.decodes[tp_decode]
+    def pair(self, par, par_decode) -> tuple[Prefill, Decode]:
+        """The prefill side of (prefill, decode) parallelisms, each (TP, EP), and the decode."""
+        return self.basis.prefill(par, par_decode), self.decodes[par_decode]
 
     def floor(self, key, compute, *args) -> float:
         """``compute(*args)``, once per ``key`` (a TTFT floor: it does not depend on the rate)."""
@@ -197,21 +247,30 @@ class Prepared:
         """Drop the results kept by rate (the search is the same without them, only slower)."""
         self.last.clear()
 
-    def bounds(self, rps: float) -> list[tuple[int, int, int]]:
-        """(lower bound on GPUs, prefill TP, decode TP) of every pair, fewest first."""
-        out = []
-        for tp, mean_s in self.prefill_mean_s.items():
-            for tpd, dec in self.decodes.items():
-                slots = math.ceil(rps * self.shp.mean_output * dec.step_s / dec.batch - 1e-9)
-                bound = math.ceil(rps * mean_s - 1e-9) * tp + max(slots, 1) * tpd
-                before = self.earlier((tp, tpd), rps)
-                out.append((max(bound, before.gpus if before else 0), tp, tpd))
+    def bounds(self, rps: float) -> list[tuple]:
+        """(lower bound on GPUs, prefill (TP, EP), decode (TP, EP)) of every pair, fewest
+        first; a pair that needs more than ``MAX_SERVERS`` instances (or an infinite number:
+        absurd inputs such as a 1e-300 GB/s link) is left out, and none left is an error."""
+        out, most = [], 0.0
+        for par, mean_s in self.prefill_mean_s.items():
+            for dpar, dec in self.decodes.items():
+                slots = rps * self.shp.mean_output * dec.step_s / dec.batch
+                busy = rps * mean_s  # prefill instances kept busy, at least
+                if not max(slots, busy) <= MAX_SERVERS:  # also inf or nan
+                    most = max(most, slots, busy, key=lambda x: math.inf if x != x else x)
+                    continue
+                slots, busy = math.ceil(slots - 1e-9), math.ceil(busy - 1e-9)
+                bound = busy * gpus_of(par) + max(slots, 1) * gpus_of(dpar)
+                before = self.earlier((par, dpar), rps)
+                out.append((max(bound, before.gpus if before else 0), par, dpar))
+        if not out:
+            raise too_many_instances(math.ceil(most) if math.isfinite(most) else math.inf)
         return sorted(out)
 
 
-def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
+def tps(sc: Scenario, tp: int | None, gpu=None) -> tuple[int, ...]:
     if tp is None:
-        return tp_candidates(sc)
+        return tp_candidates(sc, gpu)
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise ValueError(f"TP must be a whole number >= 1 or auto, got {tp!r}")
     for g in sc.model.groups:
@@ -219,14 +278,33 @@ def tps(sc: Scenario, tp: int | None) -> tuple[int, ...]:
     return (tp,)
 
 
+def pars(sc: Scenario, tp: int | None, ep: int | None, gpu=None) -> tuple[tuple[int, int], ...]:
+    """The (TP, EP) pairs one side searches: both None, every candidate (``par_candidates``);
+    an EP given, that EP at the TP given (1 when None: data-parallel attention); a TP alone,
+    that TP without EP."""
+    if ep is None or ep == 1:
+        if tp is None and ep is None:
+            return par_candidates(sc, gpu)
+        return tuple((t, 1) for t in tps(sc, tp, gpu))
+    from kvmodel.scenario import check_expert_parallel
+
+    tp = 1 if tp is None else tps(sc, tp)[0]
+    check_expert_parallel(sc.model, ep, tp, "EP")  # raises with the reason
+    return ((tp, ep),)
+
+
 def prepare_wide(sc: Scenario, workload: Workload, slo: Slo) -> Prepared | None:
-    """A :class:`Prepared` over ``wide_tps`` for every side (None: no TP holds the weights)."""
-    wide = wide_tps(sc)
+    """A :class:`Prepared` over ``wide_tps`` and ``ep_candidates`` for every side (None:
+    nothing holds the weights)."""
+    wide = tuple((tp, 1) for tp in wide_tps(sc)) + tuple((1, e) for e in ep_candidates(sc))
     return Prepared(basis(sc, workload), slo, wide, wide, wide) if wide else None
 
 
-def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp):
-    if colocated_tp is None and decode_tp is not None:
-        colocated_tp = decode_tp  # compare like with like when the TP is set
-    ptps, dtps, ctps = tps(sc, prefill_tp), tps(sc, decode_tp), tps(sc, colocated_tp)
+def prepare(sc: Scenario, workload: Workload, slo: Slo, prefill_tp, decode_tp, colocated_tp,
+            prefill_ep=None, decode_ep=None, colocated_ep=None):  # fmt: skip
+    if colocated_tp is None and colocated_ep is None and (decode_tp, decode_ep) != (None, None):
+        colocated_tp, colocated_ep = decode_tp, decode_ep  # like with like when it is set
+    ptps = pars(sc, prefill_tp, prefill_ep)
+    dtps = pars(sc, decode_tp, decode_ep, sc.decode_gpu)
+    ctps = pars(sc, colocated_tp, colocated_ep)
     return Prepared(basis(sc, workload), slo, ptps, dtps, ctps)

@@ -50,6 +50,15 @@ def make_draws(weights: np.ndarray, n: int = DRAWS) -> Draws:
     return Draws(idx=idx, u=u, tail=-np.log1p(-u))
 
 
+def too_many_instances(c: float) -> ValueError:
+    """The error of a pool over :data:`MAX_SERVERS` instances (``c`` may be infinite)."""
+    n = f"{c:,}" if c < 1e15 else f"about {c:.1e}" if math.isfinite(c) else "endlessly many"
+    return ValueError(
+        f"a pool would need {n} instances, more than the {MAX_SERVERS:,} this model sizes: "
+        "check the request rate and the token counts"
+    )
+
+
 def erlang_c(c: int, a: float) -> float:
     """Probability that an arrival waits in an M/M/c queue with offered load ``a`` [erlang].
 
@@ -62,10 +71,7 @@ def erlang_c(c: int, a: float) -> float:
     if a >= c:
         return 1.0
     if c > MAX_SERVERS:
-        raise ValueError(
-            f"a pool would need {c:,} instances, more than the {MAX_SERVERS:,} this model sizes: "
-            "check the request rate and the token counts"
-        )
+        raise too_many_instances(c)
     if c <= LOOP_SERVERS:
         b = 1.0
         for k in range(1, c + 1):
@@ -113,7 +119,7 @@ def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
     if mean <= 0:
         return 0.0, 0.0
     var = float((weights * (values - mean) ** 2).sum())
-    return mean, var / mean**2
+    return mean, var / mean / mean  # not mean**2: that overflows a float past ~1e154
 
 
 def percentile(samples: np.ndarray, q: float) -> float:

@@ -21,14 +21,16 @@ class NearestPools:
     decode_instances: int
     ttft_s: float
     tpot_s: float
+    prefill_ep: int = 1
+    decode_ep: int = 1
 
     @property
     def prefill_gpus(self) -> int:
-        return self.prefill_instances * self.prefill_tp
+        return self.prefill_instances * max(self.prefill_tp, self.prefill_ep)
 
     @property
     def decode_gpus(self) -> int:
-        return self.decode_instances * self.decode_tp
+        return self.decode_instances * max(self.decode_tp, self.decode_ep)
 
     @property
     def gpus(self) -> int:
@@ -36,6 +38,7 @@ class NearestPools:
 
     def to_json(self) -> dict:
         return {"prefill_tp": self.prefill_tp, "decode_tp": self.decode_tp,
+                "prefill_ep": self.prefill_ep, "decode_ep": self.decode_ep,
                 "prefill_instances": self.prefill_instances,
                 "decode_instances": self.decode_instances, "prefill_gpus": self.prefill_gpus,
                 "decode_gpus": self.decode_gpus, "gpus": self.gpus,
@@ -52,13 +55,14 @@ class NearestColocated:
     chunk_tokens: int
     ttft_s: float
     tpot_s: float
+    ep: int = 1
 
     @property
     def gpus(self) -> int:
-        return self.instances * self.tp
+        return self.instances * max(self.tp, self.ep)
 
     def to_json(self) -> dict:
-        return {"tp": self.tp, "instances": self.instances, "gpus": self.gpus,
+        return {"tp": self.tp, "ep": self.ep, "instances": self.instances, "gpus": self.gpus,
                 "chunk_tokens": self.chunk_tokens, "ttft_ms": _ms(self.ttft_s),
                 "tpot_ms": _ms(self.tpot_s)}  # fmt: skip
 
@@ -101,11 +105,19 @@ class CapacityPlan:
     cost_per_hour: float | None
     colocated_cost_per_hour: float | None
     notes: tuple[str, ...] = ()
+    prefill_gpu: str = ""  # catalog ids of each pool's GPU
+    decode_gpu: str = ""
+    cost_per_million_output_tokens: float | None = None  # $ per 10^6 tokens generated
     # when a side misses the targets: the nearest parallelism at which it meets them (None:
     # none does, or ``nearest_searched`` False: not searched, as in a rate sweep)
     disaggregated_nearest: NearestPools | None = None
     colocated_nearest: NearestColocated | None = None
     nearest_searched: bool = False
+    # expert parallelism of each side (1: none); an instance is max(TP, EP) GPUs, with EP
+    # attention runs data-parallel on EP ÷ TP groups
+    prefill_ep: int = 1
+    decode_ep: int = 1
+    colocated_ep: int = 1
 
     @property
     def disaggregated_feasible(self) -> bool:
@@ -157,7 +169,13 @@ class CapacityPlan:
             "demanded_gbs": gbs(self.demanded_bytes_per_s),
             "cost_per_hour": self.cost_per_hour,
             "colocated_cost_per_hour": self.colocated_cost_per_hour,
+            "prefill_gpu": self.prefill_gpu,
+            "decode_gpu": self.decode_gpu,
+            "cost_per_million_output_tokens": self.cost_per_million_output_tokens,
             "notes": list(self.notes),
+            "prefill_ep": self.prefill_ep,
+            "decode_ep": self.decode_ep,
+            "colocated_ep": self.colocated_ep,
             "disaggregated_feasible": self.disaggregated_feasible,
             "colocated_feasible": self.colocated_feasible,
             "disaggregated_nearest": _nearest(self.disaggregated_nearest),

@@ -17,8 +17,8 @@ import math
 from dataclasses import replace
 
 from kvmodel.capacity import colocated as colo
-from kvmodel.capacity.pools import Pools, size_pools, ttft_floor
-from kvmodel.capacity.prep import Prepared
+from kvmodel.capacity.pools import Pools, par_text, size_pools, ttft_floor
+from kvmodel.capacity.prep import Prepared, gpus_of
 from kvmodel.capacity.workload import Slo
 
 
@@ -38,7 +38,7 @@ def _better(new, best, slo: Slo) -> bool:
 
 
 def decode_gpus(p: Pools) -> int:
-    return p.decode_instances * p.decode_tp
+    return p.decode_gpus
 
 
 def best_pools(prep: Prepared, rps: float, pairs=None) -> Pools | None:
@@ -75,7 +75,8 @@ def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
         return best
     alt = min(fewer, key=lambda p: (decode_gpus(p), p.gpus))
     note = (
-        f"decode TP {alt.decode_tp} (with prefill TP {alt.prefill_tp}) would need fewer decode "
+        f"decode {par_text(alt.decode_tp, alt.decode_ep)} (with prefill "
+        f"{par_text(alt.prefill_tp, alt.prefill_ep)}) would need fewer decode "
         f"GPUs, {decode_gpus(alt):,} instead of {decode_gpus(best):,}, but {alt.gpus:,} GPUs "
         f"in all instead of {best.gpus:,}; the plan keeps the fewest in all"
     )
@@ -87,7 +88,7 @@ def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | Non
     ``tps`` only (None: no shape)."""
     best = None
     for i, opt in enumerate(prep.options):
-        if tps is not None and opt.tp not in tps:
+        if tps is not None and (opt.tp, opt.ep) not in tps:
             continue
         before = prep.earlier(("colocated", i), rps)
         bound = max(colo.bound(opt, prep.shp, rps), before.gpus if before else 0)
@@ -103,9 +104,11 @@ def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | Non
     return best
 
 
-def _steps(tp: int, chosen) -> int:
-    """How many doublings or halvings ``tp`` is from the nearest of ``chosen``."""
-    return min(abs(round(math.log2(tp / c))) for c in chosen)
+def _steps(par, chosen) -> int:
+    """How many doublings or halvings the GPUs of ``par`` (TP, EP) are from the nearest of
+    ``chosen``'s (a switch between TP and EP at the same GPUs is one step)."""
+    return min(abs(round(math.log2(gpus_of(par) / gpus_of(c)))) + (par != c and
+               gpus_of(par) == gpus_of(c)) for c in chosen)  # fmt: skip
 
 
 def nearest_pools(wide: Prepared, own: Prepared, rps: float) -> Pools | None:
@@ -131,7 +134,7 @@ def nearest_colocated(wide: Prepared, own: Prepared, rps: float) -> colo.Colocat
     targets, with fewest GPUs among that ring's (None: no TP of ``wide`` meets them)."""
     ctps = own.tps[2]
     rings: dict[int, set] = {}
-    for tp in {o.tp for o in wide.options}:
+    for tp in {(o.tp, o.ep) for o in wide.options}:
         rings.setdefault(_steps(tp, ctps), set()).add(tp)
     for d in sorted(rings):
         if d == 0:

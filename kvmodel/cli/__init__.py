@@ -15,9 +15,10 @@ import sys
 
 from .. import inputs as I
 from .capacity import add_capacity_options, cmd_capacity
+from .fidelity import cmd_fidelity
 from .listings import cmd_gpus, cmd_inputs, cmd_links, cmd_models, cmd_stacks
 from .measure import cmd_calibrate, cmd_metrics
-from .options import Parser, UsageError, add_input, check_inputs, scenario_options
+from .options import Parser, UsageError, add_input, check_inputs, positive_int, scenario_options
 from .report import cmd_report
 from .scenario import cmd_critical, cmd_size, cmd_table, cmd_transfer
 from .traffic import cmd_traffic
@@ -40,6 +41,7 @@ COMMANDS = {
     "calibrate": (cmd_calibrate, "fit latency and bandwidth to perftest or timing data", False),
     "metrics": (cmd_metrics, "transfer gap, TTFT and their share from a /metrics scrape", False),
     "report": (cmd_report, "write a standalone HTML report of the scenario", True),
+    "fidelity": (cmd_fidelity, "every cited measurement: the model's value, ratio, source", False),
 }
 
 
@@ -75,7 +77,7 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("--link", help="interconnect id: report efficiency vs its bandwidth")
             p.add_argument(
                 "--nics",
-                type=int,
+                type=positive_int,
                 default=1,
                 help="NICs the measurement ran over: its total is divided by them (1)",
             )

@@ -11,7 +11,19 @@ from .edge import fmt_ms
 from .options import add_input, scenario_from_args, whole
 from .output import emit
 
-ROWS = ("trace_file", "rps", "out", "ttft_slo", "ttft_pct", "tpot_slo", "price")
+ROWS = (
+    "trace_file",
+    "rps",
+    "out",
+    "ttft_slo",
+    "ttft_pct",
+    "tpot_slo",
+    "price",
+    "priced",
+    "replay",
+    "size",
+    "rn",
+)
 
 
 def _tp_or_auto(text):
@@ -41,8 +53,9 @@ def _trace_path(text: str):
     return text
 
 
-def workload_from_args(args):
-    """The workload of the parsed options, and notes on how it was made."""
+def workload_from_args(args, *, per_request: bool = False):
+    """The workload of the parsed options, the requests read and notes on how it was made.
+    ``per_request``: keep every request of a trace (a replay plays its timestamps)."""
     from ..capacity import Workload
     from ..traffic import load_traffic
 
@@ -54,7 +67,7 @@ def workload_from_args(args):
             prompt_column=args.prompt_column,
             output_column=args.output_column,
             time_column=args.time_column,
-            per_request=False,
+            per_request=per_request,
         )
         if not req.has_output_lengths:
             notes.append(
@@ -80,7 +93,8 @@ def _side_row(p, side: str, slo) -> str:
         if not p.colocated_gpus:
             return "no colocated instance holds a decode batch beside a prefilling request"
         size = (
-            f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × TP {p.colocated_tp}, "
+            f"{_gpus(p.colocated_gpus)} = {p.colocated_instances:,} × "
+            f"{par_text(p.colocated_tp, p.colocated_ep)}, "
             f"chunk {p.colocated_chunk_tokens:,} tokens (limit: {p.limits['colocated']})"
         )
         ok, ttft, tpot = p.colocated_feasible, p.colocated_ttft_s, p.colocated_tpot_s
@@ -129,6 +143,12 @@ def _saves_row(p) -> str:
     return f"none counted: {' and '.join(sides)} {verb} the targets"
 
 
+def par_text(tp: int, ep: int = 1) -> str:
+    from ..capacity.pools import par_text as text
+
+    return text(tp, ep)
+
+
 def cmd_capacity(args):
     from ..capacity import Slo, plan
 
@@ -136,17 +156,32 @@ def cmd_capacity(args):
     prefill_tp = None if raw_p == "auto" else raw_p
     # --tp-decode absent: the prefill TP (searched with it when --tp is auto)
     decode_tp = prefill_tp if raw_d is None else None if raw_d == "auto" else raw_d
+    # --ep / --ep-decode above 1 fix the expert parallelism (attention data-parallel at the
+    # TP given, or TP 1 when it is auto); both 1 with TP auto: EPs are searched too (MoE)
+    ep_p, ep_d = getattr(args, "ep", 1) or 1, getattr(args, "ep_decode", 1) or 1
+    prefill_ep = ep_p if ep_p > 1 else None
+    decode_ep = ep_d if ep_d > 1 else prefill_ep
+    if prefill_ep and prefill_tp is None:
+        prefill_tp = 1
+    if decode_ep and decode_tp is None:
+        decode_tp = 1
+    if (prefill_ep or decode_ep) and (prefill_tp is None) != (decode_tp is None):
+        prefill_tp, decode_tp = prefill_tp or 1, decode_tp or 1
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
+    args.ep, args.ep_decode = prefill_ep or 1, decode_ep or 1
     sc = scenario_from_args(args)  # checks every option, the capacity ones included
-    workload, req, notes = workload_from_args(args)
+    replaying = args.replay or args.size_by == "replay"
+    workload, req, notes = workload_from_args(args, per_request=replaying)
     slo = Slo(
         ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
         tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
         ttft_percentile=args.ttft_percentile,
     )
     p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-             gpu_price_per_hour=args.gpu_price or None)  # fmt: skip
+             gpu_price_per_hour=args.gpu_price or None,
+             gpu_price_decode_per_hour=args.gpu_price_decode or None, prefill_ep=prefill_ep,
+             decode_ep=decode_ep)  # fmt: skip
     payload = {
         "model": sc.model.id,
         "gpu": sc.gpu.id,
@@ -165,10 +200,11 @@ def cmd_capacity(args):
     rows = [
         ("traffic", f"{p.rps:,.2f} requests/s, mean {workload.mean_prompt_tokens:,.0f} prompt + "
                     f"{workload.mean_output_tokens:,.0f} output tokens"),
-        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × TP {p.prefill_tp} "
-                    f"(limit: {p.limits['prefill']})"),
-        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × TP {p.decode_tp} "
-                   f"(limit: {p.limits['decode']})"),
+        ("prefill", f"{_gpus(p.prefill_gpus)} = {p.prefill_instances:,} × "
+                    f"{par_text(p.prefill_tp, p.prefill_ep)} (limit: {p.limits['prefill']})"),
+        ("decode", f"{_gpus(p.decode_gpus)} = {p.decode_instances:,} × "
+                   f"{par_text(p.decode_tp, p.decode_ep)} (limit: {p.limits['decode']})"
+                   + (f" on {sc.decode_gpu.name}" if sc.gpu_decode is not None else "")),
         ("disaggregated", _side_row(p, "disaggregated", slo)),
         *([("disaggregated nearest", _nearest_row(p, "disaggregated"))]
           if not p.disaggregated_feasible else []),
@@ -190,5 +226,52 @@ def cmd_capacity(args):
     if p.cost_per_hour is not None:
         rows.append(("cost", f"${p.cost_per_hour:,.2f}/h disaggregated, "
                              f"${p.colocated_cost_per_hour:,.2f}/h colocated"))  # fmt: skip
+        if p.cost_per_million_output_tokens is not None:
+            rows.append(("cost per output", f"${p.cost_per_million_output_tokens:,.2f} per "
+                                            "million output tokens"))  # fmt: skip
+    if replaying:
+        rows += _replayed(args, sc, p, workload, req, slo, payload)
     footer = tuple(f"note: {n}" for n in payload["notes"])
     emit(args, payload, ("quantity", "value"), rows, footer)
+
+
+def _replayed(args, sc, p, workload, req, slo, payload) -> list:
+    """Replay the plan (``kvmodel.replay``): JSON key ``replay`` and the text section's rows."""
+    from .. import replay as rp
+
+    stream = rp.stream_for(workload, sc.model.max_context_tokens, req, rps=args.rps or None,
+                           output_len=args.output_len, n=args.replay_requests)  # fmt: skip
+    done = rp.replay_plan(sc, p, stream, slo, size_by=args.size_by)
+    r, dep = done.result, done.deployment
+    payload["replay"] = r.to_json()
+    payload["size_by"] = args.size_by
+    if done.grown:
+        payload["replay_sized"] = {
+            "prefill_instances": dep.prefill_instances,
+            "decode_instances": dep.decode_instances,
+            "prefill_gpus": dep.prefill_instances * dep.prefill_tp,
+            "decode_gpus": dep.decode_instances * dep.decode_tp,
+            "disaggregated_gpus": done.gpus,
+            "rounds": done.rounds,
+        }
+    if args.size_by == "replay" and not r.meets_slo:
+        payload["notes"].append(f"the replay still misses the targets after {done.rounds} "
+                                "rounds of growing the pools")  # fmt: skip
+    payload["notes"].extend(f"replay and formulas disagree: {why}" for why in done.reasons)
+    q = f"p{slo.ttft_percentile:g}"
+    arrivals = "Poisson arrivals (seeded)" if r.poisson else "the trace's own arrivals"
+    rows = [
+        ("replay", f"{r.requests:,} requests, {arrivals}"),
+        ("replay TTFT", f"p50 {fmt_ms(r.ttft_p50_s)}, p90 {fmt_ms(r.ttft_p90_s)}, "
+                        f"p99 {fmt_ms(r.ttft_p99_s)} ({q} {fmt_ms(r.ttft_at_slo_s)})"),
+        ("replay TPOT p90", fmt_ms(r.tpot_p90_s)),
+        ("replay transfer p90", f"{fmt_ms(r.transfer_p90_s)} (NIC queues included)"),
+        ("replay busiest NICs", f"{r.peak_link_utilization:.1%} in their busiest minute"),
+        ("replay decode queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory"),
+        ("replay meets targets", "yes" if r.meets_slo else "no"),
+    ]  # fmt: skip
+    if done.grown:
+        rows.append(("sized by replay", f"{_gpus(done.gpus)} = {dep.prefill_instances:,} × TP "
+                     f"{dep.prefill_tp} prefill + {dep.decode_instances:,} × TP "
+                     f"{dep.decode_tp} decode"))  # fmt: skip
+    return rows

@@ -4,6 +4,7 @@ scrape)."""
 from __future__ import annotations
 
 from .. import catalog
+from .. import inputs as I
 from .edge import fmt_bytes
 from .output import emit
 
@@ -27,6 +28,9 @@ def _fit_measurement(m):
     )
 
 
+MAX_NICS = 1024  # NICs one measurement ran over (a node has 8-16)
+
+
 def cmd_calibrate(args):
     from pathlib import Path
 
@@ -34,8 +38,10 @@ def cmd_calibrate(args):
     from ..measure import load_measurement
 
     link = catalog.get_link(args.link) if args.link else None
-    if args.nics < 1:
-        raise ValueError(f"--nics must be a whole number >= 1, got {args.nics}")
+    if not 1 <= args.nics <= MAX_NICS:
+        raise ValueError(
+            f"--nics must be a whole number from 1 to {MAX_NICS:,}, got {I.shown_number(args.nics)}"
+        )
     m = load_measurement(Path(args.file))
     fit = _fit_measurement(m)
     eff = None if link is None else link_efficiency(link, fit, nics=args.nics)

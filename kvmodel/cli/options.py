@@ -18,30 +18,33 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
+def quoted(text) -> str:
+    """A command-line value as a message quotes it: at most ~40 characters."""
+    text = str(text)
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
 
 
-def whole(text):
+def whole(text) -> int:
     try:
         return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    except ValueError:  # also an integer past Python's 4,300-digit conversion limit
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a whole number") from None
+
+
+def positive_int(text):
+    value = whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must be >= 1")
+    return value
 
 
 def _number(text):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a number") from None
     if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a finite number")
     return value
 
 
@@ -118,4 +121,11 @@ def scenario_from_args(args, **overrides):
         values[row.name] = value
     values.update(overrides)
     model = _model_from_args(args)
-    return to_scenario(values, model=None if isinstance(model, str) else model)
+    try:
+        return to_scenario(values, model=None if isinstance(model, str) else model)
+    except ValueError as exc:  # "seq_len must be <= the model's max context" names the flag
+        field, _, rest = str(exc).partition(" ")
+        row = I.BY_FIELD.get(field)
+        if row is None or not row.cli or row.scale != 1 or row.cli_scale != 1:
+            raise  # other units than the flag's: the field's name is the honest one
+        raise ValueError(f"{row.cli} {rest}") from None

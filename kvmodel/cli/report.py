@@ -13,6 +13,8 @@ def cmd_report(args):
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--out must end in .html or .htm, got {args.out!r}")
+    if out.exists() and not out.is_file():  # a FIFO would block the write, a device take it
+        raise ValueError(f"--out {args.out!r} exists and is not a regular file")
     sc = scenario_from_args(args)
     html, url, gaps = edge.report(sc, base_url=args.base_url, title=args.title)
     out.write_text(html, encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import inputs as I
 from ..transfer import evaluate, transfer
 from .edge import fmt_bytes, fmt_ms, fmt_tokens
 from .options import positive_int, scenario_from_args
@@ -62,6 +63,25 @@ def _evaluation_payload(ev):
         "weights_bytes_per_gpu_prefill": ev.weights_bytes_per_gpu_prefill,
         "fits_in_memory": ev.fits_in_memory,
         "max_concurrent_requests": ev.max_concurrent_requests,
+        **_end_to_end_payload(ev),
+    }
+
+
+def _end_to_end_payload(ev):
+    """End-to-end time (issue 21): the serving framework, expert parallelism, and the parts of
+    the decode step, prefill and TTFT [ms] (each dict adds up to its total)."""
+    sc = ev.scenario
+    return {
+        "framework": sc.framework,
+        "ep_prefill": sc.ep_prefill,
+        "ep_decode": sc.ep_decode,
+        "step_breakdown_ms": (
+            ev.step_parts.as_ms() if ev.step_parts else {"given": ev.decode_step_s * 1e3}
+        ),
+        "prefill_breakdown_ms": (
+            ev.prefill_parts.as_ms() if ev.prefill_parts else {"given": ev.prefill_s * 1e3}
+        ),
+        "ttft_breakdown_ms": ev.ttft_parts.as_ms(),
     }
 
 
@@ -162,6 +182,8 @@ def cmd_critical(args):
 
 def cmd_table(args):
     batches = sorted({positive_int(b) for b in args.batches.split(",") if b.strip()})
+    for b in batches:
+        I.get("batch").check(b, what="--batches")
     if args.bandwidth_gbs is not None:
         scenarios = [scenario_from_args(args)]
     else:

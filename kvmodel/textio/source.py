@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .lines import TextError
+from .paths import open_regular, regular_file
 
 GZIP_EXPANSION = 5  # decompressed data may be at most this many times max_bytes
 SNIFF = 1 << 16  # bytes of the start kept in Source.head
@@ -44,6 +45,7 @@ class Source:
             self._raw, self._raw_size = None, len(data)
         elif path is not None:
             self._raw_size = path.stat().st_size
+            self._limit = max_bytes  # a file that grows while it is read stops here too
         self.head = b""
 
     # -- setup
@@ -108,6 +110,11 @@ class Source:
         return got
 
     def _too_big(self) -> TextError:
+        if not self.gz:
+            return self.error(
+                f"{self.name}: the file grew past the {self._max_bytes / 1e6:g} MB limit while it "
+                "was read; upload a smaller sample"
+            )
         why = (
             f"({GZIP_EXPANSION}× the {self._max_bytes / 1e6:g} MB limit)"
             if self._limit > self._max_bytes
@@ -228,13 +235,14 @@ def open_source(
     if isinstance(src, (str, Path)):
         path = Path(src)
         name = name or path.name
+        size = regular_file(path, error).st_size  # no device, pipe, socket or /proc file
+        if size > max_bytes:
+            raise too_big(name, f"{size / 1e6:.3g} MB")
+        stream = open_regular(path, error)
         try:
-            size = path.stat().st_size
-            if size > max_bytes:
-                raise too_big(name, f"{size / 1e6:.3g} MB")
-            stream = open(path, "rb", buffering=0)
             source = Source(name, max_bytes, stream=stream, path=path, error=error)
         except OSError as exc:
+            stream.close()
             raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     else:
         if isinstance(src, (bytes, bytearray)):

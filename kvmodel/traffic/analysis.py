@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import catalog
 from ..inputs import CRITERIA, DEFAULT_MIN_SEQ_LEN  # defined once, with every input
+from ..topology import unbuildable_links
 from ..transfer import Scenario, Volume, critical_seq_len, transfer
 
 
@@ -208,7 +209,9 @@ def comparison(
     min_seq_len: int = DEFAULT_MIN_SEQ_LEN,
     criterion: str = "step",
 ) -> list[dict]:
-    """Fraction of requests (and tokens) that gain, per link × compression × layer-wise."""
+    """Fraction of requests (and tokens) that gain, per link × compression × layer-wise;
+    ``buildable`` False for a scale-up link whose domain cannot hold the scenario's prefill and
+    decode instances together (``topology.unbuildable_links``)."""
     rows = []
     volume = _length_volume(sc, mix.tokens)  # the same bytes and prefill on every row
     for lid in link_ids:
@@ -227,6 +230,9 @@ def comparison(
                         "fraction_tokens_gain": r.fraction_tokens_gain,
                         "fraction_transfer_bound": r.fraction_transfer_bound,
                         "critical_seq_len": r.critical_seq_len,
+                        "buildable": not unbuildable_links(
+                            sc.gpu, sc.tp_prefill, sc.tp_decode, [link]
+                        ),
                     }
                 )
     return rows

@@ -29,13 +29,13 @@ Decisions:
 
 from __future__ import annotations
 
-import glob
 import os
 from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
 
+from ..textio.paths import Walk, has_glob, open_regular, pseudo_root
 from .assemble import assemble
 from .checks import Part, schema_time_kind
 from .collect import Collect, Hints, run_jobs
@@ -47,7 +47,6 @@ from .tally import Tally, summarise
 _JOB_ROWS = 1 << 20  # rows per job (whole row groups of one file), as in .parquet
 _BATCH_ROWS = 1 << 18  # rows decoded at a time
 _READAHEAD = 2  # batches a job decodes ahead: bounds the memory in flight per thread
-_GLOB = frozenset("*?[")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 
 
@@ -59,44 +58,47 @@ def is_dataset(src) -> bool:
     path = Path(src)
     if path.is_dir():
         return True
-    return bool(_GLOB & set(str(src))) and not path.exists()
+    return has_glob(str(src)) and not path.exists()
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(p.startswith((".", "_")) for p in path.relative_to(root).parts)
-
-
-def _files_under(root: Path) -> list[Path]:
-    """The files under a directory, bookkeeping files left out, sorted."""
-    return sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p, root))
+def _matched(src, walk: Walk) -> tuple[list[Path], str]:
+    """The files of the directory or glob ``src`` (within the walk's budget), and its words."""
+    shown = str(src)
+    root = Path(src)
+    system = pseudo_root(root if root.is_dir() else next(iter(root.parents), root))
+    if system is not None:
+        raise TrafficError(
+            f"{shown}: in {system}, a system directory whose files are not data; expected a "
+            "directory or glob of Parquet files on disk"
+        )
+    if root.is_dir():
+        return walk.files_under(root), f"{shown}: the directory"
+    matches = walk.glob(shown)
+    if not matches:
+        raise TrafficError(
+            f"{shown}: no file matches this pattern; expected a directory or a glob of "
+            "Parquet files (quote the glob so that the shell passes it on: 'logs/*.parquet')"
+        )
+    found: set[Path] = set()
+    for m in matches:
+        if m.is_dir():
+            found.update(walk.files_under(m))
+        elif walk.keep(m) is not None:
+            found.add(m)
+    return sorted(found), f"{shown}: the pattern"
 
 
 def dataset_files(src) -> tuple[list[Path], list[str]]:
-    """The Parquet files of a directory or glob (sorted) and the other files, skipped."""
-    shown = str(src)
-    root = Path(src)
-    if root.is_dir():
-        found = _files_under(root)
-        where = f"{shown}: the directory"
-    else:
-        matches = [Path(p) for p in glob.glob(shown, recursive=True)]
-        if not matches:
-            raise TrafficError(
-                f"{shown}: no file matches this pattern; expected a directory or a glob of "
-                "Parquet files (quote the glob so that the shell passes it on: 'logs/*.parquet')"
-            )
-        where = f"{shown}: the pattern"
-        found = sorted(
-            {
-                f
-                for m in matches
-                if not m.name.startswith((".", "_"))
-                for f in (_files_under(m) if m.is_dir() else [m] if m.is_file() else [])
-            }
-        )
-    files, skipped = [], []
+    """The Parquet files of a directory or glob (sorted) and the other files, skipped.
+
+    The walk is bounded (:class:`kvmodel.textio.paths.Walk`: entries looked at, files and
+    their bytes), enters each directory once (symbolic-link loops end), and keeps only regular
+    files: a device, pipe or socket under the folder is skipped, never opened."""
+    walk = Walk(str(src), TrafficError)
+    found, where = _matched(src, walk)
+    files, skipped = [], list(walk.skipped)
     for path in found:
-        with open(path, "rb") as fh:
+        with open_regular(path, TrafficError) as fh:
             magic = fh.read(4)
         if magic == b"PAR1":
             files.append(path)

@@ -202,7 +202,7 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
         "%{customdata[1]:,.1f} ms<extra></extra>",
     )
-    fig.update_yaxes(autorange="reversed", title=None)
+    names_above(fig, names)  # names over the bars: a 390 px plot keeps its width
     fig.update_xaxes(range=[0, total * 1.3])
     fig.update_layout(showlegend=False)
     return base_layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
@@ -236,7 +236,7 @@ def figure_transfer_vs_step(
     )
     if k != 1:
         fig.add_vline(x=k * step_ms, line_dash="dash", annotation_text=f"{k:g} × step")
-    fig.update_yaxes(autorange="reversed", title=None)
+    names_above(fig, ["KV transfer", "Decode step"])  # over the bars, as the waterfall's
     title = f"KV transfer vs one decode step{' on ' + link if link else ''}"
     fig.update_layout(showlegend=False)
     fig.update_xaxes(range=[0, max(transfer_ms, step_ms, band_ms[1]) * 1.25])
@@ -267,10 +267,8 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
             "<extra></extra>",
         )
     fig.update_layout(barmode="overlay", showlegend=False)
-    fig.update_yaxes(
-        autorange="reversed",
-        title=None,
-        categoryorder="array",
-        categoryarray=["Prefill compute", "KV transfer", "Decode"],
-    )
+    lanes = [n for n in ("Prefill compute", "KV transfer", "Decode") if n in set(tl["lane"])]
+    lanes += [n for n in dict.fromkeys(tl["lane"]) if n not in lanes]
+    fig.update_yaxes(categoryorder="array", categoryarray=lanes)
+    names_above(fig, lanes)  # lane names over the bars: a 390 px plot keeps its width
     return base_layout(fig, title, "time since the request arrived [ms]", "", height=260)

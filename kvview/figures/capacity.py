@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import Fig, base_layout, finished
+from kvview.figures.kit import Fig, base_layout, finished, names_above
 from kvview.fmt import fmt_sig
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
@@ -93,18 +93,8 @@ def _finish(fig: Fig, rates, rps: float | None, title: str, y_title: str, *,
     layout and the legend below."""
     _rate_marker(fig, rps)
     _rate_axis(fig, rates)
-    base_layout(fig, title, RATE_AXIS, y_title, height=height)
-    _legend_below(fig)
+    base_layout(fig, title, RATE_AXIS, y_title, height=height)  # legend below (kit)
     return fig
-
-
-def _legend_below(fig: Fig) -> None:
-    """A legend under the x axis title: above the plot it would run into the title on a
-    phone-wide screen (390 px) and in the half-width columns."""
-    fig.update_layout(
-        legend={"orientation": "h", "yanchor": "top", "y": -0.28, "x": 0, "xanchor": "left"},
-        margin={"b": 90},
-    )
 
 
 def rate_edges(rates: np.ndarray) -> np.ndarray:
@@ -112,8 +102,8 @@ def rate_edges(rates: np.ndarray) -> np.ndarray:
     r = np.asarray(rates, dtype=float)
     if len(r) == 1:
         return np.array([r[0] / 1.2, r[0] * 1.2])
-    mid = np.sqrt(r[:-1] * r[1:])
-    return np.concatenate([[r[0] ** 2 / mid[0]], mid, [r[-1] ** 2 / mid[-1]]])
+    mid = np.sqrt(r[:-1]) * np.sqrt(r[1:])  # not sqrt(a·b): that underflows at 1e-300 req/s
+    return np.concatenate([[r[0] * (r[0] / mid[0])], mid, [r[-1] * (r[-1] / mid[-1])]])
 
 
 def _feasible(sweep: pd.DataFrame, column: str) -> np.ndarray:
@@ -262,9 +252,15 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
             hovertemplate=f"%{{y}}: sized by {label}<br>%{{customdata[0]:,.3~r}}–"
             "%{customdata[1]:,.3~r} req/s<extra></extra>",
         )
-    fig.update_layout(barmode="overlay", bargap=0.35)
-    fig.update_yaxes(categoryorder="array", categoryarray=[pool for _, pool in POOLS])
+    fig.update_layout(barmode="overlay")
+    pools = [pool for col, pool in POOLS if col in sweep.columns]
+    fig.update_yaxes(categoryorder="array", categoryarray=pools)
+    names_above(fig, pools)  # names over the bars: the plot keeps a phone's width
     return _finish(fig, r, rps, "What sizes each pool as the rate grows", "", height=400)
+
+
+def _times_par(instances: int, tp: int, ep: int) -> str:
+    return f"{instances} × {tp}" if ep <= 1 else f"{instances} × EP {ep}"
 
 
 def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
@@ -275,6 +271,9 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
     def yes(flag) -> str:
         return "yes" if flag else "no"
 
+    def ep(name: str) -> int:
+        return getattr(plan, name, 1)
+
     return pd.DataFrame(
         {
             "Pool": ["Prefill", "Decode", "Colocated (chunked prefill)"],
@@ -283,10 +282,10 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
                 f"{plan.decode_gpus:,}",
                 f"{plan.colocated_gpus:,}",
             ],
-            "Instances × TP": [
-                f"{plan.prefill_instances} × {plan.prefill_tp}",
-                f"{plan.decode_instances} × {plan.decode_tp}",
-                f"{plan.colocated_instances} × {plan.colocated_tp}",
+            "Instances × TP": [  # an expert-parallel pool: "2 × EP 32"
+                _times_par(plan.prefill_instances, plan.prefill_tp, ep("prefill_ep")),
+                _times_par(plan.decode_instances, plan.decode_tp, ep("decode_ep")),
+                _times_par(plan.colocated_instances, plan.colocated_tp, ep("colocated_ep")),
             ],
             f"TTFT {pct_label(ttft_percentile)}": [
                 fmt_time(plan.ttft_s),

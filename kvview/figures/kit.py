@@ -210,7 +210,14 @@ def threshold_trace(fig: go.Figure, x_range, y_ms: float, label: str) -> None:
 def legend_on_top(fig: go.Figure, *, top: int = 90) -> None:
     """A one-row legend between the title and the plot (for charts as wide as the page)."""
     fig.update_layout(
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"},
+        legend={
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.0,
+            "x": 0,
+            "xanchor": "left",
+            "yref": "paper",
+        },  # fmt: skip
         margin={"t": top},
     )
 
@@ -255,6 +262,7 @@ def legend_stacked(fig: Fig, *, above_px: int = 0) -> None:
             "xanchor": "left",
             "x": 0,
             "y": 1.0,
+            "yref": "paper",  # above the plot (``_layout`` put it on the container's bottom)
             "traceorder": "normal",
         },  # fmt: skip
         title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
@@ -262,16 +270,40 @@ def legend_stacked(fig: Fig, *, above_px: int = 0) -> None:
     )
 
 
+def legend_below(fig: Fig) -> None:
+    """A horizontal legend at the bottom of the figure, under the x-axis title, wrapping into
+    rows as the width needs.
+
+    Beside the plot (plotly's place) a legend took up to 70 % of a 390 px phone's width and
+    left the plot 80-100 px (issue 24); above it, it ran into the title.  Placed on the
+    figure's container (``yref="container"``), plotly reserves the bottom margin for its rows
+    and puts the axis title above them, at any width."""
+    fig.update_layout(
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0,
+            "x": 0,
+            "xanchor": "left",
+            "traceorder": "normal",
+        },  # fmt: skip
+    )
+
+
 def base_layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420) -> go.Figure:
+    """The kit's layout: title at the left, axis titles, margins, the legend below the plot
+    (``legend_below``; ``legend_stacked`` and ``legend_on_top`` move it where a chart
+    needs), full names in hover labels."""
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
         xaxis_title=x,
         yaxis_title=y,
         height=height,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "traceorder": "normal"},
         hoverlabel={"namelength": -1},
     )
+    legend_below(fig)
     return fig
 
 

@@ -23,9 +23,20 @@ from kvview.figures.kit import (
 )
 
 
+def _line(lid: str, name: str, blocked) -> tuple[str, dict]:
+    """A link's legend name and line: dotted and named 'not buildable' when the scenario's TPs
+    do not fit its scale-up domain (``blocked``: such link ids), its own colour otherwise."""
+    if lid in blocked:
+        return f"{name} (not buildable)", {"color": link_color(lid), "dash": "dot", "width": 1.5}
+    return name, {"color": link_color(lid)}
+
+
 @finished
-def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int) -> go.Figure:
-    """Transfer vs batch per link, log-log, with the decode-step band."""
+def figure_batch_sweep(
+    df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: int, blocked=()
+) -> go.Figure:
+    """Transfer vs batch per link, log-log, with the decode-step band; ``blocked``: link ids
+    that cannot be built at the scenario's TPs (dotted, named so)."""
     fig = Fig()
     band_trace(
         fig,
@@ -34,13 +45,13 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: in
         f"decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
     )
     for lid, part in groups_of(df, "link", ("name", "batch", "transfer_ms")):
-        name = part["name"][0]
+        name, line = _line(lid, part["name"][0], blocked)
         fig.add_scatter(
             x=part["batch"],
             y=part["transfer_ms"],
             name=name,
             mode="lines+markers",
-            line_color=link_color(lid),
+            line=line,
             hovertemplate=f"{name}<br>batch %{{x:,}}<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
     fig.update_xaxes(type="log", dtick=1)
@@ -55,18 +66,20 @@ def figure_batch_sweep(df: pd.DataFrame, band_ms=DEFAULT_BAND_MS, *, seq_len: in
 
 @finished
 def figure_seq_sweep(
-    curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str
-) -> go.Figure:
-    """Transfer vs sequence length per link, the threshold line, critical S marked."""
+    curves: pd.DataFrame, critical: pd.DataFrame, *, threshold_ms: float, title: str,
+    blocked=(),
+) -> go.Figure:  # fmt: skip
+    """Transfer vs sequence length per link, the threshold line, critical S marked;
+    ``blocked``: link ids that cannot be built at the scenario's TPs (dotted, named so)."""
     fig = Fig()
     for lid, part in groups_of(curves, "link", ("seq_len", "transfer_ms")):
-        name = link_name(lid)
+        name, line = _line(lid, link_name(lid), blocked)
         fig.add_scatter(
             x=part["seq_len"],
             y=part["transfer_ms"],
             name=name,
             mode="lines",
-            line_color=link_color(lid),
+            line=line,
             hovertemplate=f"{name}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
     threshold_trace(

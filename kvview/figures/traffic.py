@@ -27,9 +27,11 @@ def figure_traffic_histogram(
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
     edges = np.unique(np.geomspace(1, max(t.max() * 1.001, 2), bins + 1))
     fig = Fig()
+    top = np.zeros(len(edges) - 1)
     for r, name in enumerate(REGION_NAMES):
         sel = region == r
         counts, _ = np.histogram(t[sel], bins=edges, weights=np.asarray(weights)[sel])
+        top += counts
         fig.add_bar(  # from each bin's lower edge across its width: exact on a log axis
             x=edges[:-1],
             y=counts,
@@ -43,21 +45,7 @@ def figure_traffic_histogram(
         )
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_xaxes(type="log", dtick=1)
-    marks = [(min_seq_len, f"min {min_seq_len:,} tokens")]
-    if critical:
-        marks.append((critical, f"critical {critical:,} tokens"))
-    for x, label in marks:
-        if x and x > 0:
-            fig.add_vline(x=float(x), line_dash="dash", line_color="#475569")  # data units
-            fig.add_annotation(
-                x=float(np.log10(x)),
-                y=1,
-                yref="paper",
-                yanchor="bottom",
-                text=label,
-                showarrow=False,
-                font={"size": 11},
-            )
+    _boundaries(fig, min_seq_len, critical, float(top.max()) if top.size else 1.0)
     return base_layout(
         fig,
         "Request lengths by region (tokens that must move)",
@@ -66,17 +54,46 @@ def figure_traffic_histogram(
     )
 
 
+BOUNDARY_DASH = {"min": "dash", "critical": "dashdot"}
+
+
+def _boundaries(fig: Fig, min_seq_len: int, critical: int | None, top: float) -> None:
+    """The two boundaries as dashed lines named in the legend ('min 128 tokens', 'critical
+    2,577 tokens'): as notes above the plot they overprinted each other on a 390 px phone,
+    where 128 and 2,577 tokens lie ~60 px apart (issue 24)."""
+    marks = [("min", min_seq_len, f"min {min_seq_len:,} tokens")]
+    if critical:
+        marks.append(("critical", critical, f"critical {critical:,} tokens"))
+    for kind, x, label in marks:
+        if x and x > 0:
+            fig.add_scatter(
+                x=[float(x), float(x)],
+                y=[0.0, top * 1.05],
+                mode="lines",
+                name=label,
+                line={"color": "#475569", "dash": BOUNDARY_DASH[kind], "width": 1.5},
+                hovertemplate=f"{label}<extra></extra>",
+            )
+
+
 def traffic_comparison_frame(rows) -> pd.DataFrame:
-    """traffic.comparison rows → a readable table, best first."""
+    """traffic.comparison rows → a readable table, best first among the buildable options;
+    an option on a link that cannot be built at the scenario's TPs (``buildable`` False)
+    comes after them, marked '⚠ not buildable' (the page says why)."""
     df = pd.DataFrame(rows)
-    df = df.sort_values("fraction_requests_gain", ascending=False)
+    ok = df["buildable"] if "buildable" in df else pd.Series(True, index=df.index)
+    df = df.assign(_ok=ok.astype(bool)).sort_values(
+        ["_ok", "fraction_requests_gain"], ascending=[False, False], kind="stable"
+    )
+    why = ["" if good else " ⚠ not buildable" for good in df["_ok"]]
     return pd.DataFrame(
         {
             "Option": [
                 f"{n} + {c.upper() if c != 'none' else 'no compression'}"
                 + (" + layer-wise" if lw else "")
-                for n, c, lw in zip(
-                    df["link_name"], df["compression"], df["layerwise"], strict=True
+                + w
+                for n, c, lw, w in zip(
+                    df["link_name"], df["compression"], df["layerwise"], why, strict=True
                 )
             ],
             "Requests that gain": df["fraction_requests_gain"].map("{:.1%}".format),

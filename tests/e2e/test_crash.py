@@ -169,7 +169,28 @@ def billion_layer_config(app_url, page, tmp_path) -> None:
     )
 
 
-ATTACKS = [nested_jsonl, catastrophic_regex, huge_cfg_link, billion_layer_config]
+def capacity_sweep_link(app_url, page, tmp_path) -> None:
+    """Issue 23: 1,000,000 requests/s fixed on Capacity; the sweep to ten times that needs a
+    pool over the 10,000,000-instance limit (a traceback before): an error box, plan shown."""
+    page.goto(f"{app_url}/capacity?wl=fixed&rps=1000000&stack=mooncake")
+    expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
+        re.compile(r"No sweep from 100,000 to 10,000,000 requests/s: a pool would need"),
+        timeout=ATTACK_MS,
+    )
+    expect(metric(page, "Disaggregated GPUs")).to_be_visible()
+
+
+def traffic_negative_link(app_url, page, tmp_path) -> None:
+    """Issue 23: negative values on Traffic (StreamlitMixedNumericTypesError before): the
+    "Some inputs were adjusted" warning, and the rate box at 0."""
+    page.goto(f"{app_url}/traffic?minlen=-1&hit=-50&rps=-3&crit=share")
+    warning = page.get_by_test_id("stAlertContentWarning").filter(has_text="adjusted")
+    expect(warning).to_contain_text("rps=-3 is outside", timeout=ATTACK_MS)
+    expect(page.get_by_label(re.compile(r"^Arrival rate \[requests/s\]"))).to_have_value("0.00")
+
+
+ATTACKS = [nested_jsonl, catastrophic_regex, huge_cfg_link, billion_layer_config,
+           capacity_sweep_link, traffic_negative_link]  # fmt: skip
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.__name__ for a in ATTACKS])

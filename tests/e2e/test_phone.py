@@ -101,3 +101,79 @@ def test_chart_texts_do_not_overlap(browser, app_url, wait_ready, screenshot, pa
         assert not problems, f"{path} at {viewport['width']} px:\n" + "\n".join(problems[:15])
     finally:
         context.close()
+
+
+# Issue 24 item 5: at 390 px a legend beside the plot left Sequence's, Interconnects' and
+# Models' plots 80-100 px wide.  Each plot area (plotly's drag rectangle of each subplot) must
+# keep at least MIN_PLOT_PX, and Traffic's two boundaries must not overprint.
+MIN_PLOT_PX = 250
+PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map((plot) => {
+  const drags = [...plot.querySelectorAll('.draglayer .nsewdrag')];
+  const legend = plot.querySelector('.legend');
+  const title = plot.querySelector('.gtitle');
+  const c = plot.getBoundingClientRect();
+  const l = legend ? legend.getBoundingClientRect() : null;
+  return {
+    title: title ? title.textContent.slice(0, 60) : '',
+    widths: drags.map((d) => d.getBoundingClientRect().width),
+    legend: l ? l.width : 0,
+    legendInside: !l || (l.top >= c.top - 1 && l.bottom <= c.bottom + 1),
+  };
+})"""
+
+
+@pytest.mark.parametrize(
+    ("path", "charts"),
+    [
+        ("/sequence", 2),
+        ("/interconnects", 1),
+        ("/models", 1),
+        ("/traffic", 1),
+        ("/capacity", 3),
+        ("/", 2),
+        ("/mitigations", 2),
+    ],
+    ids=["sequence", "interconnects", "models", "traffic", "capacity", "overview", "mitigations"],
+)
+def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, path, charts):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}{path}?stack=mooncake")
+        wait_ready(page)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        expect(page.locator(".js-plotly-plot .main-svg").nth(charts - 1)).to_be_attached()
+        page.wait_for_timeout(1500)  # let plotly finish laying out
+        found = page.evaluate(PLOT_WIDTHS_JS)
+        screenshot(page, f"plot-width-390{path.replace('/', '-').rstrip('-')}")
+        assert len(found) >= charts
+        narrow = [
+            f"{c['title']!r}: plot {w:.0f} px (legend {c['legend']:.0f} px)"
+            for c in found
+            for w in c["widths"]
+            if w < MIN_PLOT_PX
+        ]
+        # the capacity page's side-by-side pair is two plots in one chart on a phone too
+        assert all(c["widths"] for c in found), "no plot area measured"
+        assert not narrow, f"{path} at 390 px:\n" + "\n".join(narrow)
+        lost = [c["title"] for c in found if not c["legendInside"]]  # e.g. pushed off the top
+        assert not lost, f"{path}: legend outside its chart: {lost}"
+    finally:
+        context.close()
+
+
+def test_traffic_boundaries_do_not_overprint_on_a_phone(browser, app_url, wait_ready):
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}/traffic?stack=mooncake")
+        wait_ready(page)
+        expect(page.locator(".js-plotly-plot .main-svg").first).to_be_attached()
+        page.wait_for_timeout(1500)
+        chart = page.evaluate(CHART_TEXTS_JS)[0]
+        texts = [t for t in chart["texts"] if t["text"].startswith(("min ", "critical "))]
+        assert [t["text"] for t in texts] == ["min 128 tokens", "critical 2,577 tokens"]
+        assert not _overlap(*texts)
+        assert not clashes({"texts": texts, "box": chart["box"]})
+    finally:
+        context.close()

@@ -11,8 +11,8 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity.pools import pair_scenario
-from kvview import csv_capacity, figures, params
+from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario, par_text
+from kvview import csv_capacity, figures, params, tables
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (
     SIDEBAR_NOTE,
@@ -24,12 +24,16 @@ from kvview.capacity_words import (
     nearest_delta,
     nearest_text,
     network_caption,
+    no_sweep_text,
+    optimistic_links,
     pct_label,
     source_caption,
+    split_text,
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
+from ui.views import capacity_replay
 
 TRACE, FIXED = "trace", "fixed"
 SWEEP_SPAN = 10.0  # request rates drawn from a tenth to ten times the rate asked,
@@ -121,20 +125,22 @@ def _inputs(sc):
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
-    c = st.columns(5)
-    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price"), strict=False):
+    c = st.columns(6)
+    for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price", "priced"), strict=False):
         widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
     widgets.page_widget(
-        c[4].radio,
+        c[5].radio,
         "Tensor parallelism",
         "ctp",
         options=["auto", "sidebar"],
         format_func={
             "auto": "search",
-            "sidebar": f"TP {sc.tp_prefill} / {sc.tp_decode} (sidebar)",
+            "sidebar": f"{par_text(sc.tp_prefill, sc.ep_prefill)} / "
+            f"{par_text(sc.tp_decode, sc.ep_decode)} (sidebar)",
         }.get,
-        help="Search: the plan tries the smallest TPs that hold the weights and keeps those "
-        "that need fewest GPUs. Sidebar: prefill and decode TP as set there.",
+        help="Search: the plan tries the smallest TPs that hold the weights (and, for a MoE "
+        "model, expert-parallel sizes with data-parallel attention) and keeps those that need "
+        "fewest GPUs. Sidebar: prefill and decode TP (and EP) as set there.",
     )
     return source, req, label, fallback
 
@@ -160,9 +166,12 @@ def render() -> None:
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
         ttft_percentile=ss["ttft_pct"],
     )
-    kw = {"gpu_price_per_hour": price}
-    if ss["ctp"] == "sidebar":
+    kw = {"gpu_price_per_hour": price,
+          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
+    if ss["ctp"] == "sidebar":  # the sidebar's TP and EP (a wide-EP deployment: tp=1, ep=32)
         kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
+        if sc.ep_prefill > 1 or sc.ep_decode > 1:
+            kw.update(prefill_ep=sc.ep_prefill, decode_ep=sc.ep_decode)
     try:
         sizing = _memo("Sizing the deployment…", cap.Sizing, (sc, lengths, slo), kw,
                        (plan_key(sc), lengths, slo, tuple(sorted(kw.items()))))  # fmt: skip
@@ -174,9 +183,37 @@ def render() -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
+    sweep = _rates_section(sizing, rate, slo)
+
+    _plan_per_pool(plan, slo, rate, price)
+    _networks(sc, lengths, rate, slo, kw)
+    key = plan_key(sc)
+    capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
+    replayed = capacity_replay.replay(sc, key, plan, source == TRACE, lengths, rate, slo)
+    tp_mode = (
+        f"the sidebar's: prefill {par_text(sc.tp_prefill, sc.ep_prefill)}, decode "
+        f"{par_text(sc.tp_decode, sc.ep_decode)}"
+        if ss["ctp"] == "sidebar"
+        else "searched (the smallest TPs that hold the weights)"
+    )
+    if sweep is None:  # the report draws the sweep
+        return
+    _report_button(
+        partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
+                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
+                replayed=replayed, version1=urlstate.version1_implied())
+    )  # fmt: skip
+
+
+def _rates_section(sizing, rate: float, slo):
+    """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
     rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
-    sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
     st.subheader("Across request rates")
+    try:
+        sweep = _memo("Sizing across request rates…", sizing.sweep, (rates,), {}, (sizing, rates))
+    except ValueError as exc:
+        st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
+        return None
     st.markdown(crossover_sentence(sweep, rate))
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
     exports_ui.table_download(  # the numbers of the three charts
@@ -186,18 +223,7 @@ def render() -> None:
     left, right = st.columns(2)
     exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
     exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
-
-    _plan_per_pool(plan, slo, rate, price)
-    _networks(sc, lengths, rate, slo, kw)
-    tp_mode = (
-        f"the sidebar's: prefill TP {sc.tp_prefill}, decode TP {sc.tp_decode}"
-        if ss["ctp"] == "sidebar"
-        else "searched (the smallest TPs that hold the weights)"
-    )
-    _report_button(
-        partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
-                traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode)
-    )  # fmt: skip
+    return sweep
 
 
 def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):
@@ -228,7 +254,11 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
             st.error(f"No plan per interconnect: {exc}.", icon=":material/block:")
             return
         table = perf.cached(csv_capacity.network_frame, nets, ttft_percentile=slo.ttft_percentile)
-        st.dataframe(table, hide_index=True, width="stretch")
+        # sideways: one column per interconnect, so every quantity shows at 1280 px (issue 24)
+        st.markdown(
+            tables.sideways_table(table, label="interconnect", notes=optimistic_links(nets)),
+            unsafe_allow_html=True,
+        )
         st.caption(network_caption(nets, sc.link.name))
         exports_ui.table_download(lambda: table, "capacity-networks")
 
@@ -272,11 +302,7 @@ def _plan_per_pool(plan, slo, rate, price) -> None:
 
 def _tiles(plan, slo, price) -> None:
     m = st.columns(4)
-    dis_help = (
-        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × TP {plan.prefill_tp}) + "
-        f"{plan.decode_gpus:,} decode ({plan.decode_instances} × TP {plan.decode_tp}); P:D = "
-        f"{plan.pd_ratio:,.2f}"
-    )
+    dis_help = f"{split_text(plan)}; P:D = {plan.pd_ratio:,.2f}"
     if plan.disaggregated_feasible:
         m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
     else:  # issue 24: no big count for a plan that cannot meet the targets
@@ -365,8 +391,10 @@ def _tiles(plan, slo, price) -> None:
         delta_arrow="off",
         help=f"The busiest NICs' load at {fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per "
         f"NIC and direction ({plan.nics_per_transfer} NICs per transfer); the KV sent is "
-        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the per-NIC "
-        f"bandwidth at which the {p} TTFT meets its target",
+        f"{fmt_bandwidth(plan.demanded_bytes_per_s)} over the deployment. Below it: the "
+        f"slowest NIC on which these pools still work at both ends: the sending prefill NICs "
+        f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
+        f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
     if price:
         m[3].metric(

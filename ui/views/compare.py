@@ -19,6 +19,7 @@ from kvview import compare_cells, csv_tables, figures
 from kvview import params as P
 from kvview.figures import compare as figures_compare
 from kvview.fmt import in_ms
+from kvview.words import compare_takeaway
 from ui import compare_edit as E
 from ui import exports_ui, perf, share, traffic_ui, urlstate
 
@@ -54,6 +55,19 @@ def _gains(labelled, base_sc):
     }[ss["crit"]]
     caption = f"{source}; too short below {int(ss['minlen']):,} tokens, transfer-bound when {rule}."
     return caption, fractions
+
+
+def _derived_caption(label: str, base_values: dict, values: dict, over: dict) -> str:
+    """What the variant takes from its own model rather than from A (its attention
+    parallelism, KV dtype …), in words; '' when nothing differs that way."""
+    derived = P.derived_changes(base_values, values, over)
+    if not derived:
+        return ""
+    return (
+        f":material/subdirectory_arrow_right: {label} derives from its own model, not from A: "
+        + "; ".join(E.describe(k, values) for k in derived)
+        + "."
+    )
 
 
 def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
@@ -97,13 +111,18 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
     for i, over in enumerate(variants):
         label = chr(ord("B") + i)
         values, warnings = P.variant_values(base_values, over)
+        derived = _derived_caption(label, base_values, values, over)
         if present:
             changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
             cols[i + 1].markdown(f"**{label}** · {changed}")
+            if derived:
+                cols[i + 1].caption(derived)
             out.append((label, values, warnings))
             continue
         with cols[i + 1]:
             st.markdown(f"**{label}** · {len(over)} change{'s' if len(over) != 1 else ''} to A")
+            if derived:
+                st.caption(derived)
             for name in [k for k in over if k in P.SCENARIO_KEYS]:
                 key = f"cmp{i}_{name}"
                 E.seed(key, name, values, base_values)
@@ -171,8 +190,8 @@ def _scenarios(base_sc, variants, base_values, cols) -> list:
     cols[0].markdown(
         f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
         f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, TP {base_sc.tp_prefill} "
-        f"→ {base_sc.tp_decode}, compression {base_sc.compression}, layer-wise "
-        f"{'on' if base_sc.layerwise else 'off'}"
+        f"→ {base_sc.tp_decode}, {base_sc.attention_parallel} attention, compression "
+        f"{base_sc.compression}, layer-wise {'on' if base_sc.layerwise else 'off'}"
     )
     labelled, problems = [("A (sidebar)", base_sc)], []
     for n, (label, values, warnings) in enumerate(_editor(variants, base_values, cols)):
@@ -207,21 +226,7 @@ def _evaluated(base_sc, labelled):
 
 def _takeaway(labelled, table) -> None:
     """Which scenario has the lowest TTFT, in a sentence."""
-    ok = table[table["buildable"]] if table["buildable"].any() else table
-    best = ok.loc[ok["ttft_ms"].idxmin()]
-    if len(labelled) == 1:
-        said = "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
-    elif best["option"] == labelled[0][0]:
-        said = (
-            f"A (the sidebar) already has the lowest TTFT, {best['ttft_ms']:,.1f} ms; its "
-            f"transfer is {best['transfer_share']:.1%} of TTFT."
-        )
-    else:
-        said = (
-            f"Lowest TTFT: {best['option']} at {best['ttft_ms']:,.1f} ms, "
-            f"{best['ttft_saving_ms']:,.1f} ms below A; its transfer is "
-            f"{best['transfer_share']:.1%} of TTFT."
-        )
+    said = compare_takeaway(table, labelled[0][0])  # unbuildable ones are not ranked
     st.info(said, icon=":material/lightbulb:")
 
 

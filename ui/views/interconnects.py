@@ -5,12 +5,10 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from kvmodel import catalog
 from kvmodel.sweeps import batch_sweep, link_batch_table
-from kvmodel.topology import is_scale_up, scale_up_feasible
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
-from kvview.words import interconnect_takeaway
+from kvview.words import interconnect_takeaway, not_buildable
 from ui import exports_ui, perf, urlstate, widgets
 
 
@@ -40,24 +38,35 @@ def render() -> None:
     lo_hi = params.band_ms(band)
 
     table = perf.cached(in_ms, perf.cached(link_batch_table, sc, links, batches))
+    blocked = not_buildable(sc, links)  # marked in the table and chart, never green
+    _takeaway(sc, table, batches, lo_hi, blocked)
+    _table_caption(sc, blocked)
+    _table_and_sweep(sc, links, batches, table, lo_hi, blocked)
+
+
+def _takeaway(sc, table, batches, lo_hi, blocked: dict) -> None:
+    """The page's sentence, over the links that can be built at this TP."""
+    buildable = table[~table["link"].isin(list(blocked))]
     st.info(
         interconnect_takeaway(
-            table, sc.batch if sc.batch in batches else batches[0], lo_hi, sc.link.id
+            buildable if len(buildable) else table,
+            sc.batch if sc.batch in batches else batches[0],
+            lo_hi,
+            sc.link.id,
+        )
+        + (
+            " Not counted, as not buildable at this TP: "
+            + ", ".join(figures.link_name(i) for i in blocked)
+            + "."
+            if blocked and len(buildable)
+            else ""
         ),
         icon=":material/lightbulb:",
     )
-    _table_caption(sc, links)
-    _table_and_sweep(sc, links, batches, table, lo_hi)
 
 
-def _table_caption(sc, links) -> None:
+def _table_caption(sc, blocked: dict) -> None:
     """What the table holds, and the scale-up links not buildable at this TP."""
-    blocked = [
-        catalog.get_link(i).name
-        for i in links
-        if is_scale_up(catalog.get_link(i))
-        and not scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, catalog.get_link(i))
-    ]
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
         f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "
@@ -66,17 +75,17 @@ def _table_caption(sc, links) -> None:
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice the article's."
         + (
-            f" Not buildable at this TP (prefill + decode exceed one NVLink domain): "
-            f"{', '.join(blocked)}."
+            " Hatched grey: not buildable at this TP (prefill + decode exceed one scale-up "
+            f"domain): {', '.join(figures.link_name(i) for i in blocked)}."
             if blocked
             else ""
         )
     )
 
 
-def _table_and_sweep(sc, links, batches, table, lo_hi) -> None:
-    """The link-by-batch table against the band, and the batch sweep."""
-    st.markdown(tables.band_table(table, lo_hi), unsafe_allow_html=True)
+def _table_and_sweep(sc, links, batches, table, lo_hi, blocked: dict) -> None:
+    """The link-by-batch table against the band (unbuildable rows hatched), and the sweep."""
+    st.markdown(tables.band_table(table, lo_hi, blocked), unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 
     sweep = perf.cached(
@@ -87,6 +96,8 @@ def _table_and_sweep(sc, links, batches, table, lo_hi) -> None:
     )
     sweep = perf.cached(in_ms, sweep)
     exports_ui.chart(
-        perf.cached(figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len),
+        perf.cached(
+            figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len, blocked=tuple(blocked)
+        ),
         "transfer-vs-batch",
     )

@@ -4,8 +4,10 @@ from functools import partial
 
 import streamlit as st
 
+from kvmodel import fidelity
 from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
+from kvview.breakdown import fidelity_frames
 from kvview.words import models_takeaway
 from ui import config_import, exports_ui, perf, urlstate
 
@@ -28,6 +30,7 @@ def render() -> None:
         "bytes-per-token",
     )
     _catalog_table(sc, table)
+    _fidelity()
     _import_config()
 
 
@@ -98,3 +101,23 @@ def _import_config() -> None:
         args=(MAX_CONFIG_BYTES,),
     )
     config_import.show_import_result()
+
+
+def _fidelity() -> None:
+    """Every cited measurement beside the model's value (``python -m kvmodel fidelity``)."""
+    st.subheader("Fidelity: the model against published measurements")
+    head, points = perf.cached(_fidelity_frames)
+    st.caption(
+        "Transfers, prefills, decode steps and TTFTs measured by others (sources in the last "
+        "column); the model's constants are fitted on the *fitted* rows only."
+    )
+    st.dataframe(head.style.format({"mean error [%]": "{:.1f}", "worst error [%]": "{:.1f}"}),
+                 hide_index=True, width="stretch")  # fmt: skip
+    with st.expander(f"All {len(points)} points"):
+        fmt = {"measured [ms]": "{:,.2f}", "model [ms]": "{:,.2f}", "model ÷ measured": "{:.2f}"}
+        st.dataframe(points.style.format(fmt), hide_index=True, width="stretch")
+
+
+def _fidelity_frames():
+    points = fidelity.all_points()
+    return fidelity_frames(fidelity.point_rows(points), fidelity.kind_summary(points))

@@ -4,6 +4,7 @@ import streamlit as st
 
 from kvmodel.transfer import evaluate
 from kvview import figures
+from kvview.breakdown import breakdown_frame
 from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvview.words import overview_takeaway
 from ui import exports_ui, perf, urlstate
@@ -18,6 +19,7 @@ def render() -> None:
     st.info(overview_takeaway(ev), icon=":material/lightbulb:")
     _cache_metrics(sc, ev)
     _transfer_metrics(sc, ev)
+    _breakdowns(ev)
     _charts(sc, ev)
     _how_computed(sc, ev)
 
@@ -88,8 +90,18 @@ def _transfer_metrics(sc, ev) -> None:
         fmt_tokens(ev.critical_seq_len),
         help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
     )
+    _ttft_metrics(sc, ev)
+
+
+def _ttft_metrics(sc, ev) -> None:
+    """TTFT, the transfer's share of it, prefill and the decode step, with their help."""
     c = st.columns(4)
-    c[0].metric("TTFT", fmt_time(ev.ttft_s), help="Prefill + exposed transfer + first decode step")
+    c[0].metric(
+        "TTFT",
+        fmt_time(ev.ttft_s),
+        help="Framework per-request cost + prefill + "
+        "exposed transfer + first decode step (parts below)",
+    )
     c[1].metric(
         "Transfer share of TTFT",
         f"{ev.transfer_share_of_ttft:.1%}",
@@ -100,17 +112,16 @@ def _transfer_metrics(sc, ev) -> None:
     c[2].metric(
         "Prefill" + (" (estimated)" if ev.prefill_estimated else " (given)"),
         fmt_time(ev.prefill_s),
-        help=f"Estimated on {sc.tp_prefill}× {sc.gpu.name}: a per-layer floor plus FLOPs at "
-        f"{sc.mfu:.0%} MFU falling with TP (fitted on measured vLLM prefills; "
-        "docs/model.md, Fidelity)"
+        help=f"Estimated on {sc.gpus_prefill}× {sc.gpu.name} from its parts (below; fitted and "
+        "held out on published runs: the Models page)"
         if ev.prefill_estimated
         else "Set in the sidebar",
     )
     c[3].metric(
         "Decode step" + (" (estimated)" if sc.decode_step_estimated else " (given)"),
         fmt_time(ev.decode_step_s),
-        help=f"Estimated for batch {sc.batch} at {sc.seq_len:,} tokens on {sc.tp_decode}× "
-        f"{sc.gpu.name} (fitted on measured vLLM steps); roofline lower bound "
+        help=f"Estimated for batch {sc.batch} at {sc.seq_len:,} tokens on {sc.gpus_decode}× "
+        f"{sc.decode_gpu.name} ({sc.framework}) from its parts (below); roofline lower bound "
         f"{fmt_ms(ev.decode_step_lower_bound_s)}"
         if sc.decode_step_estimated
         else f"Set in the sidebar; roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)}",
@@ -163,3 +174,25 @@ def _how_computed(sc, ev) -> None:
             f"{stack.efficiency_max:.0%} of the link at large messages. Source: {stack.source}.\n"
             f"- Source of the model's shape: {sc.model.source}."
         )
+
+
+def _breakdowns(ev) -> None:
+    """Where the time goes: the decode step, the prefill and TTFT in their parts [ms]."""
+    st.subheader("Where the time goes")
+    st.caption(
+        "Each part per GPU in ms; the parts add up to the total. Weights, KV and activations "
+        "(HBM) overlap with attention and GEMM FLOPs: the larger side is shown whole, the "
+        "smaller by the share that is not hidden. EP all-to-all: expert-parallel dispatch and "
+        "combine; TP all-reduce: over the GPU's scale-up link."
+    )
+    cols = st.columns(3)
+    shown = (("Decode step", ev.step_parts), ("Prefill", ev.prefill_parts),
+             ("TTFT", ev.ttft_parts))  # fmt: skip
+    fmt = {"ms": "{:,.3f}", "share": "{:.0%}"}
+    for col, (title, parts) in zip(cols, shown, strict=True):
+        col.markdown(f"**{title}**")
+        if parts is None:
+            col.caption("Given in the sidebar: no breakdown.")
+            continue
+        frame = perf.cached(breakdown_frame, parts)
+        col.dataframe(frame.style.format(fmt), hide_index=True, width="stretch")

@@ -6,7 +6,7 @@ from kvmodel import catalog
 from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
 from kvview import figures, params
 from kvview.fmt import in_ms
-from kvview.words import sequence_takeaway
+from kvview.words import not_buildable, sequence_takeaway
 from ui import exports_ui, perf, urlstate, widgets
 
 
@@ -22,7 +22,11 @@ def render() -> None:
     )
     curves, critical = perf.cached(seq_sweep, sc, links)
     curves = perf.cached(in_ms, curves)  # the same frame while the sweep is cached
-    names = {lid: figures.link_name(lid) for lid in links}
+    blocked = not_buildable(sc, links)  # named so in the takeaway and the chart
+    names = {
+        lid: figures.link_name(lid) + (f" ({blocked[lid]})" if lid in blocked else "")
+        for lid in links
+    }
     st.info(
         sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:"
     )
@@ -33,6 +37,7 @@ def render() -> None:
             critical,
             threshold_ms=threshold_ms,
             title=f"{sc.model.name}: exposed transfer vs sequence length (batch {sc.batch})",
+            blocked=tuple(blocked),
         ),
         "transfer-vs-sequence",
     )

@@ -9,7 +9,7 @@ from kvmodel.traffic import TrafficError, table_columns
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvview.mdtext import md_escape
-from kvview.words import traffic_takeaway, window_sentence
+from kvview.words import not_buildable, traffic_takeaway, window_sentence
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
@@ -94,7 +94,7 @@ def render() -> None:
     reg = res["regions"]
     _context_warning_and_takeaway(sc, req, reg, label)
     _regions(req, reg, res, mix, minlen)
-    _what_moves(res)
+    _what_moves(res, sc)
     _load_on_link(sc, tsc, mix)
 
 
@@ -202,14 +202,21 @@ def _regions(req, reg, res, mix, minlen) -> None:
     st.success(window_sentence(res["window"]), icon=":material/call_split:")
 
 
-def _what_moves(res) -> None:
+def _what_moves(res, sc) -> None:
     """What moves the share that gains: the interconnects compared."""
     st.subheader("What moves the share that gains")
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    table = figures.traffic_comparison_frame(res["comparison"])
+    table = figures.traffic_comparison_frame(res["comparison"])  # unbuildable: last, marked
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
+    blocked = not_buildable(sc, widgets.id_list("links"))
+    if blocked:
+        st.caption(
+            "⚠ Not buildable, listed last: "
+            + "; ".join(f"{figures.link_name(i)}, {why}" for i, why in blocked.items())
+            + " (prefill and decode instances must fit one scale-up domain together)."
+        )
     exports_ui.table_download(
         partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
     )

@@ -1,0 +1,102 @@
+"""Replay speed (issue 22): a 1,000,000-request trace replayed through its capacity plan, against
+the traffic analysis of the same file (``python -m kvmodel traffic``'s work), in one run.
+
+Writes ``bench/out/trace_<N>.csv`` with ``traffic_parse.py``'s distribution (Poisson arrivals at
+1,000 requests/s, log-normal prompts and outputs; reused when present), then, in this process,
+imports first and the clock after, ``--repeat`` times interleaved (the minimum of each
+phase: the machine is shared):
+
+- traffic analysis: ``load_traffic(per_request=False)``, the mix, regions, link load and
+  window (what ``python -m kvmodel traffic FILE`` computes);
+- replay: ``load_traffic(per_request=True)``, the stream, ``replay.replay`` of the plan's pools
+  and ``replay.summarise`` (the analytic plan itself is timed apart: ``--replay`` adds the
+  replay to it).
+
+Prints both times and replay ÷ analysis (the issue's bound: at most 3).  No timed assertion
+lives in the tests; this is where the number comes from.
+
+    python bench/replay.py [--rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from traffic_parse import generate
+
+    from kvmodel import capacity as cap
+    from kvmodel import replay as rp
+    from kvmodel import traffic as tr
+    from kvmodel.build import build_scenario
+    from kvmodel.traffic import load_traffic
+
+    csv_path, _ = generate(args.rows)
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    psc = tr.per_request_scenario(sc)
+    slo = cap.Slo(ttft_s=2.0, tpot_s=0.05)
+
+    def analysis():  # what `python -m kvmodel traffic FILE` computes
+        counted = load_traffic(csv_path, max_bytes=10**12, per_request=False)
+        mix = tr.mix_from_requests(counted)
+        tr.regions(psc, mix)
+        tr.load(psc, mix)
+        tr.recommended_window(psc, mix)
+        return counted
+
+    phases: dict[str, list[float]] = {}
+
+    def clock(name, fn, *a, **k):
+        t0 = time.perf_counter()
+        out = fn(*a, **k)
+        phases.setdefault(name, []).append(time.perf_counter() - t0)
+        return out
+
+    for _ in range(args.repeat):  # interleaved; the minimum of each (a shared machine)
+        counted = clock("analysis", analysis)
+        plan = clock("plan", cap.plan, sc, cap.Workload.from_requests(counted), slo)
+        req = clock("read per request", load_traffic, csv_path, max_bytes=10**12,
+                    per_request=True)  # fmt: skip
+        stream = clock("stream", rp.trace_stream, req, sc.model.max_context_tokens)
+        dep = rp.deployment_of(sc, plan)
+        tl = clock("replay", rp.replay, dep, stream)
+        r = clock("summary", rp.summarise, tl, ttft_slo_s=slo.ttft_s, tpot_slo_s=slo.tpot_s,
+                  q=90.0, poisson=False)  # fmt: skip
+    _report(phases, r, dep, plan, csv_path)
+    return 0
+
+
+def _report(phases: dict, r, dep, plan, csv_path) -> None:
+    """Print each phase's best time and replay ÷ analysis."""
+    best = {k: min(v) for k, v in phases.items()}
+    analysis_s = best["analysis"]
+    replay_s = sum(best[k] for k in ("read per request", "stream", "replay", "summary"))
+    plan_s = best["plan"]
+    for k, v in best.items():
+        print(f"  {k:<20}{v:.2f} s")
+    print(f"requests              {r.requests:,} ({csv_path.name})")
+    print(f"deployment            {dep.prefill_instances} × TP {dep.prefill_tp} prefill, "
+          f"{dep.decode_instances} × TP {dep.decode_tp} decode")  # fmt: skip
+    print(f"traffic analysis      {analysis_s:.2f} s")
+    print(f"analytic plan         {plan_s:.2f} s (apart)")
+    print(f"replay                {replay_s:.2f} s (read per request + replay + summary)")
+    print(
+        f"replay TTFT p90       {r.ttft_p90_s * 1e3:,.0f} ms (formulas {plan.ttft_s * 1e3:,.0f} ms)"
+    )
+    print(f"replay ÷ analysis     {replay_s / analysis_s:.2f} (bound: 3)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

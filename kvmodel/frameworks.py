@@ -1,0 +1,54 @@
+"""A serving framework's costs beyond the GPU work (``data/frameworks.csv``): per request, per
+P/D request, per decode step, and the CUDA-graph batch padding (docs/model.md, "Serving
+frameworks")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """A serving engine's costs beyond the GPU work (``data/frameworks.csv``).
+
+    ``request_s`` once per request before its prefill (HTTP, tokenizer, scheduling), and
+    ``pd_request_s`` more when prefill and decode are disaggregated (the proxy or router hop and
+    the decode instance's admission); ``step_s`` once per decode step (the scheduler's and
+    sampler's host time that CUDA graphs do not hide); a decode batch is padded up to a multiple of
+    ``graph_batch_multiple`` (the captured CUDA-graph sizes) up to ``graph_max_batch``.
+    """
+
+    id: str
+    name: str
+    request_s: float
+    step_s: float
+    pd_request_s: float = 0.0  # more per request when disaggregated: the proxy/router hop
+    graph_batch_multiple: int = 8
+    graph_max_batch: int = 512
+    source: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id must be a non-empty string, got {self.id!r}")
+        for name in ("request_s", "step_s", "pd_request_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+            if v < 0:
+                raise ValueError(f"{name} must be >= 0, got {v!r}")
+        for name in ("graph_batch_multiple", "graph_max_batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+
+    def padded_batch(self, batch):
+        """The batch a CUDA-graph replay computes: ``batch`` rounded up to the multiple (1, 2
+        and 4 are captured too), unchanged above ``graph_max_batch`` (eager)."""
+        b = np.asarray(batch, dtype=float)
+        m = float(self.graph_batch_multiple)
+        small = np.where(b <= 1, 1.0, np.where(b <= 2, 2.0, np.where(b <= 4, 4.0, b)))
+        padded = np.where(b <= 4, small, np.ceil(b / m) * m)
+        return np.where(b > self.graph_max_batch, b, padded)

@@ -1,0 +1,237 @@
+"""Replay one planned deployment over a stream of requests (``kvmodel.replay`` module doc).
+
+Per request, in order:
+
+1. **Prefill.** The pool is one queue: a request goes to the first free instance, first
+   come first served (``fifo.first_free``); passes carry ``pools.pass_tokens(TP)`` prompt
+   tokens, so (the plan's own rule, ``capacity.pools.prefill_work_s``) a request occupies its
+   instance for its compute plus its share of a pass's fixed cost, and ends its own batch-1
+   prefill (``timing.estimate_prefill_s``) after it starts.
+2. **Transfer.** Its KV leaves on that instance's NICs, one transfer at a time, in the order
+   they are ready: the link is busy for the stack's whole transfer time (``wire.transfer``:
+   latency, bytes at the stack's efficiency, per-message and per-request costs); with layer-wise
+   sending it may start before prefill ends, so that only the exposed part follows it.  A
+   transfer waits while the NICs carry an earlier one.
+3. **Decode** (``kvmodel.replay.decode``): memory admission, the first step, every other token.
+
+TTFT = admission to decode + the first step − arrival.  TPOT: a request's mean step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s
+from kvmodel.memory import instance_memory
+from kvmodel.replay.decode import run_decode
+from kvmodel.replay.fifo import (
+    Layout,
+    by_instance,
+    first_free,
+    round_robin,
+    served,
+    sorted_columns,
+    unsort,
+)
+from kvmodel.replay.stream import Stream
+from kvmodel.scenario import Scenario
+from kvmodel.timing import estimate_decode_step_s
+from kvmodel.wire import transfer
+
+MAX_INSTANCES = 1_000_000  # per pool
+TABLE_BATCHES = 512  # the step table's whole batches (StepTable)
+TABLE_CONTEXTS = 128
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What is replayed: the scenario (model, GPUs, link, stack) and the two pools."""
+
+    sc: Scenario
+    prefill_tp: int
+    decode_tp: int
+    prefill_instances: int
+    decode_instances: int
+    prefill_ep: int = 1  # expert parallelism of a MoE side (an instance is max(TP, EP) GPUs)
+    decode_ep: int = 1
+
+    def __post_init__(self):
+        for name in ("prefill_tp", "decode_tp", "prefill_instances", "decode_instances",
+                     "prefill_ep", "decode_ep"):  # fmt: skip
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+            if v > MAX_INSTANCES:
+                raise ValueError(f"{name} must be at most {MAX_INSTANCES:,}, got {v:,}")
+
+    @property
+    def decode_gpu(self):
+        return getattr(self.sc, "decode_gpu", self.sc.gpu)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of both pools: instances × max(TP, EP) a side."""
+        return (self.prefill_instances * max(self.prefill_tp, self.prefill_ep)
+                + self.decode_instances * max(self.decode_tp, self.decode_ep))  # fmt: skip
+
+    @property
+    def decode_data_parallel(self) -> bool:
+        """Attention data-parallel on the decode side (the scenario's, or EP beyond TP)."""
+        return bool(self.sc.data_parallel_attention) or self.decode_ep > self.decode_tp
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """Per request (arrival order) [s]: every event of its life; and the pools' grids."""
+
+    arrival_s: np.ndarray
+    prefill_start_s: np.ndarray
+    prefill_end_s: np.ndarray
+    link_ready_s: np.ndarray  # when its transfer could start on a free link
+    link_start_s: np.ndarray
+    kv_arrival_s: np.ndarray
+    decode_start_s: np.ndarray
+    first_token_s: np.ndarray
+    tpot_s: np.ndarray
+    depart_s: np.ndarray
+    link_busy_s: np.ndarray  # the NICs' whole transfer time
+    receive_start_s: np.ndarray  # on the decode instance's NICs
+    prefill_instance: np.ndarray
+    decode_instance: np.ndarray
+    bin_s: float
+    reserved_tokens: np.ndarray  # decode pool, per bin
+    capacity_tokens: float  # the decode pool's KV memory [tokens]
+    waiting: np.ndarray
+    memory_bound_instances: int
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.first_token_s - self.arrival_s
+
+
+def _per_request(sc: Scenario, dep: Deployment, stream: Stream):
+    """(prefill, work, exposed, whole) per request [s], evaluated once per distinct length."""
+    moved = np.clip(stream.prompt_tokens - stream.cached_tokens, 1, sc.model.max_context_tokens)
+    seen = np.zeros(sc.model.max_context_tokens + 1, dtype=bool)  # lengths ≤ the context:
+    seen[moved] = True  # a lookup table instead of np.unique's sort (1 M requests: ~0.1 s)
+    uniq = np.flatnonzero(seen)
+    lookup = np.zeros(len(seen), dtype=np.int64)
+    lookup[uniq] = np.arange(len(uniq))
+    inv = lookup[moved]
+    t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp, dep.prefill_ep, dep.decode_ep),
+                 seq_len=uniq)  # fmt: skip
+    pre = np.broadcast_to(np.asarray(t.prefill_s, dtype=float), uniq.shape)
+    fixed = pass_fixed_s(sc, uniq, dep.prefill_tp, dep.prefill_ep)
+    gpus = max(dep.prefill_tp, dep.prefill_ep)
+    work = prefill_work_s(sc.model, uniq, pre, gpus, fixed)  # the plan's own pass rule
+    exposed = np.broadcast_to(np.asarray(t.exposed_s, dtype=float), uniq.shape)
+    whole = np.broadcast_to(np.asarray(t.transfer_s, dtype=float), uniq.shape)
+    return pre[inv], work[inv], exposed[inv], whole[inv]
+
+
+def decode_capacity_tokens(sc: Scenario, dep: Deployment, context: int) -> float:
+    """KV tokens one decode instance holds beside the weights (``memory.instance_memory``)."""
+    ctx = int(max(1, min(context, sc.model.max_context_tokens)))
+    mem = instance_memory(sc.model, dep.decode_gpu, tp=dep.decode_tp, seq_len=ctx, batch=1,
+                          kv_dtype=sc.kv_dtype, kv_scale_group=sc.kv_scale_group,
+                          data_parallel_attention=dep.decode_data_parallel,
+                          ep=dep.decode_ep)  # fmt: skip
+    if mem.usable_bytes_per_gpu <= 0:
+        return 0.0
+    per_token = mem.kv_bytes_per_request_per_gpu / ctx
+    ranks = max(dep.decode_tp, dep.decode_ep) if dep.decode_data_parallel else 1
+    return mem.usable_bytes_per_gpu / per_token * ranks
+
+
+class StepTable:
+    """``timing.estimate_decode_step_s`` of the decode side on a (batch × context) table,
+    read by linear interpolation in the context: one estimate per cell instead of one per
+    request and round (a million requests: ~0.1 s a round otherwise).  Every whole batch up to
+    :data:`TABLE_BATCHES`, a geometric grid above; contexts every ``h`` tokens (at most
+    :data:`TABLE_CONTEXTS` + 1 of them), so a cell is found by division, not a search.  The
+    step is affine in the context between kinks (the KV read; a window's end), so the
+    interpolation is exact for a full-attention model away from the compute roofline's kink."""
+
+    def __init__(self, sc: Scenario, dep: Deployment, max_context: int, max_batch: int):
+        top_b = max(1, max_batch)
+        small = np.arange(1, min(top_b, TABLE_BATCHES) + 1, dtype=float)
+        big = np.geomspace(TABLE_BATCHES, top_b, 64).round() if top_b > TABLE_BATCHES else []
+        self.big = np.unique(np.asarray(big, dtype=float))
+        self.batches = np.concatenate([small, self.big[self.big > small[-1]]])
+        self.h = max(1, -(-int(max_context) // TABLE_CONTEXTS))
+        self.contexts = np.arange(TABLE_CONTEXTS + 2, dtype=float) * self.h
+        fw = getattr(sc, "framework", None)  # as capacity.pools.decode_side estimates it
+        kw = {} if fw is None else {"framework": fw}
+        self.table = estimate_decode_step_s(sc.model, self.contexts[None, :],
+                                            self.batches[:, None], gpu=dep.decode_gpu,
+                                            tp=dep.decode_tp, kv_dtype=sc.kv_dtype,
+                                            ep=dep.decode_ep,
+                                            data_parallel_attention=dep.decode_data_parallel,
+                                            **kw)  # fmt: skip
+
+    def __call__(self, context: np.ndarray, batch: np.ndarray) -> np.ndarray:
+        """Step [s] at whole ``batch`` (≥ 1; above the table: its last row) and ``context``."""
+        b = np.asarray(batch, dtype=float)
+        bi = np.minimum(b, TABLE_BATCHES).astype(np.int64) - 1
+        if self.big.size and b.max() > TABLE_BATCHES:
+            over = b > TABLE_BATCHES
+            bi[over] = np.minimum(np.searchsorted(self.batches, b[over]),
+                                  len(self.batches) - 1)  # fmt: skip
+        c = np.clip(context, 0.0, self.contexts[-2]) / self.h
+        j = np.minimum(c.astype(np.int64), TABLE_CONTEXTS)
+        f = c - j
+        return self.table[bi, j] * (1 - f) + self.table[bi, j + 1] * f
+
+
+def _prefill_and_link(sc, dep: Deployment, stream: Stream):
+    pre, work, exposed, whole = _per_request(sc, dep, stream)
+    start, inst = first_free(stream.arrival_s, work, dep.prefill_instances)
+    end = start + pre
+    ready = end + exposed - whole  # on a free link the KV lands at end + exposed
+    lay = Layout(inst, dep.prefill_instances)
+    r, busy, order = sorted_columns(lay.matrix(ready, float(ready.max())), lay.matrix(whole, 0.0))
+    link_start = lay.flat(unsort(served(r, busy), order))
+    return start, end, ready, link_start, whole, inst
+
+
+def _receive(link_start, busy, instances: int):
+    """Start on the decode instance's NICs [s]: request k's instance k mod ``instances``
+    receives one transfer at a time, in the order they leave (a transfer that finds them
+    busy waits: the slower side of the pair bounds it)."""
+    n = len(link_start)
+    s, b, order = sorted_columns(by_instance(link_start, instances, float(link_start.max())),
+                                 by_instance(busy, instances, 0.0))  # fmt: skip
+    return unsort(served(s, b), order).ravel()[:n]
+
+
+def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None) -> Timeline:
+    """Every request's timeline through ``dep`` (module doc)."""
+    sc = dep.sc
+    start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
+    receive = _receive(link_start, busy, dep.decode_instances)
+    kv = receive + busy
+    p, o = stream.prompt_tokens, stream.output_tokens
+    maxc = sc.model.max_context_tokens
+    need = np.minimum(p + o, maxc).astype(float)
+    held = np.minimum(p + o / 2.0, maxc)
+    ctx = int(np.ceil(held.mean()))
+    capacity = decode_capacity_tokens(sc, dep, ctx)
+    if capacity < 1:
+        raise ValueError(f"a decode instance at TP {dep.decode_tp} holds no KV beside the weights")
+    step = StepTable(sc, dep, int(need.max()), int(capacity))
+    if design_step_s is None:
+        design_step_s = float(step(np.array([ctx]), np.array([1.0]))[0])
+    run = run_decode(kv, need, held, o.astype(float), instances=dep.decode_instances,
+                     capacity_tokens=capacity, step=step, design_step_s=design_step_s)  # fmt: skip
+    return Timeline(
+        arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
+        link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
+        decode_start_s=run.start_s, first_token_s=run.start_s + run.first_step_s,
+        tpot_s=run.tpot_s, depart_s=run.depart_s, link_busy_s=busy, receive_start_s=receive,
+        prefill_instance=inst, decode_instance=round_robin(stream.n, dep.decode_instances),
+        bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
+        capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
+        memory_bound_instances=run.memory_bound,
+    )  # fmt: skip

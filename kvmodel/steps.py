@@ -1,0 +1,184 @@
+"""The parts of a decode step and of a prefill pass, each a named time per GPU [s].
+
+A decode step of ``B`` requests holding ``S`` tokens each, on one instance of ``G`` GPUs
+(``G = TP``, or ``EP`` with expert parallelism: ``EP ÷ TP`` data-parallel attention groups of
+``TP`` GPUs each, the batch spread over the groups):
+
+    memory   = weights read ÷ (HBM × e_hbm)  +  KV read ÷ (HBM × e_hbm)
+    compute  = GEMM FLOPs ÷ (peak × e_flop)  +  attention FLOPs ÷ (BF16 peak × e_flop)
+    overlap  = (memory^p + compute^p)^(1/p)  -  a smooth max: a step near the ridge pays part
+               of both (p = ∞ would be the roofline's max, p = 1 their sum)
+    step     = framework floor + kernel floor × layers + overlap + TP all-reduce
+               + EP dispatch/combine
+
+e_hbm and e_flop are the GPU's achievable fractions of its datasheet peaks (``data/gpus.csv``).
+The TP all-reduce is a ring over the scale-up link (NVLink), 2 per layer (1 with EP: the MoE
+output is combined instead): ``2 (TP−1)/TP × bytes ÷ bandwidth + latency``.  EP's dispatch and
+combine move ``tokens × hidden × top_k × (EP−1)/EP`` values each way per MoE layer (FP8 out,
+BF16 back, as DeepEP does), the share of peers inside the node over NVLink, the rest over the
+GPU's NICs; the two paths run at once.
+
+Shown parts add up to the total: the larger of memory and compute is shown whole, the smaller
+scaled by its exposed share ``(overlap − larger) ÷ smaller``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+# The combination and the floors.  Fitted on the ``fit`` rows of data/fidelity/compute.csv
+# (bench/fit_compute.py); README's fidelity table gives the fitted and held-out errors.
+OVERLAP_P = 2.5  # smooth-max exponent (memory^p + compute^p)^(1/p); the fit kept 2.5
+DECODE_KERNEL_S_PER_LAYER = 38.9e-6  # ~10-13 kernels per layer at ~3 µs each under CUDA graphs
+PREFILL_KERNEL_S_PER_LAYER = 250e-6  # prefill's launches, syncs and the scheduler per layer
+# A ring all-reduce's fixed cost per call on NVLink: NCCL's small-message all-reduce on 8
+# H100s takes ~10-20 µs (nccl-tests all_reduce_perf), vLLM's custom one-shot all-reduce ~5-10
+# µs (vLLM custom_all_reduce.cuh benchmarks): 10 µs.
+ALLREDUCE_LATENCY_S = 10e-6
+# Per MoE layer per direction: DeepEP's low-latency dispatch of 128 tokens at EP 8 takes
+# ~77 µs and combine ~114 µs of which ~15-20 µs is fixed (deepseek-ai/DeepEP README tables);
+# SGLang's large-EP blog (lmsys.org 2025-05-05) shows the same order: 20 µs.
+EP_LATENCY_S = 20e-6
+# NCCL's ring all-reduce reaches ~70-80 % of NVLink's per-direction bandwidth as bus bandwidth
+# on 8 H100s (nccl-tests all_reduce_perf large-message busbw ~ 350-370 GB/s of 450; NVIDIA's
+# NCCL blog posts report the same fraction): 0.75.
+ALLREDUCE_BW_EFFICIENCY = 0.75
+# MoE expert GEMMs at a few tokens per expert read their weights at a lower share of HBM than
+# dense GEMMs (grouped/fused MoE kernels: vLLM's fused_moe tuning tables and SGLang's MoE
+# kernel blog both show ~50-70 % of peak bandwidth); fitted on the MoE decode rows.
+MOE_READ_EFFICIENCY = 0.42
+# A prefill pass also streams its activations through HBM in the kernels that are not GEMMs
+# (RMSNorm, residual adds, rotary, SiLU, the all-reduce's copies): per token and layer about
+# this many hidden-size BF16 vectors, replicated on every TP rank (norms and residuals are not
+# split by TP).  Fitted on the prefill rows: 52, about twice what a count of those kernels'
+# reads and writes gives (~20-25): the term also carries what is left of small per-GPU GEMMs
+# at high TP (Qwen3-8B at TP 8 prefills at ~1/4 of the FLOP rate Llama-70B reaches).
+PREFILL_ACTIVATION_PASSES = 52.0
+DISPATCH_BYTES = 1.0  # FP8 tokens out (DeepEP dispatch)
+COMBINE_BYTES = 2.0  # BF16 back (DeepEP combine)
+ACTIVATION_BYTES = 2.0  # BF16 activations in a TP all-reduce
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Named times [s] that add up to ``total_s``; values are floats or arrays."""
+
+    def terms(self) -> dict:
+        """Term name → seconds, in the order shown."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.endswith("_s")}
+
+    @property
+    def total_s(self):
+        return sum(self.terms().values())
+
+    def as_ms(self) -> dict:
+        """Term name (without ``_s``) → float ms, for JSON and tables."""
+        return {k[:-2]: float(np.asarray(v).reshape(-1)[0]) * 1e3 for k, v in self.terms().items()}
+
+
+@dataclass(frozen=True)
+class StepParts(Parts):
+    """One decode step per GPU [s] (module doc)."""
+
+    weights_read_s: object
+    kv_read_s: object
+    attention_s: object
+    gemm_s: object
+    tp_allreduce_s: object
+    ep_dispatch_combine_s: object
+    kernel_floor_s: object
+    framework_floor_s: object
+
+
+@dataclass(frozen=True)
+class PrefillParts(Parts):
+    """One prefill pass per GPU [s] (module doc)."""
+
+    weights_read_s: object
+    activations_s: object
+    attention_s: object
+    gemm_s: object
+    tp_allreduce_s: object
+    ep_dispatch_combine_s: object
+    kernel_floor_s: object
+
+
+@dataclass(frozen=True)
+class TtftParts(Parts):
+    """Time to first token of a disaggregated request [s]: the framework's per-request cost
+    (API server, tokenizer, scheduling, the P/D proxy), its wait, its prefill, the exposed KV
+    transfer and the first decode step."""
+
+    request_s: object
+    queue_s: object
+    prefill_s: object
+    transfer_s: object
+    first_step_s: object
+
+
+LABELS = {  # short names for tables (the docstrings above say what each is)
+    "weights_read": "Weights read",
+    "kv_read": "KV read",
+    "activations": "Activations",
+    "attention": "Attention FLOPs",
+    "gemm": "GEMM FLOPs",
+    "tp_allreduce": "TP all-reduce",
+    "ep_dispatch_combine": "EP all-to-all",
+    "kernel_floor": "Kernel floor",
+    "framework_floor": "Framework/step",
+    "request": "Framework/request",
+    "queue": "Queue",
+    "prefill": "Prefill",
+    "transfer": "KV transfer",
+    "first_step": "First step",
+}
+
+
+def overlapped(memory_s, compute_s, p: float = OVERLAP_P):
+    """(memory^p + compute^p)^(1/p) and the exposed share of the smaller side (0..1)."""
+    m = np.asarray(memory_s, dtype=float)
+    c = np.asarray(compute_s, dtype=float)
+    big, small = np.maximum(m, c), np.minimum(m, c)
+    both = (m**p + c**p) ** (1.0 / p)
+    share = np.divide(both - big, small, out=np.zeros_like(both), where=small > 0)
+    return both, share
+
+
+def split_exposed(memory_parts: tuple, compute_parts: tuple, p: float = OVERLAP_P):
+    """Memory and compute parts scaled so that they add up to the overlapped time."""
+    m = sum(np.asarray(x, dtype=float) for x in memory_parts)
+    c = sum(np.asarray(x, dtype=float) for x in compute_parts)
+    _, share = overlapped(m, c, p)
+    mem_whole = m >= c
+    mem_scale = np.where(mem_whole, 1.0, share)
+    comp_scale = np.where(mem_whole, share, 1.0)
+    return tuple(x * mem_scale for x in memory_parts), tuple(x * comp_scale for x in compute_parts)
+
+
+def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float):
+    """``calls`` ring all-reduces of ``bytes_`` each over ``tp`` GPUs [s]."""
+    if tp <= 1:
+        return np.zeros_like(np.asarray(bytes_, dtype=float))
+    rate = bandwidth_bytes_per_s * ALLREDUCE_BW_EFFICIENCY
+    ring = 2.0 * (tp - 1) / tp * np.asarray(bytes_, dtype=float) / rate
+    return calls * (ring + ALLREDUCE_LATENCY_S)
+
+
+def ep_exchange_s(tokens_per_gpu, *, hidden: int, top_k: int, ep: int, layers: int,
+                  node_gpus: int, scaleup_bytes_per_s: float, nic_bytes_per_s: float):  # fmt: skip
+    """EP dispatch + combine of ``tokens_per_gpu`` tokens over ``layers`` MoE layers [s].
+
+    Per direction a GPU sends ``tokens × hidden × top_k × (EP−1)/EP`` values: to peers in its
+    node (``min(EP, node_gpus) − 1`` of ``EP``) over the scale-up link, to the others over its
+    NICs, both at once.  Dispatch is FP8, combine BF16.
+    """
+    if ep <= 1:
+        return np.zeros_like(np.asarray(tokens_per_gpu, dtype=float))
+    values = np.asarray(tokens_per_gpu, dtype=float) * hidden * max(top_k, 1)
+    local = (min(ep, node_gpus) - 1) / ep
+    remote = max(ep - node_gpus, 0) / ep
+    per_byte = np.maximum(local / scaleup_bytes_per_s, remote / nic_bytes_per_s)
+    moved = values * (DISPATCH_BYTES + COMBINE_BYTES) * per_byte
+    return layers * (moved + 2.0 * EP_LATENCY_S)

@@ -1,0 +1,53 @@
+"""Tables of the model's time breakdowns and of its fidelity (pure pandas; no Streamlit)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kvmodel.steps import LABELS
+
+
+def breakdown_frame(parts) -> pd.DataFrame:
+    """One row per term of a ``kvmodel.steps.Parts``: its name, ``ms`` and ``share`` of the
+    total (a fraction); the last row is the total (the sum of the rows above)."""
+    ms = parts.as_ms()
+    total = sum(ms.values())
+    rows = [
+        {"part": LABELS.get(k, k), "ms": v, "share": v / total if total else 0.0}
+        for k, v in ms.items()
+    ]
+    rows.append({"part": "Total", "ms": total, "share": 1.0})
+    return pd.DataFrame(rows)
+
+
+def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary per figure and set, every point) for the Models page, times in ms."""
+    head = pd.DataFrame(
+        [
+            {
+                "figure": s["what"],
+                "set": "fitted" if s["part"] == "fit" else "held out",
+                "points": s["n"],
+                "mean error [%]": 100 * s["mean_abs_error"],
+                "worst error [%]": 100 * s["max_abs_error"],
+                "worst point": s["worst"],
+            }
+            for s in summary
+        ]  # fmt: skip
+    )
+    points = pd.DataFrame(
+        [
+            {
+                "figure": r["what"],
+                "framework or stack": r["stack"],
+                "set": "fitted" if r["part"] == "fit" else "held out",
+                "measured": r["label"],
+                "measured [ms]": r["measured_ms"],
+                "model [ms]": r["predicted_ms"],
+                "model ÷ measured": r["ratio"],
+                "source": f"{r['source']}: {r['source_ref']}",
+            }
+            for r in rows
+        ]  # fmt: skip
+    )
+    return head, points

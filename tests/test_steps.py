@@ -1,0 +1,114 @@
+"""The decode step, prefill and TTFT from their parts (kvmodel.steps, kvmodel.timing), expert
+parallelism and the serving frameworks."""
+
+import json
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from kvmodel import catalog
+from kvmodel.build import build_scenario, to_scenario
+from kvmodel.cli import main
+from kvmodel.memory import weights_bytes_per_gpu
+from kvmodel.timing import (
+    decode_attention_flops_per_token,
+    decode_step_parts,
+    estimate_decode_step_s,
+    prefill_parts,
+)
+from kvmodel.transfer import evaluate
+
+H100 = catalog.get_gpu("h100-sxm")
+H800 = catalog.get_gpu("h800")
+
+
+@pytest.mark.parametrize(
+    ("model", "seq", "batch", "tp", "ep", "fw"),
+    [("llama-3.1-70b", 2048, 32, 4, 1, "vllm"), ("deepseek-v3", 4096, 256, 1, 32, "sglang"),
+     ("qwen3-235b-a22b", 8192, 1, 8, 1, "trtllm"), ("qwen3-8b", 1, 1, 1, 1, "none")],
+)  # fmt: skip
+def test_the_parts_add_up_to_the_totals(model, seq, batch, tp, ep, fw):
+    spec = catalog.get_model(model)
+    parts = decode_step_parts(spec, seq, batch, gpu=H800, tp=tp, ep=ep, framework=fw)
+    assert_allclose(sum(parts.terms().values()), parts.total_s, rtol=1e-12)
+    assert_allclose(parts.total_s, estimate_decode_step_s(spec, seq, batch, gpu=H800, tp=tp,
+                                                          ep=ep, framework=fw))  # fmt: skip
+    assert all(v >= 0 for v in parts.terms().values())
+    pre = prefill_parts(spec, seq, 1, gpu=H800, tp=tp, ep=ep)
+    assert_allclose(sum(pre.as_ms().values()), pre.total_s * 1e3, rtol=1e-12)
+
+
+def test_json_breakdowns_add_up_to_the_shown_totals(capsys):
+    assert main(["transfer", "--model", "deepseek-v3", "--gpu", "h800", "--tp", "1",
+                 "--tp-decode", "1", "--ep", "32", "--ep-decode", "72", "--framework", "sglang",
+                 "--seq-len", "4096", "--batch", "8", "--json"]) == 0  # fmt: skip
+    d = json.loads(capsys.readouterr().out)
+    assert (d["framework"], d["ep_prefill"], d["ep_decode"]) == ("sglang", 32, 72)
+    assert sum(d["step_breakdown_ms"].values()) == pytest.approx(d["decode_step_ms"])
+    assert sum(d["prefill_breakdown_ms"].values()) == pytest.approx(d["prefill_ms"])
+    assert sum(d["ttft_breakdown_ms"].values()) == pytest.approx(d["ttft_ms"])
+    assert d["step_breakdown_ms"]["ep_dispatch_combine"] > 0  # EP 72 crosses nodes
+    assert d["ttft_breakdown_ms"]["request"] == pytest.approx(18.1 + 11.9)  # SGLang + router
+
+
+def test_mla_absorbed_attention_from_the_config_fields():
+    # DeepSeek-V3: 61 layers × 2 · 128 heads · (kv_lora_rank 512 + rope 64) · 2 per cached
+    # token (v_head_dim 0: one latent); at 2,048 tokens
+    v3 = catalog.get_model("deepseek-v3")
+    assert_allclose(decode_attention_flops_per_token(v3, 2048), 61 * 2 * 128 * 576 * 2 * 2048)
+    # GQA: Llama-3.1-70B, 80 layers × 2 · 64 · (128 + 128) per token
+    l70 = catalog.get_model("llama-3.1-70b")
+    assert_allclose(decode_attention_flops_per_token(l70, 1000), 80 * 2 * 64 * 256 * 1000)
+
+
+def test_expert_parallel_weights_per_gpu():
+    # DeepSeek-V3 FP8: routed experts = (671 − 37)e9 × 256 / 248 = 654.45e9; the rest, 16.55e9,
+    # on every GPU at TP 1; EP 32 holds 1/32 of the routed experts
+    v3 = catalog.get_model("deepseek-v3")
+    routed = 634e9 * 256 / 248
+    assert_allclose(v3.routed_expert_params, routed)
+    assert_allclose(weights_bytes_per_gpu(v3, 1, 32), (671e9 - routed) + routed / 32)
+    assert_allclose(weights_bytes_per_gpu(v3, 8), 671e9 / 8)  # EP off: all over TP
+
+
+def test_expert_parallelism_needs_a_moe_and_a_multiple_of_tp():
+    with pytest.raises(ValueError, match="dense model"):
+        build_scenario(model="llama-3.1-70b", ep=8)
+    with pytest.raises(ValueError, match="multiple of its TP"):
+        build_scenario(model="deepseek-v3", tp=8, ep=12)
+    sc = build_scenario(model="deepseek-v3", tp=1, tp_decode=1, ep=32, ep_decode=72)
+    assert (sc.gpus_prefill, sc.gpus_decode) == (32, 72)
+
+
+@pytest.mark.parametrize("argv", [["--ep", "8"], ["--model", "deepseek-v3", "--ep", "12"],
+                                  ["--ep", "0"], ["--framework", "tgi"]])  # fmt: skip
+def test_cli_rejects_bad_ep_and_framework(argv, capsys):
+    assert main(["transfer", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and ("--ep" in err or "--framework" in err), err
+
+
+def test_a_link_without_fw_or_ep_keeps_its_meaning():
+    plain = to_scenario({"model": "llama-3.1-70b"})
+    assert (plain.framework, plain.ep_prefill, plain.ep_decode) == ("vllm", 1, 1)
+    # the Python API and version-1 links keep the article's arithmetic: no framework costs
+    assert build_scenario().framework == "none"
+    assert evaluate(build_scenario()).framework_request_s == 0
+
+
+def test_framework_costs_reach_ttft_and_padding_reaches_the_step():
+    vllm = to_scenario({"model": "llama-3.1-8b", "fw": "vllm", "tp": 1})
+    none = to_scenario({"model": "llama-3.1-8b", "fw": "none", "tp": 1})
+    assert evaluate(vllm).ttft_s - evaluate(none).ttft_s == pytest.approx(0.0185 + 0.0192)
+    fw = catalog.get_framework("vllm")
+    assert list(fw.padded_batch(np.array([1, 3, 5, 9, 64, 513]))) == [1, 4, 8, 16, 64, 513]
+
+
+def test_a_wider_ep_spreads_the_experts_and_pays_the_all_to_all():
+    v3 = catalog.get_model("deepseek-v3")
+    narrow = decode_step_parts(v3, 2048, 8 * 64, gpu=H800, tp=1, ep=8)
+    wide = decode_step_parts(v3, 2048, 72 * 64, gpu=H800, tp=1, ep=72)
+    # the same 64 requests per GPU: EP 72 reads fewer expert bytes per GPU but crosses nodes
+    assert wide.weights_read_s < narrow.weights_read_s
+    assert wide.ep_dispatch_combine_s > narrow.ep_dispatch_combine_s > 0

@@ -1,0 +1,32 @@
+"""The Overview's time breakdown and the Models page's fidelity section (AppTest)."""
+
+import pytest
+from app_helpers import app
+
+from kvmodel import fidelity
+from kvmodel.build import to_scenario
+from kvmodel.transfer import evaluate
+
+LINK = {"stack": "mooncake", "model": "deepseek-v3", "gpu": "h800", "tp": "1", "tpd": "1",
+        "ep": "32", "epd": "72", "fw": "sglang", "seq": "4096", "batch": "64"}  # fmt: skip
+
+
+def test_overview_shows_the_parts_that_add_up():
+    at = app(LINK, "pages/overview.py", article=False)
+    assert [h.value for h in at.subheader if h.value == "Where the time goes"]
+    frames = [d.value for d in at.dataframe][-3:]  # decode step, prefill, TTFT
+    ev = evaluate(to_scenario({k: v for k, v in LINK.items()}))
+    for frame, total in zip(frames, (ev.decode_step_s, ev.prefill_s, ev.ttft_s), strict=True):
+        frame = frame.set_index("part")
+        assert frame.loc["Total", "ms"] == pytest.approx(total * 1e3)
+        assert frame.drop("Total")["ms"].sum() == pytest.approx(total * 1e3)
+    assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(30.0)
+
+
+def test_models_page_lists_every_cited_measurement():
+    at = app(page="pages/models.py")
+    assert any("Fidelity" in h.value for h in at.subheader)
+    head, points = at.dataframe[-2].value, at.dataframe[-1].value
+    assert len(points) == len(fidelity.all_points())
+    assert set(head["figure"]) == {"transfer", "posting", "prefill", "decode step", "TTFT"}
+    assert points["source"].str.len().min() > 20  # every point names its source

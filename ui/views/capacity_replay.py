@@ -1,0 +1,153 @@
+"""The Capacity page's sections drawn on demand: which decode GPU (the plan with its decode
+pool on each catalog GPU) and the replay of the trace (``kvmodel.replay``: the planned
+deployment under the trace's own arrivals, its chart, CSV and the handout's section).
+
+Each draws only while its expander is open, so the page's rerun stays as cheap as before;
+results are memoised process-wide (a replay of the shipped traces: ~0.1 s; sizing by replay:
+a few rounds, with a progress bar).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from kvmodel import catalog
+from kvmodel import replay as rp
+from kvmodel import traffic as tr
+from kvmodel.capacity.pairs import decode_gpu_plans
+from kvview import csv_capacity
+from kvview.capacity_words import pct_label
+from kvview.figures.replay import figure_replay
+from kvview.fmt import fmt_time
+from kvview.replay_words import replay_frame, replay_rows
+from ui import exports_ui, perf, traffic_ui, widgets
+
+
+def _memo(text: str, fn, args: tuple, kwargs: dict, key):
+    return perf.PLANS.call(fn, args, kwargs, around_miss=lambda: st.spinner(text), key=key)
+
+
+def decode_gpus(sc, plan_key: tuple, lengths, rate: float, slo, kw: dict) -> None:
+    """Which decode GPU: the plan with its decode pool on each catalog GPU (the sidebar's
+    prefill GPU kept), drawn only while its expander is open (a plan per GPU: ~20 ms each)."""
+    box = st.expander("Which decode GPU: this plan with decode on other GPUs",
+                      icon=":material/memory:", key="cap_gpus_open",
+                      on_change="rerun")  # fmt: skip
+    if not box.open:
+        return
+    with box:
+        ids = tuple(catalog.gpus())
+        key = ("gpus", plan_key, sc.gpu_decode, lengths, rate, slo,
+               tuple(sorted(kw.items())), ids)  # fmt: skip
+        try:
+            table = _memo("Sizing on each decode GPU…", _pair_plans,
+                          (sc, lengths, rate, slo, ids, kw), {}, key)  # fmt: skip
+        except ValueError as exc:
+            st.error(f"No plan per decode GPU: {exc}.", icon=":material/block:")
+            return
+        st.dataframe(table, hide_index=True, width="stretch")
+        priced = "cheapest first at the prices above (the decode price for every decode GPU)"
+        st.caption(f"Prefill on {sc.gpu.name}; meeting the targets first, then "
+                   + (priced if kw.get("gpu_price_per_hour") or
+                      kw.get("gpu_price_decode_per_hour") else "fewest GPUs first")
+                   + ". Set the decode GPU in the sidebar (Parallelism and hardware).")  # fmt: skip
+        exports_ui.table_download(lambda: table, "capacity-decode-gpus")
+
+
+def _pair_plans(sc, lengths, rate: float, slo, ids: tuple, kw: dict):
+    plans = decode_gpu_plans(sc, lengths.with_rps(rate), slo, ids, **kw)
+    return csv_capacity.decode_gpu_frame(plans, ttft_percentile=slo.ttft_percentile)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _sample_per_request(sample_id: str):
+    """A shipped trace with every request (a replay plays its timestamps); two kept."""
+    return tr.load_traffic(tr.sample_path(sample_id), per_request=True)
+
+
+def _replay_stream(sc, trace: bool, lengths, rate: float):
+    """The requests the replay plays: a shipped trace's own, else Poisson arrivals (an
+    upload is kept as counts per length, without its timestamps)."""
+    ss = st.session_state
+    wl = lengths.with_rps(rate)
+    if trace and not traffic_ui.upload_chosen():
+        req = _sample_per_request(ss["trace"])
+        return rp.stream_for(wl, sc.model.max_context_tokens, req, rps=ss["rps"] or None,
+                             output_len=int(ss["out"]), n=int(ss["rn"]))  # fmt: skip
+    return rp.poisson_stream(wl, sc.model.max_context_tokens, int(ss["rn"]))
+
+
+def _run_replay(sc, plan, trace, lengths, rate, slo, size_by, bar):
+    stream = _replay_stream(sc, trace, lengths, rate)
+
+    def progress(i: int, total: int) -> None:
+        bar.progress(i / total, text=f"Growing the pools: round {i} of at most {total}…")
+
+    return rp.replay_plan(sc, plan, stream, slo, size_by=size_by, progress=progress)
+
+
+def replay(sc, plan_key: tuple, plan, trace: bool, lengths, rate: float, slo):
+    """The plan replayed over the trace's own arrivals, drawn only while its expander is
+    open (a replay of the shipped traces: ~0.1 s; sizing by replay: a few rounds)."""
+    box = st.expander("Replay the trace: the plan under the trace's own arrivals",
+                      icon=":material/replay:", key="cap_replay_open",
+                      on_change="rerun")  # fmt: skip
+    if not box.open:
+        return None
+    ss = st.session_state
+    with box:
+        c = st.columns([2, 1])
+        size_by = widgets.input_widget(
+            c[0].radio, "size", horizontal=True,
+            format_func={"analytic": "the formulas (as planned)",
+                         "replay": "the replay (grow until it meets the targets)"}.get,
+        )  # fmt: skip
+        widgets.input_widget(c[1].number_input, "rn")
+        key = (
+            "replay",
+            plan_key,
+            lengths,
+            rate,
+            slo,
+            size_by,
+            int(ss["rn"]),
+            trace,
+            ss.get("trace"),
+            traffic_ui.upload_chosen(),
+            ss["rps"],
+            int(ss["out"]),
+            plan.prefill_instances,
+            plan.decode_instances,
+            plan.prefill_tp,
+            plan.decode_tp,
+        )
+        bar = st.empty()
+        try:
+            done = perf.PLANS.call(_run_replay, (sc, plan, trace, lengths, rate, slo, size_by,
+                                             bar.progress(0.0, text="Replaying the trace…")),
+                               {}, key=key)  # fmt: skip
+        except ValueError as exc:
+            st.error(f"No replay: {exc}.", icon=":material/block:")
+            return None
+        bar.empty()
+        _replay_body(done, slo)
+    return done
+
+
+def _replay_body(done, slo) -> None:
+    r = done.result
+    verdict = "meets" if r.meets_slo else "misses"
+    st.markdown(f"**The replay {verdict} the targets**: TTFT "
+                f"{pct_label(slo.ttft_percentile)} {fmt_time(r.ttft_at_slo_s)} against "
+                f"{fmt_time(slo.ttft_s)}, TPOT p90 {fmt_time(r.tpot_p90_s)} against "
+                f"{fmt_time(slo.tpot_s)}.")  # fmt: skip
+    for why in done.reasons:
+        st.caption(f"Replay and formulas disagree: {why}.")
+    exports_ui.chart(perf.cached(figure_replay, r.series, ttft_slo_s=slo.ttft_s),
+                     "capacity-replay")  # fmt: skip
+    rows = replay_rows(done, slo=slo)
+    st.dataframe({"quantity": [k for k, _ in rows], "value": [v for _, v in rows]},
+                 hide_index=True, width="stretch")  # fmt: skip
+    exports_ui.table_download(partial(replay_frame, r.series), "capacity-replay")
