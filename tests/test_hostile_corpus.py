@@ -391,7 +391,7 @@ def test_symlink_loops_end_and_the_files_are_read_once(tmp_path):
     root = tmp_path / "logs"
     (root / "day=1").mkdir(parents=True)
     _parquet(root / "day=1" / "part-0.parquet")
-    (root / "day=1" / "again").symlink_to("..")  # logs/day=1/again -> logs
+    (root / "day=1" / "again").symlink_to(root)  # logs/day=1/again -> logs (its parent)
     (root / "here").symlink_to(".")
     (root / "self").symlink_to("self")
     for target in (str(root / "**" / "*.parquet"), str(root)):
