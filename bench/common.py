@@ -115,6 +115,11 @@ TRIVIAL_LABEL = "trivial (1 chart)"
 RERUN_MEDIAN_MS = 100.0
 RERUN_P95_MS = 200.0
 CONTROL_TO_CHART_MS = 1000.0
+# Issue 20 item 6: the same targets as ratios to the trivial page, measured in the same run.
+RERUN_RATIO = 4.0  # every page's rerun median ÷ the trivial page's
+PAGE_CONTROL_RATIO = 4.0  # a page control's rerun median ÷ the trivial page's change
+CONTROL_TO_CHART_RATIO = 2.0  # browser control → chart median ÷ the trivial page's
+COLD_START_RATIO = 1.2  # the planner's first run ÷ the trivial page's (bench/cold_start.py)
 
 
 def median(xs: list[float]) -> float:
@@ -189,3 +194,11 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
+
+
+def ratio_cell(r: float | None, target: float) -> tuple[str, bool]:
+    """(``"2.1× ≤4× PASS"``, passed) for a ratio and its target; a missing ratio fails."""
+    if r is None or r != r:
+        return f"– ≤{target:g}× FAIL", False
+    ok = r <= target
+    return f"{r:.2f}× ≤{target:g}× {verdict(ok)}", ok

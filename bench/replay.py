@@ -12,7 +12,10 @@ phase: the machine is shared):
   and ``replay.summarise`` (the analytic plan itself is timed apart: ``--replay`` adds the
   replay to it).
 
-Prints both times and replay ÷ analysis (the issue's bound: at most 3).  No timed assertion
+Prints both times and replay ÷ analysis (the issue's bound: at most 3), two ways: with the
+replay's own per-request read, and with one shared read (``--replay`` reads the trace once,
+per request, for the plan and the replay: the analysis is then timed on that read, and the
+replay adds the stream, the replay and the summary).  No timed assertion
 lives in the tests; this is where the number comes from.
 
     python bench/replay.py [--rows 1000000]
@@ -56,19 +59,28 @@ def main() -> int:
         tr.recommended_window(psc, mix)
         return counted
 
+    def analysis_shared():  # the same analysis on the one per-request read
+        req = load_traffic(csv_path, max_bytes=10**12, per_request=True)
+        mix = tr.mix_from_requests(req)
+        tr.regions(psc, mix)
+        tr.load(psc, mix)
+        tr.recommended_window(psc, mix)
+        return req
+
     phases: dict[str, list[float]] = {}
 
-    def clock(name, fn, *a, **k):
-        t0 = time.perf_counter()
+    def clock(name, fn, *a, **k):  # wall time, and this process's CPU time apart
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn(*a, **k)
         phases.setdefault(name, []).append(time.perf_counter() - t0)
+        phases.setdefault(name + " (CPU)", []).append(time.process_time() - c0)
         return out
 
     for _ in range(args.repeat):  # interleaved; the minimum of each (a shared machine)
         counted = clock("analysis", analysis)
         plan = clock("plan", cap.plan, sc, cap.Workload.from_requests(counted), slo)
-        req = clock("read per request", load_traffic, csv_path, max_bytes=10**12,
-                    per_request=True)  # fmt: skip
+        clock("read per request", load_traffic, csv_path, max_bytes=10**12, per_request=True)
+        req = clock("analysis, shared read", analysis_shared)
         stream = clock("stream", rp.trace_stream, req, sc.model.max_context_tokens)
         dep = rp.deployment_of(sc, plan)
         tl = clock("replay", rp.replay, dep, stream)
@@ -79,13 +91,20 @@ def main() -> int:
 
 
 def _report(phases: dict, r, dep, plan, csv_path) -> None:
-    """Print each phase's best time and replay ÷ analysis."""
+    """Print each phase's best time and replay ÷ analysis (wall, then CPU)."""
     best = {k: min(v) for k, v in phases.items()}
+    for k, v in best.items():
+        print(f"  {k:<28}{v:.2f} s")
+    _ratios({k: v for k, v in best.items() if not k.endswith("(CPU)")}, r, dep, plan, csv_path)
+    cpu = {k[: -len(" (CPU)")]: v for k, v in best.items() if k.endswith("(CPU)")}
+    print("CPU time of this process (fairer on a shared machine):")
+    _ratios(cpu, r, dep, plan, csv_path)
+
+
+def _ratios(best: dict, r, dep, plan, csv_path) -> None:
     analysis_s = best["analysis"]
     replay_s = sum(best[k] for k in ("read per request", "stream", "replay", "summary"))
     plan_s = best["plan"]
-    for k, v in best.items():
-        print(f"  {k:<20}{v:.2f} s")
     print(f"requests              {r.requests:,} ({csv_path.name})")
     print(f"deployment            {dep.prefill_instances} × TP {dep.prefill_tp} prefill, "
           f"{dep.decode_instances} × TP {dep.decode_tp} decode")  # fmt: skip
@@ -96,6 +115,11 @@ def _report(phases: dict, r, dep, plan, csv_path) -> None:
         f"replay TTFT p90       {r.ttft_p90_s * 1e3:,.0f} ms (formulas {plan.ttft_s * 1e3:,.0f} ms)"
     )
     print(f"replay ÷ analysis     {replay_s / analysis_s:.2f} (bound: 3)")
+    shared_a = best["analysis, shared read"]
+    shared_r = sum(best[k] for k in ("stream", "replay", "summary"))
+    print(f"one shared read       analysis {shared_a:.2f} s, replay {shared_r:.2f} s "
+          f"(stream + replay + summary)")  # fmt: skip
+    print(f"replay ÷ analysis     {shared_r / shared_a:.2f} (one shared read; bound: 3)")
 
 
 if __name__ == "__main__":

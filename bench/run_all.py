@@ -23,11 +23,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
+    COLD_START_RATIO,
     CONTROL_TO_CHART_MS,
+    CONTROL_TO_CHART_RATIO,
+    PAGE_CONTROL_RATIO,
     RERUN_MEDIAN_MS,
     RERUN_P95_MS,
+    RERUN_RATIO,
     ROOT,
     TRIVIAL_LABEL,
+    ratio_cell,
     table,
     verdict,
 )
@@ -101,6 +106,43 @@ def summary(rerun: dict, c2c: dict | None) -> tuple[str, list[str]]:
     return table(rows, head), missed
 
 
+def ratio_summary(rerun: dict, c2c: dict | None, cold: dict | None) -> tuple[str, list[str]]:
+    """Issue 20 item 6: each page's ratios to the trivial page beside their targets: rerun
+    (its worst mode, each ÷ the trivial page's same mode), a page control's rerun, control →
+    chart in the browser; and the cold start (one row)."""
+    modes: dict[str, dict[str, float]] = {}
+    for r in rerun["results"]:
+        modes.setdefault(r["page"], {})[r["mode"]] = r["ratio_median"]
+    browser = {r["page"]: r for r in c2c["results"]} if c2c else {}
+    rows, missed = [], []
+    for page, by_mode in modes.items():
+        if page == TRIVIAL_LABEL:
+            continue
+        worst = max((v for m, v in by_mode.items() if m != "page"), default=None)
+        cells = [ratio_cell(worst, RERUN_RATIO)]
+        names = ["rerun"]
+        if "page" in by_mode:
+            cells.append(ratio_cell(by_mode["page"], PAGE_CONTROL_RATIO))
+            names.append("page control")
+        if c2c and page not in c2c.get("no_chart", []):
+            cells.append(ratio_cell((browser.get(page) or {}).get("ratio_median"),
+                                    CONTROL_TO_CHART_RATIO))  # fmt: skip
+            names.append("control→chart")
+        missed += [f"{page}: {n} ratio" for n, (_, ok) in zip(names, cells, strict=True) if not ok]
+        by_name = dict(zip(names, (c for c, _ in cells), strict=True))
+        rows.append([page] + [by_name.get(n, "–") for n in ("rerun", "page control",
+                                                             "control→chart")])  # fmt: skip
+    if cold:
+        cell, ok = ratio_cell(cold.get("ratio"), COLD_START_RATIO)
+        rows.append([f"cold start ({cold['app_ms']:.0f} vs {cold['trivial_ms']:.0f} ms)", cell,
+                     "", ""])  # fmt: skip
+        if not ok:
+            missed.append("cold start ratio")
+    head = ["page", "rerun ÷ triv (worst mode)", "page control ÷ triv change",
+            "control→chart ÷ triv"]  # fmt: skip
+    return table(rows, head), missed
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="AppTest reruns per page and mode")
@@ -111,11 +153,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     rerun_json, c2c_json = OUT / "page_rerun.json", OUT / "control_to_chart.json"
-    mem_json = OUT / "server_memory.json"
-    for stale in (rerun_json, c2c_json, mem_json):
+    mem_json, cold_json = OUT / "server_memory.json", OUT / "cold_start.json"
+    for stale in (rerun_json, c2c_json, mem_json, cold_json):
         stale.unlink(missing_ok=True)
 
     run("page_rerun.py", "--runs", str(args.runs), "--json", str(rerun_json))
+    print()
+    run("cold_start.py", "--json", str(cold_json))
     print()
     c2c = None
     why_not = "--no-browser" if args.no_browser else browser_available()
@@ -153,6 +197,14 @@ def main(argv=None) -> int:
             missed.append("server memory per session")
     elif not why_not:
         missed.append("server memory (no result)")
+    cold = json.loads(cold_json.read_text()) if cold_json.exists() else None
+    ratios, missed_ratios = ratio_summary(rerun, c2c, cold)
+    print()
+    print("=== Ratios to the trivial page (issue 20 item 6), this run")
+    print(ratios)
+    missed += missed_ratios
+    if cold is None:
+        missed.append("cold start (no result)")
     print("Targets missed: " + (", ".join(missed) if missed else "none"))
     if args.profile:
         slow = sorted({s.split(":")[0] for s in missed if s.endswith("rerun")})

@@ -48,20 +48,23 @@ class DecodeRun:
 def _admit(ready, need, dur, capacity: float) -> np.ndarray:
     """Admission times of one instance's requests (rows in arrival order): FCFS, each when its
     ``need`` tokens fit in ``capacity`` beside the requests still decoding."""
-    start = np.empty_like(ready)
+    out: list = []
     heap: list = []
     free, t = capacity, 0.0
-    for k in range(len(ready)):
-        t = max(t, ready[k])
+    keep, push, pop = out.append, heapq.heappush, heapq.heappop
+    # Python floats, not numpy scalars: the loop's cost is its per-item overhead
+    for r, nd, d in zip(ready.tolist(), need.tolist(), dur.tolist(), strict=True):
+        if r > t:
+            t = r
         while heap and heap[0][0] <= t:
-            free += heapq.heappop(heap)[1]
-        while free < need[k] and heap:
-            dep, tokens = heapq.heappop(heap)
+            free += pop(heap)[1]
+        while free < nd and heap:
+            dep, tokens = pop(heap)
             t, free = max(t, dep), free + tokens
-        start[k] = t
-        free -= need[k]
-        heapq.heappush(heap, (t + dur[k], need[k]))
-    return start
+        keep(t)
+        free -= nd
+        push(heap, (t + d, nd))
+    return np.array(out, dtype=float)
 
 
 def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
@@ -84,27 +87,42 @@ def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
     return cols[held.max(axis=0) > capacity * (1 + 1e-12)]
 
 
+class Bins:
+    """Each request's first and last bin on a grid of ``nb`` bins of width ``w`` per column,
+    as flat indices into a (cols, nb + 1) layout: computed once per round and shared by every
+    grid and mean of the round (the indexing is most of their cost)."""
+
+    def __init__(self, start, end, nb: int, w: float):
+        self.shape, self.cols, self.nb = start.shape, start.shape[1], nb
+        col = np.arange(self.cols) * (nb + 1)
+        sb = np.minimum((start / w).astype(np.int64), nb - 1)
+        last = (end / w).astype(np.int64)
+        eb = np.minimum(last, nb - 1)
+        self.first = (sb + col).ravel()
+        self.stop = (np.minimum(last + 1, nb) + col).ravel()  # the bin after its last
+        self.last = (eb + col).ravel()
+        self.count = (eb - sb + 1).ravel()
+
+    def grid(self, valid, values) -> np.ndarray:
+        """Per column and bin (cols, nb + 1; the last bin empty), the sum of ``values`` of the
+        requests running in it."""
+        size = self.cols * (self.nb + 1)
+        v = np.where(valid, values, 0.0).ravel()
+        diff = np.bincount(self.first, v, size) - np.bincount(self.stop, v, size)
+        return np.cumsum(diff.reshape(self.cols, self.nb + 1), axis=1)
+
+    def mean_over(self, grid):
+        """(value at each request's start bin, mean over its bins) of a :meth:`grid`."""
+        prefix = np.concatenate(
+            [np.zeros((self.cols, 1)), np.cumsum(grid[:, : self.nb], axis=1)], axis=1
+        ).ravel()
+        mean = (prefix[self.last + 1] - prefix[self.first]) / self.count
+        return grid.ravel()[self.first].reshape(self.shape), mean.reshape(self.shape)
+
+
 def _grid(start, end, valid, values, nb: int, w: float) -> np.ndarray:
     """Per column and bin, the sum of ``values`` of the requests running in it: (cols, nb)."""
-    cols = start.shape[1]
-    sb = np.minimum((start / w).astype(np.int64), nb - 1)
-    eb = np.minimum((end / w).astype(np.int64) + 1, nb)
-    col = np.broadcast_to(np.arange(cols), start.shape)
-    v = np.where(valid, values, 0.0).ravel()
-    diff = np.bincount((col * (nb + 1) + sb).ravel(), v, cols * (nb + 1))
-    diff -= np.bincount((col * (nb + 1) + eb).ravel(), v, cols * (nb + 1))
-    return np.cumsum(diff.reshape(cols, nb + 1), axis=1)[:, :nb]
-
-
-def _mean_over(grid, start, end, w: float):
-    """(value at each request's start bin, mean over its bins) of a (cols, nb) grid."""
-    cols, nb = grid.shape
-    sb = np.minimum((start / w).astype(np.int64), nb - 1)
-    eb = np.minimum((end / w).astype(np.int64), nb - 1)
-    col = np.broadcast_to(np.arange(cols)[None, :], start.shape)
-    prefix = np.concatenate([np.zeros((cols, 1)), np.cumsum(grid, axis=1)], axis=1)
-    mean = (prefix[col, eb + 1] - prefix[col, sb]) / (eb - sb + 1)
-    return grid[col, sb], mean
+    return Bins(start, end, nb, w).grid(valid, values)[:, :nb]
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
@@ -134,10 +152,9 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         horizon = float(end.max()) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        batch = _grid(start, end, valid, 1.0, nb, w)
-        tokens = _grid(start, end, valid, hd, nb, w)
-        b0, bm = _mean_over(batch, start, end, w)
-        t0, tm = _mean_over(tokens, start, end, w)
+        bins = Bins(start, end, nb, w)
+        b0, bm = bins.mean_over(bins.grid(valid, 1.0))
+        t0, tm = bins.mean_over(bins.grid(valid, hd))
         b0, bm = np.maximum(b0, 1.0), np.maximum(bm, 1.0)
         first = step(np.maximum(np.ceil(t0 / b0), 1.0), np.ceil(b0))
         tpot = step(np.maximum(np.ceil(tm / bm), 1.0), np.ceil(bm))

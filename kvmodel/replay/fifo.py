@@ -18,6 +18,7 @@ instances: the one loop, ~0.5 µs per request); decode instances take requests i
 from __future__ import annotations
 
 import heapq
+from array import array
 
 import numpy as np
 
@@ -28,7 +29,8 @@ class Layout:
 
     def __init__(self, inst: np.ndarray, instances: int):
         n = len(inst)
-        order = np.argsort(inst, kind="stable")
+        small = np.int16 if instances <= np.iinfo(np.int16).max else np.int64
+        order = np.argsort(inst.astype(small), kind="stable")  # 16 bits: a radix sort
         counts = np.bincount(inst, minlength=instances)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         rank = np.empty(n, dtype=np.int64)
@@ -119,31 +121,47 @@ def _heap_run(arrival, work, free, k: int, start, inst, least: int = HEAP_AT_LEA
     tick = 1e-9 if horizon * 1e9 * c < 4e18 else 1e-6
     heap = (np.rint(free / tick).astype(np.int64) * c + np.arange(c)).tolist()
     heapq.heapify(heap)
-    out: list = []
-    keep, replace = out.append, heapq.heapreplace  # bound once: the loop's cost is its calls
-    done = False
+    out = array("q")  # the starts' keys: a C buffer, not a million Python ints to gather
     lo, size = k, 2 * least
     while lo < n:  # a piece's values as Python numbers at a time, pieces doubling
-        arr = (np.rint(arrival[lo : lo + size] / tick).astype(np.int64) * c).tolist()
-        dur = (np.rint(work[lo : lo + size] / tick).astype(np.int64) * c).tolist()
+        # memoryviews: their items become Python ints one at a time (cheaper than tolist)
+        arr = memoryview(np.rint(arrival[lo : lo + size] / tick).astype(np.int64) * c)
+        dur = memoryview(np.rint(work[lo : lo + size] / tick).astype(np.int64) * c)
         lo, size = lo + size, min(2 * size, WINDOW)
-        for xt, w in zip(arr, dur, strict=True):
-            f = heap[0]
-            if f <= xt and len(out) >= least:
-                done = True  # this one finds an instance free: arrays again
-                break
-            t = f if f > xt else xt + f % c  # the instance in the low digits
-            keep(t)
-            replace(heap, t + w)
-        if done:
-            break
-    keys = np.array(out, dtype=np.int64)
+        first = max(0, least - len(out))  # taken whatever they find
+        _heap_all(heap, arr[:first], dur[:first], out, c)
+        if first < len(arr) and _heap_waiting(heap, arr[first:], dur[first:], out):
+            break  # one finds an instance free: arrays again
+    keys = np.frombuffer(out, dtype=np.int64)
     m = len(out)
     start[k : k + m] = (keys // c) * tick
     inst[k : k + m] = keys % c
     for key in heap:
         free[key % c] = (key // c) * tick
     return k + m
+
+
+def _heap_all(heap: list, arr, dur, out, c: int) -> None:
+    """Every request of ``arr``/``dur`` (keys) through the heap, waiting or not."""
+    keep, replace = out.append, heapq.heapreplace  # bound once: the loop's cost is its calls
+    for xt, w in zip(arr, dur, strict=True):
+        f = heap[0]
+        t = f if f > xt else xt + f % c  # the instance in the low digits
+        keep(t)
+        replace(heap, t + w)
+
+
+def _heap_waiting(heap: list, arr, dur, out) -> bool:
+    """Requests through the heap while each waits (starts at the earliest free moment, its
+    key already carrying the instance); True when one finds an instance free (not taken)."""
+    keep, replace = out.append, heapq.heapreplace
+    for xt, w in zip(arr, dur, strict=True):
+        f = heap[0]
+        if f <= xt:
+            return True
+        keep(f)
+        replace(heap, f + w)
+    return False
 
 
 def by_instance(values: np.ndarray, instances: int, pad: float) -> np.ndarray:

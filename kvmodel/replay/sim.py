@@ -179,10 +179,17 @@ class StepTable:
             over = b > TABLE_BATCHES
             bi[over] = np.minimum(np.searchsorted(self.batches, b[over]),
                                   len(self.batches) - 1)  # fmt: skip
-        c = np.clip(context, 0.0, self.contexts[-2]) / self.h
+        c = np.clip(np.asarray(context, dtype=float), 0.0, self.contexts[-2])
+        c /= self.h
         j = np.minimum(c.astype(np.int64), TABLE_CONTEXTS)
         f = c - j
-        return self.table[bi, j] * (1 - f) + self.table[bi, j + 1] * f
+        k = bi * self.table.shape[1] + j  # flat cells: one take, not a 2-D fancy index
+        flat = self.table.ravel()
+        lo = flat.take(k)
+        lo *= 1 - f
+        f *= flat.take(k + 1)
+        lo += f
+        return lo
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
