@@ -185,14 +185,7 @@ def render() -> None:
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
     sweep = _rates_section(sizing, rate, slo)
 
-    st.subheader("The plan per pool")
-    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
-    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
-    exports_ui.table_download(
-        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
-    )
-    for note in plan.notes:
-        st.caption(f"Note: {note}.")
+    _plan_per_pool(plan, slo, rate, price)
     _networks(sc, lengths, rate, slo, kw)
     key = plan_key(sc)
     capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
@@ -293,6 +286,18 @@ def _no_plan(exc: Exception) -> None:
         icon=":material/block:",
     )
     st.stop()
+
+
+def _plan_per_pool(plan, slo, rate, price) -> None:
+    """The plan per pool: its table, CSV and notes."""
+    st.subheader("The plan per pool")
+    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
+    st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
+    exports_ui.table_download(
+        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
+    )
+    for note in plan.notes:
+        st.caption(f"Note: {note}.")
 
 
 def _tiles(plan, slo, price) -> None:

@@ -175,6 +175,18 @@ def render() -> None:
         )
     )
     cols = st.columns(P.MAX_COMPARED + 1)
+    labelled = _scenarios(base_sc, variants, base_values, cols)
+    evs, table = _evaluated(base_sc, labelled)
+    _takeaway(labelled, table)
+    gains = _gains(labelled, base_sc)
+    cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
+    _comparison(labelled, evs, table, cmp_table)
+    if gains:
+        _traffic_gains(labelled, gains, cmp_table)
+
+
+def _scenarios(base_sc, variants, base_values, cols) -> list:
+    """A and each variant's editor; the (label, Scenario) pairs that build, problems shown."""
     cols[0].markdown(
         f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
         f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, TP {base_sc.tp_prefill} "
@@ -200,15 +212,26 @@ def render() -> None:
             col.caption(f":material/block: Not buildable: {why}.")
     for text in problems:
         st.error(f"Scenario {text}")
+    return labelled
 
+
+def _evaluated(base_sc, labelled):
+    """Each scenario evaluated, and the table of them as mitigation options."""
     evs = [(label, evaluate(sc)) for label, sc in labelled]
     buildable = {label: not urlstate.feasibility_problems(ev) for label, ev in evs}
     options = [Option(label, sc, buildable[label]) for label, sc in labelled]
     table = perf.cached(in_ms, perf.cached(mitigation_table, base_sc, options))
+    return evs, table
+
+
+def _takeaway(labelled, table) -> None:
+    """Which scenario has the lowest TTFT, in a sentence."""
     said = compare_takeaway(table, labelled[0][0])  # unbuildable ones are not ranked
     st.info(said, icon=":material/lightbulb:")
-    gains = _gains(labelled, base_sc)
-    cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
+
+
+def _comparison(labelled, evs, table, cmp_table) -> None:
+    """The comparison table against A, its downloads and the three charts."""
     cmp_changes = perf.cached(changes, cmp_table)
     rows = perf.cached(compare_cells.compare_rows, cmp_table, cmp_changes)
     st.markdown(
@@ -236,21 +259,22 @@ def render() -> None:
         perf.cached(figures.figure_ttft, table, title="TTFT per scenario"),
         "ttft-per-scenario",
     )
-    if gains:
-        st.subheader("Traffic that gains")
-        st.caption(gains[0])
-        verdicts = perf.cached(changes, cmp_table, ("fraction_gain",)).set_index("label")
-        for col, (label, _), frac in zip(
-            st.columns(len(labelled)), labelled, gains[1], strict=True
-        ):
-            c = verdicts.loc[label]
-            col.metric(
-                label,
-                f"{frac:.1%}",
-                delta=None
-                if label == labelled[0][0]
-                else f"{compare_cells.change_text('fraction_gain', c['change'], c['relative'])} "
-                f"vs A, {c['verdict']}",
-                delta_color="off",
-                help="Share of requests that gain from disaggregation (higher is better)",
-            )
+
+
+def _traffic_gains(labelled, gains, cmp_table) -> None:
+    """Traffic that gains: each scenario's share of requests that gain, against A's."""
+    st.subheader("Traffic that gains")
+    st.caption(gains[0])
+    verdicts = perf.cached(changes, cmp_table, ("fraction_gain",)).set_index("label")
+    for col, (label, _), frac in zip(st.columns(len(labelled)), labelled, gains[1], strict=True):
+        c = verdicts.loc[label]
+        col.metric(
+            label,
+            f"{frac:.1%}",
+            delta=None
+            if label == labelled[0][0]
+            else f"{compare_cells.change_text('fraction_gain', c['change'], c['relative'])} "
+            f"vs A, {c['verdict']}",
+            delta_color="off",
+            help="Share of requests that gain from disaggregation (higher is better)",
+        )
