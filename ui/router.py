@@ -57,15 +57,18 @@ def _pages() -> list:
 
 def run() -> None:
     """One run of the app: page config, the shared controls, navigation, the page."""
-    if not _NAVIGATED.is_set():  # this run may have started in the legacy pages/ mode
-        st.navigation(_pages(), position="top")  # ends that mode for the process
-        _NAVIGATED.set()
-        st.rerun()  # before any widget, so widget ids never change between runs
+    # the page config first, every run: without it the first run's st.navigation makes the
+    # page's material icon the tab's icon, which the browser fetches from a font host
+    # (tests/e2e/test_browser.py::test_no_outbound_requests_with_exports)
     st.set_page_config(
         page_title="KV Transfer Planner",
         page_icon=str(ROOT / "data" / "icon.png"),
         layout="wide",
     )
+    if not _NAVIGATED.is_set():  # this run may have started in the legacy pages/ mode
+        st.navigation(_pages(), position="top")  # ends that mode for the process
+        _NAVIGATED.set()
+        st.rerun()  # before any widget, so widget ids never change between runs
     urlstate.init_from_url()
     sidebar.sidebar_controls()
     chosen = st.navigation(_pages(), position="top")

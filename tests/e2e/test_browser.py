@@ -319,7 +319,8 @@ def test_no_outbound_requests_with_exports(browser, app_url, wait_ready, tmp_pat
         open_nav(page, "Models")
         expect(title(page, r"model")).to_be_visible()
         with page.expect_download(timeout=90_000) as dl:
-            page.get_by_role("button", name=re.compile(r"CSV")).first.click()
+            # the page's own CSV button (a data frame's toolbar also says "Download as CSV")
+            page.get_by_role("button", name=re.compile(r"Table as CSV")).first.click()
         files["csv"] = tmp_path / "table.csv"
         dl.value.save_as(files["csv"])
         page.wait_for_timeout(500)

@@ -8,6 +8,8 @@ headings crowded at 1280 px), and the tornado's input names ran into its bar lab
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
@@ -172,7 +174,11 @@ def test_traffic_boundaries_do_not_overprint_on_a_phone(browser, app_url, wait_r
         page.wait_for_timeout(1500)
         chart = page.evaluate(CHART_TEXTS_JS)[0]
         texts = [t for t in chart["texts"] if t["text"].startswith(("min ", "critical "))]
-        assert [t["text"] for t in texts] == ["min 128 tokens", "critical 2,577 tokens"]
+        # both boundary labels are drawn (the critical length's value is the model's: it moved
+        # from 2,577 to 2,468 tokens with issue 21's step model; tests/test_traffic_* pin it)
+        shown = [t["text"] for t in texts]
+        assert shown[0] == "min 128 tokens" and len(shown) == 2
+        assert re.fullmatch(r"critical \d{1,3}(,\d{3})* tokens", shown[1]), shown
         assert not _overlap(*texts)
         assert not clashes({"texts": texts, "box": chart["box"]})
     finally:
