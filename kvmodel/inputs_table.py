@@ -30,11 +30,22 @@ def markdown_table(rows, scenario_keys) -> str:
         if not i.url and i.cli:
             lines.append(
                 f"| `{i.cli}` | {i.label}: {i.help} | {i.unit or '–'} | "
-                f"{_default_text(i)} | {i.range_text(model=True)}"
-                + (", whole" if i.kind == "int" else "")
-                + " |"
+                f"{_default_text(i)} | {_cli_accepted_text(i)} |"
             )
     return "\n".join(lines)
+
+
+def _cli_accepted_text(i) -> str:
+    """What a CLI-only input accepts: its own words, a range for a number, else the meaning."""
+    if i.accepted:
+        return i.accepted
+    if i.kind in ("int", "float"):
+        return i.range_text(model=True) + (", whole" if i.kind == "int" else "")
+    if i.kind == "flag":
+        return "a flag (no value)"
+    if i.kind == "choice":
+        return " ".join(f"`{c}`" for c in i.allowed())
+    return "see meaning"
 
 
 def _default_text(i) -> str:
