@@ -74,14 +74,11 @@ def tp_candidates(sc: Scenario, gpu=None) -> tuple[int, ...]:
     gpu = gpu or sc.gpu
     out = []
     for tp in TP_CHOICES:
-        try:
-            for g in sc.model.groups:
-                shard_heads(g.kv_heads, tp)
-        except ValueError:
+        if not splits_heads(sc.model, tp):
             continue
         if out and tp > gpu.gpus_per_node:
             break
-        if weights_bytes_per_gpu(sc.model, tp) < gpu.memory_bytes * USABLE_FRACTION:
+        if holds_weights(sc.model, gpu, tp):
             out.append(tp)
         if len(out) == AUTO_TPS:
             break
@@ -105,16 +102,23 @@ def wide_tps(sc: Scenario) -> tuple[int, ...]:
     """Every TP of :data:`TP_CHOICES` that splits every KV-head group and leaves memory beside
     the weights, across nodes too: where the search for the nearest parallelism that meets
     the targets looks (``search.nearest_pools``) when the plan's own does not."""
-    out = []
-    for tp in TP_CHOICES:
-        try:
-            for g in sc.model.groups:
-                shard_heads(g.kv_heads, tp)
-        except ValueError:
-            continue
-        if weights_bytes_per_gpu(sc.model, tp) < sc.gpu.memory_bytes * USABLE_FRACTION:
-            out.append(tp)
-    return tuple(out)
+    m = sc.model
+    return tuple(tp for tp in TP_CHOICES if splits_heads(m, tp) and holds_weights(m, sc.gpu, tp))
+
+
+def splits_heads(model, tp: int) -> bool:
+    """``tp`` GPUs split every KV-head group of ``model`` (``size.shard_heads``)."""
+    try:
+        for g in model.groups:
+            shard_heads(g.kv_heads, tp)
+    except ValueError:
+        return False
+    return True
+
+
+def holds_weights(model, gpu, tp: int) -> bool:
+    """The weights per GPU at ``tp`` leave memory beside them (``USABLE_FRACTION``)."""
+    return weights_bytes_per_gpu(model, tp) < gpu.memory_bytes * USABLE_FRACTION
 
 
 class Basis:
