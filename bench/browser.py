@@ -113,9 +113,17 @@ def chromium_path() -> str | None:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port: the first free one of ``$BENCH_PORTS`` ("8621-8629") when it is set (a
+    machine shared by several people, each with their own ports), else any the OS gives."""
+    lo, _, hi = os.environ.get("BENCH_PORTS", "").partition("-")
+    for port in range(int(lo), int(hi or lo) + 1) if lo else [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError(f"no free port in BENCH_PORTS={os.environ['BENCH_PORTS']}")
 
 
 def healthy(url: str) -> bool:

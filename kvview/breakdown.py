@@ -20,6 +20,14 @@ def breakdown_frame(parts) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def breakdown_shown(parts) -> pd.DataFrame:
+    """:func:`breakdown_frame` as the Overview shows it: ``share`` in percent (the page's
+    column format prints it with a % sign)."""
+    frame = breakdown_frame(parts)
+    frame["share"] = frame["share"] * 100
+    return frame
+
+
 def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary per figure and set, every point) for the Models page, times in ms."""
     head = pd.DataFrame(

@@ -21,11 +21,18 @@ def test_overview_shows_the_parts_that_add_up():
         assert frame.loc["Total", "ms"] == pytest.approx(total * 1e3)
         assert frame.drop("Total")["ms"].sum() == pytest.approx(total * 1e3)
     assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(30.0)
+    for frame in frames:  # "share" in percent (the column format adds the % sign)
+        assert frame["share"].iloc[-1] == pytest.approx(100.0)
+        assert frame["share"].iloc[:-1].sum() == pytest.approx(100.0)
 
 
 def test_models_page_lists_every_cited_measurement():
     at = app(page="pages/models.py")
     assert any("Fidelity" in h.value for h in at.subheader)
+    tables = len(at.dataframe)  # the points' expander is closed: its table is not drawn
+    at.session_state["models_points_open"] = True  # the browser sets it when opened
+    at.run()
+    assert not at.exception and len(at.dataframe) == tables + 1
     head, points = at.dataframe[-2].value, at.dataframe[-1].value
     assert len(points) == len(fidelity.all_points())
     assert set(head["figure"]) == {"transfer", "posting", "prefill", "decode step", "TTFT"}

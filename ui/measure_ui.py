@@ -2,9 +2,9 @@
 tables and takeaway sentences are in ``kvview.measure_text``, the Recipes page's files in
 ``ui.recipes_ui``).
 
-Parsing is cached on the file's content (``st.cache_data`` hashes the bytes), so a rerun never
-parses again; errors are cached too and come back as text (a :class:`MeasureError` names the
-line and what was expected there), never as an exception.
+Parsing is memoised on the file's content (``ui.perf.MEASUREMENTS``, keyed by the bytes'
+digest), so a rerun never parses again; errors are cached too and come back as text (a
+:class:`MeasureError` names the line and what was expected there), never as an exception.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from kvview import params as P
 from kvview.fmt import fmt_bandwidth, fmt_bytes
 from kvview.mdtext import md_escape
 from kvview.measure_text import can_set_efficiency
+from ui import perf
 
 SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "measurements"
 MAX_UPLOAD_MB = int(DEFAULT_MAX_BYTES / 1e6)  # the parsers' limit
@@ -111,9 +112,13 @@ def _with_line(message: str, text: str | None) -> str:
     return message
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
 def detect(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str | None, str]:
     """``(kind, "")`` or ``(None, error message)``; cached on the content."""
+    key = ("detect", perf.digest(data), name, max_bytes)
+    return perf.MEASUREMENTS.call(_detect, (data, name, max_bytes), {}, key=key)
+
+
+def _detect(data: bytes, name: str, max_bytes: int) -> tuple[str | None, str]:
     text = None
     try:
         text, label = read_text(data, name, max_bytes)
@@ -122,7 +127,6 @@ def detect(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[
         return None, md_escape(_with_line(str(exc), text))  # file text: shown as markdown
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the measurement…")
 def load(
     data: bytes,
     name: str,
@@ -132,6 +136,13 @@ def load(
 ) -> Loaded:
     """Parse ``data`` as ``kind`` (and fit it, for perftest and pairs); cached on the content.
     Errors are escaped for markdown (they quote the file's name and text)."""
+    key = ("load", perf.digest(data), name, kind, pattern, max_bytes)
+    args = (data, name, kind, pattern, max_bytes)
+    spinner = lambda: st.spinner("Reading the measurement…")  # noqa: E731
+    return perf.MEASUREMENTS.call(_load, args, {}, key=key, around_miss=spinner)
+
+
+def _load(data: bytes, name: str, kind: str, pattern: str | None, max_bytes: int) -> Loaded:
     if pattern is not None:
         try:
             check_pattern(pattern)  # before any matching: a bad regex blocks every session

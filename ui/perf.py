@@ -25,6 +25,18 @@ _MEMO = Memo(max_entries=512)
 # Every other memo of the app lives here too, so one ``clear_cache`` forgets them all.
 UPLOADS = Memo(max_entries=4)  # parsed trace uploads (ui.traffic_ui), shared by sessions
 PLANS = Memo(max_entries=64)  # Capacity's sizings, plans and sweeps (ui.views.capacity)
+# Measured page: uploads detected and parsed, keyed by their content's digest (ui.measure_ui).
+MEASUREMENTS = Memo(max_entries=32)
+# the shipped traces, read once per process (ui.traffic_ui, ui.views.capacity_replay): a few
+# as counts per length, two with every request (a replay's timestamps)
+SAMPLES = Memo(max_entries=8)
+
+
+def digest(data: bytes) -> bytes:
+    """A key for file content: its BLAKE2 digest (the entry keeps 32 bytes, not the file)."""
+    import hashlib
+
+    return hashlib.blake2b(data, digest_size=32).digest()
 
 
 def cached(fn, *args, **kwargs):
@@ -45,7 +57,7 @@ def cached_with_spinner(text: str, fn, *args, **kwargs):
 
 def clear_cache() -> None:
     """Forget every memoised result (tests; a changed catalog file)."""
-    for memo in (_MEMO, UPLOADS, PLANS):
+    for memo in (_MEMO, UPLOADS, PLANS, MEASUREMENTS, SAMPLES):
         memo.clear()
 
 

@@ -1,7 +1,7 @@
 """Cached traffic loading for the Traffic page: a parse happens once per file, never per rerun.
 
 Traces are read as counts per prompt length (``per_request=False``: a 10-million-request trace
-is kept as a few thousand numbers, not its columns), kept with ``st.cache_resource`` (no copy
+is kept as a few thousand numbers, not its columns), kept in ``ui.perf.SAMPLES`` (no copy
 per rerun) and bounded in number; the moved-token histogram is cached per
 prefix-cache setting.  The analyses are memoised per scenario and ``mix`` object (``ui.memo``).
 """
@@ -18,8 +18,12 @@ from ui import perf
 from ui.widgets import page_widget
 
 
-@st.cache_resource(max_entries=6, show_spinner=False)
 def sample_requests(sample_id: str):
+    """A shipped trace as counts per length, read once per process (``ui.perf.SAMPLES``)."""
+    return perf.SAMPLES(_read_sample, sample_id)
+
+
+def _read_sample(sample_id: str):
     return load_traffic(sample_path(sample_id), per_request=False)
 
 

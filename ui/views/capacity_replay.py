@@ -61,9 +61,13 @@ def _pair_plans(sc, lengths, rate: float, slo, ids: tuple, kw: dict):
     return csv_capacity.decode_gpu_frame(plans, ttft_percentile=slo.ttft_percentile)
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
 def _sample_per_request(sample_id: str):
-    """A shipped trace with every request (a replay plays its timestamps); two kept."""
+    """A shipped trace with every request (a replay plays its timestamps), read once per
+    process (``ui.perf.SAMPLES``)."""
+    return perf.SAMPLES(_read_per_request, sample_id)
+
+
+def _read_per_request(sample_id: str):
     return tr.load_traffic(tr.sample_path(sample_id), per_request=True)
 
 

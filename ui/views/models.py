@@ -111,11 +111,23 @@ def _fidelity() -> None:
         "Transfers, prefills, decode steps and TTFTs measured by others (sources in the last "
         "column); the model's constants are fitted on the *fitted* rows only."
     )
-    st.dataframe(head.style.format({"mean error [%]": "{:.1f}", "worst error [%]": "{:.1f}"}),
-                 hide_index=True, width="stretch")  # fmt: skip
-    with st.expander(f"All {len(points)} points"):
-        fmt = {"measured [ms]": "{:,.2f}", "model [ms]": "{:,.2f}", "model ÷ measured": "{:.2f}"}
-        st.dataframe(points.style.format(fmt), hide_index=True, width="stretch")
+    st.dataframe(head, hide_index=True, width="stretch", column_config=_formats(
+        {"mean error [%]": "%.1f", "worst error [%]": "%.1f"}))  # fmt: skip
+    # drawn only while open (opening it reruns the page), like the sidebar's closed
+    # expanders: 217 rows sent on every rerun for a table most visits never open
+    box = st.expander(f"All {len(points)} points", key=POINTS_OPEN, on_change="rerun")
+    if box.open:
+        fmt = {"measured [ms]": "%,.2f", "model [ms]": "%,.2f", "model ÷ measured": "%.2f"}
+        box.dataframe(points, hide_index=True, width="stretch", column_config=_formats(fmt))
+
+
+POINTS_OPEN = "models_points_open"  # session key: the "All points" expander is open
+
+
+def _formats(fmt: dict[str, str]) -> dict:
+    """Number formats drawn by the browser: a pandas Styler formats every cell on the server
+    on every rerun (the 200-point table: ~20 ms of Models' ~50 ms; bench/README.md, Session 8)."""
+    return {name: st.column_config.NumberColumn(format=f) for name, f in fmt.items()}
 
 
 def _fidelity_frames():

@@ -4,7 +4,7 @@ import streamlit as st
 
 from kvmodel.transfer import evaluate
 from kvview import figures
-from kvview.breakdown import breakdown_frame
+from kvview.breakdown import breakdown_shown
 from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
 from kvview.words import overview_takeaway
 from ui import exports_ui, perf, urlstate
@@ -188,11 +188,19 @@ def _breakdowns(ev) -> None:
     cols = st.columns(3)
     shown = (("Decode step", ev.step_parts), ("Prefill", ev.prefill_parts),
              ("TTFT", ev.ttft_parts))  # fmt: skip
-    fmt = {"ms": "{:,.3f}", "share": "{:.0%}"}
     for col, (title, parts) in zip(cols, shown, strict=True):
         col.markdown(f"**{title}**")
         if parts is None:
             col.caption("Given in the sidebar: no breakdown.")
             continue
-        frame = perf.cached(breakdown_frame, parts)
-        col.dataframe(frame.style.format(fmt), hide_index=True, width="stretch")
+        frame = perf.cached(breakdown_shown, parts)
+        col.dataframe(frame, hide_index=True, width="stretch", column_config=BREAKDOWN_COLUMNS)
+
+
+# The breakdowns' number formats as column formats, drawn by the browser: a pandas Styler
+# formats every cell on the server on every rerun, 10 ms of Overview's ~50 ms (bench/README.md,
+# Session 8).  "share" holds percent here (kvview.breakdown.breakdown_shown).
+BREAKDOWN_COLUMNS = {
+    "ms": st.column_config.NumberColumn(format="%,.3f"),
+    "share": st.column_config.NumberColumn(format="%.0f%%"),
+}
