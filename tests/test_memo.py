@@ -2,6 +2,7 @@
 
 import threading
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -212,3 +213,18 @@ def test_approx_bytes():
     # a long list is sampled: 100,000 strings of 1,000 characters ≈ 105 MB
     assert 95e6 < approx_bytes([str(i).ljust(1000) for i in range(100_000)]) < 115e6
     assert approx_bytes(evaluate(build_scenario())) < 1e6
+
+
+def test_number_arrays_key_by_content():
+    """A grid made afresh on every run (np.geomspace) must hit: keyed by identity it missed on
+    every rerun (Interconnects' batch sweep, bench/README.md Session 8)."""
+    memo, (f, calls) = Memo(), counting()
+    grid = np.unique(np.geomspace(1, 256, 30).round().astype(int))
+    assert memo(f, grid) == memo(f, grid.copy()) == 1
+    assert memo(f, grid.astype(float)) == 2  # another dtype: another entry
+    assert memo(f, grid[:-1]) == 3  # other content
+    assert memo(f, grid.reshape(1, -1)) == 4  # another shape
+    big = np.zeros(200_000)  # over the content limit: by identity
+    assert memo(f, big) == memo(f, big) == 5
+    assert memo(f, big.copy()) == 6
+    assert len(calls) == 6

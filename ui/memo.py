@@ -7,7 +7,8 @@ the arguments themselves:
 
 - ``None``, bool, int, float and str are keyed with their type; other hashable values (frozen
   dataclasses such as ``Scenario``) are the key themselves (Python's hash and ``==``);
-- lists and tuples are keyed element by element;
+- lists and tuples are keyed element by element, numpy arrays of numbers (up to
+  ``_ARRAY_BY_CONTENT`` elements) by their dtype, shape and bytes;
 - anything else (a pandas DataFrame from another memoised call) is keyed by identity.  The entry
   keeps a reference to its arguments, so an identity cannot be reused by another object while the
   entry lives.
@@ -29,16 +30,33 @@ from collections import OrderedDict
 _SCALARS = (type(None), bool, int, float, str)
 
 
+_ARRAY_BY_CONTENT = 100_000  # numbers: a numpy array up to this size is keyed by its content
+
+
 def _part(value):
     if isinstance(value, _SCALARS):
         return (type(value).__name__, value)  # 1, 1.0 and True are equal keys otherwise
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_part(v) for v in value))
+    if _is_number_array(value):  # a grid made afresh each run (np.geomspace, seq_grid)
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     try:
         hash(value)
     except TypeError:
         return ("id", type(value).__name__, id(value))
     return value
+
+
+def _is_number_array(value) -> bool:
+    """A numpy array of numbers small enough to key by content.  Keyed by identity, a grid the
+    page builds on every run missed the memo on every rerun, plain ones too: Interconnects'
+    batch sweep and Sequence's layouts sweep (bench/README.md, Session 8)."""
+    return (
+        type(value).__module__ == "numpy"
+        and getattr(value, "ndim", 0) >= 1
+        and value.size <= _ARRAY_BY_CONTENT
+        and value.dtype.kind in "biuf"
+    )
 
 
 _WALK = 2_000  # objects looked at per estimate; the rest of a long list is extrapolated

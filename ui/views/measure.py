@@ -14,7 +14,7 @@ from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvview import csv_tables, figures
 from kvview import measure_text as mt
 from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time
-from ui import exports_ui, urlstate, widgets
+from ui import exports_ui, perf, urlstate, widgets
 from ui import measure_ui as mu
 
 UPLOAD_TYPES = ["prom", "txt", "csv", "json"]
@@ -167,7 +167,7 @@ def _prometheus(sc, res, name: str) -> None:
     """A /metrics scrape: the gap and TTFT against the model."""
     m = res.measurement
     d = m.data
-    cmp = compare_to_model(sc, d)
+    cmp = perf.cached(compare_to_model, sc, d)  # memoised: a plain rerun redraws, never recomputes
     st.info(mt.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
     reveal = mt.scrape_settings(d, sc)
     if reveal and cmp.verdict.agree is False:
@@ -257,7 +257,7 @@ def _scrape_vs_model(sc, d, cmp, gap) -> None:
         f"Model side: the sidebar's scenario ({mt.scenario_label(sc)}). Set its model, prompt "
         "length, batch, TP and link to what the cluster served for a like-for-like comparison."
     )
-    table = mt.prometheus_table(cmp)
+    table = perf.cached(mt.prometheus_table, cmp)
     st.dataframe(table, hide_index=True, width="stretch")
     exports_ui.table_download(partial(csv_tables.model_vs_measured_frame, cmp), "model-vs-measured")
     notes = list(d.notes) + [
@@ -275,10 +275,11 @@ def _scrape_vs_model(sc, d, cmp, gap) -> None:
         if getattr(cmp, key).measured is not None
     ]
     if rows:
-        exports_ui.chart(figures.figure_model_vs_measured(rows), "model-vs-measured")
+        exports_ui.chart(perf.cached(figures.figure_model_vs_measured, rows), "model-vs-measured")
     if gap is not None and (gap.buckets or gap.samples):
         exports_ui.chart(
-            figures.figure_gap_distribution(
+            perf.cached(
+                figures.figure_gap_distribution,
                 gap.buckets,
                 gap.samples,
                 model_s=cmp.exposed_transfer_s.model,
@@ -340,17 +341,27 @@ def _fit_charts(res, fit, link) -> None:
     sizes, bws = mu.fit_points(res)
     if res.kind == "pairs":
         seconds = list(m.data.seconds)
-        exports_ui.chart(figures.figure_time_fit(sizes, seconds, fit), "fit-time")
+        exports_ui.chart(perf.cached(figures.figure_time_fit, sizes, seconds, fit), "fit-time")
     else:
         exports_ui.chart(
-            figures.figure_bandwidth_fit(
-                sizes, bws, fit, nominal=link.bandwidth_bytes_per_s, link=link.name
+            perf.cached(
+                figures.figure_bandwidth_fit,
+                sizes,
+                bws,
+                fit,
+                nominal=link.bandwidth_bytes_per_s,
+                link=link.name,
             ),
             "fit-bandwidth",
         )
     exports_ui.chart(
-        figures.figure_efficiency_curve(
-            sizes, bws, fit, nominal=link.bandwidth_bytes_per_s, link=link.name
+        perf.cached(
+            figures.figure_efficiency_curve,
+            sizes,
+            bws,
+            fit,
+            nominal=link.bandwidth_bytes_per_s,
+            link=link.name,
         ),
         "efficiency-curve",
     )
@@ -390,7 +401,7 @@ def _nsys(sc, res) -> None:
     """An nsys stats CSV: the profiled transfers against the model per layer."""
     m = res.measurement
     nsys = m.data
-    cmp = compare_nsys_to_model(sc, nsys)
+    cmp = perf.cached(compare_nsys_to_model, sc, nsys)
     st.info(mt.nsys_takeaway(cmp, nsys, sc), icon=":material/lightbulb:")
     k = st.columns(5)
     k[0].metric("Transfers", f"{nsys.count:,}", help=f"From {nsys.report}")
@@ -407,17 +418,20 @@ def _nsys(sc, res) -> None:
     )
     ratio = cmp.per_layer_s.ratio
     k[1].metric("Measured ÷ model", f"{ratio:,.2f}×" if ratio is not None else "–")
-    table = mt.nsys_table(cmp, nsys)
+    table = perf.cached(mt.nsys_table, cmp, nsys)
     st.dataframe(table, hide_index=True, width="stretch")
     exports_ui.table_download(partial(csv_tables.nsys_vs_model_frame, cmp, nsys), "nsys-vs-model")
     if nsys.durations_s:
         exports_ui.chart(
-            figures.figure_transfer_durations(nsys.durations_s, model_s=cmp.per_layer_s.model),
+            perf.cached(
+                figures.figure_transfer_durations, nsys.durations_s, model_s=cmp.per_layer_s.model
+            ),  # fmt: skip
             "transfer-durations",
         )
     else:
         exports_ui.chart(
-            figures.figure_model_vs_measured(
+            perf.cached(
+                figures.figure_model_vs_measured,
                 [
                     ("mean per transfer", cmp.per_layer_s.model, nsys.mean_s),
                     ("median per transfer", cmp.per_layer_median_s.model, nsys.median_s),
