@@ -45,9 +45,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import catalog
+
+# one definition of the two targets, from the input table (not via .traffic: its readers are
+# ~25 ms of imports the Overview's first run does not need)
+from .inputs import CRITERIA
 from .sweeps import Option
 from .topology import is_scale_up, scale_up_feasible
-from .traffic import CRITERIA  # one definition of the two targets
 from .transfer import Evaluation, Scenario, Volume, critical_seq_len, evaluate, transfer
 
 REL_PRECISION = 1e-3  # bandwidth bisection: hi / lo ≤ 1 + this

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import perf, present, share, sidebar, urlstate
+from ui import perf, present
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (  # file in pages/, title, material icon, url path (None: the default page, at /)
@@ -69,6 +69,12 @@ def run() -> None:
         st.navigation(_pages(), position="top")  # ends that mode for the process
         _NAVIGATED.set()
         st.rerun()  # before any widget, so widget ids never change between runs
+    # imported here, not at the top: the model, pandas and the figures load after the first
+    # run's st.rerun, whose first element makes Streamlit walk the call stack once per process
+    # (inspect.stack, looking each frame up among the loaded modules): ~60 ms more with them
+    # loaded (bench/README.md, Session 8, cold start)
+    from ui import share, sidebar, urlstate
+
     urlstate.init_from_url()
     sidebar.sidebar_controls()
     chosen = st.navigation(_pages(), position="top")
