@@ -7,7 +7,7 @@ import streamlit as st
 from kvmodel import fidelity
 from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
-from kvview.breakdown import fidelity_frames
+from kvview.breakdown import fidelity_frames, sweep_frame
 from kvview.words import models_takeaway
 from ui import config_import, exports_ui, perf, urlstate
 
@@ -119,6 +119,7 @@ def _fidelity() -> None:
     if box.open:
         fmt = {"measured [ms]": "%,.2f", "model [ms]": "%,.2f", "model ÷ measured": "%.2f"}
         box.dataframe(points, hide_index=True, width="stretch", column_config=_formats(fmt))
+    _sweep()
 
 
 POINTS_OPEN = "models_points_open"  # session key: the "All points" expander is open
@@ -128,6 +129,24 @@ def _formats(fmt: dict[str, str]) -> dict:
     """Number formats drawn by the browser: a pandas Styler formats every cell on the server
     on every rerun (the 200-point table: ~20 ms of Models' ~50 ms; bench/README.md, Session 8)."""
     return {name: st.column_config.NumberColumn(format=f) for name, f in fmt.items()}
+
+
+def _sweep() -> None:
+    """The served TPOTs of aiconfigurator's silicon table, summarised per setup."""
+    sweep = perf.cached(fidelity.sweep_summary)
+    all_ = sweep["overall"]
+    with st.expander(
+        f"Served TPOT on {all_['n']:,} more measured runs: median {all_['median_ratio']:.2f}× "
+        f"measured, {all_['within_band']:.0%} within ±{sweep['band']:.0%}"
+    ):
+        st.caption(
+            f"Source: {sweep['source']}. Aggregated serving on H100, H200 and B200 under vLLM, "
+            "SGLang and TensorRT-LLM; the model's TPOT is one iteration with the prompts that "
+            "ride in it. Only the MoE read efficiency was chosen on these runs (docs/model.md)."
+        )
+        fmt = {"median model ÷ measured": "%.2f", f"within ±{sweep['band']:.0%} [%]": "%.0f"}
+        st.dataframe(perf.cached(sweep_frame, sweep), hide_index=True, width="stretch",
+                     column_config=_formats(fmt))  # fmt: skip
 
 
 def _fidelity_frames():
