@@ -13,7 +13,11 @@ its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV 
 through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
 1/c of the rate), and the decode instance runs its first step at the design batch:
 
-    TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
+    TTFT = framework per-request cost + prefill wait + prefill + link wait + exposed transfer
+           + first decode step
+
+(the per-request cost is the framework's ``request_s + pd_request_s``, as in
+``kvmodel.evaluation``; it happens before the GPU queues and does not load them)
 
 at the percentile asked (``capacity_queue``).  The prefill pool is the smallest c whose
 percentile meets the target.  The decode instances' NICs receive λ·E[transfer] seconds of
@@ -155,10 +159,11 @@ class Prefill:
     cx2: float
     mean_wire_bytes: float
     streams: int
-    base: np.ndarray  # prefill + exposed transfer of each draw
+    base: np.ndarray  # request cost + prefill + exposed transfer of each draw
     note: str = ""
     ep: int = 1
     ep_decode: int = 1
+    request_s: float = 0.0  # the framework's per-request cost, P/D hop included
 
     @property
     def gpus(self) -> int:
@@ -220,6 +225,7 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
     w = shp.weights
     gpus = max(tp, ep)
     fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+    request = request_cost_s(sc, disaggregated=True)
     mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, gpus, fixed), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
@@ -234,8 +240,16 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
         tp=tp, tp_decode=tp_decode, prefill_s=pre, exposed_s=exposed, whole_s=whole,
         wire_bytes=wire, mean_s=mean_s, cs2=cs2, mean_x=mean_x, cx2=cx2,
         mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
-        base=(pre + exposed)[shp.draws.idx], note=note,
+        base=(request + pre + exposed)[shp.draws.idx], note=note, request_s=request,
     )  # fmt: skip
+
+
+def request_cost_s(sc: Scenario, *, disaggregated: bool) -> float:
+    """The scenario's framework's per-request cost [s] (API server, tokenizer, scheduling; the
+    P/D proxy hop when ``disaggregated``): part of every TTFT, outside the GPU queues."""
+    from kvmodel import catalog
+
+    return catalog.get_framework(sc.framework).request_cost_s(disaggregated)
 
 
 def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Volume) -> Prefill:
@@ -248,7 +262,7 @@ def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Vo
     _, exposed, whole, _ = _times(transfer(other, volume=volume))
     mean_x, cx2 = moments(whole, shp.weights)
     return replace(pf, exposed_s=exposed, whole_s=whole, mean_x=mean_x, cx2=cx2,
-                   base=(pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
+                   base=(pf.request_s + pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
 
 
 @dataclass(frozen=True)
