@@ -280,3 +280,13 @@ def network_caption(nets, current: str) -> str:
                     f"{r.disaggregated_gpus:,} sends part of its transfers over the scale-out "
                     "network, so its column is optimistic.")  # fmt: skip
     return out + f" The first column is the sidebar's interconnect: {current}."
+
+
+TTFT_PART_NAMES = {"request": "framework", "queue": "queues", "prefill": "prefill",
+                   "transfer": "transfer", "first_step": "first step"}  # fmt: skip
+
+
+def ttft_parts_text(parts) -> str:
+    """A planned TTFT percentile's parts (``kvmodel.steps.TtftParts``) in the order they
+    happen, each in ms: "framework 37.7 + queues 73.9 + … ms"."""
+    return " + ".join(f"{TTFT_PART_NAMES[k]} {v:,.1f}" for k, v in parts.as_ms().items()) + " ms"

@@ -152,3 +152,20 @@ def test_mean_batch_is_littles_fixed_point():
     assert mean_batch(batches, steps, 150, 1) == pytest.approx(1 + 0.5 / 0.7)
     assert mean_batch(batches, steps, 50, 1) == pytest.approx(0.5)  # under one request
     assert mean_batch(batches, steps, 1e6, 1) == 4.0  # saturated: the largest batch
+
+
+def test_ttft_parts_add_up_to_the_percentile():
+    # one length: every draw is the same request, so the parts are the hand case's own: vLLM's
+    # 37.7 ms, prefill 77.24 ms, transfer 3.36 ms, first step 14.84 ms, and one instance's p90
+    # wait 28.5 ms on top (test_prefill_instances_from_the_ttft_percentile)
+    from kvmodel.capacity.pools import ttft_parts
+
+    pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
+    pools = size_pools(pf, d, SHAPE, 5, 0.20, 90)
+    parts = ttft_parts(pf, d, SHAPE, 90, pools.ttft_s)
+    assert parts.request_s == pytest.approx(18.5e-3 + 19.2e-3)
+    assert parts.prefill_s == pytest.approx(0.07724, rel=1e-3)
+    assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
+    assert parts.first_step_s == pytest.approx(d.step_s)
+    assert parts.queue_s == pytest.approx(0.0285, rel=0.03)
+    assert float(parts.total_s) == pytest.approx(pools.ttft_s, rel=1e-12)

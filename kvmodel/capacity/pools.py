@@ -39,6 +39,7 @@ from kvmodel.capacity.queue import (
     largest_within,
     moments,
     percentile,
+    rank,
     remembered,
     smallest,
     sum_percentile,
@@ -46,6 +47,7 @@ from kvmodel.capacity.queue import (
 from kvmodel.capacity.workload import Shape
 from kvmodel.memory import instance_memory
 from kvmodel.scenario import Scenario
+from kvmodel.steps import TtftParts
 from kvmodel.timing import (
     DECODE_MFU,
     PREFILL_FLOOR_S_PER_LAYER,
@@ -332,6 +334,19 @@ def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
 def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
+
+
+def ttft_parts(pf: Prefill, dec: Decode, shp: Shape, q: float, ttft_s: float) -> TtftParts:
+    """The planned TTFT percentile ``ttft_s`` [s] in its parts: the request at the percentile
+    of the unloaded TTFT (framework cost + prefill + exposed transfer + first step, one draw of
+    the shape, so the parts are that request's own) and the queues' share on top (prefill and
+    link waits: ``ttft_s`` less the unloaded percentile)."""
+    unloaded = pf.base + dec.step_s
+    k = int(np.argsort(unloaded, kind="stable")[rank(len(unloaded), q)])
+    idx = shp.draws.idx[k]
+    return TtftParts(request_s=pf.request_s, queue_s=max(0.0, ttft_s - float(unloaded[k])),
+                     prefill_s=float(pf.prefill_s[idx]), transfer_s=float(pf.exposed_s[idx]),
+                     first_step_s=float(dec.step_s))  # fmt: skip
 
 
 def ttft_floor(pf: Prefill, dec: Decode, q: float) -> float:
