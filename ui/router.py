@@ -48,11 +48,21 @@ _RUNNING = threading.local()  # per script thread: .page is True while the route
 _NAVIGATED = threading.Event()  # process-wide: set once a run has called st.navigation
 
 
+_PAGES_MADE = "_router_pages"  # session key: this session's st.Page objects
+
+
 def _pages() -> list:
-    return [
-        st.Page(f"pages/{f}.py", title=t, icon=f":material/{i}:", url_path=u, default=u is None)
-        for f, t, i, u in PAGES
-    ]
+    """The pages for ``st.navigation``, made once per session: each ``st.Page`` resolves its
+    file on the disk (1.5-3 ms for the eleven, on every rerun of every page; bench/README.md,
+    Session 8).  Kept per session, not per process: ``st.navigation`` marks the page it picks."""
+    ss = st.session_state
+    if _PAGES_MADE not in ss:
+        ss[_PAGES_MADE] = [
+            st.Page(f"pages/{f}.py", title=t, icon=f":material/{i}:", url_path=u,
+                    default=u is None)
+            for f, t, i, u in PAGES
+        ]  # fmt: skip
+    return ss[_PAGES_MADE]
 
 
 def run() -> None:

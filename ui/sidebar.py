@@ -12,6 +12,7 @@ from kvmodel.specs import ModelSpec
 from kvmodel.timing import decode_step_lower_bound_s, estimate_decode_step_s
 from kvview import params as P
 from kvview.fmt import fmt_ms
+from ui import perf
 from ui.urlstate import add_notice, imported_models, model_spec
 from ui.widgets import est_widgets, input_widget
 
@@ -98,7 +99,8 @@ def sidebar_controls() -> None:
     ids = catalog.model_ids() + list(imported_models())
     if ss["model"] not in ids:
         ss["model"] = P.DEFAULTS["model"]
-    labels = {i: f"{model_spec(i).name} · {model_spec(i).attention}" for i in ids}
+    labels = dict(perf.cached(_catalog_labels))  # an imported model replaces a catalog one
+    labels.update({i: _model_label(spec) for i, spec in imported_models().items()})
     input_widget(sb.selectbox, "model", options=ids, on_change=on_model_change,
                  format_func=labels.get)  # fmt: skip
     ss[_MODEL_SHOWN] = ss["model"]
@@ -151,6 +153,15 @@ HARDWARE_OPEN, TIMES_OPEN = "sb_hardware_open", "sb_times_open"
 LAZY_KEYS = ("tp", "tpd", "fw", "ep", "epd", "par", "gpu", "gpud", "kvd", "attn", "win",
              "step_mode", "step_ms",
              "prefill_mode", "prefill_ms", "k", "share")  # fmt: skip
+
+
+def _model_label(spec: ModelSpec) -> str:
+    return f"{spec.name} · {spec.attention}"
+
+
+def _catalog_labels() -> dict[str, str]:
+    """The model box's labels of the catalog's models, made once per process (``ui.perf``)."""
+    return {i: _model_label(catalog.get_model(i)) for i in catalog.model_ids()}
 
 
 def _stack_caption(sb, st_) -> None:
