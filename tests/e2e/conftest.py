@@ -53,9 +53,17 @@ def _chromium() -> str | None:
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """The first free port of ``$E2E_PORTS`` ("8621-8629") when set (a machine shared by several
+    people, each with their own ports), else any port the OS gives."""
+    lo, _, hi = os.environ.get("E2E_PORTS", "").partition("-")
+    for port in range(int(lo), int(hi or lo) + 1) if lo else [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError(f"no free port in E2E_PORTS={os.environ['E2E_PORTS']}")
 
 
 def _healthy(url: str) -> bool:
