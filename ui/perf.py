@@ -50,6 +50,12 @@ def cached(fn, *args, **kwargs):
     return _MEMO(fn, *args, **kwargs)
 
 
+def cached_by(key, fn, *args, **kwargs):
+    """``cached`` with ``key`` (hashable) standing for the arguments, for arguments that cannot
+    key themselves (dicts of values): ``key`` must say everything the result depends on."""
+    return _MEMO.call(fn, args, kwargs, key=key)
+
+
 def cached_with_spinner(text: str, fn, *args, **kwargs):
     """``cached`` that shows ``text`` in a spinner while a miss computes (long analyses)."""
     return _MEMO.call(fn, args, kwargs, around_miss=lambda: st.spinner(text))
