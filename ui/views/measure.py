@@ -168,7 +168,7 @@ def _prometheus(sc, res, name: str) -> None:
     m = res.measurement
     d = m.data
     cmp = perf.cached(compare_to_model, sc, d)  # memoised: a plain rerun redraws, never recomputes
-    st.info(mt.prometheus_takeaway(d, cmp, sc), icon=":material/lightbulb:")
+    st.info(perf.cached(mt.prometheus_takeaway, d, cmp, sc), icon=":material/lightbulb:")
     reveal = mt.scrape_settings(d, sc)
     if reveal and cmp.verdict.agree is False:
         st.button(
@@ -295,7 +295,7 @@ def _fit(sc, res) -> None:
     fit = res.fit
     link = sc.link
     eff = link_efficiency(link, fit)
-    st.info(mt.fit_takeaway(fit, link, m.name), icon=":material/lightbulb:")
+    st.info(perf.cached(mt.fit_takeaway, fit, link, m.name), icon=":material/lightbulb:")
     k = st.columns(4)
     k[0].metric(
         "Fitted bandwidth",
@@ -402,7 +402,7 @@ def _nsys(sc, res) -> None:
     m = res.measurement
     nsys = m.data
     cmp = perf.cached(compare_nsys_to_model, sc, nsys)
-    st.info(mt.nsys_takeaway(cmp, nsys, sc), icon=":material/lightbulb:")
+    st.info(perf.cached(mt.nsys_takeaway, cmp, nsys, sc), icon=":material/lightbulb:")
     k = st.columns(5)
     k[0].metric("Transfers", f"{nsys.count:,}", help=f"From {nsys.report}")
     k[1].metric("Mean", fmt_time(nsys.mean_s), help="Total time ÷ transfers")

@@ -22,7 +22,7 @@ def render() -> None:
     table = perf.cached(
         models_table, sc.kv_dtype, sc.seq_len, extra=tuple(urlstate.imported_models().values())
     )
-    st.info(models_takeaway(table, sc.model.id), icon=":material/lightbulb:")
+    st.info(perf.cached(models_takeaway, table, sc.model.id), icon=":material/lightbulb:")
     exports_ui.chart(
         perf.cached(
             figures.figure_bytes_per_token, table, highlight=sc.model.id, kv_dtype=sc.kv_dtype

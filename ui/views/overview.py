@@ -16,7 +16,7 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     ev = evaluate(sc)  # memoised per scenario in kvmodel
-    st.info(overview_takeaway(ev), icon=":material/lightbulb:")
+    st.info(perf.cached(overview_takeaway, ev), icon=":material/lightbulb:")
     _cache_metrics(sc, ev)
     _transfer_metrics(sc, ev)
     _breakdowns(ev)

@@ -27,9 +27,8 @@ def render() -> None:
         lid: figures.link_name(lid) + (f" ({blocked[lid]})" if lid in blocked else "")
         for lid in links
     }
-    st.info(
-        sequence_takeaway(critical, names, sc.k * sc.decode_step_s), icon=":material/lightbulb:"
-    )
+    text = perf.cached(_takeaway, critical, tuple(names.items()), sc.k * sc.decode_step_s)
+    st.info(text, icon=":material/lightbulb:")
     exports_ui.chart(
         perf.cached(
             figures.figure_seq_sweep,
@@ -66,3 +65,8 @@ def render() -> None:
         f"at the sidebar's TP {sc.tp_decode} where its KV heads allow it (else the largest TP "
         "below that they do), MLA models with data-parallel attention."
     )
+
+
+def _takeaway(critical, names: tuple, threshold_s: float) -> str:
+    """The page's sentence, memoised (``names`` as pairs: a dict cannot key the memo)."""
+    return sequence_takeaway(critical, dict(names), threshold_s)

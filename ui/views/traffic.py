@@ -164,7 +164,8 @@ def _context_warning_and_takeaway(sc, req, reg, label) -> None:
             icon=":material/straighten:",
         )
     st.info(
-        traffic_takeaway(reg, sc.link.name, label, req.count_known), icon=":material/lightbulb:"
+        perf.cached(traffic_takeaway, reg, sc.link.name, label, req.count_known),
+        icon=":material/lightbulb:",
     )
 
 
@@ -199,7 +200,7 @@ def _regions(req, reg, res, mix, minlen) -> None:
         ),
         "traffic-regions",
     )
-    st.success(window_sentence(res["window"]), icon=":material/call_split:")
+    st.success(perf.cached(window_sentence, res["window"]), icon=":material/call_split:")
 
 
 def _what_moves(res, sc) -> None:
