@@ -118,7 +118,9 @@ def add_notice(text: str) -> None:
 
 
 def current_values() -> dict:
-    ss = st.session_state
+    # one read of the whole session state: ~50 reads through st.session_state, each taking
+    # its lock and mapping widget ids, cost more (7 calls a rerun on Capacity; Session 8)
+    ss = st.session_state.to_dict()
     values = {name: ss.get(name, P.DEFAULTS[name]) for name in P.DEFAULTS}
     for row in FLAG_ROWS:
         values[row.name] = int(bool(ss.get(row.name)))
