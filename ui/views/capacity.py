@@ -29,6 +29,8 @@ from kvview.capacity_words import (
     pct_label,
     source_caption,
     split_text,
+    tile_gpus,
+    tile_split,
     ttft_help,
 )
 from kvview.figures import capacity as figs
@@ -305,7 +307,8 @@ def _tiles(plan, slo, price) -> None:
     m = st.columns(4)
     dis_help = f"{split_text(plan)}; P:D = {plan.pd_ratio:,.2f}"
     if plan.disaggregated_feasible:
-        m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
+        m[0].metric("Disaggregated GPUs", tile_gpus(plan.disaggregated_gpus),
+                    help=f"{gpus(plan.disaggregated_gpus)}: {dis_help}")  # fmt: skip
     else:  # issue 24: no big count for a plan that cannot meet the targets
         m[0].metric(
             "Disaggregated GPUs",
@@ -319,8 +322,9 @@ def _tiles(plan, slo, price) -> None:
     if plan.colocated_feasible:
         m[1].metric(
             "Colocated GPUs",
-            gpus(plan.colocated_gpus),
-            help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
+            tile_gpus(plan.colocated_gpus),
+            help=f"{gpus(plan.colocated_gpus)}: {plan.colocated_instances:,} × TP "
+            f"{plan.colocated_tp} with chunked prefill "
             f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets",
         )
     else:
@@ -352,11 +356,12 @@ def _tiles(plan, slo, price) -> None:
     else:
         m[2].metric(
             "Disaggregation saves",
-            ("−" if saves < 0 else "") + gpus(abs(saves)),
+            ("−" if saves < 0 else "") + tile_gpus(abs(saves)),
             delta=cheaper_text(saves),
             delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
             delta_arrow="off",
-            help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+            help=f"{gpus(saves)}: colocated GPUs − disaggregated GPUs (negative: "
+            "disaggregation needs more)",
         )
     m[3].metric(
         "Meets the targets",
@@ -407,8 +412,12 @@ def _tiles(plan, slo, price) -> None:
             "per GPU-hour",
         )
     else:
+        value, counts = tile_split(plan.prefill_gpus, plan.decode_gpus)
         m[3].metric(
             "P:D split",
-            f"{plan.prefill_gpus:,} : {plan.decode_gpus:,}",
-            help=f"TP {plan.prefill_tp} prefill, TP {plan.decode_tp} decode",
+            value,
+            delta=counts,
+            delta_color="off",
+            delta_arrow="off",
+            help=f"Prefill GPUs : decode GPUs, {split_text(plan)}",
         )
