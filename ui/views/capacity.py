@@ -304,7 +304,17 @@ def _plan_per_pool(plan, slo, rate, price) -> None:
 
 
 def _tiles(plan, slo, price) -> None:
+    """Two rows of four tiles: GPU counts, the saving and the verdict; TTFT, TPOT, the link
+    and the cost (or the P:D split)."""
     m = st.columns(4)
+    _gpu_tiles(plan, m)
+    _verdict_tiles(plan, m)
+    m = st.columns(4)
+    _time_tiles(plan, slo, m)
+    _cost_tile(plan, price, m[3])
+
+
+def _gpu_tiles(plan, m) -> None:
     dis_help = f"{split_text(plan)}; P:D = {plan.pd_ratio:,.2f}"
     if plan.disaggregated_feasible:
         m[0].metric("Disaggregated GPUs", tile_gpus(plan.disaggregated_gpus),
@@ -342,6 +352,9 @@ def _tiles(plan, slo, price) -> None:
             help=f"No colocated size at TP {plan.colocated_tp} meets the targets; {fell_back}."
             + nearest_text(plan, "colocated"),
         )
+
+
+def _verdict_tiles(plan, m) -> None:
     saves = plan.disaggregation_saves_gpus
     if saves is None:  # a side misses the targets: no saving, no green (issue 24)
         m[2].metric(
@@ -369,7 +382,9 @@ def _tiles(plan, slo, price) -> None:
         help=f"Disaggregated plan. Prefill sized by {limit_text(plan.limits, 'prefill')}, "
         f"decode by {limit_text(plan.limits, 'decode')}",
     )
-    m = st.columns(4)
+
+
+def _time_tiles(plan, slo, m) -> None:
     p = pct_label(slo.ttft_percentile)
     # a met target shows green only when both sides meet theirs: no green on a page whose
     # plan has an infeasible side (issue 24), a miss stays red
@@ -401,8 +416,11 @@ def _tiles(plan, slo, price) -> None:
         f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
         f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
+
+
+def _cost_tile(plan, price, col) -> None:
     if price:
-        m[3].metric(
+        col.metric(
             "Cost per hour",
             f"${plan.cost_per_hour:,.0f}",
             delta=f"colocated ${plan.colocated_cost_per_hour:,.0f}",
@@ -413,7 +431,7 @@ def _tiles(plan, slo, price) -> None:
         )
     else:
         value, counts = tile_split(plan.prefill_gpus, plan.decode_gpus)
-        m[3].metric(
+        col.metric(
             "P:D split",
             value,
             delta=counts,
