@@ -19,7 +19,6 @@ departures) runs only on instances whose reserved tokens would ever exceed their
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,24 +46,12 @@ class DecodeRun:
 
 def _admit(ready, need, dur, capacity: float) -> np.ndarray:
     """Admission times of one instance's requests (rows in arrival order): FCFS, each when its
-    ``need`` tokens fit in ``capacity`` beside the requests still decoding."""
-    out: list = []
-    heap: list = []
-    free, t = capacity, 0.0
-    keep, push, pop = out.append, heapq.heappush, heapq.heappop
-    # Python floats, not numpy scalars: the loop's cost is its per-item overhead
-    for r, nd, d in zip(ready.tolist(), need.tolist(), dur.tolist(), strict=True):
-        if r > t:
-            t = r
-        while heap and heap[0][0] <= t:
-            free += pop(heap)[1]
-        while free < nd and heap:
-            dep, tokens = pop(heap)
-            t, free = max(t, dep), free + tokens
-        keep(t)
-        free -= nd
-        push(heap, (t + d, nd))
-    return np.array(out, dtype=float)
+    ``need`` tokens fit in ``capacity`` beside the requests still decoding (compiled:
+    ``kernels.admit``, a heap of departures)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    return kernels.admit(*(np.ascontiguousarray(x, dtype=float) for x in (ready, need, dur)),
+                         float(capacity))  # fmt: skip
 
 
 def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
@@ -90,34 +77,29 @@ def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
 class Bins:
     """Each request's first and last bin on a grid of ``nb`` bins of width ``w`` per column,
     as flat indices into a (cols, nb + 1) layout: computed once per round and shared by every
-    grid and mean of the round (the indexing is most of their cost)."""
+    grid and mean of the round (compiled: ``kernels.bin_index``, ``grid``, ``mean_over``)."""
 
     def __init__(self, start, end, nb: int, w: float):
+        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+        self.k = kernels
         self.shape, self.cols, self.nb = start.shape, start.shape[1], nb
-        col = np.arange(self.cols) * (nb + 1)
-        sb = np.minimum((start / w).astype(np.int64), nb - 1)
-        last = (end / w).astype(np.int64)
-        eb = np.minimum(last, nb - 1)
-        self.first = (sb + col).ravel()
-        self.stop = (np.minimum(last + 1, nb) + col).ravel()  # the bin after its last
-        self.last = (eb + col).ravel()
-        self.count = (eb - sb + 1).ravel()
+        self.first, self.stop, self.last, self.count = kernels.bin_index(
+            np.ascontiguousarray(start, dtype=float), np.ascontiguousarray(end, dtype=float),
+            int(nb), float(w))  # fmt: skip
 
     def grid(self, valid, values) -> np.ndarray:
         """Per column and bin (cols, nb + 1; the last bin empty), the sum of ``values`` of the
         requests running in it."""
-        size = self.cols * (self.nb + 1)
-        v = np.where(valid, values, 0.0).ravel()
-        diff = np.bincount(self.first, v, size) - np.bincount(self.stop, v, size)
-        return np.cumsum(diff.reshape(self.cols, self.nb + 1), axis=1)
+        v = np.ascontiguousarray(np.broadcast_to(values, self.shape) if np.ndim(values)
+                                 else np.full(1, values), dtype=float).ravel()  # fmt: skip
+        return self.k.grid(self.first, self.stop, np.ascontiguousarray(valid).ravel(), v,
+                           self.cols, self.nb)  # fmt: skip
 
     def mean_over(self, grid):
         """(value at each request's start bin, mean over its bins) of a :meth:`grid`."""
-        prefix = np.concatenate(
-            [np.zeros((self.cols, 1)), np.cumsum(grid[:, : self.nb], axis=1)], axis=1
-        ).ravel()
-        mean = (prefix[self.last + 1] - prefix[self.first]) / self.count
-        return grid.ravel()[self.first].reshape(self.shape), mean.reshape(self.shape)
+        at, mean = self.k.mean_over(grid, self.first, self.last, self.count, self.nb)
+        return at.reshape(self.shape), mean.reshape(self.shape)
 
 
 def _grid(start, end, valid, values, nb: int, w: float) -> np.ndarray:

@@ -17,9 +17,6 @@ instances: the one loop, ~0.5 µs per request); decode instances take requests i
 
 from __future__ import annotations
 
-import heapq
-from array import array
-
 import numpy as np
 
 
@@ -68,6 +65,8 @@ def first_free(arrival: np.ndarray, work: np.ndarray, instances: int):
     if instances == 1:
         m = arrival.reshape(-1, 1)
         return served(m, work.reshape(-1, 1)).ravel(), np.zeros(n, dtype=np.int64)
+    arrival = np.ascontiguousarray(arrival, dtype=float)  # one compiled signature
+    work = np.ascontiguousarray(work, dtype=float)
     start, inst = np.empty(n), np.empty(n, dtype=np.int64)
     free = np.zeros(instances)  # when each instance is free next
     k, least = 0, HEAP_AT_LEAST
@@ -111,57 +110,18 @@ def _no_wait_run(arrival, work, free, k: int, start, inst) -> int:
 
 def _heap_run(arrival, work, free, k: int, start, inst, least: int = HEAP_AT_LEAST) -> int:
     """Requests from k by a heap of the instances' free moments, at least ``least`` of them
-    and then until one does not wait; return the next.
+    and then until one does not wait; return the next (compiled:
+    ``kernels.first_free_heap``).
 
     The heap holds one whole number per instance, ``time in ticks × instances + instance``:
     integers compare faster than tuples, and the instance rides in the low digits.  A tick
     is 1 ns (1 µs when the times would overflow)."""
-    n, c = len(arrival), len(free)
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    c = len(free)
     horizon = max(float(arrival[-1]), float(free.max())) + float(work[k:].sum())
     tick = 1e-9 if horizon * 1e9 * c < 4e18 else 1e-6
-    heap = (np.rint(free / tick).astype(np.int64) * c + np.arange(c)).tolist()
-    heapq.heapify(heap)
-    out = array("q")  # the starts' keys: a C buffer, not a million Python ints to gather
-    lo, size = k, 2 * least
-    while lo < n:  # a piece's values as Python numbers at a time, pieces doubling
-        # memoryviews: their items become Python ints one at a time (cheaper than tolist)
-        arr = memoryview(np.rint(arrival[lo : lo + size] / tick).astype(np.int64) * c)
-        dur = memoryview(np.rint(work[lo : lo + size] / tick).astype(np.int64) * c)
-        lo, size = lo + size, min(2 * size, WINDOW)
-        first = max(0, least - len(out))  # taken whatever they find
-        _heap_all(heap, arr[:first], dur[:first], out, c)
-        if first < len(arr) and _heap_waiting(heap, arr[first:], dur[first:], out):
-            break  # one finds an instance free: arrays again
-    keys = np.frombuffer(out, dtype=np.int64)
-    m = len(out)
-    start[k : k + m] = (keys // c) * tick
-    inst[k : k + m] = keys % c
-    for key in heap:
-        free[key % c] = (key // c) * tick
-    return k + m
-
-
-def _heap_all(heap: list, arr, dur, out, c: int) -> None:
-    """Every request of ``arr``/``dur`` (keys) through the heap, waiting or not."""
-    keep, replace = out.append, heapq.heapreplace  # bound once: the loop's cost is its calls
-    for xt, w in zip(arr, dur, strict=True):
-        f = heap[0]
-        t = f if f > xt else xt + f % c  # the instance in the low digits
-        keep(t)
-        replace(heap, t + w)
-
-
-def _heap_waiting(heap: list, arr, dur, out) -> bool:
-    """Requests through the heap while each waits (starts at the earliest free moment, its
-    key already carrying the instance); True when one finds an instance free (not taken)."""
-    keep, replace = out.append, heapq.heapreplace
-    for xt, w in zip(arr, dur, strict=True):
-        f = heap[0]
-        if f <= xt:
-            return True
-        keep(f)
-        replace(heap, f + w)
-    return False
+    return int(kernels.first_free_heap(arrival, work, free, k, least, tick, start, inst))
 
 
 def by_instance(values: np.ndarray, instances: int, pad: float) -> np.ndarray:
