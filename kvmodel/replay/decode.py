@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.replay.fifo import by_instance, sorted_columns, unsort
+from kvmodel.replay.fifo import by_instance
 
 ITERATIONS = 3
 MIN_BIN_S = 0.05
@@ -44,67 +44,29 @@ class DecodeRun:
     memory_bound: int  # instances on which memory ever made a request wait
 
 
-def _admit(ready, need, dur, capacity: float) -> np.ndarray:
-    """Admission times of one instance's requests (rows in arrival order): FCFS, each when its
-    ``need`` tokens fit in ``capacity`` beside the requests still decoding (compiled:
-    ``kernels.admit``, a heap of departures)."""
+def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
+    """Instances (rows) whose reserved tokens exceed ``capacity`` at some time (departures
+    first).
+
+    A grid first (``kernels.column_peak`` counts a request in every bin it touches: never
+    below the exact peak), then the exact check by sorted events only on the rows it flags."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    return kernels.admit(*(np.ascontiguousarray(x, dtype=float) for x in (ready, need, dur)),
-                         float(capacity))  # fmt: skip
-
-
-def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
-    """Columns whose reserved tokens exceed ``capacity`` at some time (departures first).
-
-    A grid first (:func:`_grid` counts a request in every bin it touches: never below the
-    exact peak), then the exact check by sorted events only on the columns it flags."""
     end = start + dur
     horizon = float(end.max()) + MIN_BIN_S
-    w = max(MIN_BIN_S, horizon * start.shape[1] / MAX_CELLS)
-    rough = _grid(start, end, valid, need, int(horizon / w) + 2, w).max(axis=1)
-    cols = np.flatnonzero(rough > capacity * (1 + 1e-12))
-    if not cols.size:
-        return cols
-    s, d, nd = start[:, cols], dur[:, cols], need[:, cols]
-    times = np.concatenate([s + d, s])
-    delta = np.concatenate([-nd, nd])
-    order = np.argsort(times, axis=0, kind="stable")
-    held = np.cumsum(np.take_along_axis(delta, order, 0), axis=0)
-    return cols[held.max(axis=0) > capacity * (1 + 1e-12)]
+    w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
+    rough = kernels.column_peak(start, end, valid, need, int(horizon / w) + 2, w)
+    rows = np.flatnonzero(rough > capacity * (1 + 1e-12))
+    if not rows.size:
+        return rows
+    peak = kernels.held_peak(start[rows], dur[rows], need[rows])
+    return rows[peak > capacity * (1 + 1e-12)]
 
 
-class Bins:
-    """Each request's first and last bin on a grid of ``nb`` bins of width ``w`` per column,
-    as flat indices into a (cols, nb + 1) layout: computed once per round and shared by every
-    grid and mean of the round (compiled: ``kernels.bin_index``, ``grid``, ``mean_over``)."""
-
-    def __init__(self, start, end, nb: int, w: float):
-        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
-
-        self.k = kernels
-        self.shape, self.cols, self.nb = start.shape, start.shape[1], nb
-        self.first, self.stop, self.last, self.count = kernels.bin_index(
-            np.ascontiguousarray(start, dtype=float), np.ascontiguousarray(end, dtype=float),
-            int(nb), float(w))  # fmt: skip
-
-    def grid(self, valid, values) -> np.ndarray:
-        """Per column and bin (cols, nb + 1; the last bin empty), the sum of ``values`` of the
-        requests running in it."""
-        v = np.ascontiguousarray(np.broadcast_to(values, self.shape) if np.ndim(values)
-                                 else np.full(1, values), dtype=float).ravel()  # fmt: skip
-        return self.k.grid(self.first, self.stop, np.ascontiguousarray(valid).ravel(), v,
-                           self.cols, self.nb)  # fmt: skip
-
-    def mean_over(self, grid):
-        """(value at each request's start bin, mean over its bins) of a :meth:`grid`."""
-        at, mean = self.k.mean_over(grid, self.first, self.last, self.count, self.nb)
-        return at.reshape(self.shape), mean.reshape(self.shape)
-
-
-def _grid(start, end, valid, values, nb: int, w: float) -> np.ndarray:
-    """Per column and bin, the sum of ``values`` of the requests running in it: (cols, nb)."""
-    return Bins(start, end, nb, w).grid(valid, values)[:, :nb]
+def _by_instance(values, instances: int, pad: float) -> np.ndarray:
+    """``values`` (request order) as (instances, rows): request k in row k mod ``instances``
+    (round robin), an instance's requests contiguous (its kernels walk them in order)."""
+    return by_instance(values, instances, pad).T
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
@@ -113,15 +75,20 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     tokens reserved; ``held``: mean tokens held over the stay; ``output``: tokens generated
     (≥ 1); ``step(context, batch)``: one decode step [s] for arrays of whole tokens and
     requests."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
     n = len(ready)
-    last = float(ready.max())
-    r, valid, nd, hd, out, order = sorted_columns(
-        by_instance(ready, instances, last),
-        by_instance(np.ones(n), instances, 0.0) > 0,
-        by_instance(np.minimum(need, capacity_tokens), instances, 0.0),
-        by_instance(held, instances, 0.0),
-        by_instance(output, instances, 0.0),
-    )
+    key = _by_instance(np.asarray(ready, dtype=float), instances, float(ready.max()))
+    order = np.argsort(key, axis=1, kind="stable")  # each instance's requests by KV arrival
+
+    def rows(values, pad: float, dtype=float):
+        m = _by_instance(np.asarray(values, dtype=dtype), instances, pad)
+        return np.take_along_axis(m, order, 1)
+
+    r = np.take_along_axis(key, order, 1)
+    valid = rows(np.ones(n, dtype=bool), False, bool)
+    nd = rows(np.minimum(need, capacity_tokens), 0.0)
+    hd, out = rows(held, 0.0), rows(output, 0.0)
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
     for _ in range(ITERATIONS):
@@ -129,22 +96,20 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         start = r.copy()
         bound = _overflows(start, dur, nd, valid, capacity_tokens)
         for c in bound:
-            start[:, c] = _admit(r[:, c], nd[:, c], dur[:, c], capacity_tokens)
+            start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
         end = start + dur
         horizon = float(end.max()) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        bins = Bins(start, end, nb, w)
-        b0, bm = bins.mean_over(bins.grid(valid, 1.0))
-        t0, tm = bins.mean_over(bins.grid(valid, hd))
-        b0, bm = np.maximum(b0, 1.0), np.maximum(bm, 1.0)
-        first = step(np.maximum(np.ceil(t0 / b0), 1.0), np.ceil(b0))
-        tpot = step(np.maximum(np.ceil(tm / bm), 1.0), np.ceil(bm))
+        c0, b0, cm, bm = kernels.round_means(start, end, valid, hd, nb, w)
+        first, tpot = step(c0, b0), step(cm, bm)
     dur = np.where(valid, first + (out - 1) * tpot, 0.0)
-    reserved = _grid(start, start + dur, valid, nd, nb, w).sum(axis=0)
+    reserved = kernels.column_grid(start, start + dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
 
     def flat(m):
-        return unsort(m, order).ravel()[:n]
+        back = np.empty_like(m)
+        np.put_along_axis(back, order, m, 1)
+        return back.T.ravel()[:n]
 
     s = flat(start)
     return DecodeRun(

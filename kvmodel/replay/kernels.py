@@ -158,62 +158,143 @@ def admit(ready, need, dur, capacity):
     return out
 
 
-# ---- the decode pool's time grids (decode.Bins) --------------------------------------------
+# ---- the decode pool's time grids ---------------------------------------------------------
+# Arrays are (instances, rows): an instance's requests in a row, in time order.  A request
+# runs from bin int(start / w) (at most the last) through int(end / w); an instance's bins are
+# filled in its requests' order, instances one after another (as numpy's ``bincount`` did on
+# them: the same sums in the same order).
 
 
 @_compiled
-def bin_index(start, end, nb, w):
-    """Each request's (first bin, the bin after its last, last bin, bins) as flat indices
-    into a (columns, nb + 1) layout (``decode.Bins``); ``start``/``end`` (rows, columns)."""
-    rows, cols = start.shape
-    first = np.empty(rows * cols, dtype=np.int64)
-    stop, last, count = np.empty_like(first), np.empty_like(first), np.empty_like(first)
-    for r in range(rows):
-        for c in range(cols):
-            i, base = r * cols + c, c * (nb + 1)
-            sb = min(np.int64(start[r, c] / w), nb - 1)
-            lb = np.int64(end[r, c] / w)
-            eb = min(lb, nb - 1)
-            first[i], stop[i], last[i] = sb + base, min(lb + 1, nb) + base, eb + base
-            count[i] = eb - sb + 1
-    return first, stop, last, count
+def _counts(start, end, valid, values, nb, w):
+    """Per instance and bin (flat, instances × (nb + 1)), the ``values`` starting in it and
+    those whose last bin was the one before."""
+    cols, rows = start.shape
+    width = nb + 1
+    up, down = np.zeros(cols * width), np.zeros(cols * width)
+    for c in range(cols):
+        for r in range(rows):
+            if valid[c, r]:
+                up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
+                down[c * width + min(np.int64(end[c, r] / w) + 1, nb)] += values[c, r]
+    return up, down
 
 
 @_compiled
-def grid(first, stop, valid, values, cols, nb):
-    """Per column and bin (cols, nb + 1), the sum of ``values`` (flat, or one number when
-    of length 1) of the valid requests running in it: the two counts of starts and stops,
-    their difference and its running sum along each column, as ``decode.Bins.grid``."""
-    size = cols * (nb + 1)
-    up, down = np.zeros(size), np.zeros(size)
-    one = len(values) == 1
-    for i in range(len(first)):
-        v = (values[0] if one else values[i]) if valid[i] else 0.0
-        up[first[i]] += v
-        down[stop[i]] += v
-    out = np.empty((cols, nb + 1))
+def column_grid(start, end, valid, values, nb, w):
+    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
+    of the valid requests running in it: the running sum of starts less stops."""
+    up, down = _counts(start, end, valid, values, nb, w)
+    cols, width = start.shape[0], nb + 1
+    out = np.empty((cols, width))
     for c in range(cols):
         acc = 0.0
-        for b in range(nb + 1):
-            acc += up[c * (nb + 1) + b] - down[c * (nb + 1) + b]
+        for b in range(width):
+            acc += up[c * width + b] - down[c * width + b]
             out[c, b] = acc
     return out
 
 
 @_compiled
-def mean_over(g, first, last, count, nb):
-    """(value at each request's first bin, mean over its bins) of a :func:`grid`, flat."""
-    cols = g.shape[0]
-    prefix = np.empty(cols * (nb + 1))
+def column_peak(start, end, valid, values, nb, w):
+    """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
+    up, down = _counts(start, end, valid, values, nb, w)
+    cols, width = start.shape[0], nb + 1
+    out = np.full(cols, -np.inf)
     for c in range(cols):
         acc = 0.0
-        prefix[c * (nb + 1)] = 0.0
         for b in range(nb):
-            acc += g[c, b]
-            prefix[c * (nb + 1) + b + 1] = acc
-    flat = g.ravel()
-    at, mean = np.empty(len(first)), np.empty(len(first))
-    for i in range(len(first)):
-        at[i] = flat[first[i]]
-        mean[i] = (prefix[last[i] + 1] - prefix[first[i]]) / count[i]
+            acc += up[c * width + b] - down[c * width + b]
+            out[c] = max(out[c], acc)
+    return out
+
+
+@_compiled
+def _means(grid, start, end, nb, w):
+    """(value at each request's first bin, mean over its bins) of a :func:`column_grid`
+    (the mean from the grid's running sum, as ``(S[last + 1] − S[first]) / bins``)."""
+    cols, rows = start.shape
+    width = nb + 1
+    prefix = np.empty(cols * width)
+    for c in range(cols):
+        acc = 0.0
+        prefix[c * width] = 0.0
+        for b in range(nb):
+            acc += grid[c, b]
+            prefix[c * width + b + 1] = acc
+    at, mean = np.empty((cols, rows)), np.empty((cols, rows))
+    for c in range(cols):
+        for r in range(rows):
+            sb = min(np.int64(start[c, r] / w), nb - 1)
+            eb = min(np.int64(end[c, r] / w), nb - 1)
+            at[c, r] = grid[c, sb]
+            mean[c, r] = (prefix[c * width + eb + 1] - prefix[c * width + sb]) / (eb - sb + 1)
     return at, mean
+
+
+@_compiled
+def _step_inputs(tokens, batch):
+    """(context, batch) of a step from a bin's held tokens and running requests: the batch
+    at least 1, whole; the mean context whole, at least 1 token."""
+    b = np.maximum(batch, 1.0)
+    ctx = np.empty_like(b)
+    for i in range(b.shape[0]):
+        for j in range(b.shape[1]):
+            ctx[i, j] = max(np.ceil(tokens[i, j] / b[i, j]), 1.0)
+    return ctx, np.ceil(b)
+
+
+@_compiled
+def round_means(start, end, valid, held, nb, w):
+    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
+    batch) at its first bin and over its stay, from its instance's running requests and held
+    tokens per bin."""
+    ones = np.ones_like(start)
+    grid_b = column_grid(start, end, valid, ones, nb, w)
+    grid_t = column_grid(start, end, valid, held, nb, w)
+    b0, bm = _means(grid_b, start, end, nb, w)
+    t0, tm = _means(grid_t, start, end, nb, w)
+    c0, b0 = _step_inputs(t0, b0)
+    cm, bm = _step_inputs(tm, bm)
+    return c0, b0, cm, bm
+
+
+@_compiled
+def held_peak(start, dur, need):
+    """Per instance (row), the most tokens held at once: departures before arrivals at one moment
+    (``decode._overflows``' exact check: events sorted stably, a running sum)."""
+    cols, rows = start.shape
+    out = np.empty(cols)
+    times, delta = np.empty(2 * rows), np.empty(2 * rows)
+    for c in range(cols):
+        for r in range(rows):
+            times[r], delta[r] = start[c, r] + dur[c, r], -need[c, r]
+            times[rows + r], delta[rows + r] = start[c, r], need[c, r]
+        order = np.argsort(times, kind="mergesort")
+        acc, top = 0.0, -np.inf
+        for i in range(2 * rows):
+            acc += delta[order[i]]
+            top = max(top, acc)
+        out[c] = top
+    return out
+
+
+@_compiled
+def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context):
+    """``sim.StepTable``'s read: the row of the whole ``batch`` (≤ ``whole_batches``: row
+    batch − 1; above, when ``big``: the first row at or above it), the ``contexts`` clipped
+    to [0, ``top``] in steps of ``h`` tokens, linear between two columns."""
+    n_cols = table.shape[1]
+    flat = table.ravel()
+    out = np.empty(len(batch))
+    for i in range(len(batch)):
+        b = batch[i]
+        bi = np.int64(min(b, whole_batches)) - 1
+        if big and b > whole_batches:
+            bi = min(np.searchsorted(batches, b), len(batches) - 1)
+        x = min(max(contexts[i], 0.0), top) / h
+        j = min(np.int64(x), last_context)
+        f = x - j
+        k = bi * n_cols + j
+        out[i] = flat[k] * (1 - f) + f * flat[k + 1]
+    return out

@@ -172,24 +172,17 @@ class StepTable:
                                             **kw)  # fmt: skip
 
     def __call__(self, context: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Step [s] at whole ``batch`` (≥ 1; above the table: its last row) and ``context``."""
+        """Step [s] at whole ``batch`` (≥ 1; above the table: the first row at or above it,
+        at most the last) and ``context`` (compiled: ``kernels.step_lookup``)."""
+        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
         b = np.asarray(batch, dtype=float)
-        bi = np.minimum(b, TABLE_BATCHES).astype(np.int64) - 1
-        if self.big.size and b.max() > TABLE_BATCHES:
-            over = b > TABLE_BATCHES
-            bi[over] = np.minimum(np.searchsorted(self.batches, b[over]),
-                                  len(self.batches) - 1)  # fmt: skip
-        c = np.clip(np.asarray(context, dtype=float), 0.0, self.contexts[-2])
-        c /= self.h
-        j = np.minimum(c.astype(np.int64), TABLE_CONTEXTS)
-        f = c - j
-        k = bi * self.table.shape[1] + j  # flat cells: one take, not a 2-D fancy index
-        flat = self.table.ravel()
-        lo = flat.take(k)
-        lo *= 1 - f
-        f *= flat.take(k + 1)
-        lo += f
-        return lo
+        c = np.broadcast_to(np.asarray(context, dtype=float), b.shape)
+        out = kernels.step_lookup(self.table, self.batches, bool(self.big.size), self.h,
+                                  float(self.contexts[-2]), np.ascontiguousarray(c).ravel(),
+                                  np.ascontiguousarray(b).ravel(), TABLE_BATCHES,
+                                  TABLE_CONTEXTS)  # fmt: skip
+        return out.reshape(b.shape)
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
