@@ -78,17 +78,13 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
     n = len(ready)
-    key = _by_instance(np.asarray(ready, dtype=float), instances, float(ready.max()))
+    ready = np.asarray(ready, dtype=float)
+    key = _by_instance(ready, instances, float(ready.max()))
     order = np.argsort(key, axis=1, kind="stable")  # each instance's requests by KV arrival
-
-    def rows(values, pad: float, dtype=float):
-        m = _by_instance(np.asarray(values, dtype=dtype), instances, pad)
-        return np.take_along_axis(m, order, 1)
-
-    r = np.take_along_axis(key, order, 1)
-    valid = rows(np.ones(n, dtype=bool), False, bool)
-    nd = rows(np.minimum(need, capacity_tokens), 0.0)
-    hd, out = rows(held, 0.0), rows(output, 0.0)
+    r = kernels.instance_rows(ready, order, float(ready.max()))
+    valid = order * instances + np.arange(instances)[:, None] < n
+    nd, hd, out = (kernels.instance_rows(np.asarray(x, dtype=float), order, 0.0)
+                   for x in (np.minimum(need, capacity_tokens), held, output))  # fmt: skip
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
     for _ in range(ITERATIONS):
@@ -107,9 +103,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     reserved = kernels.column_grid(start, start + dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
 
     def flat(m):
-        back = np.empty_like(m)
-        np.put_along_axis(back, order, m, 1)
-        return back.T.ravel()[:n]
+        return kernels.request_order(m, order, n)
 
     s = flat(start)
     return DecodeRun(

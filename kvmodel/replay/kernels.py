@@ -210,52 +210,44 @@ def column_peak(start, end, valid, values, nb, w):
 
 
 @_compiled
-def _means(grid, start, end, nb, w):
-    """(value at each request's first bin, mean over its bins) of a :func:`column_grid`
-    (the mean from the grid's running sum, as ``(S[last + 1] − S[first]) / bins``)."""
-    cols, rows = start.shape
+def _running(up, down, cols, nb):
+    """In place: ``up`` becomes the grid (per instance and bin, flat: the running sum of
+    starts less stops) and ``down`` the grid's running sum along each instance shifted by one
+    (0 first: ``S[b]`` sums bins < b)."""
     width = nb + 1
-    prefix = np.empty(cols * width)
     for c in range(cols):
-        acc = 0.0
-        prefix[c * width] = 0.0
-        for b in range(nb):
-            acc += grid[c, b]
-            prefix[c * width + b + 1] = acc
-    at, mean = np.empty((cols, rows)), np.empty((cols, rows))
-    for c in range(cols):
-        for r in range(rows):
-            sb = min(np.int64(start[c, r] / w), nb - 1)
-            eb = min(np.int64(end[c, r] / w), nb - 1)
-            at[c, r] = grid[c, sb]
-            mean[c, r] = (prefix[c * width + eb + 1] - prefix[c * width + sb]) / (eb - sb + 1)
-    return at, mean
-
-
-@_compiled
-def _step_inputs(tokens, batch):
-    """(context, batch) of a step from a bin's held tokens and running requests: the batch
-    at least 1, whole; the mean context whole, at least 1 token."""
-    b = np.maximum(batch, 1.0)
-    ctx = np.empty_like(b)
-    for i in range(b.shape[0]):
-        for j in range(b.shape[1]):
-            ctx[i, j] = max(np.ceil(tokens[i, j] / b[i, j]), 1.0)
-    return ctx, np.ceil(b)
+        acc = run = 0.0
+        for b in range(width):
+            i = c * width + b
+            acc += up[i] - down[i]
+            up[i], down[i] = acc, run
+            run += acc
 
 
 @_compiled
 def round_means(start, end, valid, held, nb, w):
     """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
-    batch) at its first bin and over its stay, from its instance's running requests and held
-    tokens per bin."""
-    ones = np.ones_like(start)
-    grid_b = column_grid(start, end, valid, ones, nb, w)
-    grid_t = column_grid(start, end, valid, held, nb, w)
-    b0, bm = _means(grid_b, start, end, nb, w)
-    t0, tm = _means(grid_t, start, end, nb, w)
-    c0, b0 = _step_inputs(t0, b0)
-    cm, bm = _step_inputs(tm, bm)
+    batch) at its first bin and over its stay (the mean from the grid's running sum,
+    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
+    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+    cols, rows = start.shape
+    width = nb + 1
+    up_b, down_b = _counts(start, end, valid, np.ones_like(start), nb, w)
+    up_t, down_t = _counts(start, end, valid, held, nb, w)
+    _running(up_b, down_b, cols, nb)
+    _running(up_t, down_t, cols, nb)
+    gb, pb, gt, pt = up_b, down_b, up_t, down_t
+    c0, b0 = np.empty((cols, rows)), np.empty((cols, rows))
+    cm, bm = np.empty((cols, rows)), np.empty((cols, rows))
+    for c in range(cols):
+        for r in range(rows):
+            sb = min(np.int64(start[c, r] / w), nb - 1)
+            eb = min(np.int64(end[c, r] / w), nb - 1)
+            i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
+            b = max(gb[i], 1.0)
+            c0[c, r], b0[c, r] = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
+            b = max((pb[j] - pb[i]) / k, 1.0)
+            cm[c, r], bm[c, r] = max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
     return c0, b0, cm, bm
 
 
@@ -297,4 +289,35 @@ def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, las
         f = x - j
         k = bi * n_cols + j
         out[i] = flat[k] * (1 - f) + f * flat[k + 1]
+    return out
+
+
+# ---- requests to instances' rows and back ---------------------------------------------------
+
+
+@_compiled
+def instance_rows(values, order, pad):
+    """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
+    c + instances, …), each row in ``order`` (indices into it): ``decode._by_instance`` and
+    ``take_along_axis`` in one pass; ``pad`` past the last request."""
+    cols, rows = order.shape
+    n = len(values)
+    out = np.empty((cols, rows))
+    for c in range(cols):
+        for j in range(rows):
+            k = order[c, j] * cols + c
+            out[c, j] = values[k] if k < n else pad
+    return out
+
+
+@_compiled
+def request_order(m, order, n):
+    """:func:`instance_rows` undone: the ``n`` requests' values in request order."""
+    cols, rows = order.shape
+    out = np.empty(n)
+    for c in range(cols):
+        for j in range(rows):
+            k = order[c, j] * cols + c
+            if k < n:
+                out[k] = m[c, j]
     return out
