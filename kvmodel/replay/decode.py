@@ -70,11 +70,11 @@ def _by_instance(values, instances: int, pad: float) -> np.ndarray:
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
-               step, design_step_s: float) -> DecodeRun:  # fmt: skip
+               step, design_step_s: float, on_round=None) -> DecodeRun:  # fmt: skip
     """The pool (module doc), requests in stream order.  ``ready``: KV arrival [s]; ``need``:
     tokens reserved; ``held``: mean tokens held over the stay; ``output``: tokens generated
     (≥ 1); ``step(context, batch)``: one decode step [s] for arrays of whole tokens and
-    requests."""
+    requests; ``on_round(i)``, when given, is called after round i (1 … :data:`ITERATIONS`)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
     n = len(ready)
@@ -87,7 +87,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
                    for x in (np.minimum(need, capacity_tokens), held, output))  # fmt: skip
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
-    for _ in range(ITERATIONS):
+    for i in range(ITERATIONS):
         dur = np.where(valid, first + (out - 1) * tpot, 0.0)
         start = r.copy()
         bound = _overflows(start, dur, nd, valid, capacity_tokens)
@@ -99,6 +99,8 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         nb = int(horizon / w) + 2
         c0, b0, cm, bm = kernels.round_means(start, end, valid, hd, nb, w)
         first, tpot = step(c0, b0), step(cm, bm)
+        if on_round is not None:
+            on_round(i + 1)
     dur = np.where(valid, first + (out - 1) * tpot, 0.0)
     reserved = kernels.column_grid(start, start + dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s
 from kvmodel.memory import instance_memory
-from kvmodel.replay.decode import run_decode
+from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import (
     Layout,
     by_instance,
@@ -206,10 +206,17 @@ def _receive(link_start, busy, instances: int):
     return unsort(served(s, b), order).ravel()[:n]
 
 
-def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None) -> Timeline:
-    """Every request's timeline through ``dep`` (module doc)."""
+STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
+
+
+def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None,
+           progress=None) -> Timeline:  # fmt: skip
+    """Every request's timeline through ``dep`` (module doc); ``progress(i, STEPS)``, when
+    given, is called after each of :data:`STEPS` steps (a progress bar for long replays)."""
     sc = dep.sc
     start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
+    if progress is not None:
+        progress(1, STEPS)
     receive = _receive(link_start, busy, dep.decode_instances)
     kv = receive + busy
     p, o = stream.prompt_tokens, stream.output_tokens
@@ -223,8 +230,10 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     step = StepTable(sc, dep, int(need.max()), int(capacity))
     if design_step_s is None:
         design_step_s = float(step(np.array([ctx]), np.array([1.0]))[0])
+    rounds = None if progress is None else lambda i: progress(1 + i, STEPS)
     run = run_decode(kv, need, held, o.astype(float), instances=dep.decode_instances,
-                     capacity_tokens=capacity, step=step, design_step_s=design_step_s)  # fmt: skip
+                     capacity_tokens=capacity, step=step, design_step_s=design_step_s,
+                     on_round=rounds)  # fmt: skip
     return Timeline(
         arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
