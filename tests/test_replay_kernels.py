@@ -16,7 +16,7 @@ from kvmodel import capacity as cap
 from kvmodel import replay as rp
 from kvmodel.build import build_scenario
 from kvmodel.replay import kernels
-from kvmodel.replay.fifo import first_free
+from kvmodel.replay.fifo import first_free, served
 from kvmodel.replay.sim import STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,3 +167,28 @@ def test_replay_plan_reports_progress(size_by):
         assert seen == [(i, STEPS, "replay") for i in range(1, STEPS + 1)]
     else:
         assert all(what == "grow" and 1 <= i <= total for i, total, what in seen)
+
+
+def test_served_by_group_by_hand():
+    # NIC 0: ready 0, 1, 1.5, 10 with transfers 2, 2, 1, 1 -> starts 0, 2, 4, 10 (Lindley by
+    # hand, as test_replay.test_served_is_lindley); NIC 1: one transfer ready at 1 starts at 1;
+    # NIC 0's jobs arrive out of order in the request order (10 first): served by ready time
+    ready = np.array([10.0, 0.0, 1.0, 1.0, 1.5])
+    busy = np.array([1.0, 2.0, 5.0, 2.0, 1.0])
+    group = np.array([0, 0, 1, 0, 0])
+    assert_array_equal(kernels.served_by_group(ready, busy, group, 2), [10.0, 0.0, 1.0, 2.0, 4.0])
+
+
+def test_served_by_group_equals_the_matrix_formula():
+    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time."""
+    rng = np.random.default_rng(7)
+    n, groups = 2000, 5
+    ready = np.round(rng.uniform(0, 50, n), 1)  # ties on purpose
+    busy = rng.exponential(0.1, n)
+    group = rng.integers(0, groups, n)
+    got = kernels.served_by_group(ready, busy, group, groups)
+    for g in range(groups):
+        idx = np.flatnonzero(group == g)
+        order = np.argsort(ready[idx], kind="stable")
+        col = served(ready[idx][order][:, None], busy[idx][order][:, None]).ravel()
+        assert_array_equal(got[idx[order]], col)

@@ -321,3 +321,36 @@ def request_order(m, order, n):
             if k < n:
                 out[k] = m[c, j]
     return out
+
+
+# ---- first come first served per group (an instance's NICs) --------------------------------
+
+
+@_compiled
+def served_by_group(ready, service, group, groups):
+    """Start of service [s] of each job (request order) at the single server of its
+    ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
+    order): ``fifo.served``'s ``S_k + max_{j ≤ k}(a_j − S_{j−1}) − s_k`` along each group,
+    the same sums in the same order, without its matrices."""
+    n = len(ready)
+    bounds = np.zeros(groups + 1, dtype=np.int64)
+    for i in range(n):
+        bounds[group[i] + 1] += 1
+    for g in range(groups):
+        bounds[g + 1] += bounds[g]
+    fill = bounds[:-1].copy()
+    members = np.empty(n, dtype=np.int64)  # request numbers, group by group, in order
+    for i in range(n):
+        members[fill[group[i]]] = i
+        fill[group[i]] += 1
+    out = np.empty(n)
+    for g in range(groups):
+        seg = members[bounds[g] : bounds[g + 1]]
+        order = np.argsort(ready[seg], kind="mergesort")  # stable
+        total, top = 0.0, -np.inf
+        for j in range(len(seg)):
+            i = seg[order[j]]
+            total += service[i]  # S_k
+            top = max(top, ready[i] - (total - service[i]))
+            out[i] = (total + top) - service[i]
+    return out

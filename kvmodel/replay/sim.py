@@ -26,15 +26,7 @@ import numpy as np
 from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import ITERATIONS, run_decode
-from kvmodel.replay.fifo import (
-    Layout,
-    by_instance,
-    first_free,
-    round_robin,
-    served,
-    sorted_columns,
-    unsort,
-)
+from kvmodel.replay.fifo import first_free, round_robin
 from kvmodel.replay.stream import Stream
 from kvmodel.scenario import Scenario
 from kvmodel.timing import estimate_decode_step_s
@@ -190,20 +182,25 @@ def _prefill_and_link(sc, dep: Deployment, stream: Stream):
     start, inst = first_free(stream.arrival_s, work, dep.prefill_instances)
     end = start + pre
     ready = end + exposed - whole  # on a free link the KV lands at end + exposed
-    lay = Layout(inst, dep.prefill_instances)
-    r, busy, order = sorted_columns(lay.matrix(ready, float(ready.max())), lay.matrix(whole, 0.0))
-    link_start = lay.flat(unsort(served(r, busy), order))
+    link_start = _fifo_nics(ready, whole, inst, dep.prefill_instances)
     return start, end, ready, link_start, whole, inst
+
+
+def _fifo_nics(ready, busy, inst, instances: int):
+    """Start on each instance's NICs [s]: one transfer at a time, in the order they are ready
+    (compiled: ``kernels.served_by_group``, ``fifo.served`` per instance)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    r, b = (np.ascontiguousarray(x, dtype=float) for x in (ready, busy))
+    group = np.ascontiguousarray(inst, dtype=np.int64)
+    return kernels.served_by_group(r, b, group, int(instances))
 
 
 def _receive(link_start, busy, instances: int):
     """Start on the decode instance's NICs [s]: request k's instance k mod ``instances``
     receives one transfer at a time, in the order they leave (a transfer that finds them
     busy waits: the slower side of the pair bounds it)."""
-    n = len(link_start)
-    s, b, order = sorted_columns(by_instance(link_start, instances, float(link_start.max())),
-                                 by_instance(busy, instances, 0.0))  # fmt: skip
-    return unsort(served(s, b), order).ravel()[:n]
+    return _fifo_nics(link_start, busy, round_robin(len(link_start), instances), instances)
 
 
 STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
