@@ -192,3 +192,16 @@ def test_served_by_group_equals_the_matrix_formula():
         order = np.argsort(ready[idx], kind="stable")
         col = served(ready[idx][order][:, None], busy[idx][order][:, None]).ravel()
         assert_array_equal(got[idx[order]], col)
+
+
+@pytest.mark.parametrize("kind", ["sorted", "nearly", "shuffled", "ties"])
+def test_stable_order_is_numpys_stable_argsort(kind):
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 100, 3000))
+    if kind == "nearly":  # a few swaps: the insertion path
+        x = x + rng.normal(0, 0.05, x.size)
+    elif kind == "shuffled":  # many moves: the merge path
+        rng.shuffle(x)
+    elif kind == "ties":
+        x = np.round(rng.uniform(0, 5, 3000))
+    assert_array_equal(kernels.stable_order(x), np.argsort(x, kind="stable"))

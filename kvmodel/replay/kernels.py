@@ -327,6 +327,26 @@ def request_order(m, order, n):
 
 
 @_compiled
+def stable_order(x):
+    """``np.argsort(x, kind="stable")``: by insertion while that is cheap (an instance's
+    transfers are nearly in order already: ~0-5 moves per item on the bench trace), else by
+    merging (any stable sort gives the same order)."""
+    n = len(x)
+    keys, order = x.copy(), np.arange(n)
+    moves = 0
+    for i in range(1, n):
+        v, o, j = keys[i], order[i], i
+        while j > 0 and keys[j - 1] > v:
+            keys[j], order[j] = keys[j - 1], order[j - 1]
+            j -= 1
+        keys[j], order[j] = v, o
+        moves += i - j
+        if moves > 16 * n:
+            return np.argsort(x, kind="mergesort")
+    return order
+
+
+@_compiled
 def served_by_group(ready, service, group, groups):
     """Start of service [s] of each job (request order) at the single server of its
     ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
@@ -346,7 +366,7 @@ def served_by_group(ready, service, group, groups):
     out = np.empty(n)
     for g in range(groups):
         seg = members[bounds[g] : bounds[g + 1]]
-        order = np.argsort(ready[seg], kind="mergesort")  # stable
+        order = stable_order(ready[seg])
         total, top = 0.0, -np.inf
         for j in range(len(seg)):
             i = seg[order[j]]
