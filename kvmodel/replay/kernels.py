@@ -94,22 +94,17 @@ def first_free_heap(arrival, work, free, k, least, tick, start, inst):
 
 
 @_compiled
-def _less(a, b, i, j):
-    return a[i] < a[j] or (a[i] == a[j] and b[i] < b[j])
-
-
-@_compiled
 def _push(a, b, size, x, y):
-    """Push (x, y) on the pair heap of ``size`` items; return the new size."""
+    """Push (x, y) on the heap of pairs ``a``/``b`` (compared as pairs) holding ``size``
+    items; return the new size."""
     pos = size
-    a[pos], b[pos] = x, y
     while pos > 0:
         parent = (pos - 1) // 2
-        if not _less(a, b, pos, parent):
+        if a[parent] < x or (a[parent] == x and b[parent] <= y):
             break
-        a[pos], a[parent] = a[parent], a[pos]
-        b[pos], b[parent] = b[parent], b[pos]
+        a[pos], b[pos] = a[parent], b[parent]
         pos = parent
+    a[pos], b[pos] = x, y
     return size + 1
 
 
@@ -117,19 +112,20 @@ def _push(a, b, size, x, y):
 def _pop(a, b, size):
     """Drop the smallest pair of the heap; return the new size."""
     size -= 1
-    a[0], b[0] = a[size], b[size]
+    x, y = a[size], b[size]
     pos = 0
     while True:
         child = 2 * pos + 1
         if child >= size:
             break
-        if child + 1 < size and _less(a, b, child + 1, child):
-            child += 1
-        if not _less(a, b, child, pos):
+        other = child + 1
+        if other < size and (a[other] < a[child] or (a[other] == a[child] and b[other] < b[child])):
+            child = other
+        if x < a[child] or (x == a[child] and y <= b[child]):
             break
-        a[pos], a[child] = a[child], a[pos]
-        b[pos], b[child] = b[child], b[pos]
+        a[pos], b[pos] = a[child], b[child]
         pos = child
+    a[pos], b[pos] = x, y
     return size
 
 
@@ -232,8 +228,17 @@ def round_means(start, end, valid, held, nb, w):
     tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
     cols, rows = start.shape
     width = nb + 1
-    up_b, down_b = _counts(start, end, valid, np.ones_like(start), nb, w)
-    up_t, down_t = _counts(start, end, valid, held, nb, w)
+    up_b, down_b = np.zeros(cols * width), np.zeros(cols * width)
+    up_t, down_t = np.zeros(cols * width), np.zeros(cols * width)
+    for c in range(cols):  # _counts of ones and of held, in one pass
+        for r in range(rows):
+            if valid[c, r]:
+                i = c * width + min(np.int64(start[c, r] / w), nb - 1)
+                j = c * width + min(np.int64(end[c, r] / w) + 1, nb)
+                up_b[i] += 1.0
+                down_b[j] += 1.0
+                up_t[i] += held[c, r]
+                down_t[j] += held[c, r]
     _running(up_b, down_b, cols, nb)
     _running(up_t, down_t, cols, nb)
     gb, pb, gt, pt = up_b, down_b, up_t, down_t
