@@ -77,17 +77,17 @@ def test_admit_by_hand():
 # B runs 1 … 2 (bins 1-2) holding 50.  Running requests per bin 1, 2, 2, 1, 0; tokens per
 # bin 100, 150, 150, 100, 0.
 START2 = np.array([[0.0, 1.0]])
-END2 = np.array([[3.0, 2.0]])
+DUR2 = np.array([[3.0, 1.0]])  # ends at 3 and 2
 VALID2 = np.array([[True, True]])
 HELD2 = np.array([[100.0, 50.0]])
 
 
 def test_column_grid_and_peak_by_hand():
-    g = kernels.column_grid(START2, END2, VALID2, HELD2, 5, 1.0)
+    g = kernels.column_grid(START2, DUR2, VALID2, HELD2, 5, 1.0)
     assert_array_equal(g, [[100.0, 150.0, 150.0, 100.0, 0.0, 0.0]])  # the 6th bin: empty
-    assert_array_equal(kernels.column_peak(START2, END2, VALID2, HELD2, 5, 1.0), [150.0])
+    assert_array_equal(kernels.column_peak(START2, DUR2, VALID2, HELD2, 5, 1.0), [150.0])
     none = np.array([[False, False]])
-    assert_array_equal(kernels.column_grid(START2, END2, none, HELD2, 5, 1.0), np.zeros((1, 6)))
+    assert_array_equal(kernels.column_grid(START2, DUR2, none, HELD2, 5, 1.0), np.zeros((1, 6)))
 
 
 def test_round_means_by_hand():
@@ -95,7 +95,7 @@ def test_round_means_by_hand():
     #    bins 0-3: batch (1 + 2 + 2 + 1) / 4 = 1.5, tokens 500 / 4 = 125 -> context
     #    ceil(125 / 1.5) = ceil(83.3) = 84, batch ceil(1.5) = 2
     # B: first bin 1: batch 2, 150 tokens -> context 75, batch 2; over bins 1-2 the same
-    c0, b0, cm, bm = kernels.round_means(START2, END2, VALID2, HELD2, 5, 1.0)
+    c0, b0, cm, bm = kernels.round_means(START2, DUR2, VALID2, HELD2, 5, 1.0)
     assert_array_equal(c0, [[100.0, 75.0]])
     assert_array_equal(b0, [[1.0, 2.0]])
     assert_array_equal(cm, [[84.0, 75.0]])

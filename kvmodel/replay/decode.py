@@ -52,10 +52,9 @@ def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
     below the exact peak), then the exact check by sorted events only on the rows it flags."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    end = start + dur
-    horizon = float(end.max()) + MIN_BIN_S
+    horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
     w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
-    rough = kernels.column_peak(start, end, valid, need, int(horizon / w) + 2, w)
+    rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w)
     rows = np.flatnonzero(rough > capacity * (1 + 1e-12))
     if not rows.size:
         return rows
@@ -88,21 +87,20 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
     for i in range(ITERATIONS):
-        dur = np.where(valid, first + (out - 1) * tpot, 0.0)
-        start = r.copy()
-        bound = _overflows(start, dur, nd, valid, capacity_tokens)
+        dur = kernels.durations(valid, first, tpot, out)
+        bound = _overflows(r, dur, nd, valid, capacity_tokens)
+        start = r.copy() if bound.size else r  # admission moves some starts
         for c in bound:
             start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
-        end = start + dur
-        horizon = float(end.max()) + MIN_BIN_S
+        horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        c0, b0, cm, bm = kernels.round_means(start, end, valid, hd, nb, w)
+        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w)
         first, tpot = step(c0, b0), step(cm, bm)
         if on_round is not None:
             on_round(i + 1)
-    dur = np.where(valid, first + (out - 1) * tpot, 0.0)
-    reserved = kernels.column_grid(start, start + dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
+    dur = kernels.durations(valid, first, tpot, out)
+    reserved = kernels.column_grid(start, dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
 
     def flat(m):
         return kernels.request_order(m, order, n)

@@ -156,13 +156,36 @@ def admit(ready, need, dur, capacity):
 
 # ---- the decode pool's time grids ---------------------------------------------------------
 # Arrays are (instances, rows): an instance's requests in a row, in time order.  A request
-# runs from bin int(start / w) (at most the last) through int(end / w); an instance's bins are
+# runs from bin int(start / w) (at most the last) through int((start + dur) / w); an
+# instance's bins are
 # filled in its requests' order, instances one after another (as numpy's ``bincount`` did on
 # them: the same sums in the same order).
 
 
 @_compiled
-def _counts(start, end, valid, values, nb, w):
+def durations(valid, first, tpot, output):
+    """Each request's stay in decode [s]: its first step, then a mean step per further
+    output token (0 for the padding past the last request)."""
+    out = np.zeros_like(first)
+    for c in range(first.shape[0]):
+        for r in range(first.shape[1]):
+            if valid[c, r]:
+                out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
+    return out
+
+
+@_compiled
+def latest_end(start, dur):
+    """The latest ``start + dur`` [s] (padding included)."""
+    top = -np.inf
+    for c in range(start.shape[0]):
+        for r in range(start.shape[1]):
+            top = max(top, start[c, r] + dur[c, r])
+    return top
+
+
+@_compiled
+def _counts(start, dur, valid, values, nb, w):
     """Per instance and bin (flat, instances × (nb + 1)), the ``values`` starting in it and
     those whose last bin was the one before."""
     cols, rows = start.shape
@@ -172,15 +195,16 @@ def _counts(start, end, valid, values, nb, w):
         for r in range(rows):
             if valid[c, r]:
                 up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
-                down[c * width + min(np.int64(end[c, r] / w) + 1, nb)] += values[c, r]
+                end = start[c, r] + dur[c, r]
+                down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
     return up, down
 
 
 @_compiled
-def column_grid(start, end, valid, values, nb, w):
+def column_grid(start, dur, valid, values, nb, w):
     """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
     of the valid requests running in it: the running sum of starts less stops."""
-    up, down = _counts(start, end, valid, values, nb, w)
+    up, down = _counts(start, dur, valid, values, nb, w)
     cols, width = start.shape[0], nb + 1
     out = np.empty((cols, width))
     for c in range(cols):
@@ -192,9 +216,9 @@ def column_grid(start, end, valid, values, nb, w):
 
 
 @_compiled
-def column_peak(start, end, valid, values, nb, w):
+def column_peak(start, dur, valid, values, nb, w):
     """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
-    up, down = _counts(start, end, valid, values, nb, w)
+    up, down = _counts(start, dur, valid, values, nb, w)
     cols, width = start.shape[0], nb + 1
     out = np.full(cols, -np.inf)
     for c in range(cols):
@@ -221,7 +245,7 @@ def _running(up, down, cols, nb):
 
 
 @_compiled
-def round_means(start, end, valid, held, nb, w):
+def round_means(start, dur, valid, held, nb, w):
     """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
     batch) at its first bin and over its stay (the mean from the grid's running sum,
     ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
@@ -234,7 +258,7 @@ def round_means(start, end, valid, held, nb, w):
         for r in range(rows):
             if valid[c, r]:
                 i = c * width + min(np.int64(start[c, r] / w), nb - 1)
-                j = c * width + min(np.int64(end[c, r] / w) + 1, nb)
+                j = c * width + min(np.int64((start[c, r] + dur[c, r]) / w) + 1, nb)
                 up_b[i] += 1.0
                 down_b[j] += 1.0
                 up_t[i] += held[c, r]
@@ -247,7 +271,7 @@ def round_means(start, end, valid, held, nb, w):
     for c in range(cols):
         for r in range(rows):
             sb = min(np.int64(start[c, r] / w), nb - 1)
-            eb = min(np.int64(end[c, r] / w), nb - 1)
+            eb = min(np.int64((start[c, r] + dur[c, r]) / w), nb - 1)
             i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
             b = max(gb[i], 1.0)
             c0[c, r], b0[c, r] = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
