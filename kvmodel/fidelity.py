@@ -161,6 +161,56 @@ def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
 ENGINE_OF = {"NIM": "trtllm"}  # NVIDIA NIM for LLMs serves Llama through TensorRT-LLM
 
 
+# The prompt tokens one iteration may carry (the scheduler's token budget): vLLM V1's
+# max_num_batched_tokens for an API server on a GPU of 70 GB or more, SGLang's
+# chunked_prefill_size on such GPUs and TensorRT-LLM's max_num_tokens all default to 8,192
+# (vllm/engine/arg_utils.py, sglang/srt/server_args.py, tensorrt_llm/llmapi/llm_args.py).
+SCHEDULER_CHUNK_TOKENS = 8192
+
+
+def served_times_s(
+    model,
+    gpu,
+    *,
+    isl: int,
+    osl: int,
+    concurrency: int,
+    tp: int,
+    ep: int,
+    weight_dtype: str,
+    framework,
+) -> tuple[float, float, float]:
+    """(TPOT, prefill, decode step) [s] of aggregated serving at ``concurrency`` requests of
+    ``isl`` prompt and ``osl`` output tokens on one instance of ``max(tp, ep)`` GPUs.
+
+    Under continuous batching the prompts ride in the decode iterations: in steady state each
+    of the ``EP ÷ TP`` attention groups takes in ``p = concurrency ÷ groups × isl ÷ osl``
+    prompt tokens per iteration, in pieces of up to the scheduler's budget ``C``
+    (:data:`SCHEDULER_CHUNK_TOKENS`).  When ``p ≥ C`` every iteration carries ``p`` prompt
+    tokens; below, a share ``p ÷ C`` of the iterations carries a ``C``-token piece and the rest
+    are plain decode steps, so the mean TPOT is ``step + p ÷ C × (mixed(C) − step)``.  A mixed
+    iteration is ``kvmodel.timing.decode_step_parts`` with ``chunk_tokens``: the piece's FLOPs
+    join the GEMMs, its tokens pick experts, the weights are read once for both.  The decode
+    step is at the mean context ``isl + osl ÷ 2``; the prefill is one request's own.
+    """
+    from .timing import decode_step_parts, prefill_flops
+
+    ctx = min(isl + osl // 2, model.max_context_tokens)
+    groups = max(1, ep // tp)
+    kw = dict(gpu=gpu, tp=tp, ep=ep, kv_dtype="bf16", weight_dtype=weight_dtype,
+              framework=framework, data_parallel_attention=ep > tp)  # fmt: skip
+    step = float(estimate_decode_step_s(model, ctx, concurrency, **kw))
+    per_iteration = concurrency / groups * isl / osl
+    piece = max(per_iteration, float(SCHEDULER_CHUNK_TOKENS))
+    per_token = float(prefill_flops(model, isl, 1)) / isl
+    mixed = float(decode_step_parts(model, ctx, concurrency, chunk_tokens=piece,
+                                    chunk_flops_per_token=per_token, **kw).total_s)  # fmt: skip
+    tpot = step + per_iteration / piece * (mixed - step)
+    prefill = float(estimate_prefill_s(model, isl, 1, gpu=gpu, tp=tp, ep=ep,
+                                       weight_dtype=weight_dtype))  # fmt: skip
+    return tpot, prefill, step
+
+
 def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
     """The model's value for one row of compute.csv [s] and what it is (module doc)."""
     tp, batch = int(row["tp"]), int(row["batch"])
@@ -173,28 +223,25 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
                             stack=row["stack"], decode_step_ms=None, framework=fw.id,
                             attention_parallel="tp")  # fmt: skip
         return float(evaluate(sc).ttft_s), "TTFT"
-    # prefill's own TP groups: EP ÷ TP attention groups each prefill their requests
-    prefill = float(estimate_prefill_s(model, isl, 1, gpu=gpu, tp=tp, weight_dtype=wd))
-    ctx = min(isl + osl // 2, model.max_context_tokens)
-    dp = ep > tp
-    step = float(estimate_decode_step_s(model, ctx, batch, gpu=gpu, tp=tp, ep=ep,
-                                        kv_dtype="bf16", weight_dtype=wd, framework=fw,
-                                        data_parallel_attention=dp))  # fmt: skip
-    if row["kind"] == "prefill":  # TTFT at low concurrency: request + prefill + one iteration
-        return fw.request_s + prefill + step, "prefill"
-    groups = max(1, ep // tp)
-    return step + batch / groups * prefill / osl, "decode step"
+    tpot, prefill, step = served_times_s(model, gpu, isl=isl, osl=osl, concurrency=batch,
+                                         tp=tp, ep=ep, weight_dtype=wd, framework=fw)  # fmt: skip
+    if row["kind"] == "prefill":
+        # TTFT at low concurrency: the request's own cost and its prefill, whose last pass
+        # emits the first token; with other requests decoding, the prefill also waits for the
+        # iteration in flight and shares its own with their decodes: one step more.
+        return fw.request_s + prefill + (step if batch > 1 else 0.0), "prefill"
+    return tpot, "decode step"
 
 
 def compute_points() -> list[Point]:
     """Measured prefill (TTFT at low concurrency), decode (TPOT) and P/D TTFT against
     kvmodel.timing.
 
-    A served TPOT includes the prefills that interleave with decoding: the model's value is the
-    decode step at the mean context plus concurrency × prefill ÷ output tokens (per attention
-    group).  An aggregated TTFT at low concurrency is the framework's per-request cost, the
-    prefill and one iteration; a P/D TTFT (``kind`` ttft) is the scenario's own
-    (:func:`kvmodel.evaluation.evaluate`: request + prefill + transfer + first step).
+    A served TPOT includes the prefills that interleave with decoding: the model's value is one
+    mixed iteration (:func:`served_times_s`).  An aggregated TTFT at low concurrency is the
+    framework's per-request cost and the prefill (one step more when others decode); a P/D
+    TTFT (``kind`` ttft) is the scenario's own (:func:`kvmodel.evaluation.evaluate`: request +
+    prefill + transfer + first step).
     """
     out = []
     for row in _read("compute.csv"):
@@ -315,3 +362,66 @@ def out_of_band(points: list[Point] | None = None) -> list[Point]:
     return [p for p in pts if p.part == "holdout"
             and not HELD_OUT_BAND[p.what][0] <= p.predicted_s / p.measured_s
             <= HELD_OUT_BAND[p.what][1]]  # fmt: skip
+
+
+# aiconfigurator's measured silicon table (data/fidelity/silicon_agg.csv, bench/silicon_extract.py):
+# served TPOTs of aggregated runs across GPUs, models and frameworks, none of them fitted on
+# except MOE_READ_EFFICIENCY (kvmodel/steps.py says how).  An FP4 checkpoint (``nvfp4``) is
+# costed at mxfp4's bytes and at FP8's FLOP rate (the catalog has no FP4 peak); a row that does
+# not record its precision at the model's own.
+SILICON_SOURCE = ("aiconfigurator-core==0.12.0 wheel (PyPI, Apache-2.0): "
+                  "aiconfigurator_core/systems/silicon_sample.csv, agg rows")  # fmt: skip
+SWEEP_BAND = 0.35  # the share of rows within ±35 % is what the sweep reports
+
+
+def _sweep_dtype(row: dict, model) -> str:
+    if row["precision"] == "nvfp4":
+        return "mxfp4"
+    return row["precision"] if row["precision"] in ("fp8",) else model.weight_dtype
+
+
+def sweep_points() -> list[dict]:
+    """Every row of data/fidelity/silicon_agg.csv with the model's served TPOT beside it."""
+    out = []
+    for row in _read("silicon_agg.csv"):
+        model = catalog.get_model(row["model"])
+        gpu = catalog.get_gpu(row["gpu"])
+        fw = catalog.get_framework(row["framework"])
+        tpot, _, _ = served_times_s(
+            model, gpu, isl=int(row["input_tokens"]), osl=int(row["output_tokens"]),
+            concurrency=int(row["concurrency"]), tp=int(row["tp"]), ep=int(row["ep"]),
+            weight_dtype=_sweep_dtype(row, model), framework=fw,
+        )  # fmt: skip
+        measured = float(row["tpot_ms"]) / 1e3
+        out.append(dict(id=row["id"], model=row["model"], gpu=row["gpu"],
+                        framework=row["framework"], ratio=tpot / measured,
+                        measured_ms=measured * 1e3, predicted_ms=tpot * 1e3))  # fmt: skip
+    return out
+
+
+def _sweep_group(key: dict, ratios: list[float]) -> dict:
+    r = np.asarray(ratios)
+    return dict(key, n=int(r.size), median_ratio=float(np.median(r)),
+                p10_ratio=float(np.percentile(r, 10)), p90_ratio=float(np.percentile(r, 90)),
+                within_band=float(np.mean(np.abs(r - 1) <= SWEEP_BAND)))  # fmt: skip
+
+
+def sweep_summary(points: list[dict] | None = None) -> dict:
+    """The sweep's served TPOT ratios (model ÷ measured) per model × GPU × framework, per GPU
+    and overall: rows, median, 10th and 90th percentile, share within ±35 %."""
+    pts = sweep_points() if points is None else points
+    groups: dict = {}
+    gpus: dict = {}
+    for p in pts:
+        groups.setdefault((p["model"], p["gpu"], p["framework"]), []).append(p["ratio"])
+        gpus.setdefault(p["gpu"], []).append(p["ratio"])
+    return dict(
+        source=SILICON_SOURCE,
+        band=SWEEP_BAND,
+        overall=_sweep_group({}, [p["ratio"] for p in pts]),
+        by_gpu=[_sweep_group(dict(gpu=g), v) for g, v in sorted(gpus.items())],
+        groups=[
+            _sweep_group(dict(model=m, gpu=g, framework=f), v)
+            for (m, g, f), v in sorted(groups.items())
+        ],  # fmt: skip
+    )

@@ -194,13 +194,14 @@ def decode_step_parts(
     pad = fw.padded_batch(np.ceil(b_group))
     hbm = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     wd = weight_dtype or model.weight_dtype
-    weights = weights_read_bytes_per_gpu(model, b, tp=tp, ep=ep, weight_dtype=wd) / hbm
+    chunk = np.asarray(chunk_tokens, dtype=float)
+    routed_tokens = b + chunk * groups  # the chunk's tokens pick experts too (one per group)
+    weights = weights_read_bytes_per_gpu(model, routed_tokens, tp=tp, ep=ep, weight_dtype=wd) / hbm
     kv = kv_bytes(model, seq_len, 1, kv_dtype=kv_dtype, tp_prefill=tp, tp_decode=tp)
     kv_gpu = kv.total / tp if data_parallel_attention else kv.per_gpu_decode
     kv_s = kv_gpu * b_group / hbm
     attn_flops = decode_attention_flops_per_token(model, seq_len) * b_group / tp
     attention = attn_flops / (gpu.bf16_flops * gpu.flops_efficiency)
-    chunk = np.asarray(chunk_tokens, dtype=float)
     gemm_flops = 2.0 * model.params_active * pad + chunk * chunk_flops_per_token
     gemm = gemm_flops / tp / (peak_flops(gpu, wd) * gpu.flops_efficiency)
     (weights, kv_s), (attention, gemm) = steps.split_exposed((weights, kv_s), (attention, gemm))

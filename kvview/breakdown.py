@@ -51,3 +51,21 @@ def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame
         ]  # fmt: skip
     )
     return head, points
+
+
+def sweep_frame(sweep: dict) -> pd.DataFrame:
+    """The silicon sweep's served-TPOT ratios per model × GPU × framework (Models page)."""
+    return pd.DataFrame(
+        [
+            {
+                "model": g["model"],
+                "GPU": g["gpu"],
+                "framework": g["framework"],
+                "runs": g["n"],
+                "median model ÷ measured": g["median_ratio"],
+                "10 % – 90 %": f"{g['p10_ratio']:.2f} – {g['p90_ratio']:.2f}",
+                f"within ±{sweep['band']:.0%} [%]": 100 * g["within_band"],
+            }
+            for g in sweep["groups"]
+        ]  # fmt: skip
+    )

@@ -20,13 +20,16 @@ def test_overview_shows_the_parts_that_add_up():
         frame = frame.set_index("part")
         assert frame.loc["Total", "ms"] == pytest.approx(total * 1e3)
         assert frame.drop("Total")["ms"].sum() == pytest.approx(total * 1e3)
-    assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(30.0)
+    assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(29.1 + 9.3)
 
 
 def test_models_page_lists_every_cited_measurement():
     at = app(page="pages/models.py")
     assert any("Fidelity" in h.value for h in at.subheader)
-    head, points = at.dataframe[-2].value, at.dataframe[-1].value
+    head, points, sweep = (d.value for d in at.dataframe[-3:])
     assert len(points) == len(fidelity.all_points())
+    # the silicon sweep per setup: 27 model × GPU × framework groups of 2,049 runs
+    assert len(sweep) == 27 and sweep["runs"].sum() == 2049
+    assert any("2,049 more measured runs" in e.label for e in at.expander)
     assert set(head["figure"]) == {"transfer", "posting", "prefill", "decode step", "TTFT"}
     assert points["source"].str.len().min() > 20  # every point names its source

@@ -11,7 +11,8 @@ def cmd_fidelity(args):
     rows = fidelity.point_rows(points)
     summary = fidelity.kind_summary(points)
     band = {k: list(v) for k, v in fidelity.HELD_OUT_BAND.items()}
-    payload = {"points": rows, "summary": summary, "held_out_band": band}
+    sweep = fidelity.sweep_summary()
+    payload = {"points": rows, "summary": summary, "held_out_band": band, "sweep": sweep}
     table = [
         (r["what"], r["stack"], "fitted" if r["part"] == "fit" else "held out", r["label"],
          f"{r['measured_ms']:,.2f}", f"{r['predicted_ms']:,.2f}", f"{r['ratio']:.2f}")
@@ -24,4 +25,19 @@ def cmd_fidelity(args):
     ]
     heads = ("figure", "stack or framework", "set", "measured", "measured ms", "model ms", "ratio")
     tail = ["Sources: data/fidelity/*.csv (--json lists each point's source)."]
-    emit(args, payload, heads, table, notes + tail)
+    emit(args, payload, heads, table, notes + sweep_lines(sweep) + tail)
+
+
+def sweep_lines(sweep: dict) -> list[str]:
+    """The silicon sweep's served-TPOT ratios, overall and per GPU, one line each."""
+
+    def line(name: str, g: dict) -> str:
+        return (f"  {name}: {g['n']:,} rows, median {g['median_ratio']:.2f}×, 10–90 % "
+                f"{g['p10_ratio']:.2f}–{g['p90_ratio']:.2f}×, {g['within_band']:.0%} within "
+                f"±{sweep['band']:.0%}")  # fmt: skip
+
+    head = (
+        f"Served TPOT against {sweep['source']} (model ÷ measured, "
+        "data/fidelity/silicon_agg.csv; only the MoE read efficiency was set on it):"
+    )
+    return [head, line("all", sweep["overall"])] + [line(g["gpu"], g) for g in sweep["by_gpu"]]

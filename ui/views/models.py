@@ -7,7 +7,7 @@ import streamlit as st
 from kvmodel import fidelity
 from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
-from kvview.breakdown import fidelity_frames
+from kvview.breakdown import fidelity_frames, sweep_frame
 from kvview.words import models_takeaway
 from ui import config_import, exports_ui, perf, urlstate
 
@@ -116,6 +116,24 @@ def _fidelity() -> None:
     with st.expander(f"All {len(points)} points"):
         fmt = {"measured [ms]": "{:,.2f}", "model [ms]": "{:,.2f}", "model ÷ measured": "{:.2f}"}
         st.dataframe(points.style.format(fmt), hide_index=True, width="stretch")
+    _sweep()
+
+
+def _sweep() -> None:
+    """The served TPOTs of aiconfigurator's silicon table, summarised per setup."""
+    sweep = perf.cached(fidelity.sweep_summary)
+    all_ = sweep["overall"]
+    with st.expander(
+        f"Served TPOT on {all_['n']:,} more measured runs: median {all_['median_ratio']:.2f}× "
+        f"measured, {all_['within_band']:.0%} within ±{sweep['band']:.0%}"
+    ):
+        st.caption(
+            f"Source: {sweep['source']}. Aggregated serving on H100, H200 and B200 under vLLM, "
+            "SGLang and TensorRT-LLM; the model's TPOT is one iteration with the prompts that "
+            "ride in it. Only the MoE read efficiency was chosen on these runs (docs/model.md)."
+        )
+        fmt = {"median model ÷ measured": "{:.2f}", f"within ±{sweep['band']:.0%} [%]": "{:.0f}"}
+        st.dataframe(sweep_frame(sweep).style.format(fmt), hide_index=True, width="stretch")
 
 
 def _fidelity_frames():
