@@ -403,3 +403,21 @@ def served_by_group(ready, service, group, groups):
             top = max(top, ready[i] - (total - service[i]))
             out[i] = (total + top) - service[i]
     return out
+
+
+# ---- the summary ---------------------------------------------------------------------------
+
+
+@_compiled
+def link_busy(s, d, inst, m, minutes, minute_s):
+    """Per instance and minute (flat, instances × (minutes + 1)), the NICs' busy time [s]:
+    each transfer's (``d``, from ``s``) in its minute ``m`` up to the minute's end, the rest
+    in the next (``result._link_peak``: two counts, then their sum)."""
+    cells = (inst.max() + 1) * (minutes + 1)
+    here_sum, next_sum = np.zeros(cells), np.zeros(cells)
+    for i in range(len(s)):
+        here = min(d[i], (m[i] + 1) * minute_s - s[i])
+        cell = inst[i] * (minutes + 1) + m[i]
+        here_sum[cell] += here
+        next_sum[cell + 1] += d[i] - here
+    return here_sum + next_sum
