@@ -205,3 +205,9 @@ def test_stable_order_is_numpys_stable_argsort(kind):
     elif kind == "ties":
         x = np.round(rng.uniform(0, 5, 3000))
     assert_array_equal(kernels.stable_order(x), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 4097])
+def test_merge_order_is_numpys_stable_argsort(n):
+    x = np.round(np.random.default_rng(n).uniform(0, 20, n))  # many ties
+    assert_array_equal(kernels.merge_order(x), np.argsort(x, kind="stable"))

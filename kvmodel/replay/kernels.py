@@ -291,7 +291,7 @@ def held_peak(start, dur, need):
         for r in range(rows):
             times[r], delta[r] = start[c, r] + dur[c, r], -need[c, r]
             times[rows + r], delta[rows + r] = start[c, r], need[c, r]
-        order = np.argsort(times, kind="mergesort")
+        order = merge_order(times)
         acc, top = 0.0, -np.inf
         for i in range(2 * rows):
             acc += delta[order[i]]
@@ -312,7 +312,14 @@ def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, las
         b = batch[i]
         bi = np.int64(min(b, whole_batches)) - 1
         if big and b > whole_batches:
-            bi = min(np.searchsorted(batches, b), len(batches) - 1)
+            lo, hi = 0, len(batches)  # the first row at or above b (searchsorted, left)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if batches[mid] < b:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bi = min(lo, len(batches) - 1)
         x = min(max(contexts[i], 0.0), top) / h
         j = min(np.int64(x), last_context)
         f = x - j
@@ -356,6 +363,29 @@ def request_order(m, order, n):
 
 
 @_compiled
+def merge_order(x):
+    """``np.argsort(x, kind="stable")`` by bottom-up merging (small code: numba's own
+    argsort compiles several times slower)."""
+    n = len(x)
+    order, spare = np.arange(n), np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):  # the left run wins ties: stable
+                if j >= hi or (i < mid and x[order[i]] <= x[order[j]]):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    return order
+
+
+@_compiled
 def stable_order(x):
     """``np.argsort(x, kind="stable")``: by insertion while that is cheap (an instance's
     transfers are nearly in order already: ~0-5 moves per item on the bench trace), else by
@@ -371,7 +401,7 @@ def stable_order(x):
         keys[j], order[j] = v, o
         moves += i - j
         if moves > 16 * n:
-            return np.argsort(x, kind="mergesort")
+            return merge_order(x)
     return order
 
 
@@ -413,11 +443,16 @@ def link_busy(s, d, inst, m, minutes, minute_s):
     """Per instance and minute (flat, instances × (minutes + 1)), the NICs' busy time [s]:
     each transfer's (``d``, from ``s``) in its minute ``m`` up to the minute's end, the rest
     in the next (``result._link_peak``: two counts, then their sum)."""
-    cells = (inst.max() + 1) * (minutes + 1)
+    top = 0
+    for i in range(len(inst)):
+        top = max(top, inst[i])
+    cells = (top + 1) * (minutes + 1)
     here_sum, next_sum = np.zeros(cells), np.zeros(cells)
     for i in range(len(s)):
         here = min(d[i], (m[i] + 1) * minute_s - s[i])
         cell = inst[i] * (minutes + 1) + m[i]
         here_sum[cell] += here
         next_sum[cell + 1] += d[i] - here
-    return here_sum + next_sum
+    for c in range(cells):
+        here_sum[c] += next_sum[c]
+    return here_sum
