@@ -211,3 +211,12 @@ def test_stable_order_is_numpys_stable_argsort(kind):
 def test_merge_order_is_numpys_stable_argsort(n):
     x = np.round(np.random.default_rng(n).uniform(0, 20, n))  # many ties
     assert_array_equal(kernels.merge_order(x), np.argsort(x, kind="stable"))
+
+
+def test_floor_index_is_numpys_floor_division():
+    # whole minutes and their neighbours (the rounding edge), and plain values
+    x = np.arange(0, 5000, dtype=float) * 60.0
+    x = np.concatenate([x, np.nextafter(x, -1.0)[1:], np.nextafter(x, np.inf), [0.1, 59.9, 1e7]])
+    for width in (60.0, 10.0, 0.05):
+        assert_array_equal(kernels.floor_index(x, width), (x // width).astype(np.int64))
+    assert kernels.floor_index(np.array([119.99, 120.0]), 60.0).tolist() == [1, 2]  # by hand

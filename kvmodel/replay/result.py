@@ -94,7 +94,8 @@ def _link_peak(s, d, inst, minutes: int) -> float:
     runs over) the next, at most 1 (compiled: ``kernels.link_busy``)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    m = np.minimum((s // MINUTE_S).astype(np.int64), minutes - 1)
+    s, d = (np.ascontiguousarray(x, dtype=float) for x in (s, d))
+    m = np.minimum(kernels.floor_index(s, MINUTE_S), minutes - 1)
     busy = kernels.link_busy(s, d, np.ascontiguousarray(inst, dtype=np.int64), m, minutes,
                              MINUTE_S)  # fmt: skip
     return float(min(busy.max() / MINUTE_S, 1.0))
@@ -103,9 +104,12 @@ def _link_peak(s, d, inst, minutes: int) -> float:
 def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bool):
     """The :class:`ReplayResult` of a timeline at the targets (TTFT at percentile ``q``,
     TPOT at p90)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
     ttft = tl.ttft_s
     n = len(ttft)
-    minute = (tl.arrival_s // MINUTE_S).astype(np.int64)
+    arrival = np.ascontiguousarray(tl.arrival_s, dtype=float)
+    minute = kernels.floor_index(arrival, MINUTE_S)
     minutes = int(minute[-1]) + 1
     arrivals = np.bincount(minute, minlength=minutes).astype(float)
     w = tl.bin_s
@@ -120,7 +124,7 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     p50, p90, p99, at_slo = percentiles(ttft, (50.0, 90.0, 99.0, q))
     tpot90 = percentile(tl.tpot_s, 90.0)
     waited = tl.decode_start_s > tl.kv_arrival_s + 1e-12
-    windows = np.bincount((tl.arrival_s // BURST_WINDOW_S).astype(np.int64))
+    windows = np.bincount(kernels.floor_index(arrival, BURST_WINDOW_S))
     full = windows[:-1] if len(windows) > 1 else windows  # the last window is cut short
     span = max(float(tl.arrival_s[-1]), 1e-9)
     return ReplayResult(
