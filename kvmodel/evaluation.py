@@ -93,7 +93,7 @@ def evaluate(sc: Scenario) -> Evaluation:
     prefill = float(t.prefill_s)
     exposed = float(t.exposed_s)
     fw = catalog.get_framework(sc.framework)
-    request = fw.request_s + fw.pd_request_s
+    request = fw.request_cost_s(disaggregated=True)
     ttft = request + prefill + exposed + sc.decode_step_s
     lb = float(
         decode_step_lower_bound_s(

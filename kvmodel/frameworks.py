@@ -44,6 +44,11 @@ class FrameworkSpec:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
 
+    def request_cost_s(self, disaggregated: bool = True) -> float:
+        """What one request pays before its prefill [s]: ``request_s``, plus ``pd_request_s``
+        when prefill and decode run on different instances."""
+        return self.request_s + (self.pd_request_s if disaggregated else 0.0)
+
     def padded_batch(self, batch):
         """The batch a CUDA-graph replay computes: ``batch`` rounded up to the multiple (1, 2
         and 4 are captured too), unchanged above ``graph_max_batch`` (eager)."""

@@ -63,7 +63,7 @@ def sweep_frame(sweep: dict) -> pd.DataFrame:
                 "framework": g["framework"],
                 "runs": g["n"],
                 "median model ÷ measured": g["median_ratio"],
-                "10 % – 90 %": f"{g['p10_ratio']:.2f} – {g['p90_ratio']:.2f}",
+                "10th – 90th percentile": f"{g['p10_ratio']:.2f} – {g['p90_ratio']:.2f}",
                 f"within ±{sweep['band']:.0%} [%]": 100 * g["within_band"],
             }
             for g in sweep["groups"]

@@ -16,6 +16,7 @@ from kvview.capacity_words import (
     nearest_text,
     pct_label,
     saves_text,
+    ttft_parts_text,
 )
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
@@ -64,6 +65,8 @@ def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
           if (text := nearest_text(plan, side))],
         (f"TTFT {p}", f"{fmt_time(plan.ttft_s)} disaggregated, "
          f"{fmt_time(plan.colocated_ttft_s)} colocated (target {fmt_time(slo.ttft_s)})"),
+        *([(f"TTFT {p}, disaggregated, in parts", ttft_parts_text(plan.ttft_parts))]
+          if plan.ttft_parts else []),
         ("TPOT", f"{fmt_time(plan.tpot_s)} disaggregated, {fmt_time(plan.colocated_tpot_s)} "
          f"colocated (target {fmt_time(slo.tpot_s)})"),
         ("Meets the targets", f"{'yes' if plan.meets_slo else 'no'} disaggregated, "

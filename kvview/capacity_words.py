@@ -280,3 +280,24 @@ def network_caption(nets, current: str) -> str:
                     f"{r.disaggregated_gpus:,} sends part of its transfers over the scale-out "
                     "network, so its column is optimistic.")  # fmt: skip
     return out + f" The first column is the sidebar's interconnect: {current}."
+
+
+TTFT_PART_NAMES = {"request": "framework", "queue": "queues", "prefill": "prefill",
+                   "transfer": "transfer", "first_step": "first step"}  # fmt: skip
+
+
+def ttft_parts_text(parts) -> str:
+    """A planned TTFT percentile's parts (``kvmodel.steps.TtftParts``) in the order they
+    happen, each in ms: "framework 37.7 + queues 73.9 + … ms"."""
+    return " + ".join(f"{TTFT_PART_NAMES[k]} {v:,.1f}" for k, v in parts.as_ms().items()) + " ms"
+
+
+def ttft_help(plan) -> str:
+    """The TTFT tile's help: what the disaggregated TTFT is made of, with the plan's parts."""
+    what = (
+        "the framework's per-request cost (API server, tokenizer, P/D proxy), the prefill "
+        "and link queues, the prefill, the exposed KV transfer and the first decode step"
+    )
+    if plan.ttft_parts is None:
+        return what[0].upper() + what[1:]
+    return f"{ttft_parts_text(plan.ttft_parts)}: {what}"

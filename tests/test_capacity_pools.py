@@ -94,11 +94,11 @@ def test_prefill_and_transfer_times():
     [
         # work per request 48.63 ms; at 5/s a = 0.243 erlang.  One instance: P(W>0) = 0.243,
         # tail mean ½·0.04863/(1 − 0.243) = 32.1 ms, p90 wait 32.1·ln(2.43) = 28.5 ms; TTFT
-        # p90 = own pass 77.24 ms + transfer 3.36 + first step 14.84 + 28.5 = 123.9 ms (the
-        # plan's TTFT leaves out the framework's per-request cost; kvmodel.evaluation counts it)
-        (0.20, 1, 0.1248),
-        # two instances: no wait at p90, TTFT = 77.24 + 3.36 + 14.84 = 95.4 ms
-        (0.12, 2, 0.0954),
+        # p90 = vLLM's per-request cost 18.5 + 19.2 ms (data/frameworks.csv, P/D) + own pass
+        # 77.24 ms + transfer 3.36 + first step 14.84 + 28.5 = 161.6 ms
+        (0.20, 1, 0.1616),
+        # two instances: no wait at p90, TTFT = 37.7 + 77.24 + 3.36 + 14.84 = 133.1 ms
+        (0.15, 2, 0.1331),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -112,7 +112,7 @@ def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
 
 def test_impossible_ttft_is_reported_not_searched_forever():
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
-    pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # prefill alone takes 75 ms
+    pools = size_pools(pf, d, SHAPE, 5, 0.05, 90)  # the request cost and prefill alone take 115 ms
     assert not pools.meets_slo and pools.prefill_limit == "ttft"
     assert any("TTFT target" in n for n in pools.notes)
     assert pools.prefill_instances == 1  # sized to 80 % load: ⌈0.291/0.8⌉
@@ -152,3 +152,20 @@ def test_mean_batch_is_littles_fixed_point():
     assert mean_batch(batches, steps, 150, 1) == pytest.approx(1 + 0.5 / 0.7)
     assert mean_batch(batches, steps, 50, 1) == pytest.approx(0.5)  # under one request
     assert mean_batch(batches, steps, 1e6, 1) == 4.0  # saturated: the largest batch
+
+
+def test_ttft_parts_add_up_to_the_percentile():
+    # one length: every draw is the same request, so the parts are the hand case's own: vLLM's
+    # 37.7 ms, prefill 77.24 ms, transfer 3.36 ms, first step 14.84 ms, and one instance's p90
+    # wait 28.5 ms on top (test_prefill_instances_from_the_ttft_percentile)
+    from kvmodel.capacity.pools import ttft_parts
+
+    pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
+    pools = size_pools(pf, d, SHAPE, 5, 0.20, 90)
+    parts = ttft_parts(pf, d, SHAPE, 90, pools.ttft_s)
+    assert parts.request_s == pytest.approx(18.5e-3 + 19.2e-3)
+    assert parts.prefill_s == pytest.approx(0.07724, rel=1e-3)
+    assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
+    assert parts.first_step_s == pytest.approx(d.step_s)
+    assert parts.queue_s == pytest.approx(0.0285, rel=0.03)
+    assert float(parts.total_s) == pytest.approx(pools.ttft_s, rel=1e-12)

@@ -129,3 +129,16 @@ def test_network_caption_names_the_fewest_the_rest_and_optimistic_scale_up_rows(
     assert said.endswith("The first column is the sidebar's interconnect: 100 GbE.")
     none = network_caption(nets.assign(meets_slo=False), "100 GbE")
     assert none.startswith("No interconnect here meets the targets")
+
+
+def test_ttft_help_gives_the_plans_parts():
+    from kvview.capacity_words import ttft_help
+
+    sc = scenario_from_inputs({"stack": "ideal"})
+    p = cap.plan(sc, cap.Workload.fixed(5, 1024, 256), cap.Slo(0.2, 0.015), prefill_tp=8,
+                 decode_tp=8)  # fmt: skip
+    text = ttft_help(p)
+    # vLLM's 18.5 + 19.2 ms per P/D request, then the queues, prefill, transfer, first step
+    assert text.startswith("framework 37.7 + queues ") and " + first step " in text
+    assert "per-request cost" in text
+    assert ttft_help(replace(p, ttft_parts=None)).startswith("The framework's per-request cost")

@@ -122,3 +122,18 @@ def test_bad_options_exit_2_with_one_line(capsys, argv, needle):
     assert main(["capacity", *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_ttft_breakdown_adds_up_to_the_planned_percentile(capsys):
+    # a trace of many lengths: the parts are one request's (at the unloaded percentile) plus
+    # the queues, so they sum to ttft_p90_ms exactly, and the text names each of them
+    assert main(["capacity", "--trace", "azure-conv", "--rps", "5", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    parts = d["ttft_breakdown_ms"]
+    assert list(parts) == ["request", "queue", "prefill", "transfer", "first_step"]
+    assert sum(parts.values()) == pytest.approx(d["ttft_p90_ms"], rel=1e-12)
+    assert parts["request"] == pytest.approx(18.5 + 19.2)  # vLLM, P/D (data/frameworks.csv)
+    assert all(v >= 0 for v in parts.values()) and parts["prefill"] > 0
+    assert main(["capacity", "--trace", "azure-conv", "--rps", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "TTFT p90 parts" in text and "framework 37.7 + queues" in text

@@ -15,8 +15,9 @@ Sizing, per TP and chunk C: B = the largest batch with iteration(B, C) ≤ TPOT 
 memory beside one prefilling request; the instance prefills C tokens per iteration, so a prompt
 of m tokens occupies it for m ÷ C iterations (several short prompts share a chunk) and waits for
 ⌈m ÷ C⌉ iterations; instances = max(λ·E[output]·iteration ÷ B, the fewest whose M/G/c prefill
-queue meets the TTFT percentile).  TTFT = prefill wait + ⌈m ÷ C⌉ iterations: the last chunk's
-iteration emits the first token.  The chunk (and TP, when auto) that needs fewest GPUs wins.
+queue meets the TTFT percentile).  TTFT = the framework's per-request cost (``request_s`` of
+data/frameworks.csv) + prefill wait + ⌈m ÷ C⌉ iterations: the last chunk's iteration emits the
+first token.  The chunk (and TP, when auto) that needs fewest GPUs wins.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import FALLBACK_UTILIZATION, MAX_BATCH, at_least, mean_batch
+from kvmodel.capacity.pools import (
+    FALLBACK_UTILIZATION,
+    MAX_BATCH,
+    at_least,
+    mean_batch,
+    request_cost_s,
+)
 from kvmodel.capacity.queue import (
     batch_grid,
     largest_within,
@@ -66,7 +73,7 @@ class Option:
     batch: int
     iteration_s: float
     slot_limit: str  # "tpot" or "memory": what caps the batch
-    latency_s: np.ndarray  # ⌈m ÷ C⌉ iterations, per draw
+    latency_s: np.ndarray  # the framework's request cost + ⌈m ÷ C⌉ iterations, per draw
     mean_s: float  # prompt service (m ÷ C iterations): mean and cs²
     cs2: float
     feasible: bool
@@ -93,6 +100,7 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
         return []
     top = min(slots, MAX_BATCH)
     fpt = float((shp.weights * prefill_flops(model, shp.moved)).sum()) / shp.mean_moved
+    request = request_cost_s(sc, disaggregated=False)
     out = []
     for chunk in CHUNKS:
 
@@ -108,7 +116,7 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
         # costs the chunk per group): the instance prefills chunk × groups tokens an iteration
         service = shp.moved / (chunk * max(1, ep // tp)) * it
         mean_s, cs2 = moments(service, shp.weights)
-        lat = np.maximum(np.ceil(shp.moved / chunk), 1) * it
+        lat = request + np.maximum(np.ceil(shp.moved / chunk), 1) * it
         out.append(Option(tp=tp, ep=ep, chunk=chunk, batch=b, iteration_s=it,
                           slot_limit="memory" if fit == top and top == slots else "tpot",
                           latency_s=lat[shp.draws.idx], mean_s=mean_s, cs2=cs2,

@@ -33,6 +33,7 @@ from kvmodel.capacity.pools import (
     pair_scenario,
     relinked,
     ttft_function,
+    ttft_parts,
 )
 from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
 from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
@@ -142,7 +143,7 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
             "colocated: no chunk size meets both targets "
             + ("(TPOT)" if c.limit == "tpot" else "(TTFT)")
         )
-    pf, _ = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
+    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     if is_scale_up(sc.link) and pgpus + dgpus > domain_gpus(sc.gpu, sc.link):
         notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
@@ -166,6 +167,7 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         # no saving against a side that misses a target (issues 21 and 24)
         disaggregation_saves_gpus=cg - (pgpus + dgpus) if both else None,
         ttft_s=pools.ttft_s,
+        ttft_parts=ttft_parts(pf, dec, shp, slo.ttft_percentile, pools.ttft_s),
         ttft_percentile=slo.ttft_percentile,
         tpot_s=pools.tpot_s,
         link_utilization=pools.link_utilization,

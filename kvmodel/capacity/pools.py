@@ -13,7 +13,11 @@ its own pass takes its batch-1 prefill (``timing.estimate_prefill_s``).  Its KV 
 through that instance's NICs (an M/G/1 queue of the transfers, as in ``traffic.queue``, at
 1/c of the rate), and the decode instance runs its first step at the design batch:
 
-    TTFT = prefill wait + prefill + link wait + exposed transfer + first decode step
+    TTFT = framework per-request cost + prefill wait + prefill + link wait + exposed transfer
+           + first decode step
+
+(the per-request cost is the framework's ``request_s + pd_request_s``, as in
+``kvmodel.evaluation``; it happens before the GPU queues and does not load them)
 
 at the percentile asked (``capacity_queue``).  The prefill pool is the smallest c whose
 percentile meets the target.  The decode instances' NICs receive λ·E[transfer] seconds of
@@ -35,6 +39,7 @@ from kvmodel.capacity.queue import (
     largest_within,
     moments,
     percentile,
+    rank,
     remembered,
     smallest,
     sum_percentile,
@@ -42,6 +47,7 @@ from kvmodel.capacity.queue import (
 from kvmodel.capacity.workload import Shape
 from kvmodel.memory import instance_memory
 from kvmodel.scenario import Scenario
+from kvmodel.steps import TtftParts
 from kvmodel.timing import (
     DECODE_MFU,
     PREFILL_FLOOR_S_PER_LAYER,
@@ -155,10 +161,11 @@ class Prefill:
     cx2: float
     mean_wire_bytes: float
     streams: int
-    base: np.ndarray  # prefill + exposed transfer of each draw
+    base: np.ndarray  # request cost + prefill + exposed transfer of each draw
     note: str = ""
     ep: int = 1
     ep_decode: int = 1
+    request_s: float = 0.0  # the framework's per-request cost, P/D hop included
 
     @property
     def gpus(self) -> int:
@@ -220,6 +227,7 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
     w = shp.weights
     gpus = max(tp, ep)
     fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+    request = request_cost_s(sc, disaggregated=True)
     mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, gpus, fixed), w)
     mean_x, cx2 = moments(whole, w)
     mem = instance_memory(sc.model, sc.gpu, tp=tp, seq_len=shp.longest_prompt, batch=1,
@@ -234,8 +242,16 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
         tp=tp, tp_decode=tp_decode, prefill_s=pre, exposed_s=exposed, whole_s=whole,
         wire_bytes=wire, mean_s=mean_s, cs2=cs2, mean_x=mean_x, cx2=cx2,
         mean_wire_bytes=float((w * wire).sum()), streams=s1.streams,
-        base=(pre + exposed)[shp.draws.idx], note=note,
+        base=(request + pre + exposed)[shp.draws.idx], note=note, request_s=request,
     )  # fmt: skip
+
+
+def request_cost_s(sc: Scenario, *, disaggregated: bool) -> float:
+    """The scenario's framework's per-request cost [s] (API server, tokenizer, scheduling; the
+    P/D proxy hop when ``disaggregated``): part of every TTFT, outside the GPU queues."""
+    from kvmodel import catalog
+
+    return catalog.get_framework(sc.framework).request_cost_s(disaggregated)
 
 
 def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Volume) -> Prefill:
@@ -248,7 +264,7 @@ def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Vo
     _, exposed, whole, _ = _times(transfer(other, volume=volume))
     mean_x, cx2 = moments(whole, shp.weights)
     return replace(pf, exposed_s=exposed, whole_s=whole, mean_x=mean_x, cx2=cx2,
-                   base=(pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
+                   base=(pf.request_s + pf.prefill_s + exposed)[shp.draws.idx])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -318,6 +334,19 @@ def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
 def at_least(load: float) -> int:
     """Fewest servers that carry ``load`` erlangs with a stable queue (load < servers)."""
     return max(1, math.floor(load) + 1)
+
+
+def ttft_parts(pf: Prefill, dec: Decode, shp: Shape, q: float, ttft_s: float) -> TtftParts:
+    """The planned TTFT percentile ``ttft_s`` [s] in its parts: the request at the percentile
+    of the unloaded TTFT (framework cost + prefill + exposed transfer + first step, one draw of
+    the shape, so the parts are that request's own) and the queues' share on top (prefill and
+    link waits: ``ttft_s`` less the unloaded percentile)."""
+    unloaded = pf.base + dec.step_s
+    k = int(np.argsort(unloaded, kind="stable")[rank(len(unloaded), q)])
+    idx = shp.draws.idx[k]
+    return TtftParts(request_s=pf.request_s, queue_s=max(0.0, ttft_s - float(unloaded[k])),
+                     prefill_s=float(pf.prefill_s[idx]), transfer_s=float(pf.exposed_s[idx]),
+                     first_step_s=float(dec.step_s))  # fmt: skip
 
 
 def ttft_floor(pf: Prefill, dec: Decode, q: float) -> float:

@@ -125,18 +125,19 @@ def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
 def percentile(samples: np.ndarray, q: float) -> float:
     """The ``q``-th percentile (0-100) of ``samples``: the ⌈q·n/100⌉-th smallest (an order
     statistic, so it never falls when a sample grows)."""
-    k = _rank(len(samples), q)
+    k = rank(len(samples), q)
     return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
 
 
 def percentiles(samples: np.ndarray, qs) -> list[float]:
     """:func:`percentile` at each of ``qs`` from one partition (the same order statistics)."""
-    ks = [_rank(len(samples), q) for q in qs]
+    ks = [rank(len(samples), q) for q in qs]
     part = np.partition(samples, sorted(set(ks)))
     return [float(part[k]) for k in ks]
 
 
-def _rank(n: int, q: float) -> int:
+def rank(n: int, q: float) -> int:
+    """The 0-based index of the ``q``-th percentile among ``n`` sorted samples (⌈q·n/100⌉ − 1)."""
     return min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
 
 
@@ -167,7 +168,7 @@ def sum_percentile(base: np.ndarray, q: float, queues) -> float:
             buf += tmp
     if buf is None:
         return percentile(base, q)
-    k = _rank(len(buf), q)
+    k = rank(len(buf), q)
     buf.partition(k)
     return float(buf[k])
 

@@ -118,6 +118,8 @@ class CapacityPlan:
     prefill_ep: int = 1
     decode_ep: int = 1
     colocated_ep: int = 1
+    # the disaggregated TTFT percentile in its parts (pools.ttft_parts; None: not planned)
+    ttft_parts: object = None
 
     @property
     def disaggregated_feasible(self) -> bool:
@@ -146,6 +148,7 @@ class CapacityPlan:
             "colocated_gpus": self.colocated_gpus,
             "disaggregation_saves_gpus": self.disaggregation_saves_gpus,
             "ttft_p90_ms": ms(self.ttft_s),
+            "ttft_breakdown_ms": None if self.ttft_parts is None else self.ttft_parts.as_ms(),
             "ttft_percentile": self.ttft_percentile,
             "tpot_ms": ms(self.tpot_s),
             "link_utilization": self.link_utilization,

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from .. import inputs as I
-from .edge import fmt_ms
+from .edge import fmt_ms, ttft_parts_text
 from .options import add_input, scenario_from_args, whole
 from .output import emit
 
@@ -214,6 +214,8 @@ def cmd_capacity(args):
         ("disaggregation saves", _saves_row(p)),
         (f"TTFT {q}", f"{fmt_ms(p.ttft_s)} disaggregated, {fmt_ms(p.colocated_ttft_s)} colocated "
                       f"(target {fmt_ms(slo.ttft_s)})"),
+        *([(f"TTFT {q} parts", f"{ttft_parts_text(p.ttft_parts)} (disaggregated)")]
+          if p.ttft_parts else []),
         ("TPOT", f"{fmt_ms(p.tpot_s)} disaggregated, {fmt_ms(p.colocated_tpot_s)} colocated "
                  f"(target {fmt_ms(slo.tpot_s)})"),
         ("meets targets", f"{'yes' if p.meets_slo else 'no'} disaggregated, "

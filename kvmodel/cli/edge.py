@@ -27,6 +27,12 @@ def fmt_tokens(n):
     return fmt_tokens(n)
 
 
+def ttft_parts_text(parts) -> str:
+    from kvview.capacity_words import ttft_parts_text
+
+    return ttft_parts_text(parts)
+
+
 def report(sc, *, base_url: str | None, title: str) -> tuple[str, str | None, list[str]]:
     """The one-scenario HTML report, its share link (None when the link cannot carry the
     scenario) and what the link cannot carry."""

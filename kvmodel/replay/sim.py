@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s
+from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s, request_cost_s
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import first_free, round_robin
@@ -234,7 +234,10 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     return Timeline(
         arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
-        decode_start_s=run.start_s, first_token_s=run.start_s + run.first_step_s,
+        decode_start_s=run.start_s,
+        # the framework's per-request cost (API server, tokenizer, P/D proxy) is CPU work
+        # outside the GPU queues: it adds to every TTFT and loads no instance
+        first_token_s=run.start_s + run.first_step_s + request_cost_s(sc, disaggregated=True),
         tpot_s=run.tpot_s, depart_s=run.depart_s, link_busy_s=busy, receive_start_s=receive,
         prefill_instance=inst, decode_instance=round_robin(stream.n, dep.decode_instances),
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,

@@ -29,6 +29,7 @@ from kvview.capacity_words import (
     pct_label,
     source_caption,
     split_text,
+    ttft_help,
 )
 from kvview.figures import capacity as figs
 from kvview.fmt import fmt_bandwidth, fmt_time
@@ -369,8 +370,7 @@ def _tiles(plan, slo, price) -> None:
     # plan has an infeasible side (issue 24), a miss stays red
     met = "normal" if plan.disaggregated_feasible and plan.colocated_feasible else "off"
     for col, label, value, target, what in (
-        (m[0], f"TTFT {p}", plan.ttft_s, slo.ttft_s,
-         "Prefill queueing + prefill + link queueing + transfer + first decode step"),
+        (m[0], f"TTFT {p}", plan.ttft_s, slo.ttft_s, ttft_help(plan)),
         (m[1], "TPOT", plan.tpot_s, slo.tpot_s,
          f"The decode step at the pools' mean batch ({plan.decode_batch:,.0f} requests)"),
     ):  # fmt: skip
