@@ -220,3 +220,10 @@ def test_floor_index_is_numpys_floor_division():
     for width in (60.0, 10.0, 0.05):
         assert_array_equal(kernels.floor_index(x, width), (x // width).astype(np.int64))
     assert kernels.floor_index(np.array([119.99, 120.0]), 60.0).tolist() == [1, 2]  # by hand
+
+
+def test_instance_order_by_hand():
+    # 5 requests on 2 instances: instance 0 holds requests 0, 2, 4 (ready 3, 1, 2) -> order
+    # 1, 2, 0; instance 1 holds 1, 3 and a pad (ready 5, 5, pad 9) -> 0, 1, 2 (ties stable)
+    got = kernels.instance_order(np.array([3.0, 5.0, 1.0, 5.0, 2.0]), 2, 3, 9.0)
+    assert got.tolist() == [[1, 2, 0], [0, 1, 2]]

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.replay.fifo import by_instance
-
 ITERATIONS = 3
 MIN_BIN_S = 0.05
 MAX_CELLS = 4_000_000
@@ -62,12 +60,6 @@ def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
     return rows[peak > capacity * (1 + 1e-12)]
 
 
-def _by_instance(values, instances: int, pad: float) -> np.ndarray:
-    """``values`` (request order) as (instances, rows): request k in row k mod ``instances``
-    (round robin), an instance's requests contiguous (its kernels walk them in order)."""
-    return by_instance(values, instances, pad).T
-
-
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
                step, design_step_s: float, on_round=None) -> DecodeRun:  # fmt: skip
     """The pool (module doc), requests in stream order.  ``ready``: KV arrival [s]; ``need``:
@@ -78,8 +70,8 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
 
     n = len(ready)
     ready = np.asarray(ready, dtype=float)
-    key = _by_instance(ready, instances, float(ready.max()))
-    order = np.argsort(key, axis=1, kind="stable")  # each instance's requests by KV arrival
+    rows = -(-n // instances)
+    order = kernels.instance_order(ready, instances, rows, float(ready.max()))  # by KV arrival
     r = kernels.instance_rows(ready, order, float(ready.max()))
     valid = order * instances + np.arange(instances)[:, None] < n
     nd, hd, out = (kernels.instance_rows(np.asarray(x, dtype=float), order, 0.0)

@@ -100,16 +100,6 @@ def _heap_run(arrival, work, free, k: int, start, inst, least: int = HEAP_AT_LEA
     return int(kernels.first_free_heap(arrival, work, free, k, least, tick, start, inst))
 
 
-def by_instance(values: np.ndarray, instances: int, pad: float) -> np.ndarray:
-    """``values`` (request order) as a (rows, ``instances``) matrix, request k in column
-    k mod ``instances`` (round robin); the last row is filled with ``pad``."""
-    n = len(values)
-    rows = -(-n // instances)
-    out = np.full(rows * instances, pad, dtype=float)
-    out[:n] = values
-    return out.reshape(rows, instances)
-
-
 def served(arrival: np.ndarray, service: np.ndarray) -> np.ndarray:
     """Start of service [s] of each job in an FCFS single-server queue per column (rows in
     service order): ``f_k − s_k`` of the module's recursion."""

@@ -334,8 +334,8 @@ def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, las
 @_compiled
 def instance_rows(values, order, pad):
     """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
-    c + instances, …), each row in ``order`` (indices into it): ``decode._by_instance`` and
-    ``take_along_axis`` in one pass; ``pad`` past the last request."""
+    c + instances, …), each row in ``order`` (indices into it): a reshape to (rows, instances),
+    its transpose and ``take_along_axis`` in one pass; ``pad`` past the last request."""
     cols, rows = order.shape
     n = len(values)
     out = np.empty((cols, rows))
@@ -468,4 +468,21 @@ def floor_index(x, width):
         t = x[i] / width
         q = np.floor(t)
         out[i] = np.int64(q) if t != q else np.int64(x[i] // width)
+    return out
+
+
+@_compiled
+def instance_order(ready, instances, rows, pad):
+    """Per decode instance (round robin: row c holds requests c, c + instances, …; ``pad``
+    past the last), its requests' order by ``ready``, stable: ``np.argsort(…, axis=1,
+    kind="stable")`` of those rows (an instance's KV arrivals are nearly in order, so mostly
+    by insertion)."""
+    n = len(ready)
+    out = np.empty((instances, rows), dtype=np.int64)
+    row = np.empty(rows)
+    for c in range(instances):
+        for j in range(rows):
+            k = j * instances + c
+            row[j] = ready[k] if k < n else pad
+        out[c] = stable_order(row)
     return out
