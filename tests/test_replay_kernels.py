@@ -227,3 +227,20 @@ def test_instance_order_by_hand():
     # 1, 2, 0; instance 1 holds 1, 3 and a pad (ready 5, 5, pad 9) -> 0, 1, 2 (ties stable)
     got = kernels.instance_order(np.array([3.0, 5.0, 1.0, 5.0, 2.0]), 2, 3, 9.0)
     assert got.tolist() == [[1, 2, 0], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("sorted_starts", [True, False])
+def test_held_peak_equals_the_sorted_events(sorted_starts):
+    """The exact check against numpy: events (departures, then arrivals) sorted stably and a
+    running sum; arrivals in order take the merge, out of order the full sort."""
+    rng = np.random.default_rng(11)
+    start = np.round(rng.uniform(0, 100, (3, 500)), 1)
+    if sorted_starts:
+        start = np.sort(start, axis=1)
+    dur = np.round(rng.exponential(5.0, (3, 500)), 1)  # ties between ends and starts
+    need = rng.integers(1, 100, (3, 500)).astype(float)
+    times = np.concatenate([start + dur, start], axis=1)
+    delta = np.concatenate([-need, need], axis=1)
+    order = np.argsort(times, axis=1, kind="stable")
+    want = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
+    assert_array_equal(kernels.held_peak(start, dur, need), want)
