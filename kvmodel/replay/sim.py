@@ -196,11 +196,11 @@ def _fifo_nics(ready, busy, inst, instances: int):
     return kernels.served_by_group(r, b, group, int(instances))
 
 
-def _receive(link_start, busy, instances: int):
+def _receive(link_start, busy, dinst, instances: int):
     """Start on the decode instance's NICs [s]: request k's instance k mod ``instances``
     receives one transfer at a time, in the order they leave (a transfer that finds them
     busy waits: the slower side of the pair bounds it)."""
-    return _fifo_nics(link_start, busy, round_robin(len(link_start), instances), instances)
+    return _fifo_nics(link_start, busy, dinst, instances)
 
 
 STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
@@ -214,7 +214,8 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
     if progress is not None:
         progress(1, STEPS)
-    receive = _receive(link_start, busy, dep.decode_instances)
+    dinst = round_robin(stream.n, dep.decode_instances)
+    receive = _receive(link_start, busy, dinst, dep.decode_instances)
     kv = receive + busy
     p, o = stream.prompt_tokens, stream.output_tokens
     maxc = sc.model.max_context_tokens
@@ -239,7 +240,7 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         # outside the GPU queues: it adds to every TTFT and loads no instance
         first_token_s=run.start_s + run.first_step_s + request_cost_s(sc, disaggregated=True),
         tpot_s=run.tpot_s, depart_s=run.depart_s, link_busy_s=busy, receive_start_s=receive,
-        prefill_instance=inst, decode_instance=round_robin(stream.n, dep.decode_instances),
+        prefill_instance=inst, decode_instance=dinst,
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
         capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
         memory_bound_instances=run.memory_bound,
