@@ -14,7 +14,9 @@ counts every instance's running batch and held tokens on a time grid (bins of at
 :data:`MIN_BIN_S`, at most :data:`MAX_CELLS` cells in all), gives each request the step at the
 batch when it starts (its first step) and at the mean batch over its stay (every other step).
 Admission by memory is checked for every instance at once; the event loop (a heap of
-departures) runs only on instances whose reserved tokens would ever exceed their memory.
+departures) runs only on instances whose reserved tokens would ever exceed their memory.  The
+arrays are (instances, rows), an instance's requests in a row in arrival order; the loops over
+them are compiled (:mod:`kvmodel.replay.kernels`).
 """
 
 from __future__ import annotations
