@@ -27,6 +27,29 @@ def gpus(n) -> str:
     return f"{n:,} GPU" if n == 1 else f"{n:,} GPUs"
 
 
+TILE_EXACT_BELOW = 100_000  # a page tile shows counts up to 99,999 in full (six digits are cut)
+
+
+def tile_gpus(n) -> str:
+    """A GPU count short enough for a quarter-width tile: '47,932 GPUs', '123.5k GPUs',
+    '1.24M GPUs' (the exact count goes in the tile's help: :func:`gpus`)."""
+    n = int(n)
+    if abs(n) < TILE_EXACT_BELOW:
+        return gpus(n)
+    if abs(n) < 1_000_000:
+        return f"{n / 1e3:,.1f}k GPUs"
+    return f"{n / 1e6:,.2f}M GPUs"
+
+
+def tile_split(prefill: int, decode: int) -> tuple[str, str | None]:
+    """The P:D tile's value and delta: '16 : 24' when short, else '1.99 : 1' with the counts
+    below it."""
+    full = f"{prefill:,} : {decode:,}"
+    if len(full) <= 11 or decode <= 0:
+        return full, None
+    return f"{prefill / decode:,.2f} : 1", f"{full} GPUs"
+
+
 def pct_label(p: float) -> str:
     """90.0 → 'p90', 99.9 → 'p99.9'."""
     return f"p{p:g}"
@@ -43,9 +66,9 @@ def split_text(plan) -> str:
     """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'; 'EP 32' for an expert-parallel pool."""
     pe, de = getattr(plan, "prefill_ep", 1), getattr(plan, "decode_ep", 1)
     return (
-        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances} × "
+        f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances:,} × "
         f"{par_text(plan.prefill_tp, pe)}) + {plan.decode_gpus:,} decode "
-        f"({plan.decode_instances} × {par_text(plan.decode_tp, de)})"
+        f"({plan.decode_instances:,} × {par_text(plan.decode_tp, de)})"
     )
 
 

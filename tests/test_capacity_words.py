@@ -142,3 +142,13 @@ def test_ttft_help_gives_the_plans_parts():
     assert text.startswith("framework 37.7 + queues ") and " + first step " in text
     assert "per-request cost" in text
     assert ttft_help(replace(p, ttft_parts=None)).startswith("The framework's per-request cost")
+
+
+def test_tiles_keep_large_counts_short():
+    from kvview.capacity_words import tile_gpus, tile_split
+
+    assert tile_gpus(1) == "1 GPU" and tile_gpus(99_999) == "99,999 GPUs"
+    assert tile_gpus(123_456) == "123.5k GPUs" and tile_gpus(1_236_000) == "1.24M GPUs"
+    assert tile_split(16, 24) == ("16 : 24", None)
+    # "28,792 : 14,480" is 15 characters: the ratio instead, the counts below it
+    assert tile_split(28_792, 14_480) == ("1.99 : 1", "28,792 : 14,480 GPUs")

@@ -374,7 +374,6 @@ READER = "a reader: one pass over a format, each check next to its field (split 
 COMMAND = "a CLI subcommand's text and JSON output together (split pending)"
 BENCH = "a benchmark's main loop (split pending)"
 INPUTS = "one pass over the input rows, a step per behaviour field (split pending)"
-PAGE = "a page's sections (split pending)"
 TERMS = "one formula, report or figure built term by term (split pending)"
 # "path:function": why it is longer for now.  Shorten the list, never lengthen it.
 LONG_FUNCTIONS: dict[str, str] = {
@@ -399,7 +398,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "kvview/figures/kit.py:panel_figure": TERMS,
     "kvview/figures/sensitivity.py:figure_tornado": TERMS,
     "kvview/report.py:report_html": TERMS,
-    "ui/views/capacity.py:_tiles": PAGE,
     "ui/views/compare.py:_editor": "its six callbacks close over the variants being edited",
     "bench/control_to_chart.py:measure": BENCH,
     "bench/page_rerun.py:measure": BENCH,

@@ -29,6 +29,8 @@ from kvview.capacity_words import (
     pct_label,
     source_caption,
     split_text,
+    tile_gpus,
+    tile_split,
     ttft_help,
 )
 from kvview.figures import capacity as figs
@@ -302,10 +304,21 @@ def _plan_per_pool(plan, slo, rate, price) -> None:
 
 
 def _tiles(plan, slo, price) -> None:
+    """Two rows of four tiles: GPU counts, the saving and the verdict; TTFT, TPOT, the link
+    and the cost (or the P:D split)."""
     m = st.columns(4)
+    _gpu_tiles(plan, m)
+    _verdict_tiles(plan, m)
+    m = st.columns(4)
+    _time_tiles(plan, slo, m)
+    _cost_tile(plan, price, m[3])
+
+
+def _gpu_tiles(plan, m) -> None:
     dis_help = f"{split_text(plan)}; P:D = {plan.pd_ratio:,.2f}"
     if plan.disaggregated_feasible:
-        m[0].metric("Disaggregated GPUs", gpus(plan.disaggregated_gpus), help=dis_help)
+        m[0].metric("Disaggregated GPUs", tile_gpus(plan.disaggregated_gpus),
+                    help=f"{gpus(plan.disaggregated_gpus)}: {dis_help}")  # fmt: skip
     else:  # issue 24: no big count for a plan that cannot meet the targets
         m[0].metric(
             "Disaggregated GPUs",
@@ -319,8 +332,9 @@ def _tiles(plan, slo, price) -> None:
     if plan.colocated_feasible:
         m[1].metric(
             "Colocated GPUs",
-            gpus(plan.colocated_gpus),
-            help=f"{plan.colocated_instances} × TP {plan.colocated_tp} with chunked prefill "
+            tile_gpus(plan.colocated_gpus),
+            help=f"{gpus(plan.colocated_gpus)}: {plan.colocated_instances:,} × TP "
+            f"{plan.colocated_tp} with chunked prefill "
             f"({plan.colocated_chunk_tokens:,}-token chunks), meeting the same targets",
         )
     else:
@@ -338,6 +352,9 @@ def _tiles(plan, slo, price) -> None:
             help=f"No colocated size at TP {plan.colocated_tp} meets the targets; {fell_back}."
             + nearest_text(plan, "colocated"),
         )
+
+
+def _verdict_tiles(plan, m) -> None:
     saves = plan.disaggregation_saves_gpus
     if saves is None:  # a side misses the targets: no saving, no green (issue 24)
         m[2].metric(
@@ -352,11 +369,12 @@ def _tiles(plan, slo, price) -> None:
     else:
         m[2].metric(
             "Disaggregation saves",
-            ("−" if saves < 0 else "") + gpus(abs(saves)),
+            ("−" if saves < 0 else "") + tile_gpus(abs(saves)),
             delta=cheaper_text(saves),
             delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
             delta_arrow="off",
-            help="Colocated GPUs − disaggregated GPUs (negative: disaggregation needs more)",
+            help=f"{gpus(saves)}: colocated GPUs − disaggregated GPUs (negative: "
+            "disaggregation needs more)",
         )
     m[3].metric(
         "Meets the targets",
@@ -364,7 +382,9 @@ def _tiles(plan, slo, price) -> None:
         help=f"Disaggregated plan. Prefill sized by {limit_text(plan.limits, 'prefill')}, "
         f"decode by {limit_text(plan.limits, 'decode')}",
     )
-    m = st.columns(4)
+
+
+def _time_tiles(plan, slo, m) -> None:
     p = pct_label(slo.ttft_percentile)
     # a met target shows green only when both sides meet theirs: no green on a page whose
     # plan has an infeasible side (issue 24), a miss stays red
@@ -396,8 +416,11 @@ def _tiles(plan, slo, price) -> None:
         f"keep the {p} TTFT within its target and the receiving decode NICs stay at most "
         f"{RECEIVER_UTILIZATION:.0%} busy (a slower link needs more GPUs)",
     )
+
+
+def _cost_tile(plan, price, col) -> None:
     if price:
-        m[3].metric(
+        col.metric(
             "Cost per hour",
             f"${plan.cost_per_hour:,.0f}",
             delta=f"colocated ${plan.colocated_cost_per_hour:,.0f}",
@@ -407,8 +430,12 @@ def _tiles(plan, slo, price) -> None:
             "per GPU-hour",
         )
     else:
-        m[3].metric(
+        value, counts = tile_split(plan.prefill_gpus, plan.decode_gpus)
+        col.metric(
             "P:D split",
-            f"{plan.prefill_gpus:,} : {plan.decode_gpus:,}",
-            help=f"TP {plan.prefill_tp} prefill, TP {plan.decode_tp} decode",
+            value,
+            delta=counts,
+            delta_color="off",
+            delta_arrow="off",
+            help=f"Prefill GPUs : decode GPUs, {split_text(plan)}",
         )
