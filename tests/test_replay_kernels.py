@@ -4,6 +4,7 @@ only when a replay runs, and the replay's progress callback."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -244,3 +245,29 @@ def test_held_peak_equals_the_sorted_events(sorted_starts):
     order = np.argsort(times, axis=1, kind="stable")
     want = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
     assert_array_equal(kernels.held_peak(start, dur, need), want)
+
+
+_SMALL_REPLAY = """
+from kvmodel import capacity as cap
+from kvmodel import replay as rp
+from kvmodel.build import build_scenario
+sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+wl = cap.Workload.fixed(50.0, 8192, 1024)
+tl = rp.replay(rp.Deployment(sc, 4, 8, 20, 1), rp.poisson_stream(wl, 131072, 3000))
+print(repr(float(tl.ttft_s.max())), tl.memory_bound_instances)
+"""
+
+
+def test_an_unusable_cache_directory_warns_nothing():
+    """NUMBA_CACHE_DIR that cannot be created: numba falls back to another cache location
+    (here the package's own), and under -W error no warning surfaces; the same replay."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": "/dev/null/cache"}
+    out = subprocess.run([sys.executable, "-W", "error", "-c", _SMALL_REPLAY], env=env,
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    wl = cap.Workload.fixed(50.0, 8192, 1024)
+    tl = rp.replay(rp.Deployment(sc, 4, 8, 20, 1), rp.poisson_stream(wl, 131072, 3000))
+    assert out.stdout.split() == [repr(float(tl.ttft_s.max())), str(tl.memory_bound_instances)]
+    assert tl.memory_bound_instances >= 1  # the admission kernel ran too
