@@ -120,15 +120,9 @@ def _nearest(prep: Prepared, wide_prep, pools: Pools, c, rps: float):
     return np_, nc
 
 
-def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
-             wide=None, nearest: bool = False,
-             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
-    """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
-    nearest parallelism at which a side that misses the targets meets them."""
-    sc, slo, shp = prep.sc, prep.slo, prep.shp
-    pools = best_pools(prep, rps)
-    c = best_colocated(prep, rps)
-    near_p, near_c = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+def _plan_notes(sc, shp, pools, c) -> list[str]:
+    """What the plan says beside its numbers: fixed times not used, no colocated shape,
+    clipped requests, a colocated miss, GPUs beyond one scale-up domain."""
     notes = list(pools.notes)
     if sc.prefill_s is not None or not sc.decode_step_estimated:
         notes.append("the plan estimates prefill and decode steps for every length and batch; "
@@ -143,7 +137,6 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
             "colocated: no chunk size meets both targets "
             + ("(TPOT)" if c.limit == "tpot" else "(TTFT)")
         )
-    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     if is_scale_up(sc.link) and pgpus + dgpus > domain_gpus(sc.gpu, sc.link):
         notes.append(f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs; the "
@@ -153,6 +146,35 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         notes.append(f"prefill on {sc.gpu.name} and decode on {sc.decode_gpu.name} share no "
                      f"{sc.link.name} domain: a transfer between them takes the scale-out "
                      "network")  # fmt: skip
+    return notes
+
+
+def _colocated_fields(c) -> dict:
+    """The plan's colocated fields from the best colocated shape (None: no shape fits)."""
+    return dict(
+        colocated_tp=c.tp if c else 0,
+        colocated_ep=c.ep if c else 1,
+        colocated_instances=c.instances if c else 0,
+        colocated_chunk_tokens=c.chunk if c else 0,
+        colocated_batch=c.batch if c else 0,
+        colocated_ttft_s=c.ttft_s if c else math.inf,
+        colocated_tpot_s=c.tpot_s if c else math.inf,
+        colocated_meets_slo=bool(c and c.meets_slo),
+    )
+
+
+def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
+             wide=None, nearest: bool = False,
+             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
+    """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
+    nearest parallelism at which a side that misses the targets meets them."""
+    sc, slo, shp = prep.sc, prep.slo, prep.shp
+    pools = best_pools(prep, rps)
+    c = best_colocated(prep, rps)
+    near_p, near_c = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+    notes = _plan_notes(sc, shp, pools, c)
+    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
+    pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     cg = c.gpus if c else 0
     hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
                                           price_decode)  # fmt: skip
@@ -182,16 +204,9 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         prefill_instances=pools.prefill_instances,
         decode_instances=pools.decode_instances,
         decode_batch=pools.decode_batch,
-        colocated_tp=c.tp if c else 0,
+        **_colocated_fields(c),
         prefill_ep=pools.prefill_ep,
         decode_ep=pools.decode_ep,
-        colocated_ep=c.ep if c else 1,
-        colocated_instances=c.instances if c else 0,
-        colocated_chunk_tokens=c.chunk if c else 0,
-        colocated_batch=c.batch if c else 0,
-        colocated_ttft_s=c.ttft_s if c else math.inf,
-        colocated_tpot_s=c.tpot_s if c else math.inf,
-        colocated_meets_slo=bool(c and c.meets_slo),
         nic_bandwidth_needed_bytes_per_s=_bandwidth_needed(prep, pools, rps) if network else None,
         link_bandwidth_bytes_per_s=sc.link.bandwidth_bytes_per_s,
         nics_per_transfer=pf.streams,
