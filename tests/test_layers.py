@@ -378,7 +378,6 @@ TERMS = "one formula, report or figure built term by term (split pending)"
 # "path:function": why it is longer for now.  Shorten the list, never lengthen it.
 LONG_FUNCTIONS: dict[str, str] = {
     "kvmodel/build.py:build_scenario": INPUTS,
-    "kvmodel/cli/capacity.py:cmd_capacity": COMMAND,
     "kvmodel/cli/measure.py:cmd_metrics": COMMAND,
     "kvmodel/cli/traffic.py:cmd_traffic": COMMAND,
     "kvmodel/evaluation.py:evaluate": TERMS,

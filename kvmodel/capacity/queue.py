@@ -129,6 +129,13 @@ def percentile(samples: np.ndarray, q: float) -> float:
     return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
 
 
+def percentiles(samples: np.ndarray, qs) -> list[float]:
+    """:func:`percentile` at each of ``qs`` from one partition (the same order statistics)."""
+    ks = [rank(len(samples), q) for q in qs]
+    part = np.partition(samples, sorted(set(ks)))
+    return [float(part[k]) for k in ks]
+
+
 def rank(n: int, q: float) -> int:
     """The 0-based index of the ``q``-th percentile among ``n`` sorted samples (⌈q·n/100⌉ − 1)."""
     return min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)

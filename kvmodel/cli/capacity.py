@@ -149,9 +149,9 @@ def par_text(tp: int, ep: int = 1) -> str:
     return text(tp, ep)
 
 
-def cmd_capacity(args):
-    from ..capacity import Slo, plan
-
+def _parallelism(args) -> tuple:
+    """(prefill TP, decode TP, prefill EP, decode EP) from --tp/--tp-decode/--ep/--ep-decode,
+    None where the plan searches; ``args`` is set to what the scenario's checks expect."""
     raw_p, raw_d = args.tp, args.tp_decode
     prefill_tp = None if raw_p == "auto" else raw_p
     # --tp-decode absent: the prefill TP (searched with it when --tp is auto)
@@ -170,32 +170,11 @@ def cmd_capacity(args):
     args.tp = I.DEFAULT_TP if prefill_tp is None else prefill_tp  # the scenario's checks
     args.tp_decode = None if decode_tp is None else decode_tp
     args.ep, args.ep_decode = prefill_ep or 1, decode_ep or 1
-    sc = scenario_from_args(args)  # checks every option, the capacity ones included
-    replaying = args.replay or args.size_by == "replay"
-    workload, req, notes = workload_from_args(args, per_request=replaying)
-    slo = Slo(
-        ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
-        tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
-        ttft_percentile=args.ttft_percentile,
-    )
-    p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
-             gpu_price_per_hour=args.gpu_price or None,
-             gpu_price_decode_per_hour=args.gpu_price_decode or None, prefill_ep=prefill_ep,
-             decode_ep=decode_ep)  # fmt: skip
-    payload = {
-        "model": sc.model.id,
-        "gpu": sc.gpu.id,
-        "link": sc.link.id,
-        "stack": sc.stack.id,
-        "trace": None if not args.trace else str(args.trace),
-        "format": None if req is None else req.fmt,
-        "mean_prompt_tokens": workload.mean_prompt_tokens,
-        "mean_output_tokens": workload.mean_output_tokens,
-        "ttft_slo_ms": slo.ttft_s * 1e3,
-        "tpot_slo_ms": slo.tpot_s * 1e3,
-        **p.to_json(),
-    }
-    payload["notes"] = [*notes, *payload["notes"]]
+    return prefill_tp, decode_tp, prefill_ep, decode_ep
+
+
+def _plan_rows(p, sc, slo, workload) -> list:
+    """The plan's text table: traffic, pools, both sides, times, link and cost."""
     q = f"p{slo.ttft_percentile:g}"
     rows = [
         ("traffic", f"{p.rps:,.2f} requests/s, mean {workload.mean_prompt_tokens:,.0f} prompt + "
@@ -231,6 +210,40 @@ def cmd_capacity(args):
         if p.cost_per_million_output_tokens is not None:
             rows.append(("cost per output", f"${p.cost_per_million_output_tokens:,.2f} per "
                                             "million output tokens"))  # fmt: skip
+    return rows
+
+
+def cmd_capacity(args):
+    from ..capacity import Slo, plan
+
+    prefill_tp, decode_tp, prefill_ep, decode_ep = _parallelism(args)
+    sc = scenario_from_args(args)  # checks every option, the capacity ones included
+    replaying = args.replay or args.size_by == "replay"
+    workload, req, notes = workload_from_args(args, per_request=replaying)
+    slo = Slo(
+        ttft_s=I.get("ttft_slo").to_si(args.ttft_slo_ms),
+        tpot_s=I.get("tpot_slo").to_si(args.tpot_slo_ms),
+        ttft_percentile=args.ttft_percentile,
+    )
+    p = plan(sc, workload, slo, prefill_tp=prefill_tp, decode_tp=decode_tp,
+             gpu_price_per_hour=args.gpu_price or None,
+             gpu_price_decode_per_hour=args.gpu_price_decode or None, prefill_ep=prefill_ep,
+             decode_ep=decode_ep)  # fmt: skip
+    payload = {
+        "model": sc.model.id,
+        "gpu": sc.gpu.id,
+        "link": sc.link.id,
+        "stack": sc.stack.id,
+        "trace": None if not args.trace else str(args.trace),
+        "format": None if req is None else req.fmt,
+        "mean_prompt_tokens": workload.mean_prompt_tokens,
+        "mean_output_tokens": workload.mean_output_tokens,
+        "ttft_slo_ms": slo.ttft_s * 1e3,
+        "tpot_slo_ms": slo.tpot_s * 1e3,
+        **p.to_json(),
+    }
+    payload["notes"] = [*notes, *payload["notes"]]
+    rows = _plan_rows(p, sc, slo, workload)
     if replaying:
         rows += _replayed(args, sc, p, workload, req, slo, payload)
     footer = tuple(f"note: {n}" for n in payload["notes"])

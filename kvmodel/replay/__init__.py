@@ -4,8 +4,10 @@ The analytic plan (``kvmodel.capacity``) sizes the pools with queueing formulas 
 rate, arrivals Poisson.  A replay runs the planned deployment over the trace's timestamps
 (or seeded Poisson arrivals when it has none, :mod:`.stream`): prefill instances with their
 batching, each instance's NICs with the stack's transfer costs and their queue, decode
-instances with continuous batching bounded by KV memory (:mod:`.sim`, :mod:`.decode`); pure
-numpy, vectorised (:mod:`.fifo`), an event loop only on decode instances whose memory fills.
+instances with continuous batching bounded by KV memory (:mod:`.sim`, :mod:`.decode`); numpy,
+vectorised where it can be (:mod:`.fifo`), and the sequential loops (the prefill heap, the NIC
+queues, memory admission, the decode grids) compiled by numba (:mod:`.kernels`, imported when a
+replay runs).
 :mod:`.result` summarises it; :mod:`.sizing` grows the pools until the replay meets the
 targets and says why the replay and the formulas disagree.
 """

@@ -14,17 +14,16 @@ counts every instance's running batch and held tokens on a time grid (bins of at
 :data:`MIN_BIN_S`, at most :data:`MAX_CELLS` cells in all), gives each request the step at the
 batch when it starts (its first step) and at the mean batch over its stay (every other step).
 Admission by memory is checked for every instance at once; the event loop (a heap of
-departures) runs only on instances whose reserved tokens would ever exceed their memory.
+departures) runs only on instances whose reserved tokens would ever exceed their memory.  The
+arrays are (instances, rows), an instance's requests in a row in arrival order; the loops over
+them are compiled (:mod:`kvmodel.replay.kernels`).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
-
-from kvmodel.replay.fifo import by_instance, sorted_columns, unsort
 
 ITERATIONS = 3
 MIN_BIN_S = 0.05
@@ -45,124 +44,60 @@ class DecodeRun:
     memory_bound: int  # instances on which memory ever made a request wait
 
 
-def _admit(ready, need, dur, capacity: float) -> np.ndarray:
-    """Admission times of one instance's requests (rows in arrival order): FCFS, each when its
-    ``need`` tokens fit in ``capacity`` beside the requests still decoding."""
-    out: list = []
-    heap: list = []
-    free, t = capacity, 0.0
-    keep, push, pop = out.append, heapq.heappush, heapq.heappop
-    # Python floats, not numpy scalars: the loop's cost is its per-item overhead
-    for r, nd, d in zip(ready.tolist(), need.tolist(), dur.tolist(), strict=True):
-        if r > t:
-            t = r
-        while heap and heap[0][0] <= t:
-            free += pop(heap)[1]
-        while free < nd and heap:
-            dep, tokens = pop(heap)
-            t, free = max(t, dep), free + tokens
-        keep(t)
-        free -= nd
-        push(heap, (t + d, nd))
-    return np.array(out, dtype=float)
-
-
 def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
-    """Columns whose reserved tokens exceed ``capacity`` at some time (departures first).
+    """Instances (rows) whose reserved tokens exceed ``capacity`` at some time (departures
+    first).
 
-    A grid first (:func:`_grid` counts a request in every bin it touches: never below the
-    exact peak), then the exact check by sorted events only on the columns it flags."""
-    end = start + dur
-    horizon = float(end.max()) + MIN_BIN_S
-    w = max(MIN_BIN_S, horizon * start.shape[1] / MAX_CELLS)
-    rough = _grid(start, end, valid, need, int(horizon / w) + 2, w).max(axis=1)
-    cols = np.flatnonzero(rough > capacity * (1 + 1e-12))
-    if not cols.size:
-        return cols
-    s, d, nd = start[:, cols], dur[:, cols], need[:, cols]
-    times = np.concatenate([s + d, s])
-    delta = np.concatenate([-nd, nd])
-    order = np.argsort(times, axis=0, kind="stable")
-    held = np.cumsum(np.take_along_axis(delta, order, 0), axis=0)
-    return cols[held.max(axis=0) > capacity * (1 + 1e-12)]
+    A grid first (``kernels.column_peak`` counts a request in every bin it touches: never
+    below the exact peak), then the exact check by sorted events only on the rows it flags."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-
-class Bins:
-    """Each request's first and last bin on a grid of ``nb`` bins of width ``w`` per column,
-    as flat indices into a (cols, nb + 1) layout: computed once per round and shared by every
-    grid and mean of the round (the indexing is most of their cost)."""
-
-    def __init__(self, start, end, nb: int, w: float):
-        self.shape, self.cols, self.nb = start.shape, start.shape[1], nb
-        col = np.arange(self.cols) * (nb + 1)
-        sb = np.minimum((start / w).astype(np.int64), nb - 1)
-        last = (end / w).astype(np.int64)
-        eb = np.minimum(last, nb - 1)
-        self.first = (sb + col).ravel()
-        self.stop = (np.minimum(last + 1, nb) + col).ravel()  # the bin after its last
-        self.last = (eb + col).ravel()
-        self.count = (eb - sb + 1).ravel()
-
-    def grid(self, valid, values) -> np.ndarray:
-        """Per column and bin (cols, nb + 1; the last bin empty), the sum of ``values`` of the
-        requests running in it."""
-        size = self.cols * (self.nb + 1)
-        v = np.where(valid, values, 0.0).ravel()
-        diff = np.bincount(self.first, v, size) - np.bincount(self.stop, v, size)
-        return np.cumsum(diff.reshape(self.cols, self.nb + 1), axis=1)
-
-    def mean_over(self, grid):
-        """(value at each request's start bin, mean over its bins) of a :meth:`grid`."""
-        prefix = np.concatenate(
-            [np.zeros((self.cols, 1)), np.cumsum(grid[:, : self.nb], axis=1)], axis=1
-        ).ravel()
-        mean = (prefix[self.last + 1] - prefix[self.first]) / self.count
-        return grid.ravel()[self.first].reshape(self.shape), mean.reshape(self.shape)
-
-
-def _grid(start, end, valid, values, nb: int, w: float) -> np.ndarray:
-    """Per column and bin, the sum of ``values`` of the requests running in it: (cols, nb)."""
-    return Bins(start, end, nb, w).grid(valid, values)[:, :nb]
+    horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
+    w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
+    rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w)
+    rows = np.flatnonzero(rough > capacity * (1 + 1e-12))
+    if not rows.size:
+        return rows
+    peak = kernels.held_peak(start[rows], dur[rows], need[rows])
+    return rows[peak > capacity * (1 + 1e-12)]
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
-               step, design_step_s: float) -> DecodeRun:  # fmt: skip
+               step, design_step_s: float, on_round=None) -> DecodeRun:  # fmt: skip
     """The pool (module doc), requests in stream order.  ``ready``: KV arrival [s]; ``need``:
     tokens reserved; ``held``: mean tokens held over the stay; ``output``: tokens generated
     (≥ 1); ``step(context, batch)``: one decode step [s] for arrays of whole tokens and
-    requests."""
+    requests; ``on_round(i)``, when given, is called after round i (1 … :data:`ITERATIONS`)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
     n = len(ready)
-    last = float(ready.max())
-    r, valid, nd, hd, out, order = sorted_columns(
-        by_instance(ready, instances, last),
-        by_instance(np.ones(n), instances, 0.0) > 0,
-        by_instance(np.minimum(need, capacity_tokens), instances, 0.0),
-        by_instance(held, instances, 0.0),
-        by_instance(output, instances, 0.0),
-    )
+    ready = np.asarray(ready, dtype=float)
+    rows = -(-n // instances)
+    order = kernels.instance_order(ready, instances, rows, float(ready.max()))  # by KV arrival
+    r = kernels.instance_rows(ready, order, float(ready.max()))
+    valid = order * instances + np.arange(instances)[:, None] < n
+    nd, hd, out = (kernels.instance_rows(np.asarray(x, dtype=float), order, 0.0)
+                   for x in (np.minimum(need, capacity_tokens), held, output))  # fmt: skip
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
-    for _ in range(ITERATIONS):
-        dur = np.where(valid, first + (out - 1) * tpot, 0.0)
-        start = r.copy()
-        bound = _overflows(start, dur, nd, valid, capacity_tokens)
+    for i in range(ITERATIONS):
+        dur = kernels.durations(valid, first, tpot, out)
+        bound = _overflows(r, dur, nd, valid, capacity_tokens)
+        start = r.copy() if bound.size else r  # admission moves some starts
         for c in bound:
-            start[:, c] = _admit(r[:, c], nd[:, c], dur[:, c], capacity_tokens)
-        end = start + dur
-        horizon = float(end.max()) + MIN_BIN_S
+            start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
+        horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        bins = Bins(start, end, nb, w)
-        b0, bm = bins.mean_over(bins.grid(valid, 1.0))
-        t0, tm = bins.mean_over(bins.grid(valid, hd))
-        b0, bm = np.maximum(b0, 1.0), np.maximum(bm, 1.0)
-        first = step(np.maximum(np.ceil(t0 / b0), 1.0), np.ceil(b0))
-        tpot = step(np.maximum(np.ceil(tm / bm), 1.0), np.ceil(bm))
-    dur = np.where(valid, first + (out - 1) * tpot, 0.0)
-    reserved = _grid(start, start + dur, valid, nd, nb, w).sum(axis=0)
+        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w)
+        first, tpot = step(c0, b0), step(cm, bm)
+        if on_round is not None:
+            on_round(i + 1)
+    dur = kernels.durations(valid, first, tpot, out)
+    reserved = kernels.column_grid(start, dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
 
     def flat(m):
-        return unsort(m, order).ravel()[:n]
+        return kernels.request_order(m, order, n)
 
     s = flat(start)
     return DecodeRun(

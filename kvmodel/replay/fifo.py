@@ -6,45 +6,18 @@ A single server that serves jobs in order, job k arriving at ``a_k`` and taking 
 
 which unrolls to ``f_k = S_k + max_{j ≤ k} (a_j − S_{j−1})`` with ``S_k = s_1 + … + s_k``: a
 cumulative sum and a running maximum (``np.maximum.accumulate``), no Python loop.  Every column
-of a matrix is one server (an instance, or an instance's NICs), so a whole pool is a handful of
-array operations (:class:`Layout` places each request in its instance's column).
+of a matrix is one server (the compiled ``kernels.served_by_group`` does the same sums per
+instance without the matrix: an instance's NICs).
 
 Which instance: the prefill pool is one queue in front of its instances (a request goes to
 the first one free, as the formulas' M/G/c assumes; :func:`first_free`, a heap over the
-instances: the one loop, ~0.5 µs per request); decode instances take requests in turn
+instances: the one loop, compiled, ~40 ns per request); decode instances take requests in turn
 (round robin, :func:`round_robin`).
 """
 
 from __future__ import annotations
 
-import heapq
-from array import array
-
 import numpy as np
-
-
-class Layout:
-    """Where each request sits in a (rows, instances) matrix: its instance's column, rows in
-    the order given (request order within each instance)."""
-
-    def __init__(self, inst: np.ndarray, instances: int):
-        n = len(inst)
-        small = np.int16 if instances <= np.iinfo(np.int16).max else np.int64
-        order = np.argsort(inst.astype(small), kind="stable")  # 16 bits: a radix sort
-        counts = np.bincount(inst, minlength=instances)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n) - np.repeat(starts, counts)
-        self.row, self.col = rank, np.asarray(inst, dtype=np.int64)
-        self.shape = (int(counts.max()) if n else 0, instances)
-
-    def matrix(self, values, pad: float) -> np.ndarray:
-        m = np.full(self.shape, pad, dtype=float)
-        m[self.row, self.col] = values
-        return m
-
-    def flat(self, m: np.ndarray) -> np.ndarray:
-        return m[self.row, self.col]
 
 
 def round_robin(n: int, instances: int) -> np.ndarray:
@@ -68,6 +41,8 @@ def first_free(arrival: np.ndarray, work: np.ndarray, instances: int):
     if instances == 1:
         m = arrival.reshape(-1, 1)
         return served(m, work.reshape(-1, 1)).ravel(), np.zeros(n, dtype=np.int64)
+    arrival = np.ascontiguousarray(arrival, dtype=float)  # one compiled signature
+    work = np.ascontiguousarray(work, dtype=float)
     start, inst = np.empty(n), np.empty(n, dtype=np.int64)
     free = np.zeros(instances)  # when each instance is free next
     k, least = 0, HEAP_AT_LEAST
@@ -111,67 +86,18 @@ def _no_wait_run(arrival, work, free, k: int, start, inst) -> int:
 
 def _heap_run(arrival, work, free, k: int, start, inst, least: int = HEAP_AT_LEAST) -> int:
     """Requests from k by a heap of the instances' free moments, at least ``least`` of them
-    and then until one does not wait; return the next.
+    and then until one does not wait; return the next (compiled:
+    ``kernels.first_free_heap``).
 
     The heap holds one whole number per instance, ``time in ticks × instances + instance``:
     integers compare faster than tuples, and the instance rides in the low digits.  A tick
     is 1 ns (1 µs when the times would overflow)."""
-    n, c = len(arrival), len(free)
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    c = len(free)
     horizon = max(float(arrival[-1]), float(free.max())) + float(work[k:].sum())
     tick = 1e-9 if horizon * 1e9 * c < 4e18 else 1e-6
-    heap = (np.rint(free / tick).astype(np.int64) * c + np.arange(c)).tolist()
-    heapq.heapify(heap)
-    out = array("q")  # the starts' keys: a C buffer, not a million Python ints to gather
-    lo, size = k, 2 * least
-    while lo < n:  # a piece's values as Python numbers at a time, pieces doubling
-        # memoryviews: their items become Python ints one at a time (cheaper than tolist)
-        arr = memoryview(np.rint(arrival[lo : lo + size] / tick).astype(np.int64) * c)
-        dur = memoryview(np.rint(work[lo : lo + size] / tick).astype(np.int64) * c)
-        lo, size = lo + size, min(2 * size, WINDOW)
-        first = max(0, least - len(out))  # taken whatever they find
-        _heap_all(heap, arr[:first], dur[:first], out, c)
-        if first < len(arr) and _heap_waiting(heap, arr[first:], dur[first:], out):
-            break  # one finds an instance free: arrays again
-    keys = np.frombuffer(out, dtype=np.int64)
-    m = len(out)
-    start[k : k + m] = (keys // c) * tick
-    inst[k : k + m] = keys % c
-    for key in heap:
-        free[key % c] = (key // c) * tick
-    return k + m
-
-
-def _heap_all(heap: list, arr, dur, out, c: int) -> None:
-    """Every request of ``arr``/``dur`` (keys) through the heap, waiting or not."""
-    keep, replace = out.append, heapq.heapreplace  # bound once: the loop's cost is its calls
-    for xt, w in zip(arr, dur, strict=True):
-        f = heap[0]
-        t = f if f > xt else xt + f % c  # the instance in the low digits
-        keep(t)
-        replace(heap, t + w)
-
-
-def _heap_waiting(heap: list, arr, dur, out) -> bool:
-    """Requests through the heap while each waits (starts at the earliest free moment, its
-    key already carrying the instance); True when one finds an instance free (not taken)."""
-    keep, replace = out.append, heapq.heapreplace
-    for xt, w in zip(arr, dur, strict=True):
-        f = heap[0]
-        if f <= xt:
-            return True
-        keep(f)
-        replace(heap, f + w)
-    return False
-
-
-def by_instance(values: np.ndarray, instances: int, pad: float) -> np.ndarray:
-    """``values`` (request order) as a (rows, ``instances``) matrix, request k in column
-    k mod ``instances`` (round robin); the last row is filled with ``pad``."""
-    n = len(values)
-    rows = -(-n // instances)
-    out = np.full(rows * instances, pad, dtype=float)
-    out[:n] = values
-    return out.reshape(rows, instances)
+    return int(kernels.first_free_heap(arrival, work, free, k, least, tick, start, inst))
 
 
 def served(arrival: np.ndarray, service: np.ndarray) -> np.ndarray:
@@ -181,17 +107,3 @@ def served(arrival: np.ndarray, service: np.ndarray) -> np.ndarray:
     before = total - service  # S_{k−1}
     free = total + np.maximum.accumulate(arrival - before, axis=0)
     return free - service
-
-
-def sorted_columns(key: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``key`` and ``others`` with each column sorted by ``key`` (stable), and the order."""
-    order = np.argsort(key, axis=0, kind="stable")
-    return (np.take_along_axis(key, order, 0),
-            *(np.take_along_axis(o, order, 0) for o in others), order)  # fmt: skip
-
-
-def unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Undo ``sorted_columns``: ``values`` back in the columns' original row order."""
-    out = np.empty_like(values)
-    np.put_along_axis(out, order, values, 0)
-    return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.queue import percentile
+from kvmodel.capacity.queue import percentile, percentiles
 
 MINUTE_S = 60.0
 BURST_WINDOW_S = 10.0  # the peak rate is the busiest window of this length
@@ -91,21 +91,25 @@ def _per_minute_p90(minute: np.ndarray, ttft: np.ndarray, minutes: int) -> np.nd
 def _link_peak(s, d, inst, minutes: int) -> float:
     """The busiest instance's NIC busy share in its busiest minute: each transfer's busy time
     (``d``, starting at ``s`` on instance ``inst``) counted in the minute it starts and (what
-    runs over) the next, at most 1."""
-    m = np.minimum((s // MINUTE_S).astype(np.int64), minutes - 1)
-    here = np.minimum(d, (m + 1) * MINUTE_S - s)
-    cells = (int(inst.max()) + 1) * (minutes + 1)
-    busy = np.bincount(inst * (minutes + 1) + m, here, cells)
-    busy += np.bincount(inst * (minutes + 1) + m + 1, d - here, cells)
+    runs over) the next, at most 1 (compiled: ``kernels.link_busy``)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    s, d = (np.ascontiguousarray(x, dtype=float) for x in (s, d))
+    m = np.minimum(kernels.floor_index(s, MINUTE_S), minutes - 1)
+    busy = kernels.link_busy(s, d, np.ascontiguousarray(inst, dtype=np.int64), m, minutes,
+                             MINUTE_S)  # fmt: skip
     return float(min(busy.max() / MINUTE_S, 1.0))
 
 
 def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bool):
     """The :class:`ReplayResult` of a timeline at the targets (TTFT at percentile ``q``,
     TPOT at p90)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
     ttft = tl.ttft_s
     n = len(ttft)
-    minute = (tl.arrival_s // MINUTE_S).astype(np.int64)
+    arrival = np.ascontiguousarray(tl.arrival_s, dtype=float)
+    minute = kernels.floor_index(arrival, MINUTE_S)
     minutes = int(minute[-1]) + 1
     arrivals = np.bincount(minute, minlength=minutes).astype(float)
     w = tl.bin_s
@@ -117,16 +121,15 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
         mem = np.maximum.accumulate(mem)
     series = Series(np.arange(minutes), arrivals, _per_minute_p90(minute, ttft, minutes), mem)
-    at_slo = percentile(ttft, q)
+    p50, p90, p99, at_slo = percentiles(ttft, (50.0, 90.0, 99.0, q))
     tpot90 = percentile(tl.tpot_s, 90.0)
     waited = tl.decode_start_s > tl.kv_arrival_s + 1e-12
-    windows = np.bincount((tl.arrival_s // BURST_WINDOW_S).astype(np.int64))
+    windows = np.bincount(kernels.floor_index(arrival, BURST_WINDOW_S))
     full = windows[:-1] if len(windows) > 1 else windows  # the last window is cut short
     span = max(float(tl.arrival_s[-1]), 1e-9)
     return ReplayResult(
         requests=n,
-        ttft_p50_s=percentile(ttft, 50.0), ttft_p90_s=percentile(ttft, 90.0),
-        ttft_p99_s=percentile(ttft, 99.0), ttft_at_slo_s=at_slo, ttft_percentile=q,
+        ttft_p50_s=p50, ttft_p90_s=p90, ttft_p99_s=p99, ttft_at_slo_s=at_slo, ttft_percentile=q,
         tpot_p90_s=tpot90,
         transfer_p90_s=percentile(tl.kv_arrival_s - tl.prefill_end_s, 90.0),
         peak_link_utilization=max(

@@ -25,16 +25,8 @@ import numpy as np
 
 from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s, request_cost_s
 from kvmodel.memory import instance_memory
-from kvmodel.replay.decode import run_decode
-from kvmodel.replay.fifo import (
-    Layout,
-    by_instance,
-    first_free,
-    round_robin,
-    served,
-    sorted_columns,
-    unsort,
-)
+from kvmodel.replay.decode import ITERATIONS, run_decode
+from kvmodel.replay.fifo import first_free, round_robin
 from kvmodel.replay.stream import Stream
 from kvmodel.scenario import Scenario
 from kvmodel.timing import estimate_decode_step_s
@@ -172,24 +164,17 @@ class StepTable:
                                             **kw)  # fmt: skip
 
     def __call__(self, context: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Step [s] at whole ``batch`` (≥ 1; above the table: its last row) and ``context``."""
+        """Step [s] at whole ``batch`` (≥ 1; above the table: the first row at or above it,
+        at most the last) and ``context`` (compiled: ``kernels.step_lookup``)."""
+        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
         b = np.asarray(batch, dtype=float)
-        bi = np.minimum(b, TABLE_BATCHES).astype(np.int64) - 1
-        if self.big.size and b.max() > TABLE_BATCHES:
-            over = b > TABLE_BATCHES
-            bi[over] = np.minimum(np.searchsorted(self.batches, b[over]),
-                                  len(self.batches) - 1)  # fmt: skip
-        c = np.clip(np.asarray(context, dtype=float), 0.0, self.contexts[-2])
-        c /= self.h
-        j = np.minimum(c.astype(np.int64), TABLE_CONTEXTS)
-        f = c - j
-        k = bi * self.table.shape[1] + j  # flat cells: one take, not a 2-D fancy index
-        flat = self.table.ravel()
-        lo = flat.take(k)
-        lo *= 1 - f
-        f *= flat.take(k + 1)
-        lo += f
-        return lo
+        c = np.broadcast_to(np.asarray(context, dtype=float), b.shape)
+        out = kernels.step_lookup(self.table, self.batches, bool(self.big.size), self.h,
+                                  float(self.contexts[-2]), np.ascontiguousarray(c).ravel(),
+                                  np.ascontiguousarray(b).ravel(), TABLE_BATCHES,
+                                  TABLE_CONTEXTS)  # fmt: skip
+        return out.reshape(b.shape)
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
@@ -197,27 +182,40 @@ def _prefill_and_link(sc, dep: Deployment, stream: Stream):
     start, inst = first_free(stream.arrival_s, work, dep.prefill_instances)
     end = start + pre
     ready = end + exposed - whole  # on a free link the KV lands at end + exposed
-    lay = Layout(inst, dep.prefill_instances)
-    r, busy, order = sorted_columns(lay.matrix(ready, float(ready.max())), lay.matrix(whole, 0.0))
-    link_start = lay.flat(unsort(served(r, busy), order))
+    link_start = _fifo_nics(ready, whole, inst, dep.prefill_instances)
     return start, end, ready, link_start, whole, inst
 
 
-def _receive(link_start, busy, instances: int):
+def _fifo_nics(ready, busy, inst, instances: int):
+    """Start on each instance's NICs [s]: one transfer at a time, in the order they are ready
+    (compiled: ``kernels.served_by_group``, ``fifo.served`` per instance)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    r, b = (np.ascontiguousarray(x, dtype=float) for x in (ready, busy))
+    group = np.ascontiguousarray(inst, dtype=np.int64)
+    return kernels.served_by_group(r, b, group, int(instances))
+
+
+def _receive(link_start, busy, dinst, instances: int):
     """Start on the decode instance's NICs [s]: request k's instance k mod ``instances``
     receives one transfer at a time, in the order they leave (a transfer that finds them
     busy waits: the slower side of the pair bounds it)."""
-    n = len(link_start)
-    s, b, order = sorted_columns(by_instance(link_start, instances, float(link_start.max())),
-                                 by_instance(busy, instances, 0.0))  # fmt: skip
-    return unsort(served(s, b), order).ravel()[:n]
+    return _fifo_nics(link_start, busy, dinst, instances)
 
 
-def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None) -> Timeline:
-    """Every request's timeline through ``dep`` (module doc)."""
+STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
+
+
+def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None,
+           progress=None) -> Timeline:  # fmt: skip
+    """Every request's timeline through ``dep`` (module doc); ``progress(i, STEPS)``, when
+    given, is called after each of :data:`STEPS` steps (a progress bar for long replays)."""
     sc = dep.sc
     start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
-    receive = _receive(link_start, busy, dep.decode_instances)
+    if progress is not None:
+        progress(1, STEPS)
+    dinst = round_robin(stream.n, dep.decode_instances)
+    receive = _receive(link_start, busy, dinst, dep.decode_instances)
     kv = receive + busy
     p, o = stream.prompt_tokens, stream.output_tokens
     maxc = sc.model.max_context_tokens
@@ -230,8 +228,10 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     step = StepTable(sc, dep, int(need.max()), int(capacity))
     if design_step_s is None:
         design_step_s = float(step(np.array([ctx]), np.array([1.0]))[0])
+    rounds = None if progress is None else lambda i: progress(1 + i, STEPS)
     run = run_decode(kv, need, held, o.astype(float), instances=dep.decode_instances,
-                     capacity_tokens=capacity, step=step, design_step_s=design_step_s)  # fmt: skip
+                     capacity_tokens=capacity, step=step, design_step_s=design_step_s,
+                     on_round=rounds)  # fmt: skip
     return Timeline(
         arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
@@ -240,7 +240,7 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         # outside the GPU queues: it adds to every TTFT and loads no instance
         first_token_s=run.start_s + run.first_step_s + request_cost_s(sc, disaggregated=True),
         tpot_s=run.tpot_s, depart_s=run.depart_s, link_busy_s=busy, receive_start_s=receive,
-        prefill_instance=inst, decode_instance=round_robin(stream.n, dep.decode_instances),
+        prefill_instance=inst, decode_instance=dinst,
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
         capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
         memory_bound_instances=run.memory_bound,

@@ -41,8 +41,9 @@ def deployment_of(sc, plan) -> Deployment:
                       getattr(plan, "decode_ep", 1) or 1)  # fmt: skip
 
 
-def run(dep: Deployment, stream: Stream, slo, design_step_s: float | None = None):
-    tl = replay(dep, stream, design_step_s=design_step_s)
+def run(dep: Deployment, stream: Stream, slo, design_step_s: float | None = None,
+        progress=None):  # fmt: skip
+    tl = replay(dep, stream, design_step_s=design_step_s, progress=progress)
     return summarise(tl, ttft_slo_s=slo.ttft_s, tpot_slo_s=slo.tpot_s, q=slo.ttft_percentile,
                      poisson=stream.poisson)  # fmt: skip
 
@@ -67,8 +68,8 @@ def _grow(dep: Deployment, r: ReplayResult, slo) -> Deployment:
 
 def size_by_replay(dep: Deployment, stream: Stream, slo, *, progress=None):
     """(deployment, result, rounds): ``dep`` grown round by round (:func:`_grow`) until the
-    replay meets the targets or :data:`MAX_ROUNDS` rounds pass; ``progress(i, total)`` is
-    called after each round."""
+    replay meets the targets or :data:`MAX_ROUNDS` rounds pass; ``progress(i, total, "grow")``
+    is called after each round."""
     r = run(dep, stream, slo)
     rounds = 0
     while not r.meets_slo and rounds < MAX_ROUNDS:
@@ -78,7 +79,7 @@ def size_by_replay(dep: Deployment, stream: Stream, slo, *, progress=None):
         dep, rounds = nxt, rounds + 1
         r = run(dep, stream, slo)
         if progress is not None:
-            progress(rounds, MAX_ROUNDS)
+            progress(rounds, MAX_ROUNDS, "grow")
     return dep, r, rounds
 
 
@@ -115,13 +116,16 @@ def disagreement(plan, r: ReplayResult, slo) -> tuple[str, ...]:
 def replay_plan(sc, plan, stream: Stream, slo, *, size_by: str = "analytic",
                 progress=None) -> Replayed:  # fmt: skip
     """Replay ``plan``'s pools on ``stream``; ``size_by="replay"``: grow them until the
-    replay meets the targets."""
+    replay meets the targets.  ``progress(i, total, what)``, when given, is called as the work
+    goes: ``what`` is ``"replay"`` for the steps of the one replay (``sim.STEPS``), ``"grow"``
+    for the growth rounds (:data:`MAX_ROUNDS` at most)."""
     if size_by not in SIZE_BY:
         raise ValueError(f"size_by must be one of {SIZE_BY}, got {size_by!r}")
     dep = deployment_of(sc, plan)
     if size_by == "replay":
         grown, r, rounds = size_by_replay(dep, stream, slo, progress=progress)
     else:
-        grown, r, rounds = dep, run(dep, stream, slo), 0
+        steps = None if progress is None else lambda i, total: progress(i, total, "replay")
+        grown, r, rounds = dep, run(dep, stream, slo, progress=steps), 0
     first = r if rounds == 0 else run(dep, stream, slo)
     return Replayed(grown, r, rounds, grown != dep, disagreement(plan, first, slo))

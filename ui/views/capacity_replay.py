@@ -4,7 +4,8 @@ deployment under the trace's own arrivals, its chart, CSV and the handout's sect
 
 Each draws only while its expander is open, so the page's rerun stays as cheap as before;
 results are memoised process-wide (a replay of the shipped traces: ~0.1 s; sizing by replay:
-a few rounds, with a progress bar).
+a few rounds).  A progress bar follows a long replay step by step (``rp.replay_plan``'s
+callback); the replay's compiled loops release the GIL, so other sessions keep running.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_time
 from kvview.replay_words import replay_frame, replay_rows
 from ui import exports_ui, perf, traffic_ui, widgets
+
+# the first replay in a server process also loads (once per machine: compiles) its numba code
+_STARTING = "Replaying the trace (the first replay after a restart also loads its compiled code)…"
 
 
 def _memo(text: str, fn, args: tuple, kwargs: dict, key):
@@ -86,8 +90,10 @@ def _replay_stream(sc, trace: bool, lengths, rate: float):
 def _run_replay(sc, plan, trace, lengths, rate, slo, size_by, bar):
     stream = _replay_stream(sc, trace, lengths, rate)
 
-    def progress(i: int, total: int) -> None:
-        bar.progress(i / total, text=f"Growing the pools: round {i} of at most {total}…")
+    def progress(i: int, total: int, what: str) -> None:
+        text = (f"Growing the pools: round {i} of at most {total}…" if what == "grow"
+                else f"Replaying {stream.n:,} requests: step {i} of {total}…")  # fmt: skip
+        bar.progress(i / total, text=text)
 
     return rp.replay_plan(sc, plan, stream, slo, size_by=size_by, progress=progress)
 
@@ -130,7 +136,7 @@ def replay(sc, plan_key: tuple, plan, trace: bool, lengths, rate: float, slo):
         bar = st.empty()
         try:
             done = perf.PLANS.call(_run_replay, (sc, plan, trace, lengths, rate, slo, size_by,
-                                             bar.progress(0.0, text="Replaying the trace…")),
+                                             bar.progress(0.0, text=_STARTING)),
                                {}, key=key)  # fmt: skip
         except ValueError as exc:
             st.error(f"No replay: {exc}.", icon=":material/block:")

@@ -1,0 +1,509 @@
+"""The replay's sequential loops, compiled by numba (issue 22 "Speed"; bench/README.md,
+Session 8): the first-free heap of the prefill pool, the decode pool's memory admission and
+its time grids.  Each does exactly the arithmetic of the numpy/heapq code it replaced, in
+the same order, so the timelines are bit-identical to it (checked field by field on the
+1,000,000-request bench trace; ``tests/test_replay_kernels.py`` pins hand-worked cases).
+
+Why numba: the loops are sequential (a heap, an admission queue), so numpy cannot vectorise
+them, and in Python they cost ~0.5 µs per request and operation.  numba compiles them from
+this Python source (no C toolchain, wheels for every platform we run on) and is kept by the
+PyData community.  Compiled functions run without the GIL (``nogil``), so a long replay in
+one Streamlit session leaves the others' scripts running.
+
+This module imports numba, so it is imported only when a replay runs (``kernels()`` in
+:mod:`kvmodel.replay.fifo`), never on the app's import path (its cold start).  The compiled
+code is cached beside this file (``__pycache__``; when that is read-only numba uses
+``NUMBA_CACHE_DIR`` or the user's cache directory, and when none can be written the
+functions compile in memory for each process instead): the first replay on a machine pays
+the compilation (see bench/README.md), later processes load it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numba import njit
+from numba.core.errors import NumbaWarning
+
+
+def _compiled(fn):
+    """``njit`` without the GIL, cached on disk when some cache directory can be written."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NumbaWarning)
+            return njit(cache=True, nogil=True)(fn)
+    except (RuntimeError, NumbaWarning):  # no writable cache location: compile per process
+        return njit(cache=False, nogil=True)(fn)
+
+
+# ---- a binary min-heap on arrays (keys compared as (a, b) pairs when b is given) ----------
+
+
+@_compiled
+def _sift_down(heap, pos, size):
+    """Move ``heap[pos]`` down to its place (a heap of whole numbers)."""
+    item = heap[pos]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= item:
+            break
+        heap[pos] = heap[child]
+        pos = child
+    heap[pos] = item
+
+
+@_compiled
+def first_free_heap(arrival, work, free, k, least, tick, start, inst):
+    """Requests from ``k`` through a heap of the instances' free moments (``fifo._heap_run``:
+    at least ``least`` of them, then until one finds an instance free, which is not taken);
+    fills ``start``/``inst``, leaves ``free`` as the instances' next free moments and returns
+    the next request.
+
+    Keys are whole numbers, ``time in ticks × instances + instance``: the lowest key is the
+    instance free longest, ties to the lowest instance (keys are distinct)."""
+    n, c = len(arrival), len(free)
+    heap = np.empty(c, dtype=np.int64)
+    for i in range(c):
+        heap[i] = np.int64(np.rint(free[i] / tick)) * c + i
+    for i in range(c // 2 - 1, -1, -1):
+        _sift_down(heap, i, c)
+    m = k
+    while m < n:
+        xt = np.int64(np.rint(arrival[m] / tick)) * c
+        f = heap[0]
+        if m - k < least:  # taken whatever it finds
+            t = f if f > xt else xt + f % c  # the instance in the low digits
+        elif f <= xt:  # finds an instance free: the arrays' turn again
+            break
+        else:
+            t = f
+        start[m] = (t // c) * tick
+        inst[m] = t % c
+        heap[0] = t + np.int64(np.rint(work[m] / tick)) * c
+        _sift_down(heap, 0, c)
+        m += 1
+    for i in range(c):
+        key = heap[i]
+        free[key % c] = (key // c) * tick
+    return m
+
+
+@_compiled
+def _push(a, b, size, x, y):
+    """Push (x, y) on the heap of pairs ``a``/``b`` (compared as pairs) holding ``size``
+    items; return the new size."""
+    pos = size
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if a[parent] < x or (a[parent] == x and b[parent] <= y):
+            break
+        a[pos], b[pos] = a[parent], b[parent]
+        pos = parent
+    a[pos], b[pos] = x, y
+    return size + 1
+
+
+@_compiled
+def _pop(a, b, size):
+    """Drop the smallest pair of the heap; return the new size."""
+    size -= 1
+    x, y = a[size], b[size]
+    pos = 0
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        other = child + 1
+        if other < size and (a[other] < a[child] or (a[other] == a[child] and b[other] < b[child])):
+            child = other
+        if x < a[child] or (x == a[child] and y <= b[child]):
+            break
+        a[pos], b[pos] = a[child], b[child]
+        pos = child
+    a[pos], b[pos] = x, y
+    return size
+
+
+@_compiled
+def admit(ready, need, dur, capacity):
+    """Admission times of one decode instance's requests (``decode._admit``, rows in
+    arrival order): first come first served, each when its ``need`` tokens fit in
+    ``capacity`` beside the requests still decoding (a heap of (departure, tokens))."""
+    n = len(ready)
+    out = np.empty(n)
+    dep, tok = np.empty(n), np.empty(n)
+    size, free, t = 0, capacity, 0.0
+    for i in range(n):
+        if ready[i] > t:
+            t = ready[i]
+        while size > 0 and dep[0] <= t:
+            free += tok[0]
+            size = _pop(dep, tok, size)
+        while free < need[i] and size > 0:
+            d, x = dep[0], tok[0]
+            size = _pop(dep, tok, size)
+            t, free = max(t, d), free + x
+        out[i] = t
+        free -= need[i]
+        size = _push(dep, tok, size, t + dur[i], need[i])
+    return out
+
+
+# ---- the decode pool's time grids ---------------------------------------------------------
+# Arrays are (instances, rows): an instance's requests in a row, in time order.  A request
+# runs from bin int(start / w) (at most the last) through int((start + dur) / w); an
+# instance's bins are
+# filled in its requests' order, instances one after another (as numpy's ``bincount`` did on
+# them: the same sums in the same order).
+
+
+@_compiled
+def durations(valid, first, tpot, output):
+    """Each request's stay in decode [s]: its first step, then a mean step per further
+    output token (0 for the padding past the last request)."""
+    out = np.zeros_like(first)
+    for c in range(first.shape[0]):
+        for r in range(first.shape[1]):
+            if valid[c, r]:
+                out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
+    return out
+
+
+@_compiled
+def latest_end(start, dur):
+    """The latest ``start + dur`` [s] (padding included)."""
+    top = -np.inf
+    for c in range(start.shape[0]):
+        for r in range(start.shape[1]):
+            top = max(top, start[c, r] + dur[c, r])
+    return top
+
+
+@_compiled
+def _counts(start, dur, valid, values, nb, w):
+    """Per instance and bin (flat, instances × (nb + 1)), the ``values`` starting in it and
+    those whose last bin was the one before."""
+    cols, rows = start.shape
+    width = nb + 1
+    up, down = np.zeros(cols * width), np.zeros(cols * width)
+    for c in range(cols):
+        for r in range(rows):
+            if valid[c, r]:
+                up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
+                end = start[c, r] + dur[c, r]
+                down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
+    return up, down
+
+
+@_compiled
+def column_grid(start, dur, valid, values, nb, w):
+    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
+    of the valid requests running in it: the running sum of starts less stops."""
+    up, down = _counts(start, dur, valid, values, nb, w)
+    cols, width = start.shape[0], nb + 1
+    out = np.empty((cols, width))
+    for c in range(cols):
+        acc = 0.0
+        for b in range(width):
+            acc += up[c * width + b] - down[c * width + b]
+            out[c, b] = acc
+    return out
+
+
+@_compiled
+def column_peak(start, dur, valid, values, nb, w):
+    """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
+    up, down = _counts(start, dur, valid, values, nb, w)
+    cols, width = start.shape[0], nb + 1
+    out = np.full(cols, -np.inf)
+    for c in range(cols):
+        acc = 0.0
+        for b in range(nb):
+            acc += up[c * width + b] - down[c * width + b]
+            out[c] = max(out[c], acc)
+    return out
+
+
+@_compiled
+def _running(up, down, cols, nb):
+    """In place: ``up`` becomes the grid (per instance and bin, flat: the running sum of
+    starts less stops) and ``down`` the grid's running sum along each instance shifted by one
+    (0 first: ``S[b]`` sums bins < b)."""
+    width = nb + 1
+    for c in range(cols):
+        acc = run = 0.0
+        for b in range(width):
+            i = c * width + b
+            acc += up[i] - down[i]
+            up[i], down[i] = acc, run
+            run += acc
+
+
+@_compiled
+def round_means(start, dur, valid, held, nb, w):
+    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
+    batch) at its first bin and over its stay (the mean from the grid's running sum,
+    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
+    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+    cols, rows = start.shape
+    width = nb + 1
+    up_b, down_b = np.zeros(cols * width), np.zeros(cols * width)
+    up_t, down_t = np.zeros(cols * width), np.zeros(cols * width)
+    for c in range(cols):  # _counts of ones and of held, in one pass
+        for r in range(rows):
+            if valid[c, r]:
+                i = c * width + min(np.int64(start[c, r] / w), nb - 1)
+                j = c * width + min(np.int64((start[c, r] + dur[c, r]) / w) + 1, nb)
+                up_b[i] += 1.0
+                down_b[j] += 1.0
+                up_t[i] += held[c, r]
+                down_t[j] += held[c, r]
+    _running(up_b, down_b, cols, nb)
+    _running(up_t, down_t, cols, nb)
+    gb, pb, gt, pt = up_b, down_b, up_t, down_t
+    c0, b0 = np.empty((cols, rows)), np.empty((cols, rows))
+    cm, bm = np.empty((cols, rows)), np.empty((cols, rows))
+    for c in range(cols):
+        for r in range(rows):
+            sb = min(np.int64(start[c, r] / w), nb - 1)
+            eb = min(np.int64((start[c, r] + dur[c, r]) / w), nb - 1)
+            i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
+            b = max(gb[i], 1.0)
+            c0[c, r], b0[c, r] = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
+            b = max((pb[j] - pb[i]) / k, 1.0)
+            cm[c, r], bm[c, r] = max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+    return c0, b0, cm, bm
+
+
+@_compiled
+def _events_in_order(times, rows):
+    """``merge_order(times)`` of (departures, then arrivals) when the arrivals
+    (``times[rows:]``) are already in order: only the departures are sorted, then merged
+    with them, a departure first at a tie (as the stable sort puts it)."""
+    for r in range(rows + 1, 2 * rows):
+        if times[r] < times[r - 1]:
+            return merge_order(times)
+    ends = merge_order(times[:rows])
+    order = np.empty(2 * rows, dtype=np.int64)
+    i = j = 0
+    for k in range(2 * rows):
+        if j >= rows or (i < rows and times[ends[i]] <= times[rows + j]):
+            order[k] = ends[i]
+            i += 1
+        else:
+            order[k] = rows + j
+            j += 1
+    return order
+
+
+@_compiled
+def held_peak(start, dur, need):
+    """Per instance (row), the most tokens held at once: departures before arrivals at one
+    moment (``decode._overflows``' exact check: events sorted stably, a running sum)."""
+    cols, rows = start.shape
+    out = np.empty(cols)
+    times, delta = np.empty(2 * rows), np.empty(2 * rows)
+    for c in range(cols):
+        for r in range(rows):
+            times[r], delta[r] = start[c, r] + dur[c, r], -need[c, r]
+            times[rows + r], delta[rows + r] = start[c, r], need[c, r]
+        order = _events_in_order(times, rows)
+        acc, top = 0.0, -np.inf
+        for i in range(2 * rows):
+            acc += delta[order[i]]
+            top = max(top, acc)
+        out[c] = top
+    return out
+
+
+@_compiled
+def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context):
+    """``sim.StepTable``'s read: the row of the whole ``batch`` (≤ ``whole_batches``: row
+    batch − 1; above, when ``big``: the first row at or above it), the ``contexts`` clipped
+    to [0, ``top``] in steps of ``h`` tokens, linear between two columns."""
+    n_cols = table.shape[1]
+    flat = table.ravel()
+    out = np.empty(len(batch))
+    for i in range(len(batch)):
+        b = batch[i]
+        bi = np.int64(min(b, whole_batches)) - 1
+        if big and b > whole_batches:
+            lo, hi = 0, len(batches)  # the first row at or above b (searchsorted, left)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if batches[mid] < b:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            bi = min(lo, len(batches) - 1)
+        x = min(max(contexts[i], 0.0), top) / h
+        j = min(np.int64(x), last_context)
+        f = x - j
+        k = bi * n_cols + j
+        out[i] = flat[k] * (1 - f) + f * flat[k + 1]
+    return out
+
+
+# ---- requests to instances' rows and back ---------------------------------------------------
+
+
+@_compiled
+def instance_rows(values, order, pad):
+    """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
+    c + instances, …), each row in ``order`` (indices into it): a reshape to (rows, instances),
+    its transpose and ``take_along_axis`` in one pass; ``pad`` past the last request."""
+    cols, rows = order.shape
+    n = len(values)
+    out = np.empty((cols, rows))
+    for c in range(cols):
+        for j in range(rows):
+            k = order[c, j] * cols + c
+            out[c, j] = values[k] if k < n else pad
+    return out
+
+
+@_compiled
+def request_order(m, order, n):
+    """:func:`instance_rows` undone: the ``n`` requests' values in request order."""
+    cols, rows = order.shape
+    out = np.empty(n)
+    for c in range(cols):
+        for j in range(rows):
+            k = order[c, j] * cols + c
+            if k < n:
+                out[k] = m[c, j]
+    return out
+
+
+# ---- first come first served per group (an instance's NICs) --------------------------------
+
+
+@_compiled
+def merge_order(x):
+    """``np.argsort(x, kind="stable")`` by bottom-up merging (small code: numba's own
+    argsort compiles several times slower)."""
+    n = len(x)
+    order, spare = np.arange(n), np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):  # the left run wins ties: stable
+                if j >= hi or (i < mid and x[order[i]] <= x[order[j]]):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    return order
+
+
+@_compiled
+def stable_order(x):
+    """``np.argsort(x, kind="stable")``: by insertion while that is cheap (an instance's
+    transfers are nearly in order already: ~0-5 moves per item on the bench trace), else by
+    merging (any stable sort gives the same order)."""
+    n = len(x)
+    keys, order = x.copy(), np.arange(n)
+    moves = 0
+    for i in range(1, n):
+        v, o, j = keys[i], order[i], i
+        while j > 0 and keys[j - 1] > v:
+            keys[j], order[j] = keys[j - 1], order[j - 1]
+            j -= 1
+        keys[j], order[j] = v, o
+        moves += i - j
+        if moves > 16 * n:
+            return merge_order(x)
+    return order
+
+
+@_compiled
+def served_by_group(ready, service, group, groups):
+    """Start of service [s] of each job (request order) at the single server of its
+    ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
+    order): ``fifo.served``'s ``S_k + max_{j ≤ k}(a_j − S_{j−1}) − s_k`` along each group,
+    the same sums in the same order, without its matrices."""
+    n = len(ready)
+    bounds = np.zeros(groups + 1, dtype=np.int64)
+    for i in range(n):
+        bounds[group[i] + 1] += 1
+    for g in range(groups):
+        bounds[g + 1] += bounds[g]
+    fill = bounds[:-1].copy()
+    members = np.empty(n, dtype=np.int64)  # request numbers, group by group, in order
+    for i in range(n):
+        members[fill[group[i]]] = i
+        fill[group[i]] += 1
+    out = np.empty(n)
+    for g in range(groups):
+        seg = members[bounds[g] : bounds[g + 1]]
+        order = stable_order(ready[seg])
+        total, top = 0.0, -np.inf
+        for j in range(len(seg)):
+            i = seg[order[j]]
+            total += service[i]  # S_k
+            top = max(top, ready[i] - (total - service[i]))
+            out[i] = (total + top) - service[i]
+    return out
+
+
+# ---- the summary ---------------------------------------------------------------------------
+
+
+@_compiled
+def link_busy(s, d, inst, m, minutes, minute_s):
+    """Per instance and minute (flat, instances × (minutes + 1)), the NICs' busy time [s]:
+    each transfer's (``d``, from ``s``) in its minute ``m`` up to the minute's end, the rest
+    in the next (``result._link_peak``: two counts, then their sum)."""
+    top = 0
+    for i in range(len(inst)):
+        top = max(top, inst[i])
+    cells = (top + 1) * (minutes + 1)
+    here_sum, next_sum = np.zeros(cells), np.zeros(cells)
+    for i in range(len(s)):
+        here = min(d[i], (m[i] + 1) * minute_s - s[i])
+        cell = inst[i] * (minutes + 1) + m[i]
+        here_sum[cell] += here
+        next_sum[cell + 1] += d[i] - here
+    for c in range(cells):
+        here_sum[c] += next_sum[c]
+    return here_sum
+
+
+@_compiled
+def floor_index(x, width):
+    """``(x // width).astype(np.int64)``, faster: ``floor(x / width)`` where ``x / width`` is
+    not a whole number (then no whole number lies between it and the exact quotient, whose
+    floor ``//`` returns), ``//`` itself (numpy's and CPython's divmod rule) where it is."""
+    out = np.empty(len(x), dtype=np.int64)
+    for i in range(len(x)):
+        t = x[i] / width
+        q = np.floor(t)
+        out[i] = np.int64(q) if t != q else np.int64(x[i] // width)
+    return out
+
+
+@_compiled
+def instance_order(ready, instances, rows, pad):
+    """Per decode instance (round robin: row c holds requests c, c + instances, …; ``pad``
+    past the last), its requests' order by ``ready``, stable: ``np.argsort(…, axis=1,
+    kind="stable")`` of those rows (an instance's KV arrivals are nearly in order, so mostly
+    by insertion)."""
+    n = len(ready)
+    out = np.empty((instances, rows), dtype=np.int64)
+    row = np.empty(rows)
+    for c in range(instances):
+        for j in range(rows):
+            k = j * instances + c
+            row[j] = ready[k] if k < n else pad
+        out[c] = stable_order(row)
+    return out

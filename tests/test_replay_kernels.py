@@ -1,0 +1,273 @@
+"""kvmodel.replay.kernels: the replay's compiled loops against hand-worked cases, numba loaded
+only when a replay runs, and the replay's progress callback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from kvmodel import capacity as cap
+from kvmodel import replay as rp
+from kvmodel.build import build_scenario
+from kvmodel.replay import kernels
+from kvmodel.replay.fifo import first_free, served
+from kvmodel.replay.sim import STEPS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# 3 identical servers, first come first served, the server free longest first (ties: the
+# lowest).  Whole seconds, so the heap's 1 ns ticks are exact.  By hand:
+#   r0 at 0: all free at 0 -> server 0, busy until 0 + 4 = 4
+#   r1 at 0: servers 1, 2 free -> server 1, until 0 + 2 = 2
+#   r2 at 0: server 2, until 0 + 3 = 3
+#   r3 at 1: none free; the first free is server 1 at 2 -> starts 2, until 2 + 1 = 3
+#   r4 at 2: servers free at 4, 3, 3 -> servers 1 and 2 tie at 3: server 1, until 3 + 2 = 5
+#   r5 at 2.5: servers free at 4, 5, 3 -> server 2 at 3, until 3 + 1 = 4
+ARRIVAL = np.array([0.0, 0.0, 0.0, 1.0, 2.0, 2.5])
+WORK = np.array([4.0, 2.0, 3.0, 1.0, 2.0, 1.0])
+START = [0.0, 0.0, 0.0, 2.0, 3.0, 3.0]
+SERVER = [0, 1, 2, 1, 1, 2]
+
+
+def test_first_free_heap_by_hand():
+    start, inst, free = np.empty(6), np.empty(6, dtype=np.int64), np.zeros(3)
+    nxt = kernels.first_free_heap(ARRIVAL, WORK, free, 0, 6, 1e-9, start, inst)
+    assert nxt == 6
+    assert_allclose(start, START, atol=1e-12)
+    assert inst.tolist() == SERVER
+    assert_allclose(free, [4.0, 5.0, 4.0])  # each server's next free moment, from above
+
+
+def test_first_free_heap_stops_at_the_first_request_that_finds_a_server_free():
+    # least = 4: r0 … r3 are taken whatever they find; r4 (at 2) waits (servers free at 4, 3,
+    # 3), r5 too; a 7th request at 10 finds one free and is left to the arrays
+    a, w = np.append(ARRIVAL, 10.0), np.append(WORK, 1.0)
+    start, inst, free = np.empty(7), np.empty(7, dtype=np.int64), np.zeros(3)
+    assert kernels.first_free_heap(a, w, free, 0, 4, 1e-9, start, inst) == 6
+    assert_allclose(start[:6], START, atol=1e-12)
+
+
+def test_first_free_by_hand_through_the_arrays_and_the_heap():
+    # r0 … r2 find a server free (the vectorised run), r3 waits: the heap from there
+    start, inst = first_free(ARRIVAL, WORK, 3)
+    assert_allclose(start, START, atol=1e-12)
+    assert inst.tolist() == SERVER
+
+
+def test_admit_by_hand():
+    # one instance holding 100 tokens; requests (ready, tokens, stay) = (0, 60, 10),
+    # (1, 50, 10), (2, 40, 10), (3, 30, 10), first come first served:
+    #   r0 at 0: 100 free -> admitted at 0, 40 left, leaves at 10
+    #   r1 at 1: 50 > 40: waits for r0 (10) -> admitted at 10, 50 left, leaves at 20
+    #   r2 at 2: not before r1 (10); 40 <= 50 -> admitted at 10, 10 left, leaves at 20
+    #   r3 at 3: 30 > 10; r2 leaves first (20, 40 tokens: the smaller of two equal times)
+    #            -> admitted at 20, 50 - 30 = 20 left
+    out = kernels.admit(np.array([0.0, 1.0, 2.0, 3.0]), np.array([60.0, 50.0, 40.0, 30.0]),
+                        np.full(4, 10.0), 100.0)  # fmt: skip
+    assert_array_equal(out, [0.0, 10.0, 10.0, 20.0])
+
+
+# One instance, bins of 1 s, 5 bins: request A runs 0 … 3 (bins 0-3) holding 100 tokens,
+# B runs 1 … 2 (bins 1-2) holding 50.  Running requests per bin 1, 2, 2, 1, 0; tokens per
+# bin 100, 150, 150, 100, 0.
+START2 = np.array([[0.0, 1.0]])
+DUR2 = np.array([[3.0, 1.0]])  # ends at 3 and 2
+VALID2 = np.array([[True, True]])
+HELD2 = np.array([[100.0, 50.0]])
+
+
+def test_column_grid_and_peak_by_hand():
+    g = kernels.column_grid(START2, DUR2, VALID2, HELD2, 5, 1.0)
+    assert_array_equal(g, [[100.0, 150.0, 150.0, 100.0, 0.0, 0.0]])  # the 6th bin: empty
+    assert_array_equal(kernels.column_peak(START2, DUR2, VALID2, HELD2, 5, 1.0), [150.0])
+    none = np.array([[False, False]])
+    assert_array_equal(kernels.column_grid(START2, DUR2, none, HELD2, 5, 1.0), np.zeros((1, 6)))
+
+
+def test_round_means_by_hand():
+    # A: first bin 0: batch 1, 100 tokens -> context ceil(100 / 1) = 100, batch 1; over its
+    #    bins 0-3: batch (1 + 2 + 2 + 1) / 4 = 1.5, tokens 500 / 4 = 125 -> context
+    #    ceil(125 / 1.5) = ceil(83.3) = 84, batch ceil(1.5) = 2
+    # B: first bin 1: batch 2, 150 tokens -> context 75, batch 2; over bins 1-2 the same
+    c0, b0, cm, bm = kernels.round_means(START2, DUR2, VALID2, HELD2, 5, 1.0)
+    assert_array_equal(c0, [[100.0, 75.0]])
+    assert_array_equal(b0, [[1.0, 2.0]])
+    assert_array_equal(cm, [[84.0, 75.0]])
+    assert_array_equal(bm, [[2.0, 2.0]])
+
+
+def test_held_peak_counts_departures_before_arrivals():
+    # A (0 … 2, 10 tokens), B (1 … 2, 20), C (2 … 3, 30): held 10, 30; at 2 A and B leave
+    # before C comes, so 30 again, never 60
+    peak = kernels.held_peak(np.array([[0.0, 1.0, 2.0]]), np.array([[2.0, 1.0, 1.0]]),
+                             np.array([[10.0, 20.0, 30.0]]))  # fmt: skip
+    assert_array_equal(peak, [30.0])
+
+
+def test_step_lookup_by_hand():
+    # rows: batches 1 and 2; columns: contexts 0, 10, 20 tokens (h = 10; the last column only
+    # bounds the interpolation, so contexts clip at 10)
+    table = np.array([[1.0, 2.0, 3.0], [10.0, 20.0, 30.0]])
+    contexts, batch = np.array([5.0, 15.0, -3.0]), np.array([1.0, 2.0, 2.0])
+    got = kernels.step_lookup(table, np.array([1.0, 2.0]), False, 10, 10.0, contexts, batch,
+                              512, 1)  # fmt: skip
+    # context 5 at batch 1: halfway between 1 and 2 -> 1.5; context 15 clips to 10 -> 20;
+    # context -3 clips to 0 -> 10
+    assert_allclose(got, [1.5, 20.0, 10.0])
+
+
+def test_instance_rows_and_back():
+    # 5 requests on 2 instances (round robin): instance 0 gets 0, 2, 4, instance 1 gets 1, 3
+    # (and a pad); each row in the order given
+    values = np.array([10.0, 11.0, 12.0, 13.0, 14.0])
+    order = np.array([[2, 0, 1], [1, 0, 2]])
+    rows = kernels.instance_rows(values, order, -1.0)
+    assert_array_equal(rows, [[14.0, 10.0, 12.0], [13.0, 11.0, -1.0]])
+    assert_array_equal(kernels.request_order(rows, order, 5), values)
+
+
+def test_the_app_and_the_cli_import_no_numba():
+    """numba is imported by the first replay, not by importing the app's modules (its cold
+    start) or the CLI."""
+    names = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for d in ("kvmodel", "kvview", "ui")
+        for p in (ROOT / d).rglob("*.py")
+        if p.name not in ("kernels.py", "__main__.py") and "__pycache__" not in p.parts
+    )
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps('numba' in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) is False
+
+
+@pytest.mark.parametrize("size_by", ["analytic", "replay"])
+def test_replay_plan_reports_progress(size_by):
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    slo = cap.Slo(ttft_s=2.0, tpot_s=0.05)
+    wl = cap.Workload.fixed(20.0, 2048, 64)
+    plan = cap.plan(sc, wl, slo)
+    stream = rp.poisson_stream(wl, sc.model.max_context_tokens, 500)
+    seen = []
+    rp.replay_plan(sc, plan, stream, slo, size_by=size_by,
+                   progress=lambda i, total, what: seen.append((i, total, what)))  # fmt: skip
+    if size_by == "analytic":  # every step of the one replay, in order
+        assert seen == [(i, STEPS, "replay") for i in range(1, STEPS + 1)]
+    else:
+        assert all(what == "grow" and 1 <= i <= total for i, total, what in seen)
+
+
+def test_served_by_group_by_hand():
+    # NIC 0: ready 0, 1, 1.5, 10 with transfers 2, 2, 1, 1 -> starts 0, 2, 4, 10 (Lindley by
+    # hand, as test_replay.test_served_is_lindley); NIC 1: one transfer ready at 1 starts at 1;
+    # NIC 0's jobs arrive out of order in the request order (10 first): served by ready time
+    ready = np.array([10.0, 0.0, 1.0, 1.0, 1.5])
+    busy = np.array([1.0, 2.0, 5.0, 2.0, 1.0])
+    group = np.array([0, 0, 1, 0, 0])
+    assert_array_equal(kernels.served_by_group(ready, busy, group, 2), [10.0, 0.0, 1.0, 2.0, 4.0])
+
+
+def test_served_by_group_equals_the_matrix_formula():
+    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time."""
+    rng = np.random.default_rng(7)
+    n, groups = 2000, 5
+    ready = np.round(rng.uniform(0, 50, n), 1)  # ties on purpose
+    busy = rng.exponential(0.1, n)
+    group = rng.integers(0, groups, n)
+    got = kernels.served_by_group(ready, busy, group, groups)
+    for g in range(groups):
+        idx = np.flatnonzero(group == g)
+        order = np.argsort(ready[idx], kind="stable")
+        col = served(ready[idx][order][:, None], busy[idx][order][:, None]).ravel()
+        assert_array_equal(got[idx[order]], col)
+
+
+@pytest.mark.parametrize("kind", ["sorted", "nearly", "shuffled", "ties"])
+def test_stable_order_is_numpys_stable_argsort(kind):
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 100, 3000))
+    if kind == "nearly":  # a few swaps: the insertion path
+        x = x + rng.normal(0, 0.05, x.size)
+    elif kind == "shuffled":  # many moves: the merge path
+        rng.shuffle(x)
+    elif kind == "ties":
+        x = np.round(rng.uniform(0, 5, 3000))
+    assert_array_equal(kernels.stable_order(x), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 4097])
+def test_merge_order_is_numpys_stable_argsort(n):
+    x = np.round(np.random.default_rng(n).uniform(0, 20, n))  # many ties
+    assert_array_equal(kernels.merge_order(x), np.argsort(x, kind="stable"))
+
+
+def test_floor_index_is_numpys_floor_division():
+    # whole minutes and their neighbours (the rounding edge), and plain values
+    x = np.arange(0, 5000, dtype=float) * 60.0
+    x = np.concatenate([x, np.nextafter(x, -1.0)[1:], np.nextafter(x, np.inf), [0.1, 59.9, 1e7]])
+    for width in (60.0, 10.0, 0.05):
+        assert_array_equal(kernels.floor_index(x, width), (x // width).astype(np.int64))
+    assert kernels.floor_index(np.array([119.99, 120.0]), 60.0).tolist() == [1, 2]  # by hand
+
+
+def test_instance_order_by_hand():
+    # 5 requests on 2 instances: instance 0 holds requests 0, 2, 4 (ready 3, 1, 2) -> order
+    # 1, 2, 0; instance 1 holds 1, 3 and a pad (ready 5, 5, pad 9) -> 0, 1, 2 (ties stable)
+    got = kernels.instance_order(np.array([3.0, 5.0, 1.0, 5.0, 2.0]), 2, 3, 9.0)
+    assert got.tolist() == [[1, 2, 0], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("sorted_starts", [True, False])
+def test_held_peak_equals_the_sorted_events(sorted_starts):
+    """The exact check against numpy: events (departures, then arrivals) sorted stably and a
+    running sum; arrivals in order take the merge, out of order the full sort."""
+    rng = np.random.default_rng(11)
+    start = np.round(rng.uniform(0, 100, (3, 500)), 1)
+    if sorted_starts:
+        start = np.sort(start, axis=1)
+    dur = np.round(rng.exponential(5.0, (3, 500)), 1)  # ties between ends and starts
+    need = rng.integers(1, 100, (3, 500)).astype(float)
+    times = np.concatenate([start + dur, start], axis=1)
+    delta = np.concatenate([-need, need], axis=1)
+    order = np.argsort(times, axis=1, kind="stable")
+    want = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
+    assert_array_equal(kernels.held_peak(start, dur, need), want)
+
+
+_SMALL_REPLAY = """
+from kvmodel import capacity as cap
+from kvmodel import replay as rp
+from kvmodel.build import build_scenario
+sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+wl = cap.Workload.fixed(50.0, 8192, 1024)
+tl = rp.replay(rp.Deployment(sc, 4, 8, 20, 1), rp.poisson_stream(wl, 131072, 3000))
+print(repr(float(tl.ttft_s.max())), tl.memory_bound_instances)
+"""
+
+
+def test_an_unusable_cache_directory_warns_nothing():
+    """NUMBA_CACHE_DIR that cannot be created: numba falls back to another cache location
+    (here the package's own), and under -W error no warning surfaces; the same replay."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": "/dev/null/cache"}
+    out = subprocess.run([sys.executable, "-W", "error", "-c", _SMALL_REPLAY], env=env,
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    wl = cap.Workload.fixed(50.0, 8192, 1024)
+    tl = rp.replay(rp.Deployment(sc, 4, 8, 20, 1), rp.poisson_stream(wl, 131072, 3000))
+    assert out.stdout.split() == [repr(float(tl.ttft_s.max())), str(tl.memory_bound_instances)]
+    assert tl.memory_bound_instances >= 1  # the admission kernel ran too
