@@ -242,3 +242,23 @@ def test_a_legend_above_the_plot_stays_on_the_paper():
 
     fig = figures.figure_ttft(in_ms(mitigation_table(sc, mitigation_options(sc))))
     assert fig.layout.legend.yref == "paper" and fig.layout.legend.y == 1
+
+
+def test_ttft_waterfall_starts_with_the_framework_cost_and_adds_up_to_the_ttft():
+    # the Overview's waterfall: its TTFT bar is evaluate()'s TTFT, framework cost included
+    # (vLLM's 18.5 + 19.2 ms per P/D request), so it agrees with the breakdown table beside it
+    from kvmodel.build import scenario_from_inputs
+    from kvmodel.evaluation import evaluate
+    from kvview.figures import figure_ttft_waterfall
+
+    ev = evaluate(scenario_from_inputs({"stack": "mooncake"}))
+    fig = figure_ttft_waterfall(ev.prefill_s * 1e3, ev.exposed_s * 1e3, ev.decode_step_s * 1e3,
+                                ev.framework_request_s * 1e3)  # fmt: skip
+    bar = fig.data[0]
+    assert list(bar.y) == ["Framework/request", "Prefill", "KV transfer", "First decode step",
+                           "TTFT"]  # fmt: skip
+    assert bar.x[0] == pytest.approx(37.7)
+    assert bar.x[-1] == pytest.approx(ev.ttft_s * 1e3, rel=1e-12)
+    assert sum(bar.x[:-1]) == pytest.approx(bar.x[-1], rel=1e-12)
+    # each bar starts where the one before it ends
+    assert list(bar.base[1:4]) == pytest.approx([bar.x[0], bar.x[0] + bar.x[1], sum(bar.x[:3])])

@@ -170,24 +170,33 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     return fig
 
 
+REQUEST_COLOR = "#a78bfa"  # the framework's per-request cost (API server, tokenizer, P/D proxy)
+
+
 def _ms_label(ms: float, digits: int = 1) -> str:
     """A bar label from milliseconds: in s from ten seconds on, so it fits beside its bar."""
     return f"{ms / 1e3:,.1f} s" if abs(ms) >= 10_000 else f"{ms:,.{digits}f} ms"
 
 
 @finished
-def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float) -> go.Figure:
-    """TTFT as a waterfall: prefill, exposed transfer and first decode step add up [ms]."""
-    total = prefill_ms + transfer_ms + decode_ms
-    names = ["Prefill", "KV transfer", "First decode step", "TTFT"]
-    widths = [prefill_ms, transfer_ms, decode_ms, total]
-    bases = [0.0, prefill_ms, prefill_ms + transfer_ms, 0.0]
-    colors = [
-        SEGMENT_COLORS["Prefill"],
-        SEGMENT_COLORS["KV transfer"],
-        SEGMENT_COLORS["First decode step"],
-        "#475569",
+def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: float,
+                          request_ms: float = 0.0) -> go.Figure:  # fmt: skip
+    """TTFT as a waterfall [ms]: the framework's per-request cost (when any), the prefill, the
+    exposed transfer and the first decode step add up to the TTFT bar."""
+    parts = [("Framework/request", request_ms, REQUEST_COLOR)] if request_ms > 0 else []
+    parts += [
+        (name, ms, SEGMENT_COLORS[name])
+        for name, ms in (
+            ("Prefill", prefill_ms),
+            ("KV transfer", transfer_ms),
+            ("First decode step", decode_ms),
+        )
     ]
+    total = sum(ms for _, ms, _ in parts)
+    names = [n for n, _, _ in parts] + ["TTFT"]
+    widths = [ms for _, ms, _ in parts] + [total]
+    bases = [sum(ms for _, ms, _ in parts[:i]) for i in range(len(parts))] + [0.0]
+    colors = [c for _, _, c in parts] + ["#475569"]
     fig = Fig()
     fig.add_bar(
         y=names,

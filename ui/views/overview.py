@@ -148,6 +148,7 @@ def _charts(sc, ev) -> None:
             ev.prefill_s * 1e3,
             ev.exposed_s * 1e3,
             ev.decode_step_s * 1e3,
+            ev.framework_request_s * 1e3,
         ),
         "ttft-waterfall",
         right,
