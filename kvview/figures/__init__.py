@@ -214,7 +214,10 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
     names_above(fig, names)  # names over the bars: a 390 px plot keeps its width
     fig.update_xaxes(range=[0, total * 1.3])
     fig.update_layout(showlegend=False)
-    return base_layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "", height=300)
+    # a row per bar with room for its name above it (a phone's narrow plot overlaps them
+    # otherwise: tests/e2e/test_phone.py)
+    return base_layout(fig, "TTFT waterfall", "time since the request arrived [ms]", "",
+                       height=300 + 55 * (len(names) - 4))  # fmt: skip
 
 
 @finished
