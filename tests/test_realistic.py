@@ -36,6 +36,17 @@ def test_llama_70b_does_not_fit_one_h100_but_fits_tp8():
     assert ev8.max_concurrent_requests == 1295
 
 
+def test_a_memory_warning_names_the_gpu_of_its_own_side():
+    """Prefill on H100, decode on L40S, both at TP 1: the decode side's warning names the L40S
+    and its 0.9 × 48 GB = 43.2 GB (it once named the prefill GPU's 72.0 GB for both)."""
+    m = catalog.get_model("llama-3.1-70b")
+    ev = evaluate(build_scenario(model=m, tp=1, gpu="h100-sxm", gpu_decode="l40s"))
+    (pre,) = [n for n in ev.notes if "on the prefill GPUs" in n]
+    (dec,) = [n for n in ev.notes if "on the decode GPUs" in n]
+    assert "NVIDIA H100 SXM 80GB offers 72.0 GB usable" in pre
+    assert "NVIDIA L40S offers 43.2 GB usable" in dec
+
+
 def test_fp8_checkpoint_weights_are_one_byte():
     m = catalog.get_model("llama-3.1-70b-fp8")
     assert m.weight_dtype == "fp8"
