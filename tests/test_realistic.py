@@ -219,3 +219,18 @@ def test_estimated_decode_step_hand_computed():
     assert tp8.decode_step_s == pytest.approx(
         43.7e-6 * 32 + ((m / 8) ** 2.5 + (c / 8) ** 2.5) ** 0.4 + ring
     )
+
+
+def test_the_roofline_lower_bound_reads_the_checkpoint_over_the_instance():
+    """DeepSeek-V3 (FP8, 37e9 active params) decoding at EP 8 on H20 (4.0 TB/s): the bound reads
+    the active weights once over the 8 GPUs, 37e9 × 1 B ÷ (8 × 4.0e12 B/s) = 1.16 ms plus the
+    KV, and stays under the estimated step (it was BF16 on 1 GPU: 18.5 ms, above the 11.4 ms
+    estimate)."""
+    sc = build_scenario(model="deepseek-v3", gpu="h200", gpu_decode="h20", tp=1, tp_decode=1,
+                        ep=8, ep_decode=8, framework="sglang", decode_step_ms=None)  # fmt: skip
+    ev = evaluate(sc)
+    m = sc.model
+    weights_s = m.params_active * 1.0 / (8 * 4.0e12)
+    assert weights_s == pytest.approx(1.156e-3, rel=0.01)
+    assert weights_s < ev.decode_step_lower_bound_s < 1.2 * weights_s  # + 1,024 tokens of KV
+    assert ev.decode_step_lower_bound_s < ev.decode_step_s
