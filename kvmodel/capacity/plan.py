@@ -163,6 +163,16 @@ def _colocated_fields(c) -> dict:
     )
 
 
+def _costs(sc, notes: list, pgpus, dgpus, cg, tokens_per_s, price, price_decode):
+    """``costs`` of the plan's pools; a note when a lone decode price cannot price the prefill
+    GPU of another type."""
+    same = sc.decode_gpu == sc.gpu
+    if price is None and price_decode is not None and not same:
+        notes.append(f"a decode GPU price but no price for the {sc.gpu.name} prefill and "
+                     "colocated GPUs: no cost is counted (set --gpu-price, URL price)")  # fmt: skip
+    return costs(pgpus, dgpus, cg, tokens_per_s, price, price_decode, same_gpu=same)
+
+
 def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
              wide=None, nearest: bool = False,
              price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
@@ -176,12 +186,8 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     cg = c.gpus if c else 0
-    same = sc.decode_gpu == sc.gpu
-    hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
-                                          price_decode, same_gpu=same)  # fmt: skip
-    if price is None and price_decode is not None and not same:
-        notes.append(f"a decode GPU price but no price for the {sc.gpu.name} prefill and "
-                     "colocated GPUs: no cost is counted (set --gpu-price, URL price)")  # fmt: skip
+    hour, colo_hour, per_million = _costs(sc, notes, pgpus, dgpus, cg, rps * shp.mean_output,
+                                          price, price_decode)  # fmt: skip
     both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,

@@ -38,6 +38,7 @@ def sweep_lines(sweep: dict) -> list[str]:
 
     head = (
         f"Served TPOT against {sweep['source']} (model ÷ measured, "
-        "data/fidelity/silicon_agg.csv; only the MoE read efficiency was set on it):"
+        "data/fidelity/silicon_agg.csv; it also holds the 157 silicon rows of compute.csv; "
+        "only the MoE read efficiency was set on it, without compute.csv's held-out rows):"
     )
     return [head, line("all", sweep["overall"])] + [line(g["gpu"], g) for g in sweep["by_gpu"]]
