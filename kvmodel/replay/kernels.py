@@ -37,6 +37,17 @@ def _compiled(fn):
         return njit(cache=False, nogil=True)(fn)
 
 
+def _inlined(fn):
+    """:func:`_compiled`, inlined into its callers by numba (an array passed to a called
+    function costs a reference count per call: ~7× the step table's read)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NumbaWarning)
+            return njit(cache=True, nogil=True, inline="always")(fn)
+    except (RuntimeError, NumbaWarning):
+        return njit(cache=False, nogil=True, inline="always")(fn)
+
+
 # ---- a binary min-heap on arrays (keys compared as (a, b) pairs when b is given) ----------
 
 
@@ -245,11 +256,9 @@ def _running(up, down, cols, nb):
 
 
 @_compiled
-def round_means(start, dur, valid, held, nb, w):
-    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
-    batch) at its first bin and over its stay (the mean from the grid's running sum,
-    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
-    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+def _round_grids(start, dur, valid, held, nb, w):
+    """The grids of :func:`round_means` (flat, instances × (nb + 1)): running requests and
+    held tokens per bin, and each one's running sum along its instance (``_running``)."""
     cols, rows = start.shape
     width = nb + 1
     up_b, down_b = np.zeros(cols * width), np.zeros(cols * width)
@@ -265,18 +274,38 @@ def round_means(start, dur, valid, held, nb, w):
                 down_t[j] += held[c, r]
     _running(up_b, down_b, cols, nb)
     _running(up_t, down_t, cols, nb)
-    gb, pb, gt, pt = up_b, down_b, up_t, down_t
+    return up_b, down_b, up_t, down_t
+
+
+@_inlined
+def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
+    """One request's (context, batch) at its first bin and over its stay, on instance ``c``
+    (from ``start`` ``s`` to ``e`` = start + stay): :func:`round_means`' arithmetic."""
+    width = nb + 1
+    sb = min(np.int64(s / w), nb - 1)
+    eb = min(np.int64(e / w), nb - 1)
+    i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
+    b = max(gb[i], 1.0)
+    c0, b0 = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
+    b = max((pb[j] - pb[i]) / k, 1.0)
+    return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+
+
+@_compiled
+def round_means(start, dur, valid, held, nb, w):
+    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
+    batch) at its first bin and over its stay (the mean from the grid's running sum,
+    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
+    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+    cols, rows = start.shape
+    gb, pb, gt, pt = _round_grids(start, dur, valid, held, nb, w)
     c0, b0 = np.empty((cols, rows)), np.empty((cols, rows))
     cm, bm = np.empty((cols, rows)), np.empty((cols, rows))
     for c in range(cols):
         for r in range(rows):
-            sb = min(np.int64(start[c, r] / w), nb - 1)
-            eb = min(np.int64((start[c, r] + dur[c, r]) / w), nb - 1)
-            i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
-            b = max(gb[i], 1.0)
-            c0[c, r], b0[c, r] = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
-            b = max((pb[j] - pb[i]) / k, 1.0)
-            cm[c, r], bm[c, r] = max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+            c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
+                gb, pb, gt, pt, start[c, r], start[c, r] + dur[c, r], nb, w, c
+            )
     return c0, b0, cm, bm
 
 
@@ -460,23 +489,33 @@ def served_by_group(ready, service, group, groups):
 
 
 @_compiled
-def link_busy(s, d, inst, m, minutes, minute_s):
+def link_busy(s, d, inst, minutes, minute_s):
     """Per instance and minute (flat, instances × (minutes + 1)), the NICs' busy time [s]:
-    each transfer's (``d``, from ``s``) in its minute ``m`` up to the minute's end, the rest
-    in the next (``result._link_peak``: two counts, then their sum)."""
+    each transfer's (``d``, from ``s``) in its minute (``floor_index``, at most the last)
+    up to the minute's end, the rest in the next (``result._link_peak``: two counts, then
+    their sum)."""
     top = 0
     for i in range(len(inst)):
         top = max(top, inst[i])
     cells = (top + 1) * (minutes + 1)
     here_sum, next_sum = np.zeros(cells), np.zeros(cells)
     for i in range(len(s)):
-        here = min(d[i], (m[i] + 1) * minute_s - s[i])
-        cell = inst[i] * (minutes + 1) + m[i]
+        m = min(_floor_one(s[i], minute_s), minutes - 1)
+        here = min(d[i], (m + 1) * minute_s - s[i])
+        cell = inst[i] * (minutes + 1) + m
         here_sum[cell] += here
         next_sum[cell + 1] += d[i] - here
     for c in range(cells):
         here_sum[c] += next_sum[c]
     return here_sum
+
+
+@_inlined
+def _floor_one(x, width):
+    """``x // width`` as a whole number (:func:`floor_index` of one value)."""
+    t = x / width
+    q = np.floor(t)
+    return np.int64(q) if t != q else np.int64(x // width)
 
 
 @_compiled
@@ -486,9 +525,19 @@ def floor_index(x, width):
     floor ``//`` returns), ``//`` itself (numpy's and CPython's divmod rule) where it is."""
     out = np.empty(len(x), dtype=np.int64)
     for i in range(len(x)):
-        t = x[i] / width
-        q = np.floor(t)
-        out[i] = np.int64(q) if t != q else np.int64(x[i] // width)
+        out[i] = _floor_one(x[i], width)
+    return out
+
+
+@_compiled
+def floor_counts(x, width):
+    """``np.bincount(floor_index(x, width))`` of values ``x`` ≥ 0, without the indices."""
+    top = x[0]  # the floor rises with x (a division rounded correctly is monotone)
+    for i in range(len(x)):
+        top = max(top, x[i])
+    out = np.zeros(_floor_one(top, width) + 1, dtype=np.int64)
+    for i in range(len(x)):
+        out[_floor_one(x[i], width)] += 1
     return out
 
 
