@@ -556,3 +556,25 @@ def instance_order(ready, instances, rows, pad):
             row[j] = ready[k] if k < n else pad
         out[c] = stable_order(row)
     return out
+
+
+# ---- the summary's order statistics ---------------------------------------------------------
+
+
+@_compiled
+def gap_into(later, earlier, out, k):
+    """``out[:] = later − earlier``, and whether its ``k``-th smallest (0-based) is known
+    without a partition: (True, the least value) when more than ``k`` values equal the least
+    (a request that did not wait: most do), else (False, 0).  NaN counts as no value (a
+    partition puts it last)."""
+    least, ties = np.inf, 0
+    for i in range(len(out)):
+        v = later[i] - earlier[i]
+        out[i] = v
+        if v < least:
+            least, ties = v, 1
+        elif v == least:
+            ties += 1
+    if ties > k:
+        return True, least
+    return False, 0.0

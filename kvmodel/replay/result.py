@@ -87,7 +87,7 @@ def _per_minute_p90(counts: np.ndarray, ttft: np.ndarray) -> np.ndarray:
     return out
 
 
-class _OrderStats:
+class OrderStats:
     """``queue.percentile`` of many arrays of one length, each partitioned in place in one
     buffer (the same order statistics: a fresh 8 MB array per percentile costs more than
     its partition on a million requests)."""
@@ -105,9 +105,13 @@ class _OrderStats:
         return [float(x[k]) for k in ks]
 
     def gap(self, later: np.ndarray, earlier: np.ndarray, q: float = 90.0) -> float:
-        """The ``q``-th percentile of ``later − earlier``."""
-        np.subtract(later, earlier, out=self.buf)
-        return self.of(self.buf, (q,), own=True)[0]
+        """The ``q``-th percentile of ``later − earlier`` (a wait: when more requests than its
+        rank did not wait at all, it is that least wait, found in the subtraction's pass)."""
+        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+        a, b = (np.ascontiguousarray(x, dtype=float) for x in (later, earlier))
+        known, least = kernels.gap_into(a, b, self.buf, rank(len(self.buf), q))
+        return float(least) if known else self.of(self.buf, (q,), own=True)[0]
 
 
 def _link_peak(s, d, inst, minutes: int) -> float:
@@ -141,7 +145,7 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
         mem = np.maximum.accumulate(mem)
     series = Series(np.arange(minutes), arrivals, _per_minute_p90(counts, ttft), mem)
-    stats = _OrderStats(n)
+    stats = OrderStats(n)
     p50, p90, p99, at_slo = stats.of(ttft, (50.0, 90.0, 99.0, q), own=True)  # ttft: reordered
     tpot90 = stats.of(tl.tpot_s, (90.0,))[0]
     waited = tl.decode_start_s > tl.kv_arrival_s + 1e-12
