@@ -180,11 +180,15 @@ def test_served_by_group_by_hand():
     assert_array_equal(kernels.served_by_group(ready, busy, group, 2), [10.0, 0.0, 1.0, 2.0, 4.0])
 
 
-def test_served_by_group_equals_the_matrix_formula():
-    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time."""
+@pytest.mark.parametrize("in_order", [False, True])
+def test_served_by_group_equals_the_matrix_formula(in_order):
+    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time;
+    ``in_order``: every group's jobs ready in request order (the one-pass path)."""
     rng = np.random.default_rng(7)
     n, groups = 2000, 5
     ready = np.round(rng.uniform(0, 50, n), 1)  # ties on purpose
+    if in_order:
+        ready = np.sort(ready)
     busy = rng.exponential(0.1, n)
     group = rng.integers(0, groups, n)
     got = kernels.served_by_group(ready, busy, group, groups)

@@ -456,12 +456,34 @@ def stable_order(x):
 
 
 @_compiled
+def _served_in_request_order(ready, service, group, groups, out):
+    """:func:`served_by_group` when each group's jobs are ready in request order (a prefill
+    instance's transfers mostly are): one pass in request order, each group's sums carried
+    along (the same sums in the same order).  Returns False, ``out`` unfinished, at the first
+    job ready before the one its group took last."""
+    total, top = np.zeros(groups), np.full(groups, -np.inf)
+    last = np.full(groups, -np.inf)
+    for i in range(len(ready)):
+        g = group[i]
+        if ready[i] < last[g]:
+            return False
+        last[g] = ready[i]
+        total[g] += service[i]  # S_k
+        top[g] = max(top[g], ready[i] - (total[g] - service[i]))
+        out[i] = (total[g] + top[g]) - service[i]
+    return True
+
+
+@_compiled
 def served_by_group(ready, service, group, groups):
     """Start of service [s] of each job (request order) at the single server of its
     ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
     order): ``fifo.served``'s ``S_k + max_{j ≤ k}(a_j − S_{j−1}) − s_k`` along each group,
     the same sums in the same order, without its matrices."""
     n = len(ready)
+    out = np.empty(n)
+    if _served_in_request_order(ready, service, group, groups, out):
+        return out
     bounds = np.zeros(groups + 1, dtype=np.int64)
     for i in range(n):
         bounds[group[i] + 1] += 1
@@ -472,7 +494,6 @@ def served_by_group(ready, service, group, groups):
     for i in range(n):
         members[fill[group[i]]] = i
         fill[group[i]] += 1
-    out = np.empty(n)
     for g in range(groups):
         seg = members[bounds[g] : bounds[g + 1]]
         order = stable_order(ready[seg])
