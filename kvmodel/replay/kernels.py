@@ -173,11 +173,17 @@ def admit(ready, need, dur, capacity):
 # them: the same sums in the same order).
 
 
-@_compiled
 def durations(valid, first, tpot, output):
     """Each request's stay in decode [s]: its first step, then a mean step per further
-    output token (0 for the padding past the last request)."""
-    out = np.zeros_like(first)
+    output token (0 for the padding past the last request).  (Outputs of a million values
+    are allocated by numpy here and filled by the compiled code: numpy asks the kernel for
+    huge pages, numba does not, and its 8 MB arrays cost ~2× more to fill the first time.)"""
+    return _durations_into(valid, first, tpot, output, np.zeros(first.shape))
+
+
+@_compiled
+def _durations_into(valid, first, tpot, output, out):
+    """:func:`durations` into ``out`` (zeros)."""
     for c in range(first.shape[0]):
         for r in range(first.shape[1]):
             if valid[c, r]:
@@ -291,16 +297,20 @@ def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
     return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
 
 
-@_compiled
 def round_means(start, dur, valid, held, nb, w):
     """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
     batch) at its first bin and over its stay (the mean from the grid's running sum,
     ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
     tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+    c0, b0, cm, bm = (np.empty(start.shape) for _ in range(4))
+    return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm)
+
+
+@_compiled
+def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm):
+    """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``."""
     cols, rows = start.shape
     gb, pb, gt, pt = _round_grids(start, dur, valid, held, nb, w)
-    c0, b0 = np.empty((cols, rows)), np.empty((cols, rows))
-    cm, bm = np.empty((cols, rows)), np.empty((cols, rows))
     for c in range(cols):
         for r in range(rows):
             c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
@@ -350,14 +360,20 @@ def held_peak(start, dur, need):
     return out
 
 
-@_compiled
 def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context):
     """``sim.StepTable``'s read: the row of the whole ``batch`` (≤ ``whole_batches``: row
     batch − 1; above, when ``big``: the first row at or above it), the ``contexts`` clipped
     to [0, ``top``] in steps of ``h`` tokens, linear between two columns."""
+    return _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batches,
+                             last_context, np.empty(len(batch)))  # fmt: skip
+
+
+@_compiled
+def _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batches, last_context,
+                      out):  # fmt: skip
+    """:func:`step_lookup` into ``out``."""
     n_cols = table.shape[1]
     flat = table.ravel()
-    out = np.empty(len(batch))
     for i in range(len(batch)):
         b = batch[i]
         bi = np.int64(min(b, whole_batches)) - 1
@@ -381,14 +397,18 @@ def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, las
 # ---- requests to instances' rows and back ---------------------------------------------------
 
 
-@_compiled
 def instance_rows(values, order, pad):
     """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
     c + instances, …), each row in ``order`` (indices into it): a reshape to (rows, instances),
     its transpose and ``take_along_axis`` in one pass; ``pad`` past the last request."""
+    return _instance_rows_into(values, order, pad, np.empty(order.shape))
+
+
+@_compiled
+def _instance_rows_into(values, order, pad, out):
+    """:func:`instance_rows` into ``out``."""
     cols, rows = order.shape
     n = len(values)
-    out = np.empty((cols, rows))
     for c in range(cols):
         for j in range(rows):
             k = order[c, j] * cols + c
@@ -396,11 +416,15 @@ def instance_rows(values, order, pad):
     return out
 
 
-@_compiled
 def request_order(m, order, n):
     """:func:`instance_rows` undone: the ``n`` requests' values in request order."""
+    return _request_order_into(m, order, n, np.empty(n))
+
+
+@_compiled
+def _request_order_into(m, order, n, out):
+    """:func:`request_order` into ``out``."""
     cols, rows = order.shape
-    out = np.empty(n)
     for c in range(cols):
         for j in range(rows):
             k = order[c, j] * cols + c
@@ -474,14 +498,20 @@ def _served_in_request_order(ready, service, group, groups, out):
     return True
 
 
-@_compiled
 def served_by_group(ready, service, group, groups):
     """Start of service [s] of each job (request order) at the single server of its
     ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
     order): ``fifo.served``'s ``S_k + max_{j ≤ k}(a_j − S_{j−1}) − s_k`` along each group,
     the same sums in the same order, without its matrices."""
     n = len(ready)
-    out = np.empty(n)
+    return _served_by_group_into(ready, service, group, groups, np.empty(n),
+                                 np.empty(n, dtype=np.int64))  # fmt: skip
+
+
+@_compiled
+def _served_by_group_into(ready, service, group, groups, out, members):
+    """:func:`served_by_group` into ``out`` (``members``: room for the request numbers)."""
+    n = len(ready)
     if _served_in_request_order(ready, service, group, groups, out):
         return out
     bounds = np.zeros(groups + 1, dtype=np.int64)
@@ -490,7 +520,7 @@ def served_by_group(ready, service, group, groups):
     for g in range(groups):
         bounds[g + 1] += bounds[g]
     fill = bounds[:-1].copy()
-    members = np.empty(n, dtype=np.int64)  # request numbers, group by group, in order
+    # members: request numbers, group by group, in order
     for i in range(n):
         members[fill[group[i]]] = i
         fill[group[i]] += 1
@@ -562,14 +592,19 @@ def floor_counts(x, width):
     return out
 
 
-@_compiled
 def instance_order(ready, instances, rows, pad):
     """Per decode instance (round robin: row c holds requests c, c + instances, …; ``pad``
     past the last), its requests' order by ``ready``, stable: ``np.argsort(…, axis=1,
     kind="stable")`` of those rows (an instance's KV arrivals are nearly in order, so mostly
     by insertion)."""
-    n = len(ready)
     out = np.empty((instances, rows), dtype=np.int64)
+    return _instance_order_into(ready, instances, rows, pad, out)
+
+
+@_compiled
+def _instance_order_into(ready, instances, rows, pad, out):
+    """:func:`instance_order` into ``out``."""
+    n = len(ready)
     row = np.empty(rows)
     for c in range(instances):
         for j in range(rows):
