@@ -201,29 +201,55 @@ def latest_end(start, dur):
     return top
 
 
+class GridRoom:
+    """Room for the decode pool's grids, reused by every round of one replay: a grid is a
+    few MB, and each fresh one costs its page faults again (numba's arrays get no huge
+    pages), more than filling it.  ``take(k, cells)``: ``k`` flat views of ``cells`` values
+    each (the kernels zero what they use)."""
+
+    def __init__(self):
+        self.buf = np.empty(0)
+
+    def take(self, k: int, cells: int) -> list:
+        if self.buf.size < k * cells:
+            self.buf = np.empty(max(k * cells, int(self.buf.size * 1.25)))
+        return [self.buf[i * cells : (i + 1) * cells] for i in range(k)]
+
+
+def _room(room, k: int, cells: int) -> list:
+    return (room or GridRoom()).take(k, cells)
+
+
 @_compiled
-def _counts(start, dur, valid, values, nb, w):
-    """Per instance and bin (flat, instances × (nb + 1)), the ``values`` starting in it and
-    those whose last bin was the one before."""
+def _counts(start, dur, valid, values, nb, w, up, down):
+    """Per instance and bin (flat, instances × (nb + 1), into ``up`` and ``down``), the
+    ``values`` starting in it and those whose last bin was the one before."""
     cols, rows = start.shape
     width = nb + 1
-    up, down = np.zeros(cols * width), np.zeros(cols * width)
+    up[:] = 0.0
+    down[:] = 0.0
     for c in range(cols):
         for r in range(rows):
             if valid[c, r]:
                 up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
                 end = start[c, r] + dur[c, r]
                 down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
-    return up, down
+
+
+def column_grid(start, dur, valid, values, nb, w, room=None):
+    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
+    of the valid requests running in it: the running sum of starts less stops (``room``: a
+    :class:`GridRoom` to work in)."""
+    up, down = _room(room, 2, start.shape[0] * (nb + 1))
+    out = np.empty((start.shape[0], nb + 1))
+    return _column_grid_into(start, dur, valid, values, nb, w, up, down, out)
 
 
 @_compiled
-def column_grid(start, dur, valid, values, nb, w):
-    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
-    of the valid requests running in it: the running sum of starts less stops."""
-    up, down = _counts(start, dur, valid, values, nb, w)
+def _column_grid_into(start, dur, valid, values, nb, w, up, down, out):
+    """:func:`column_grid` into ``out``."""
+    _counts(start, dur, valid, values, nb, w, up, down)
     cols, width = start.shape[0], nb + 1
-    out = np.empty((cols, width))
     for c in range(cols):
         acc = 0.0
         for b in range(width):
@@ -232,10 +258,16 @@ def column_grid(start, dur, valid, values, nb, w):
     return out
 
 
-@_compiled
-def column_peak(start, dur, valid, values, nb, w):
+def column_peak(start, dur, valid, values, nb, w, room=None):
     """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
-    up, down = _counts(start, dur, valid, values, nb, w)
+    up, down = _room(room, 2, start.shape[0] * (nb + 1))
+    return _column_peak(start, dur, valid, values, nb, w, up, down)
+
+
+@_compiled
+def _column_peak(start, dur, valid, values, nb, w, up, down):
+    """:func:`column_peak` in ``up`` and ``down``."""
+    _counts(start, dur, valid, values, nb, w, up, down)
     cols, width = start.shape[0], nb + 1
     out = np.full(cols, -np.inf)
     for c in range(cols):
@@ -262,13 +294,14 @@ def _running(up, down, cols, nb):
 
 
 @_compiled
-def _round_grids(start, dur, valid, held, nb, w):
-    """The grids of :func:`round_means` (flat, instances × (nb + 1)): running requests and
-    held tokens per bin, and each one's running sum along its instance (``_running``)."""
+def _round_grids(start, dur, valid, held, nb, w, up_b, down_b, up_t, down_t):
+    """The grids of :func:`round_means` (flat, instances × (nb + 1), in the four arrays):
+    running requests and held tokens per bin, and each one's running sum along its instance
+    (``_running``)."""
     cols, rows = start.shape
     width = nb + 1
-    up_b, down_b = np.zeros(cols * width), np.zeros(cols * width)
-    up_t, down_t = np.zeros(cols * width), np.zeros(cols * width)
+    for x in (up_b, down_b, up_t, down_t):
+        x[:] = 0.0
     for c in range(cols):  # _counts of ones and of held, in one pass
         for r in range(rows):
             if valid[c, r]:
@@ -297,20 +330,23 @@ def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
     return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
 
 
-def round_means(start, dur, valid, held, nb, w):
+def round_means(start, dur, valid, held, nb, w, room=None):
     """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
     batch) at its first bin and over its stay (the mean from the grid's running sum,
     ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
-    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+    tokens per bin; the batch at least 1 and whole, the context whole and at least 1
+    (``room``: a :class:`GridRoom` to work in)."""
     c0, b0, cm, bm = (np.empty(start.shape) for _ in range(4))
-    return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm)
+    grids = _room(room, 4, start.shape[0] * (nb + 1))
+    return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, *grids)
 
 
 @_compiled
-def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm):
+def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2, g3):
     """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``."""
     cols, rows = start.shape
-    gb, pb, gt, pt = _round_grids(start, dur, valid, held, nb, w)
+    _round_grids(start, dur, valid, held, nb, w, g0, g1, g2, g3)
+    gb, pb, gt, pt = g0, g1, g2, g3
     for c in range(cols):
         for r in range(rows):
             c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
