@@ -11,7 +11,7 @@ from .critical import critical_seq_len
 from .memory import instance_memory, memory_notes
 from .scenario import Scenario, decode_step_parts_of, prefill_parts_of
 from .size import kv_bytes
-from .specs import IDEAL_STACK
+from .specs import IDEAL_STACK, WEIGHT_DTYPE_BYTES
 from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
 from .topology import domain_gpus, is_scale_up, scale_up_feasible
@@ -101,8 +101,9 @@ def evaluate(sc: Scenario) -> Evaluation:
             sc.seq_len,
             sc.batch,
             gpu=sc.decode_gpu,
-            tp=sc.tp_decode,
+            tp=max(sc.tp_decode, sc.ep_decode),  # the instance's GPUs share the reads
             kv_dtype=sc.kv_dtype,
+            weight_bytes=WEIGHT_DTYPE_BYTES[sc.model.weight_dtype],
         )
     )
     notes = []

@@ -104,13 +104,14 @@ def memory_notes(sc, prefill: Memory, decode: Memory) -> list[str]:
     notes = []
     for side, mem, tp in (("prefill", prefill, sc.tp_prefill), ("decode", decode, sc.tp_decode)):
         ep = sc.ep_prefill if side == "prefill" else sc.ep_decode
+        gpu = sc.gpu if side == "prefill" else sc.decode_gpu  # decode may run on its own GPU
         if not mem.weights_fit:
             notes.append(
                 f"the weights do not fit on the {side} GPUs: {sc.model.name} needs "
                 f"{mem.weights_bytes_per_gpu / 1e9:,.1f} GB per GPU at TP {tp}"
                 f"{f', EP {ep}' if ep > 1 else ''} "
-                f"({sc.model.weight_dtype}), {sc.gpu.name} offers "
-                f"{sc.gpu.memory_bytes * USABLE_FRACTION / 1e9:,.1f} GB usable"
+                f"({sc.model.weight_dtype}), {gpu.name} offers "
+                f"{gpu.memory_bytes * USABLE_FRACTION / 1e9:,.1f} GB usable"
             )
         elif not mem.fits:
             notes.append(

@@ -15,7 +15,10 @@ from kvview.capacity_words import (
     limit_text,
     nearest_text,
     pct_label,
+    pool_gpu_names,
+    price_text,
     saves_text,
+    split_text,
     ttft_parts_text,
 )
 from kvview.export import figure_div, plotlyjs_inline
@@ -48,14 +51,14 @@ def _frame(df) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
+def key_rows(
+    plan, *, slo, price: float | None, price_decode: float | None = None
+) -> list[tuple[str, str]]:
     """The plan's numbers as (quantity, value with unit) rows."""
     p = pct_label(slo.ttft_percentile)
     need = plan.nic_bandwidth_needed_bytes_per_s
     rows = [
-        ("Disaggregated", f"{gpus(plan.disaggregated_gpus)}: {plan.prefill_gpus:,} prefill "
-         f"({plan.prefill_instances} × TP {plan.prefill_tp}) + {plan.decode_gpus:,} decode "
-         f"({plan.decode_instances} × TP {plan.decode_tp})"),
+        ("Disaggregated", f"{gpus(plan.disaggregated_gpus)}: {split_text(plan)}"),
         ("Colocated (chunked prefill)", f"{gpus(plan.colocated_gpus)}: "
          f"{plan.colocated_instances} × TP {plan.colocated_tp}"
          + ("" if plan.colocated_meets_slo else " (misses the targets)")),
@@ -78,10 +81,28 @@ def key_rows(plan, *, slo, price: float | None) -> list[tuple[str, str]]:
          f"{limit_text(plan.limits, 'decode')}; colocated: "
          f"{limit_text(plan.limits, 'colocated')}"),
     ]  # fmt: skip
-    if price:
+    if price and plan.cost_per_hour is not None and plan.colocated_cost_per_hour is not None:
         rows.append(("Cost per hour", f"${plan.cost_per_hour:,.0f} disaggregated, "
-                     f"${plan.colocated_cost_per_hour:,.0f} colocated at ${price:,.2f} "
-                     "per GPU-hour"))  # fmt: skip
+                     f"${plan.colocated_cost_per_hour:,.0f} colocated at "
+                     f"{price_text(price, price_decode, plan)}"))  # fmt: skip
+    return rows
+
+
+def _on_gpus(plan, sc) -> str:
+    """'NVIDIA H100 SXM 80GB', or both GPUs when decode runs on its own."""
+    names = pool_gpu_names(plan)
+    return f"{names[0]} (prefill) and {names[1]} (decode)" if names else sc.gpu.name
+
+
+def _decode_gpu_rows(plan, price_decode: float | None) -> list[tuple[str, str]]:
+    """The decode GPU and its price as inputs, when the decode pool has a GPU or price of its
+    own (the plain rows above then hold for prefill and colocated serving)."""
+    names = pool_gpu_names(plan)
+    if not names and not price_decode:
+        return []
+    rows = [("Decode GPU", names[1] if names else "the GPU above")]
+    rows.append(("Decode GPU price", f"${price_decode:,.2f} per GPU-hour" if price_decode
+                 else "the GPU price above"))  # fmt: skip
     return rows
 
 
@@ -113,11 +134,13 @@ def capacity_report_html(
     generated_at: datetime | None = None,
     replayed=None,
     version1: dict | None = None,
+    price_decode: float | None = None,
 ) -> str:
     """The standalone page (module doc); ``sc`` is the sidebar's scenario, ``traffic`` says
     where the requests came from, ``tp_mode`` how the TPs were chosen; ``replayed`` (a
     ``kvmodel.replay.Replayed``) adds the replay of the trace; ``version1`` what a version-1
-    link implied (``kvview.link_version``; said under the title)."""
+    link implied (``kvview.link_version``; said under the title); ``price_decode`` the decode
+    GPU's price when it has its own (``--gpu-price-decode``, URL ``priced``)."""
     if share_url is not None:
         check_url(share_url, "share_url")
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M %Z").strip()
@@ -129,7 +152,7 @@ def capacity_report_html(
     body = [
         "<h1>Capacity plan</h1>",
         f'<p class="meta">Generated {escape(when)} by the KV Transfer Planner · '
-        f"{escape(sc.model.name)} on {escape(sc.gpu.name)}, {escape(sc.link.name)}</p>",
+        f"{escape(sc.model.name)} on {escape(_on_gpus(plan, sc))}, {escape(sc.link.name)}</p>",
         f'<p class="meta defaults">{escape(defaults_sentence(version1))}</p>',
     ]
     if share_url:
@@ -142,7 +165,7 @@ def capacity_report_html(
         f'<p class="verdict{"" if plan.meets_slo else " bad"}">'
         f"{escape(capacity_takeaway(plan, rps=rps, slo=slo, price=price))}</p>",
         "<h3>Key numbers</h3>",
-        _rows(key_rows(plan, slo=slo, price=price)),
+        _rows(key_rows(plan, slo=slo, price=price, price_decode=price_decode)),
         "<h3>Per pool</h3>",
         _frame(figs.pool_table(plan, ttft_percentile=slo.ttft_percentile)),
         '<h2 id="rates">Across request rates</h2>',
@@ -157,6 +180,7 @@ def capacity_report_html(
                 ("TTFT target", f"{fmt_time(slo.ttft_s)} at {pct_label(slo.ttft_percentile)}"),
                 ("TPOT target", fmt_time(slo.tpot_s)),
                 ("GPU price", f"${price:,.2f} per GPU-hour" if price else "not given"),
+                *_decode_gpu_rows(plan, price_decode),
                 ("Tensor parallelism", tp_mode),
                 *((k, v) for k, v in scenario_inputs(sc) if not k.startswith(IGNORED)),
             ]

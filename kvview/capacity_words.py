@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvmodel import catalog
 from kvview.fmt import fmt_sig, fmt_time
 
 LIMIT_WORDS = {
@@ -62,14 +63,35 @@ def par_text(tp: int, ep: int = 1) -> str:
     return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
 
 
+def pool_gpu_names(plan) -> tuple[str, str] | None:
+    """(prefill GPU, decode GPU) names when the two pools run on different GPUs (``--gpu-decode``,
+    URL ``gpud``), else None: one GPU type needs no naming per pool."""
+    p, d = getattr(plan, "prefill_gpu", ""), getattr(plan, "decode_gpu", "")
+    if not p or not d or p == d:
+        return None
+    return catalog.get_gpu(p).name, catalog.get_gpu(d).name
+
+
 def split_text(plan) -> str:
-    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'; 'EP 32' for an expert-parallel pool."""
+    """'16 prefill (2 × TP 8) + 24 decode (3 × TP 8)'; 'EP 32' for an expert-parallel pool;
+    each pool's GPU named when they differ ('… on NVIDIA H100 SXM 80GB + … on NVIDIA L40S')."""
     pe, de = getattr(plan, "prefill_ep", 1), getattr(plan, "decode_ep", 1)
+    names = pool_gpu_names(plan)
+    on_p, on_d = (f" on {names[0]}", f" on {names[1]}") if names else ("", "")
     return (
         f"{plan.prefill_gpus:,} prefill ({plan.prefill_instances:,} × "
-        f"{par_text(plan.prefill_tp, pe)}) + {plan.decode_gpus:,} decode "
-        f"({plan.decode_instances:,} × {par_text(plan.decode_tp, de)})"
+        f"{par_text(plan.prefill_tp, pe)}){on_p} + {plan.decode_gpus:,} decode "
+        f"({plan.decode_instances:,} × {par_text(plan.decode_tp, de)}){on_d}"
     )
+
+
+def price_text(price: float | None, price_decode: float | None, plan) -> str:
+    """'$3.50 per GPU-hour', or with a decode GPU of its own '$3.50 per prefill GPU-hour and
+    $1.10 per decode GPU-hour' (no decode price: the decode GPUs cost the prefill price)."""
+    if not pool_gpu_names(plan) and not price_decode:
+        return f"${price:,.2f} per GPU-hour"
+    d = price_decode or price
+    return f"${price:,.2f} per prefill GPU-hour and ${d:,.2f} per decode GPU-hour"
 
 
 def saves_text(saves) -> str:

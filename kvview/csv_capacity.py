@@ -48,8 +48,30 @@ def _nearest_rows(plan) -> list[tuple]:
     return rows
 
 
-def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataFrame:
-    """One row per quantity (unit in its label), one column per option."""
+def _gpu_rows(plan) -> list[tuple]:
+    """Each pool's GPU (catalog ids), when the plan says (colocated runs on the prefill GPU)."""
+    if not plan.prefill_gpu:
+        return []
+    return [("prefill GPU", plan.prefill_gpu, plan.prefill_gpu),
+            ("decode GPU", plan.decode_gpu or plan.prefill_gpu, None)]  # fmt: skip
+
+
+def _price_rows(plan, price: float | None, price_decode: float | None) -> list[tuple]:
+    """The prices and costs, when a price is given (colocated runs on the prefill GPU)."""
+    if not price:
+        return []
+    rows = [("GPU price [$ per GPU-hour]", price, price)]
+    if price_decode:
+        rows.append(("decode GPU price [$ per GPU-hour]", price_decode, None))
+    rows.append(("cost [$ per hour]", plan.cost_per_hour, plan.colocated_cost_per_hour))
+    return rows
+
+
+def plan_frame(
+    plan, *, rps: float, slo, price: float | None = None, price_decode: float | None = None
+) -> pd.DataFrame:
+    """One row per quantity (unit in its label), one column per option; ``price_decode`` the
+    decode GPUs' own price (None: the prefill price)."""
     p = pct_label(slo.ttft_percentile)
     rows = [
         ("request rate [requests/s]", rps, rps),
@@ -58,6 +80,7 @@ def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataF
         ("GPUs [GPUs]", plan.disaggregated_gpus, plan.colocated_gpus),
         ("prefill GPUs [GPUs]", plan.prefill_gpus, None),
         ("decode GPUs [GPUs]", plan.decode_gpus, None),
+        *_gpu_rows(plan),
         ("prefill : decode GPUs [ratio]", plan.pd_ratio, None),
         ("prefill TP [GPUs per instance]", plan.prefill_tp, None),
         ("prefill instances", plan.prefill_instances, None),
@@ -94,9 +117,7 @@ def plan_frame(plan, *, rps: float, slo, price: float | None = None) -> pd.DataF
         ("colocated limited by", "", plan.limits.get("colocated", "")),
         *_nearest_rows(plan),
     ]
-    if price:
-        rows.append(("GPU price [$ per GPU-hour]", price, price))
-        rows.append(("cost [$ per hour]", plan.cost_per_hour, plan.colocated_cost_per_hour))
+    rows += _price_rows(plan, price, price_decode)
     return pd.DataFrame(
         {
             "quantity": [r[0] for r in rows],

@@ -3,7 +3,7 @@ formatted text (units included).  No streamlit here; ``kvview.report`` lays them
 
 from __future__ import annotations
 
-from kvmodel import solve
+from kvmodel import catalog, solve, steps
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
 from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
@@ -14,6 +14,13 @@ BATCH_LIMIT = 65536
 
 def _pct(x: float, digits: int = 0) -> str:
     return f"{x * 100:,.{digits}f} %"
+
+
+def _parallel_rows(sc: Scenario) -> list[tuple[str, str]]:
+    """Expert parallelism, when a side has it (``--ep``/``--ep-decode``, URL ``ep``/``epd``)."""
+    if sc.ep_prefill <= 1 and sc.ep_decode <= 1:
+        return []
+    return [("EP prefill → decode", f"{sc.ep_prefill} → {sc.ep_decode}")]
 
 
 def scenario_inputs(sc: Scenario) -> list[tuple[str, str]]:
@@ -51,7 +58,10 @@ def scenario_inputs(sc: Scenario) -> list[tuple[str, str]]:
         ("Transfer compression", comp),
         ("Layer-wise sending", "on" if sc.layerwise else "off"),
         ("TP prefill → decode", f"{sc.tp_prefill} → {sc.tp_decode}"),
+        *_parallel_rows(sc),
         ("GPU", sc.gpu.name),
+        *([("Decode GPU", sc.decode_gpu.name)] if sc.decode_gpu != sc.gpu else []),
+        ("Serving framework", catalog.get_framework(sc.framework).name),
         (
             "Decode step (estimated)" if sc.decode_step_estimated else "Decode step (given)",
             fmt_ms(sc.decode_step_s),
@@ -151,6 +161,11 @@ def requirements(sc: Scenario) -> list[tuple[str, str]]:
     ]
 
 
+def _gpus_text(tp: int, ep: int) -> str:
+    """'8×' (TP 8), '8× (EP 8)' for an expert-parallel instance."""
+    return f"{max(tp, ep)}×" + (f" (EP {ep})" if ep > 1 else "")
+
+
 def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
     """Plain sentences: what the numbers of ``sc`` rest on."""
     link, gpu, m = sc.link, sc.gpu, sc.model
@@ -169,22 +184,24 @@ def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
     ]
     if sc.prefill_s is None:
         out.append(
-            f"Prefill time is estimated: a floor of 0.542 ms per layer plus prefill FLOPs ÷ "
-            f"({gpu.name} dense peak × TP {sc.tp_prefill} × MFU {_pct(sc.mfu)} falling with TP) "
-            f"= {fmt_time(ev.prefill_s)}, fitted on measured vLLM prefills "
-            "(docs/model.md, Fidelity)."
+            f"Prefill time is estimated from its parts on "
+            f"{_gpus_text(sc.tp_prefill, sc.ep_prefill)} {gpu.name} (weights read, activations, "
+            f"attention and GEMM FLOPs at MFU {_pct(sc.mfu)}, TP all-reduce, EP all-to-all, a "
+            f"kernel floor of {steps.PREFILL_KERNEL_S_PER_LAYER * 1e3:.3g} ms per layer) = "
+            f"{fmt_time(ev.prefill_s)}, calibrated on measured prefills (docs/model.md, Fidelity)."
         )
     else:
         out.append(f"Prefill time is given: {fmt_time(sc.prefill_s)}.")
     out.append(
         (
-            f"The decode step ({fmt_ms(sc.decode_step_s)}) is estimated for batch {sc.batch} at "
-            f"{sc.seq_len:,} tokens on {sc.tp_decode}× {gpu.name}, fitted on measured vLLM steps"
+            f"The decode step ({fmt_ms(sc.decode_step_s)}) is estimated from its parts for batch "
+            f"{sc.batch} at {sc.seq_len:,} tokens on {_gpus_text(sc.tp_decode, sc.ep_decode)} "
+            f"{sc.decode_gpu.name}, calibrated on measured vLLM, SGLang and TensorRT-LLM steps"
             if sc.decode_step_estimated
             else f"The decode step ({fmt_ms(sc.decode_step_s)}) is an input, not computed"
         )
         + f"; the roofline lower bound is {fmt_ms(ev.decode_step_lower_bound_s)} "
-        "(weights and KV read once from HBM)."
+        "(the active weights and the KV read once at the HBM's peak)."
     )
     if sc.compression != "none":
         out.append(

@@ -89,3 +89,40 @@ def test_an_infeasible_plan_shows_no_saving_in_the_handout():
     assert "<th>Meets the targets</th><td>no disaggregated, " in html
     assert "saves " not in html.replace("no saving", "")
     assert 'class="verdict bad"' in html
+
+
+def test_decode_on_its_own_gpu_is_named_and_priced_in_the_handout_csv_and_table():
+    """Prefill on H100, decode on L40S at its own price (issue 22 item 3): the handout, the plan
+    CSV and the per-pool table say which pool runs where and at what price; a handout once
+    named only the prefill GPU and its price."""
+    from kvview.capacity_words import split_text
+    from kvview.csv_capacity import plan_frame
+    from kvview.figures.capacity import pool_table
+
+    sc = scenario_from_inputs({"gpu": "h100-sxm", "gpud": "l40s", "link": "100gbe"})
+    wl = cap.Workload.fixed(5.0, 1024, 256)
+    slo = cap.Slo(ttft_s=2.0, tpot_s=0.05, ttft_percentile=90.0)
+    plan = cap.plan(sc, wl, slo, gpu_price_per_hour=3.5, gpu_price_decode_per_hour=1.1)
+    assert (plan.prefill_gpu, plan.decode_gpu) == ("h100-sxm", "l40s")
+    # the cost counts each pool at its own price
+    assert plan.cost_per_hour == pytest.approx(plan.prefill_gpus * 3.5 + plan.decode_gpus * 1.1)
+    sweep = cap.rate_sweep(sc, wl, slo, (2.0, 5.0), gpu_price_per_hour=3.5,
+                           gpu_price_decode_per_hour=1.1)  # fmt: skip
+    html = capacity_report_html(plan, sweep, sc=sc, slo=slo, rps=5.0, price=3.5,
+                                price_decode=1.1, traffic="fixed", tp_mode="searched")  # fmt: skip
+    assert "on NVIDIA H100 SXM 80GB (prefill) and NVIDIA L40S (decode)" in html
+    assert f"decode ({plan.decode_instances} × TP {plan.decode_tp}) on NVIDIA L40S" in html
+    assert "$3.50 per prefill GPU-hour and $1.10 per decode GPU-hour" in html
+    assert "<th>Decode GPU</th><td>NVIDIA L40S</td>" in html
+    assert "<th>Decode GPU price</th><td>$1.10 per GPU-hour</td>" in html
+    assert split_text(plan).endswith("on NVIDIA L40S")
+    csv = plan_frame(plan, rps=5.0, slo=slo, price=3.5, price_decode=1.1).set_index("quantity")
+    assert csv.loc["decode GPU", "disaggregated"] == "l40s"
+    assert csv.loc["prefill GPU", "colocated"] == "h100-sxm"
+    assert csv.loc["decode GPU price [$ per GPU-hour]", "disaggregated"] == 1.1
+    assert list(pool_table(plan, ttft_percentile=90.0)["GPU"]) == ["H100 SXM 80GB", "L40S",
+                                                                   "H100 SXM 80GB"]  # fmt: skip
+    # one GPU type: no GPU column, no per-pool names, the plain price
+    same = cap.plan(scenario_from_inputs({"link": "100gbe"}), wl, slo, gpu_price_per_hour=3.5)
+    assert "GPU" not in pool_table(same, ttft_percentile=90.0).columns
+    assert " on " not in split_text(same)

@@ -116,6 +116,9 @@ def test_trace_without_outputs_uses_output_len_and_says_so(capsys):
         (["--rps", "1", "--gpu-price", "-1"], "--gpu-price"),
         (["--rps", "1", "--output-len", "0"], "--output-len"),
         (["--trace", "no/such/file.csv", "--rps", "1"], "no/such/file.csv"),
+        # EP 0 or below once planned silently as EP 1 ("off"); `transfer` refused them
+        (["--rps", "1", "--ep", "0"], "--ep must be 1 – 65,536 GPUs, got 0"),
+        (["--rps", "1", "--ep-decode", "-3"], "--ep-decode must be 1 – 65,536 GPUs, got -3"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(capsys, argv, needle):

@@ -117,3 +117,23 @@ def test_which_decode_gpu_cheapest_first():
                      gpu_price_decode_per_hour=2.0)  # fmt: skip
     row = df[df.decode_gpu == "h20"].iloc[0]
     assert row.decode_gpus == alone.decode_gpus and row.cost_per_hour == alone.cost_per_hour
+
+
+def test_a_lone_decode_price_prices_one_gpu_type_but_not_another():
+    """Only a decode price (priced / --gpu-price-decode): with one GPU type it prices every GPU
+    (16 × $1.10 = $17.60); with decode on L40S and prefill on H100, pricing the H100s at the
+    L40S's $1.10 was a wrong cost: now none is counted, and a note says why."""
+    from kvmodel import capacity as cap
+    from kvmodel.build import scenario_from_inputs
+
+    wl = cap.Workload.fixed(5.0, 1024, 256)
+    slo = cap.Slo(ttft_s=2.0, tpot_s=0.05, ttft_percentile=90.0)
+    one = cap.plan(scenario_from_inputs({}), wl, slo, gpu_price_decode_per_hour=1.1)
+    assert one.cost_per_hour == pytest.approx(one.disaggregated_gpus * 1.1)
+    two = cap.plan(scenario_from_inputs({"gpud": "l40s"}), wl, slo, gpu_price_decode_per_hour=1.1)
+    assert two.cost_per_hour is None and two.colocated_cost_per_hour is None
+    assert two.cost_per_million_output_tokens is None
+    assert any("no cost is counted" in n and "H100" in n for n in two.notes)
+    both = cap.plan(scenario_from_inputs({"gpud": "l40s"}), wl, slo, gpu_price_per_hour=3.5,
+                    gpu_price_decode_per_hour=1.1)  # fmt: skip
+    assert both.cost_per_hour == pytest.approx(both.prefill_gpus * 3.5 + both.decode_gpus * 1.1)

@@ -36,6 +36,17 @@ def test_llama_70b_does_not_fit_one_h100_but_fits_tp8():
     assert ev8.max_concurrent_requests == 1295
 
 
+def test_a_memory_warning_names_the_gpu_of_its_own_side():
+    """Prefill on H100, decode on L40S, both at TP 1: the decode side's warning names the L40S
+    and its 0.9 × 48 GB = 43.2 GB (it once named the prefill GPU's 72.0 GB for both)."""
+    m = catalog.get_model("llama-3.1-70b")
+    ev = evaluate(build_scenario(model=m, tp=1, gpu="h100-sxm", gpu_decode="l40s"))
+    (pre,) = [n for n in ev.notes if "on the prefill GPUs" in n]
+    (dec,) = [n for n in ev.notes if "on the decode GPUs" in n]
+    assert "NVIDIA H100 SXM 80GB offers 72.0 GB usable" in pre
+    assert "NVIDIA L40S offers 43.2 GB usable" in dec
+
+
 def test_fp8_checkpoint_weights_are_one_byte():
     m = catalog.get_model("llama-3.1-70b-fp8")
     assert m.weight_dtype == "fp8"
@@ -208,3 +219,18 @@ def test_estimated_decode_step_hand_computed():
     assert tp8.decode_step_s == pytest.approx(
         43.7e-6 * 32 + ((m / 8) ** 2.5 + (c / 8) ** 2.5) ** 0.4 + ring
     )
+
+
+def test_the_roofline_lower_bound_reads_the_checkpoint_over_the_instance():
+    """DeepSeek-V3 (FP8, 37e9 active params) decoding at EP 8 on H20 (4.0 TB/s): the bound reads
+    the active weights once over the 8 GPUs, 37e9 × 1 B ÷ (8 × 4.0e12 B/s) = 1.16 ms plus the
+    KV, and stays under the estimated step (it was BF16 on 1 GPU: 18.5 ms, above the 11.4 ms
+    estimate)."""
+    sc = build_scenario(model="deepseek-v3", gpu="h200", gpu_decode="h20", tp=1, tp_decode=1,
+                        ep=8, ep_decode=8, framework="sglang", decode_step_ms=None)  # fmt: skip
+    ev = evaluate(sc)
+    m = sc.model
+    weights_s = m.params_active * 1.0 / (8 * 4.0e12)
+    assert weights_s == pytest.approx(1.156e-3, rel=0.01)
+    assert weights_s < ev.decode_step_lower_bound_s < 1.2 * weights_s  # + 1,024 tokens of KV
+    assert ev.decode_step_lower_bound_s < ev.decode_step_s

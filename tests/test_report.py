@@ -202,3 +202,22 @@ def test_cli_bad_options_exit_2(argv, capsys, tmp_path, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
     assert not (tmp_path / "x.html").exists()
+
+
+def test_the_inputs_name_the_decode_gpu_the_framework_and_ep():
+    """The handout's inputs say where decode runs, which serving framework's costs are in the
+    times, and the expert parallelism, each only where it applies (they were missing)."""
+    from kvmodel.build import build_scenario
+    from kvview.report_text import scenario_inputs
+
+    plain = dict(scenario_inputs(build_scenario(model="llama-3.1-70b", tp=8)))
+    assert plain["GPU"] == "NVIDIA H100 SXM 80GB" and "Decode GPU" not in plain
+    # build_scenario's own default adds no framework costs (the app's and CLI's is vllm)
+    assert plain["Serving framework"] == "No framework costs (the source article)"
+    assert "EP prefill → decode" not in plain
+    rows = dict(scenario_inputs(build_scenario(model="deepseek-v3", gpu="h200", gpu_decode="h20",
+                                               tp=1, tp_decode=1, ep=8, ep_decode=8,
+                                               framework="sglang")))  # fmt: skip
+    assert rows["Decode GPU"] == "NVIDIA H20 96GB"
+    assert rows["Serving framework"] == "SGLang"
+    assert rows["EP prefill → decode"] == "8 → 8"

@@ -176,8 +176,12 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     cg = c.gpus if c else 0
+    same = sc.decode_gpu == sc.gpu
     hour, colo_hour, per_million = costs(pgpus, dgpus, cg, rps * shp.mean_output, price,
-                                          price_decode)  # fmt: skip
+                                          price_decode, same_gpu=same)  # fmt: skip
+    if price is None and price_decode is not None and not same:
+        notes.append(f"a decode GPU price but no price for the {sc.gpu.name} prefill and "
+                     "colocated GPUs: no cost is counted (set --gpu-price, URL price)")  # fmt: skip
     both = pools.meets_slo and c is not None and c.meets_slo
     return CapacityPlan(
         rps=rps,

@@ -265,7 +265,7 @@ def _times_par(instances: int, tp: int, ep: int) -> str:
 
 def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
     """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds."""
-    from kvview.capacity_words import limit_text, pct_label
+    from kvview.capacity_words import limit_text, pct_label, pool_gpu_names
     from kvview.fmt import fmt_time
 
     def yes(flag) -> str:
@@ -274,7 +274,7 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
     def ep(name: str) -> int:
         return getattr(plan, name, 1)
 
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "Pool": ["Prefill", "Decode", "Colocated (chunked prefill)"],
             "GPUs": [
@@ -305,3 +305,7 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
             ],
         }
     )
+    names = pool_gpu_names(plan)
+    if names:  # decode on a GPU of its own: say which pool runs where (colocated: prefill's)
+        table.insert(1, "GPU", [n.removeprefix("NVIDIA ") for n in (*names, names[0])])
+    return table

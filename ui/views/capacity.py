@@ -189,7 +189,7 @@ def render() -> None:
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
     sweep = _rates_section(sizing, rate, slo)
 
-    _plan_per_pool(plan, slo, rate, price)
+    _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"])
     _networks(sc, lengths, rate, slo, kw)
     key = plan_key(sc)
     capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
@@ -205,7 +205,8 @@ def render() -> None:
     _report_button(
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
-                replayed=replayed, version1=urlstate.version1_implied())
+                replayed=replayed, version1=urlstate.version1_implied(),
+                price_decode=kw["gpu_price_decode_per_hour"])
     )  # fmt: skip
 
 
@@ -292,14 +293,16 @@ def _no_plan(exc: Exception) -> None:
     st.stop()
 
 
-def _plan_per_pool(plan, slo, rate, price) -> None:
+def _plan_per_pool(plan, slo, rate, price, price_decode) -> None:
     """The plan per pool: its table, CSV and notes."""
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
     st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
     exports_ui.table_download(
-        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price), "capacity-plan"
-    )
+        partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price,
+                price_decode=price_decode),
+        "capacity-plan",
+    )  # fmt: skip
     for note in plan.notes:
         st.caption(f"Note: {note}.")
 
