@@ -180,11 +180,15 @@ def test_served_by_group_by_hand():
     assert_array_equal(kernels.served_by_group(ready, busy, group, 2), [10.0, 0.0, 1.0, 2.0, 4.0])
 
 
-def test_served_by_group_equals_the_matrix_formula():
-    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time."""
+@pytest.mark.parametrize("in_order", [False, True])
+def test_served_by_group_equals_the_matrix_formula(in_order):
+    """The same sums as fifo.served on each group's jobs sorted (stably) by ready time;
+    ``in_order``: every group's jobs ready in request order (the one-pass path)."""
     rng = np.random.default_rng(7)
     n, groups = 2000, 5
     ready = np.round(rng.uniform(0, 50, n), 1)  # ties on purpose
+    if in_order:
+        ready = np.sort(ready)
     busy = rng.exponential(0.1, n)
     group = rng.integers(0, groups, n)
     got = kernels.served_by_group(ready, busy, group, groups)
@@ -221,6 +225,39 @@ def test_floor_index_is_numpys_floor_division():
     for width in (60.0, 10.0, 0.05):
         assert_array_equal(kernels.floor_index(x, width), (x // width).astype(np.int64))
     assert kernels.floor_index(np.array([119.99, 120.0]), 60.0).tolist() == [1, 2]  # by hand
+
+
+def test_floor_counts_is_the_bincount_of_floor_index():
+    x = np.arange(0, 5000, dtype=float) * 60.0
+    x = np.sort(np.concatenate([x, np.nextafter(x, np.inf), [0.1, 59.9, 1e7]]))
+    for width in (60.0, 10.0):
+        want = np.bincount(kernels.floor_index(x, width))
+        assert_array_equal(kernels.floor_counts(x, width), want)
+    # by hand: 0 and 59.9 in minute 0, 60 and 119.99 in minute 1, none in 2, 180 in 3
+    got = kernels.floor_counts(np.array([0.0, 59.9, 60.0, 119.99, 180.0]), 60.0)
+    assert got.tolist() == [2, 2, 0, 1]
+
+
+def test_gap_into_knows_the_rank_when_most_did_not_wait():
+    later, earlier = np.array([1.0, 2.0, 3.0, 9.0]), np.array([1.0, 2.0, 1.0, 4.0])
+    out = np.empty(4)  # gaps 0, 0, 2, 5: two zeros, so ranks 0 and 1 are 0, rank 2 is not known
+    assert kernels.gap_into(later, earlier, out, 1) == (True, 0.0)
+    assert out.tolist() == [0.0, 0.0, 2.0, 5.0]
+    assert kernels.gap_into(later, earlier, out, 2) == (False, 0.0)
+
+
+def test_summary_percentiles_equal_queue_percentile():
+    """The summary's in-place order statistics (one buffer) against ``queue.percentile``."""
+    from kvmodel.capacity.queue import percentile
+    from kvmodel.replay.result import OrderStats
+
+    rng = np.random.default_rng(3)
+    a = rng.exponential(1.0, 2001)
+    b = np.where(rng.random(2001) < 0.8, a, a - rng.exponential(1.0, 2001))  # 80 % no wait
+    stats = OrderStats(len(a))
+    for q in (50.0, 79.0, 81.0, 90.0, 99.0):
+        assert stats.gap(a, b, q) == percentile(a - b, q)
+    assert stats.of(a, (50.0, 90.0, 99.0)) == [percentile(a, q) for q in (50.0, 90.0, 99.0)]
 
 
 def test_instance_order_by_hand():

@@ -44,7 +44,7 @@ class DecodeRun:
     memory_bound: int  # instances on which memory ever made a request wait
 
 
-def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
+def _overflows(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
     """Instances (rows) whose reserved tokens exceed ``capacity`` at some time (departures
     first).
 
@@ -54,7 +54,7 @@ def _overflows(start, dur, need, valid, capacity: float) -> np.ndarray:
 
     horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
     w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
-    rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w)
+    rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w, room)
     rows = np.flatnonzero(rough > capacity * (1 + 1e-12))
     if not rows.size:
         return rows
@@ -78,23 +78,24 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     valid = order * instances + np.arange(instances)[:, None] < n
     nd, hd, out = (kernels.instance_rows(np.asarray(x, dtype=float), order, 0.0)
                    for x in (np.minimum(need, capacity_tokens), held, output))  # fmt: skip
+    room = kernels.GridRoom()  # the rounds' grids, reused
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
     for i in range(ITERATIONS):
         dur = kernels.durations(valid, first, tpot, out)
-        bound = _overflows(r, dur, nd, valid, capacity_tokens)
+        bound = _overflows(r, dur, nd, valid, capacity_tokens, room)
         start = r.copy() if bound.size else r  # admission moves some starts
         for c in bound:
             start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
         horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w)
+        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room)
         first, tpot = step(c0, b0), step(cm, bm)
         if on_round is not None:
             on_round(i + 1)
     dur = kernels.durations(valid, first, tpot, out)
-    reserved = kernels.column_grid(start, dur, valid, nd, nb, w)[:, :nb].sum(axis=0)
+    reserved = kernels.column_grid(start, dur, valid, nd, nb, w, room)[:, :nb].sum(axis=0)
 
     def flat(m):
         return kernels.request_order(m, order, n)

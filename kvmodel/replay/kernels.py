@@ -37,6 +37,17 @@ def _compiled(fn):
         return njit(cache=False, nogil=True)(fn)
 
 
+def _inlined(fn):
+    """:func:`_compiled`, inlined into its callers by numba (an array passed to a called
+    function costs a reference count per call: ~7× the step table's read)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", NumbaWarning)
+            return njit(cache=True, nogil=True, inline="always")(fn)
+    except (RuntimeError, NumbaWarning):
+        return njit(cache=False, nogil=True, inline="always")(fn)
+
+
 # ---- a binary min-heap on arrays (keys compared as (a, b) pairs when b is given) ----------
 
 
@@ -162,11 +173,17 @@ def admit(ready, need, dur, capacity):
 # them: the same sums in the same order).
 
 
-@_compiled
 def durations(valid, first, tpot, output):
     """Each request's stay in decode [s]: its first step, then a mean step per further
-    output token (0 for the padding past the last request)."""
-    out = np.zeros_like(first)
+    output token (0 for the padding past the last request).  (Outputs of a million values
+    are allocated by numpy here and filled by the compiled code: numpy asks the kernel for
+    huge pages, numba does not, and its 8 MB arrays cost ~2× more to fill the first time.)"""
+    return _durations_into(valid, first, tpot, output, np.zeros(first.shape))
+
+
+@_compiled
+def _durations_into(valid, first, tpot, output, out):
+    """:func:`durations` into ``out`` (zeros)."""
     for c in range(first.shape[0]):
         for r in range(first.shape[1]):
             if valid[c, r]:
@@ -184,29 +201,55 @@ def latest_end(start, dur):
     return top
 
 
+class GridRoom:
+    """Room for the decode pool's grids, reused by every round of one replay: a grid is a
+    few MB, and each fresh one costs its page faults again (numba's arrays get no huge
+    pages), more than filling it.  ``take(k, cells)``: ``k`` flat views of ``cells`` values
+    each (the kernels zero what they use)."""
+
+    def __init__(self):
+        self.buf = np.empty(0)
+
+    def take(self, k: int, cells: int) -> list:
+        if self.buf.size < k * cells:
+            self.buf = np.empty(max(k * cells, int(self.buf.size * 1.25)))
+        return [self.buf[i * cells : (i + 1) * cells] for i in range(k)]
+
+
+def _room(room, k: int, cells: int) -> list:
+    return (room or GridRoom()).take(k, cells)
+
+
 @_compiled
-def _counts(start, dur, valid, values, nb, w):
-    """Per instance and bin (flat, instances × (nb + 1)), the ``values`` starting in it and
-    those whose last bin was the one before."""
+def _counts(start, dur, valid, values, nb, w, up, down):
+    """Per instance and bin (flat, instances × (nb + 1), into ``up`` and ``down``), the
+    ``values`` starting in it and those whose last bin was the one before."""
     cols, rows = start.shape
     width = nb + 1
-    up, down = np.zeros(cols * width), np.zeros(cols * width)
+    up[:] = 0.0
+    down[:] = 0.0
     for c in range(cols):
         for r in range(rows):
             if valid[c, r]:
                 up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
                 end = start[c, r] + dur[c, r]
                 down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
-    return up, down
+
+
+def column_grid(start, dur, valid, values, nb, w, room=None):
+    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
+    of the valid requests running in it: the running sum of starts less stops (``room``: a
+    :class:`GridRoom` to work in)."""
+    up, down = _room(room, 2, start.shape[0] * (nb + 1))
+    out = np.empty((start.shape[0], nb + 1))
+    return _column_grid_into(start, dur, valid, values, nb, w, up, down, out)
 
 
 @_compiled
-def column_grid(start, dur, valid, values, nb, w):
-    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
-    of the valid requests running in it: the running sum of starts less stops."""
-    up, down = _counts(start, dur, valid, values, nb, w)
+def _column_grid_into(start, dur, valid, values, nb, w, up, down, out):
+    """:func:`column_grid` into ``out``."""
+    _counts(start, dur, valid, values, nb, w, up, down)
     cols, width = start.shape[0], nb + 1
-    out = np.empty((cols, width))
     for c in range(cols):
         acc = 0.0
         for b in range(width):
@@ -215,10 +258,16 @@ def column_grid(start, dur, valid, values, nb, w):
     return out
 
 
-@_compiled
-def column_peak(start, dur, valid, values, nb, w):
+def column_peak(start, dur, valid, values, nb, w, room=None):
     """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
-    up, down = _counts(start, dur, valid, values, nb, w)
+    up, down = _room(room, 2, start.shape[0] * (nb + 1))
+    return _column_peak(start, dur, valid, values, nb, w, up, down)
+
+
+@_compiled
+def _column_peak(start, dur, valid, values, nb, w, up, down):
+    """:func:`column_peak` in ``up`` and ``down``."""
+    _counts(start, dur, valid, values, nb, w, up, down)
     cols, width = start.shape[0], nb + 1
     out = np.full(cols, -np.inf)
     for c in range(cols):
@@ -245,15 +294,14 @@ def _running(up, down, cols, nb):
 
 
 @_compiled
-def round_means(start, dur, valid, held, nb, w):
-    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
-    batch) at its first bin and over its stay (the mean from the grid's running sum,
-    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
-    tokens per bin; the batch at least 1 and whole, the context whole and at least 1."""
+def _round_grids(start, dur, valid, held, nb, w, up_b, down_b, up_t, down_t):
+    """The grids of :func:`round_means` (flat, instances × (nb + 1), in the four arrays):
+    running requests and held tokens per bin, and each one's running sum along its instance
+    (``_running``)."""
     cols, rows = start.shape
     width = nb + 1
-    up_b, down_b = np.zeros(cols * width), np.zeros(cols * width)
-    up_t, down_t = np.zeros(cols * width), np.zeros(cols * width)
+    for x in (up_b, down_b, up_t, down_t):
+        x[:] = 0.0
     for c in range(cols):  # _counts of ones and of held, in one pass
         for r in range(rows):
             if valid[c, r]:
@@ -265,18 +313,45 @@ def round_means(start, dur, valid, held, nb, w):
                 down_t[j] += held[c, r]
     _running(up_b, down_b, cols, nb)
     _running(up_t, down_t, cols, nb)
-    gb, pb, gt, pt = up_b, down_b, up_t, down_t
-    c0, b0 = np.empty((cols, rows)), np.empty((cols, rows))
-    cm, bm = np.empty((cols, rows)), np.empty((cols, rows))
+    return up_b, down_b, up_t, down_t
+
+
+@_inlined
+def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
+    """One request's (context, batch) at its first bin and over its stay, on instance ``c``
+    (from ``start`` ``s`` to ``e`` = start + stay): :func:`round_means`' arithmetic."""
+    width = nb + 1
+    sb = min(np.int64(s / w), nb - 1)
+    eb = min(np.int64(e / w), nb - 1)
+    i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
+    b = max(gb[i], 1.0)
+    c0, b0 = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
+    b = max((pb[j] - pb[i]) / k, 1.0)
+    return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+
+
+def round_means(start, dur, valid, held, nb, w, room=None):
+    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
+    batch) at its first bin and over its stay (the mean from the grid's running sum,
+    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
+    tokens per bin; the batch at least 1 and whole, the context whole and at least 1
+    (``room``: a :class:`GridRoom` to work in)."""
+    c0, b0, cm, bm = (np.empty(start.shape) for _ in range(4))
+    grids = _room(room, 4, start.shape[0] * (nb + 1))
+    return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, *grids)
+
+
+@_compiled
+def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2, g3):
+    """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``."""
+    cols, rows = start.shape
+    _round_grids(start, dur, valid, held, nb, w, g0, g1, g2, g3)
+    gb, pb, gt, pt = g0, g1, g2, g3
     for c in range(cols):
         for r in range(rows):
-            sb = min(np.int64(start[c, r] / w), nb - 1)
-            eb = min(np.int64((start[c, r] + dur[c, r]) / w), nb - 1)
-            i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
-            b = max(gb[i], 1.0)
-            c0[c, r], b0[c, r] = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
-            b = max((pb[j] - pb[i]) / k, 1.0)
-            cm[c, r], bm[c, r] = max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+            c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
+                gb, pb, gt, pt, start[c, r], start[c, r] + dur[c, r], nb, w, c
+            )
     return c0, b0, cm, bm
 
 
@@ -321,14 +396,20 @@ def held_peak(start, dur, need):
     return out
 
 
-@_compiled
 def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context):
     """``sim.StepTable``'s read: the row of the whole ``batch`` (≤ ``whole_batches``: row
     batch − 1; above, when ``big``: the first row at or above it), the ``contexts`` clipped
     to [0, ``top``] in steps of ``h`` tokens, linear between two columns."""
+    return _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batches,
+                             last_context, np.empty(len(batch)))  # fmt: skip
+
+
+@_compiled
+def _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batches, last_context,
+                      out):  # fmt: skip
+    """:func:`step_lookup` into ``out``."""
     n_cols = table.shape[1]
     flat = table.ravel()
-    out = np.empty(len(batch))
     for i in range(len(batch)):
         b = batch[i]
         bi = np.int64(min(b, whole_batches)) - 1
@@ -352,14 +433,18 @@ def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, las
 # ---- requests to instances' rows and back ---------------------------------------------------
 
 
-@_compiled
 def instance_rows(values, order, pad):
     """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
     c + instances, …), each row in ``order`` (indices into it): a reshape to (rows, instances),
     its transpose and ``take_along_axis`` in one pass; ``pad`` past the last request."""
+    return _instance_rows_into(values, order, pad, np.empty(order.shape))
+
+
+@_compiled
+def _instance_rows_into(values, order, pad, out):
+    """:func:`instance_rows` into ``out``."""
     cols, rows = order.shape
     n = len(values)
-    out = np.empty((cols, rows))
     for c in range(cols):
         for j in range(rows):
             k = order[c, j] * cols + c
@@ -367,11 +452,15 @@ def instance_rows(values, order, pad):
     return out
 
 
-@_compiled
 def request_order(m, order, n):
     """:func:`instance_rows` undone: the ``n`` requests' values in request order."""
+    return _request_order_into(m, order, n, np.empty(n))
+
+
+@_compiled
+def _request_order_into(m, order, n, out):
+    """:func:`request_order` into ``out``."""
     cols, rows = order.shape
-    out = np.empty(n)
     for c in range(cols):
         for j in range(rows):
             k = order[c, j] * cols + c
@@ -427,23 +516,50 @@ def stable_order(x):
 
 
 @_compiled
+def _served_in_request_order(ready, service, group, groups, out):
+    """:func:`served_by_group` when each group's jobs are ready in request order (a prefill
+    instance's transfers mostly are): one pass in request order, each group's sums carried
+    along (the same sums in the same order).  Returns False, ``out`` unfinished, at the first
+    job ready before the one its group took last."""
+    total, top = np.zeros(groups), np.full(groups, -np.inf)
+    last = np.full(groups, -np.inf)
+    for i in range(len(ready)):
+        g = group[i]
+        if ready[i] < last[g]:
+            return False
+        last[g] = ready[i]
+        total[g] += service[i]  # S_k
+        top[g] = max(top[g], ready[i] - (total[g] - service[i]))
+        out[i] = (total[g] + top[g]) - service[i]
+    return True
+
+
 def served_by_group(ready, service, group, groups):
     """Start of service [s] of each job (request order) at the single server of its
     ``group`` (0 … groups − 1), each server taking its jobs in ``ready`` order (ties: request
     order): ``fifo.served``'s ``S_k + max_{j ≤ k}(a_j − S_{j−1}) − s_k`` along each group,
     the same sums in the same order, without its matrices."""
     n = len(ready)
+    return _served_by_group_into(ready, service, group, groups, np.empty(n),
+                                 np.empty(n, dtype=np.int64))  # fmt: skip
+
+
+@_compiled
+def _served_by_group_into(ready, service, group, groups, out, members):
+    """:func:`served_by_group` into ``out`` (``members``: room for the request numbers)."""
+    n = len(ready)
+    if _served_in_request_order(ready, service, group, groups, out):
+        return out
     bounds = np.zeros(groups + 1, dtype=np.int64)
     for i in range(n):
         bounds[group[i] + 1] += 1
     for g in range(groups):
         bounds[g + 1] += bounds[g]
     fill = bounds[:-1].copy()
-    members = np.empty(n, dtype=np.int64)  # request numbers, group by group, in order
+    # members: request numbers, group by group, in order
     for i in range(n):
         members[fill[group[i]]] = i
         fill[group[i]] += 1
-    out = np.empty(n)
     for g in range(groups):
         seg = members[bounds[g] : bounds[g + 1]]
         order = stable_order(ready[seg])
@@ -460,23 +576,33 @@ def served_by_group(ready, service, group, groups):
 
 
 @_compiled
-def link_busy(s, d, inst, m, minutes, minute_s):
+def link_busy(s, d, inst, minutes, minute_s):
     """Per instance and minute (flat, instances × (minutes + 1)), the NICs' busy time [s]:
-    each transfer's (``d``, from ``s``) in its minute ``m`` up to the minute's end, the rest
-    in the next (``result._link_peak``: two counts, then their sum)."""
+    each transfer's (``d``, from ``s``) in its minute (``floor_index``, at most the last)
+    up to the minute's end, the rest in the next (``result._link_peak``: two counts, then
+    their sum)."""
     top = 0
     for i in range(len(inst)):
         top = max(top, inst[i])
     cells = (top + 1) * (minutes + 1)
     here_sum, next_sum = np.zeros(cells), np.zeros(cells)
     for i in range(len(s)):
-        here = min(d[i], (m[i] + 1) * minute_s - s[i])
-        cell = inst[i] * (minutes + 1) + m[i]
+        m = min(_floor_one(s[i], minute_s), minutes - 1)
+        here = min(d[i], (m + 1) * minute_s - s[i])
+        cell = inst[i] * (minutes + 1) + m
         here_sum[cell] += here
         next_sum[cell + 1] += d[i] - here
     for c in range(cells):
         here_sum[c] += next_sum[c]
     return here_sum
+
+
+@_inlined
+def _floor_one(x, width):
+    """``x // width`` as a whole number (:func:`floor_index` of one value)."""
+    t = x / width
+    q = np.floor(t)
+    return np.int64(q) if t != q else np.int64(x // width)
 
 
 @_compiled
@@ -486,20 +612,35 @@ def floor_index(x, width):
     floor ``//`` returns), ``//`` itself (numpy's and CPython's divmod rule) where it is."""
     out = np.empty(len(x), dtype=np.int64)
     for i in range(len(x)):
-        t = x[i] / width
-        q = np.floor(t)
-        out[i] = np.int64(q) if t != q else np.int64(x[i] // width)
+        out[i] = _floor_one(x[i], width)
     return out
 
 
 @_compiled
+def floor_counts(x, width):
+    """``np.bincount(floor_index(x, width))`` of values ``x`` ≥ 0, without the indices."""
+    top = x[0]  # the floor rises with x (a division rounded correctly is monotone)
+    for i in range(len(x)):
+        top = max(top, x[i])
+    out = np.zeros(_floor_one(top, width) + 1, dtype=np.int64)
+    for i in range(len(x)):
+        out[_floor_one(x[i], width)] += 1
+    return out
+
+
 def instance_order(ready, instances, rows, pad):
     """Per decode instance (round robin: row c holds requests c, c + instances, …; ``pad``
     past the last), its requests' order by ``ready``, stable: ``np.argsort(…, axis=1,
     kind="stable")`` of those rows (an instance's KV arrivals are nearly in order, so mostly
     by insertion)."""
-    n = len(ready)
     out = np.empty((instances, rows), dtype=np.int64)
+    return _instance_order_into(ready, instances, rows, pad, out)
+
+
+@_compiled
+def _instance_order_into(ready, instances, rows, pad, out):
+    """:func:`instance_order` into ``out``."""
+    n = len(ready)
     row = np.empty(rows)
     for c in range(instances):
         for j in range(rows):
@@ -507,3 +648,25 @@ def instance_order(ready, instances, rows, pad):
             row[j] = ready[k] if k < n else pad
         out[c] = stable_order(row)
     return out
+
+
+# ---- the summary's order statistics ---------------------------------------------------------
+
+
+@_compiled
+def gap_into(later, earlier, out, k):
+    """``out[:] = later − earlier``, and whether its ``k``-th smallest (0-based) is known
+    without a partition: (True, the least value) when more than ``k`` values equal the least
+    (a request that did not wait: most do), else (False, 0).  NaN counts as no value (a
+    partition puts it last)."""
+    least, ties = np.inf, 0
+    for i in range(len(out)):
+        v = later[i] - earlier[i]
+        out[i] = v
+        if v < least:
+            least, ties = v, 1
+        elif v == least:
+            ties += 1
+    if ties > k:
+        return True, least
+    return False, 0.0

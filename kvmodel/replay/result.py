@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.queue import percentile, percentiles
+from kvmodel.capacity.queue import rank
 
 MINUTE_S = 60.0
 BURST_WINDOW_S = 10.0  # the peak rate is the busiest window of this length
@@ -75,17 +75,43 @@ class ReplayResult:
         }
 
 
-def _per_minute_p90(minute: np.ndarray, ttft: np.ndarray, minutes: int) -> np.ndarray:
-    """p90 (the ⌈0.9 n⌉-th smallest, as ``queue.percentile``) of ``ttft`` per minute;
-    ``minute`` rises (requests in arrival order), so each minute is one slice."""
-    counts = np.bincount(minute, minlength=minutes)
+def _per_minute_p90(counts: np.ndarray, ttft: np.ndarray) -> np.ndarray:
+    """p90 (the ⌈0.9 n⌉-th smallest, as ``queue.percentile``) of ``ttft`` per minute, from
+    the requests per minute ``counts`` (requests in arrival order: each minute is one slice)."""
     ends = np.cumsum(counts)
-    out = np.full(minutes, np.nan)
+    out = np.full(len(counts), np.nan)
     for m in np.flatnonzero(counts):  # one partition per minute: ~5 µs each
         lo, hi = int(ends[m] - counts[m]), int(ends[m])
         k = max(math.ceil(0.9 * (hi - lo)) - 1, 0)
         out[m] = np.partition(ttft[lo:hi], k)[k]
     return out
+
+
+class OrderStats:
+    """``queue.percentile`` of many arrays of one length, each partitioned in place in one
+    buffer (the same order statistics: a fresh 8 MB array per percentile costs more than
+    its partition on a million requests)."""
+
+    def __init__(self, n: int):
+        self.buf = np.empty(n)
+
+    def of(self, x: np.ndarray, qs, *, own: bool = False) -> list[float]:
+        """The ``qs`` percentiles of ``x`` (``own``: ``x`` may be reordered in place)."""
+        if not own:
+            np.copyto(self.buf, x)
+            x = self.buf
+        ks = [rank(len(x), q) for q in qs]
+        x.partition(sorted(set(ks)))
+        return [float(x[k]) for k in ks]
+
+    def gap(self, later: np.ndarray, earlier: np.ndarray, q: float = 90.0) -> float:
+        """The ``q``-th percentile of ``later − earlier`` (a wait: when more requests than its
+        rank did not wait at all, it is that least wait, found in the subtraction's pass)."""
+        from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+        a, b = (np.ascontiguousarray(x, dtype=float) for x in (later, earlier))
+        known, least = kernels.gap_into(a, b, self.buf, rank(len(self.buf), q))
+        return float(least) if known else self.of(self.buf, (q,), own=True)[0]
 
 
 def _link_peak(s, d, inst, minutes: int) -> float:
@@ -95,9 +121,7 @@ def _link_peak(s, d, inst, minutes: int) -> float:
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
     s, d = (np.ascontiguousarray(x, dtype=float) for x in (s, d))
-    m = np.minimum(kernels.floor_index(s, MINUTE_S), minutes - 1)
-    busy = kernels.link_busy(s, d, np.ascontiguousarray(inst, dtype=np.int64), m, minutes,
-                             MINUTE_S)  # fmt: skip
+    busy = kernels.link_busy(s, d, np.ascontiguousarray(inst, dtype=np.int64), minutes, MINUTE_S)
     return float(min(busy.max() / MINUTE_S, 1.0))
 
 
@@ -109,9 +133,9 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     ttft = tl.ttft_s
     n = len(ttft)
     arrival = np.ascontiguousarray(tl.arrival_s, dtype=float)
-    minute = kernels.floor_index(arrival, MINUTE_S)
-    minutes = int(minute[-1]) + 1
-    arrivals = np.bincount(minute, minlength=minutes).astype(float)
+    counts = kernels.floor_counts(arrival, MINUTE_S)  # requests per minute
+    minutes = len(counts)
+    arrivals = counts.astype(float)
     w = tl.bin_s
     mem = np.zeros(minutes)
     use = tl.reserved_tokens / tl.capacity_tokens
@@ -120,29 +144,30 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     np.maximum.at(mem, bins[keep], use[keep])
     if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
         mem = np.maximum.accumulate(mem)
-    series = Series(np.arange(minutes), arrivals, _per_minute_p90(minute, ttft, minutes), mem)
-    p50, p90, p99, at_slo = percentiles(ttft, (50.0, 90.0, 99.0, q))
-    tpot90 = percentile(tl.tpot_s, 90.0)
+    series = Series(np.arange(minutes), arrivals, _per_minute_p90(counts, ttft), mem)
+    stats = OrderStats(n)
+    p50, p90, p99, at_slo = stats.of(ttft, (50.0, 90.0, 99.0, q), own=True)  # ttft: reordered
+    tpot90 = stats.of(tl.tpot_s, (90.0,))[0]
     waited = tl.decode_start_s > tl.kv_arrival_s + 1e-12
-    windows = np.bincount(kernels.floor_index(arrival, BURST_WINDOW_S))
+    windows = kernels.floor_counts(arrival, BURST_WINDOW_S)
     full = windows[:-1] if len(windows) > 1 else windows  # the last window is cut short
     span = max(float(tl.arrival_s[-1]), 1e-9)
     return ReplayResult(
         requests=n,
         ttft_p50_s=p50, ttft_p90_s=p90, ttft_p99_s=p99, ttft_at_slo_s=at_slo, ttft_percentile=q,
         tpot_p90_s=tpot90,
-        transfer_p90_s=percentile(tl.kv_arrival_s - tl.prefill_end_s, 90.0),
+        transfer_p90_s=stats.gap(tl.kv_arrival_s, tl.prefill_end_s),
         peak_link_utilization=max(
             _link_peak(tl.link_start_s, tl.link_busy_s, tl.prefill_instance, minutes),
             _link_peak(tl.receive_start_s, tl.link_busy_s, tl.decode_instance, minutes)),
         max_decode_queue=int(tl.waiting.max()),
         meets_slo=bool(at_slo <= ttft_slo_s and tpot90 <= tpot_slo_s),
         poisson=poisson,
-        prefill_wait_p90_s=percentile(tl.prefill_start_s - tl.arrival_s, 90.0),
-        link_wait_p90_s=percentile(tl.receive_start_s - tl.link_ready_s, 90.0),
-        send_wait_p90_s=percentile(tl.link_start_s - tl.link_ready_s, 90.0),
-        receive_wait_p90_s=percentile(tl.receive_start_s - tl.link_start_s, 90.0),
-        memory_wait_p90_s=percentile(tl.decode_start_s - tl.kv_arrival_s, 90.0),
+        prefill_wait_p90_s=stats.gap(tl.prefill_start_s, tl.arrival_s),
+        link_wait_p90_s=stats.gap(tl.receive_start_s, tl.link_ready_s),
+        send_wait_p90_s=stats.gap(tl.link_start_s, tl.link_ready_s),
+        receive_wait_p90_s=stats.gap(tl.receive_start_s, tl.link_start_s),
+        memory_wait_p90_s=stats.gap(tl.decode_start_s, tl.kv_arrival_s),
         memory_waited_share=float(waited.mean()),
         peak_rate_rps=float(full.max()) / min(BURST_WINDOW_S, span),
         mean_rate_rps=n / span,
