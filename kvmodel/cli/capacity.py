@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import inputs as I
 from .edge import fmt_ms, ttft_parts_text
-from .options import add_input, scenario_from_args, whole
+from .options import add_input, check_input, scenario_from_args, whole
 from .output import emit
 
 ROWS = (
@@ -153,10 +153,7 @@ def _parallelism(args) -> tuple:
     """(prefill TP, decode TP, prefill EP, decode EP) from --tp/--tp-decode/--ep/--ep-decode,
     None where the plan searches; ``args`` is set to what the scenario's checks expect."""
     for key in ("ep", "epd"):  # checked before 1 ("off") stands in for them below
-        row = I.get(key)
-        value = getattr(args, row.cli.removeprefix("--").replace("-", "_"), None)
-        if value is not None:
-            row.check(value, what=row.cli)
+        check_input(args, I.get(key))
     raw_p, raw_d = args.tp, args.tp_decode
     prefill_tp = None if raw_p == "auto" else raw_p
     # --tp-decode absent: the prefill TP (searched with it when --tp is auto)

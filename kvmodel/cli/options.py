@@ -79,13 +79,18 @@ def _number_or_est(text):
     return None if text.strip().lower() == "est" else _number(text)
 
 
+def check_input(args, row: I.Input) -> None:
+    """One numeric option against its row's limit (absent or ``est``: nothing to check)."""
+    value = getattr(args, _dest(row), None)
+    if value is not None and value != "est":
+        row.check(value, what=row.cli, scale=row.cli_scale)
+
+
 def check_inputs(args) -> None:
     """Every numeric option against its row's limit; the message names the flag."""
     for row in I.INPUTS:
-        if row.cli and row.kind in ("int", "float") and hasattr(args, _dest(row)):
-            value = getattr(args, _dest(row))
-            if value is not None and value != "est":
-                row.check(value, what=row.cli, scale=row.cli_scale)
+        if row.cli and row.kind in ("int", "float"):
+            check_input(args, row)
 
 
 SCENARIO_ROWS = tuple(r for r in I.INPUTS if r.cli and not r.page and r.name != "model")
