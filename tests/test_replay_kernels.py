@@ -23,7 +23,7 @@ from kvmodel.replay.sim import STEPS
 ROOT = Path(__file__).resolve().parents[1]
 
 # 3 identical servers, first come first served, the server free longest first (ties: the
-# lowest).  Whole seconds, so the heap's 1 ns ticks are exact.  By hand:
+# lowest).  By hand:
 #   r0 at 0: all free at 0 -> server 0, busy until 0 + 4 = 4
 #   r1 at 0: servers 1, 2 free -> server 1, until 0 + 2 = 2
 #   r2 at 0: server 2, until 0 + 3 = 3
@@ -36,26 +36,29 @@ START = [0.0, 0.0, 0.0, 2.0, 3.0, 3.0]
 SERVER = [0, 1, 2, 1, 1, 2]
 
 
-def test_first_free_heap_by_hand():
-    start, inst, free = np.empty(6), np.empty(6, dtype=np.int64), np.zeros(3)
-    nxt = kernels.first_free_heap(ARRIVAL, WORK, free, 0, 6, 1e-9, start, inst)
-    assert nxt == 6
-    assert_allclose(start, START, atol=1e-12)
+def test_first_free_into_by_hand():
+    start, inst = np.empty(6), np.empty(6, dtype=np.int64)
+    kernels.first_free_into(ARRIVAL, WORK, 3, start, inst)
+    assert_array_equal(start, START)  # exact: the free moments are the floats themselves
     assert inst.tolist() == SERVER
-    assert_allclose(free, [4.0, 5.0, 4.0])  # each server's next free moment, from above
 
 
-def test_first_free_heap_stops_at_the_first_request_that_finds_a_server_free():
-    # least = 4: r0 … r3 are taken whatever they find; r4 (at 2) waits (servers free at 4, 3,
-    # 3), r5 too; a 7th request at 10 finds one free and is left to the arrays
-    a, w = np.append(ARRIVAL, 10.0), np.append(WORK, 1.0)
-    start, inst, free = np.empty(7), np.empty(7, dtype=np.int64), np.zeros(3)
-    assert kernels.first_free_heap(a, w, free, 0, 4, 1e-9, start, inst) == 6
-    assert_allclose(start[:6], START, atol=1e-12)
+def test_first_free_into_breaks_exact_ties_by_the_lowest_instance():
+    # 3 servers, every job 1 s, two arriving at each whole second, by hand:
+    #   r0, r1 at 0: all free at 0 -> servers 0 and 1 (lowest first), until 1
+    #   r2 at 1: free at 1, 1, 0 -> server 2 (free longest), until 2
+    #   r3 at 1: servers 0 and 1 tie at 1 -> server 0, until 2
+    #   r4 at 2: free at 2, 1, 2 -> server 1, until 3
+    #   r5 at 2: servers 0 and 2 tie at 2 -> server 0
+    a = np.array([0.0, 0.0, 1.0, 1.0, 2.0, 2.0])
+    start, inst = np.empty(6), np.empty(6, dtype=np.int64)
+    kernels.first_free_into(a, np.ones(6), 3, start, inst)
+    assert_array_equal(start, a)  # nobody waits
+    assert inst.tolist() == [0, 1, 2, 0, 1, 0]
 
 
-def test_first_free_by_hand_through_the_arrays_and_the_heap():
-    # r0 … r2 find a server free (the vectorised run), r3 waits: the heap from there
+def test_first_free_by_hand():
+    # the hand-worked case above through fifo.first_free: r0 … r2 find a server free, r3 waits
     start, inst = first_free(ARRIVAL, WORK, 3)
     assert_allclose(start, START, atol=1e-12)
     assert inst.tolist() == SERVER
@@ -103,12 +106,12 @@ def test_round_means_by_hand():
     assert_array_equal(bm, [[2.0, 2.0]])
 
 
-def test_held_peak_counts_departures_before_arrivals():
-    # A (0 … 2, 10 tokens), B (1 … 2, 20), C (2 … 3, 30): held 10, 30; at 2 A and B leave
-    # before C comes, so 30 again, never 60
-    peak = kernels.held_peak(np.array([[0.0, 1.0, 2.0]]), np.array([[2.0, 1.0, 1.0]]),
-                             np.array([[10.0, 20.0, 30.0]]))  # fmt: skip
-    assert_array_equal(peak, [30.0])
+def test_admit_counts_departures_before_arrivals():
+    # A (ready 0, stays 2, 10 tokens), B (1, 1, 20), C (2, 1, 30) in 30 tokens: held 10, 30;
+    # at 2 A and B leave before C comes, so C fits at once (never 60 held)
+    got = kernels.admit(np.array([0.0, 1.0, 2.0]), np.array([10.0, 20.0, 30.0]),
+                        np.array([2.0, 1.0, 1.0]), 30.0)  # fmt: skip
+    assert_array_equal(got, [0.0, 1.0, 2.0])
 
 
 def test_step_lookup_by_hand():
@@ -267,21 +270,25 @@ def test_instance_order_by_hand():
     assert got.tolist() == [[1, 2, 0], [0, 1, 2]]
 
 
-@pytest.mark.parametrize("sorted_starts", [True, False])
-def test_held_peak_equals_the_sorted_events(sorted_starts):
-    """The exact check against numpy: events (departures, then arrivals) sorted stably and a
-    running sum; arrivals in order take the merge, out of order the full sort."""
+@pytest.mark.parametrize("capacity", [1000.0, 1300.0, 1600.0])
+def test_admit_moves_a_start_exactly_when_the_held_tokens_overflow(capacity):
+    """``decode._flagged`` leaves rows to ``admit`` that may not overflow: on those it must
+    admit every request when it is ready.  The oracle is numpy: events (departures, then
+    arrivals) sorted stably and a running sum; the capacities span rows that never, sometimes
+    and often overflow."""
     rng = np.random.default_rng(11)
-    start = np.round(rng.uniform(0, 100, (3, 500)), 1)
-    if sorted_starts:
-        start = np.sort(start, axis=1)
-    dur = np.round(rng.exponential(5.0, (3, 500)), 1)  # ties between ends and starts
-    need = rng.integers(1, 100, (3, 500)).astype(float)
-    times = np.concatenate([start + dur, start], axis=1)
+    ready = np.sort(np.round(rng.uniform(0, 100, (6, 300)), 1), axis=1)
+    dur = np.round(rng.exponential(5.0, (6, 300)), 1)  # ties between ends and starts
+    need = rng.integers(1, 100, (6, 300)).astype(float)
+    times = np.concatenate([ready + dur, ready], axis=1)
     delta = np.concatenate([-need, need], axis=1)
     order = np.argsort(times, axis=1, kind="stable")
-    want = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
-    assert_array_equal(kernels.held_peak(start, dur, need), want)
+    peak = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
+    moved = [bool((kernels.admit(ready[c], need[c], dur[c], capacity) != ready[c]).any())
+             for c in range(6)]  # fmt: skip
+    assert moved == (peak > capacity).tolist()
+    # peaks 1,158-1,553 tokens: 1,000 overflows on every row, 1,300 on three, 1,600 on none
+    assert sum(moved) == {1000.0: 6, 1300.0: 3, 1600.0: 0}[capacity]
 
 
 _SMALL_REPLAY = """

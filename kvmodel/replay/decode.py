@@ -13,8 +13,8 @@ by fixed-point iteration (:data:`ITERATIONS` rounds from the plan's design step)
 counts every instance's running batch and held tokens on a time grid (bins of at least
 :data:`MIN_BIN_S`, at most :data:`MAX_CELLS` cells in all), gives each request the step at the
 batch when it starts (its first step) and at the mean batch over its stay (every other step).
-Admission by memory is checked for every instance at once; the event loop (a heap of
-departures) runs only on instances whose reserved tokens would ever exceed their memory.  The
+Admission by memory is checked for every instance at once (a grid); the event loop (a heap
+of departures) runs only on instances whose reserved tokens may exceed their memory.  The
 arrays are (instances, rows), an instance's requests in a row in arrival order; the loops over
 them are compiled (:mod:`kvmodel.replay.kernels`).
 """
@@ -44,22 +44,18 @@ class DecodeRun:
     memory_bound: int  # instances on which memory ever made a request wait
 
 
-def _overflows(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
-    """Instances (rows) whose reserved tokens exceed ``capacity`` at some time (departures
-    first).
-
-    A grid first (``kernels.column_peak`` counts a request in every bin it touches: never
-    below the exact peak), then the exact check by sorted events only on the rows it flags."""
+def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
+    """Instances (rows) whose reserved tokens may exceed ``capacity`` at some time: a grid
+    (``kernels.column_peak`` counts a request in every bin it touches: never below the exact
+    peak, departures first), so every row that overflows is among them.  Memory admission
+    (``kernels.admit``) runs on these rows only: on a row that never overflows it admits every
+    request when it is ready, as if it had not run."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
     horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
     w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
     rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w, room)
-    rows = np.flatnonzero(rough > capacity * (1 + 1e-12))
-    if not rows.size:
-        return rows
-    peak = kernels.held_peak(start[rows], dur[rows], need[rows])
-    return rows[peak > capacity * (1 + 1e-12)]
+    return np.flatnonzero(rough > capacity * (1 + 1e-12))
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
@@ -83,10 +79,12 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     tpot = np.full(r.shape, design_step_s)
     for i in range(ITERATIONS):
         dur = kernels.durations(valid, first, tpot, out)
-        bound = _overflows(r, dur, nd, valid, capacity_tokens, room)
-        start = r.copy() if bound.size else r  # admission moves some starts
-        for c in bound:
+        flagged = _flagged(r, dur, nd, valid, capacity_tokens, room)
+        start = r.copy() if flagged.size else r  # admission moves some starts
+        bound = 0  # instances on which some request waited for memory
+        for c in flagged:
             start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
+            bound += bool((start[c] != r[c]).any())
         horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
@@ -104,7 +102,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     return DecodeRun(
         start_s=s, first_step_s=flat(first), tpot_s=flat(tpot), depart_s=s + flat(dur),
         bin_s=w, reserved_tokens=reserved, waiting=_queue(ready, s),
-        memory_bound=len(bound),
+        memory_bound=bound,
     )  # fmt: skip
 
 
