@@ -641,13 +641,69 @@ def _key_range(bits):
     return lo, hi, nan
 
 
+@_inlined
+def _bucket_shift(lo, hi):
+    """The shift that puts keys lo … hi into at most 2^_RADIX_BITS buckets."""
+    span = hi - lo
+    width = 0
+    while span >> np.uint64(width) >= np.uint64(1 << _RADIX_BITS):
+        width += 1
+    return np.uint64(width)
+
+
+@_compiled
+def _level(bits, ks, lo, hi):
+    """One radix level for the sorted ranks ``ks`` among the float ``bits`` whose keys lie in
+    [lo, hi]: a histogram of the keys' leading bits, then one pass gathering the members of
+    every bucket a rank falls in.  Returns, per rank, its bucket's members (a slot of
+    ``pool``, from ``first`` with ``size``), its rank among them and the bucket's key range."""
+    shift = _bucket_shift(lo, hi)
+    counts = np.zeros((1 << _RADIX_BITS) + 1, dtype=np.int64)
+    for i in range(len(bits)):
+        key = _order_key(bits[i])
+        if key >= lo and key <= hi:
+            counts[(key - lo) >> shift] += 1
+    m = len(ks)
+    bucket, within = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    below, b = 0, 0
+    for j in range(m):  # ks sorted: the buckets are found in one sweep
+        while below + counts[b] <= ks[j]:
+            below += counts[b]
+            b += 1
+        bucket[j], within[j] = b, ks[j] - below
+    slot = np.full(len(counts), -1, dtype=np.int64)  # bucket -> its place in pool
+    first = np.empty(m, dtype=np.int64)
+    total = 0
+    for j in range(m):
+        if slot[bucket[j]] < 0:
+            slot[bucket[j]] = total
+            total += counts[bucket[j]]
+        first[j] = slot[bucket[j]]
+    pool = np.empty(total, dtype=np.uint64)
+    fill = slot.copy()
+    for i in range(len(bits)):
+        key = _order_key(bits[i])
+        if key >= lo and key <= hi:
+            g = fill[(key - lo) >> shift]
+            if g >= 0:
+                pool[g] = bits[i]
+                fill[(key - lo) >> shift] = g + 1
+    size = np.empty(m, dtype=np.int64)
+    ranges = np.empty((m, 2), dtype=np.uint64)
+    for j in range(m):
+        size[j] = counts[bucket[j]]
+        ranges[j, 0] = lo + (np.uint64(bucket[j]) << shift)
+        ranges[j, 1] = min(hi, ranges[j, 0] + ((np.uint64(1) << shift) - np.uint64(1)))
+    return pool, first, size, within, ranges
+
+
 @_compiled
 def _select(bits, k, lo, hi):
-    """The ``k``-th smallest (0-based) float of ``bits`` whose keys lie in [lo, hi]: a
-    histogram of the keys' leading bits finds the bucket holding it, whose members are
-    gathered and searched again, until few are left (exact: order statistics of the keys
-    are those of the floats)."""
+    """The ``k``-th smallest (0-based) float (as bits) of ``bits`` whose keys lie in
+    [lo, hi]: radix levels (:func:`_level`) until few candidates are left, then a sort
+    (exact: order statistics of the keys are those of the floats)."""
     cur = bits
+    ks = np.empty(1, dtype=np.int64)
     while True:
         if lo == hi:  # every candidate equal
             for i in range(len(cur)):
@@ -662,41 +718,32 @@ def _select(bits, k, lo, hi):
             for i in range(len(cur)):
                 if _order_key(cur[i]) == want:
                     return cur[i]
-        span = hi - lo
-        width = 0
-        while span >> np.uint64(width) >= np.uint64(1 << _RADIX_BITS):
-            width += 1
-        shift = np.uint64(width)
-        counts = np.zeros((1 << _RADIX_BITS) + 1, dtype=np.int64)
-        for i in range(len(cur)):
-            key = _order_key(cur[i])
-            if key >= lo and key <= hi:
-                counts[(key - lo) >> shift] += 1
-        below, b = 0, 0
-        while below + counts[b] <= k:
-            below += counts[b]
-            b += 1
-        size = counts[b]
-        nxt = np.empty(size, dtype=np.uint64)
-        j = 0
-        for i in range(len(cur)):
-            key = _order_key(cur[i])
-            if key >= lo and key <= hi and (key - lo) >> shift == np.uint64(b):
-                nxt[j] = cur[i]
-                j += 1
-        new_lo = lo + (np.uint64(b) << shift)
-        new_hi = min(hi, new_lo + ((np.uint64(1) << shift) - np.uint64(1)))
-        cur, k, lo, hi = nxt, k - below, new_lo, new_hi
+        ks[0] = k
+        pool, first, size, within, ranges = _level(cur, ks, lo, hi)
+        cur, k, lo, hi = pool, within[0], ranges[0, 0], ranges[0, 1]
+
+
+@_compiled
+def _order_stats(bits, ks, lo, hi, out):
+    """``out[j]``: the ``ks[j]``-th smallest of ``bits`` (``ks`` sorted), the first radix
+    level shared by every rank (three passes over the array in all, whatever the ranks)."""
+    pool, first, size, within, ranges = _level(bits, ks, lo, hi)
+    for j in range(len(ks)):
+        part = pool[first[j] : first[j] + size[j]]
+        out[j] = _select(part, within[j], ranges[j, 0], ranges[j, 1])
 
 
 @_compiled
 def order_stats(x, ks):
     """(whether exact, the ``ks``-th smallest values (0-based) of float64 ``x``): ``x`` is
     not reordered.  (False, _) when ``x`` holds a NaN: the caller partitions instead."""
-    out = np.zeros(len(ks), dtype=np.uint64)
+    order = np.argsort(ks)
+    sorted_ks = ks[order]
+    found = np.zeros(len(ks), dtype=np.uint64)
     bits = x.view(np.uint64)
     lo, hi, nan = _key_range(bits)
-    if not nan:
-        for j in range(len(ks)):
-            out[j] = _select(bits, ks[j], lo, hi)
+    if not nan and len(ks):
+        _order_stats(bits, sorted_ks, lo, hi, found)
+    out = np.zeros(len(ks), dtype=np.uint64)
+    out[order] = found
     return not nan, out.view(np.float64)
