@@ -78,7 +78,7 @@ def test_memory_waits_first_come_first_served():
     request 1 leaves at 100 ms (10 tokens); 2 waits for it, 3 queues behind 2 (no overtaking)."""
     run = run_decode(np.array([0.0, 0.001, 0.002]), np.array([60.0, 60.0, 30.0]),
                      np.array([50.0, 50.0, 25.0]), np.array([10.0, 10.0, 1.0]), instances=1,
-                     capacity_tokens=100.0, step=lambda c, b: np.full(np.shape(b), 0.01),
+                     capacity_tokens=100.0, step=lambda c, b, out=None: np.full(np.shape(b), 0.01),
                      design_step_s=0.01)  # fmt: skip
     assert_allclose(run.start_s, [0.0, 0.1, 0.1])
     assert_allclose(run.depart_s, [0.1, 0.2, 0.11])
@@ -88,7 +88,8 @@ def test_memory_waits_first_come_first_served():
 def test_no_memory_wait_when_it_fits():
     run = run_decode(np.array([0.0, 0.001]), np.array([60.0, 30.0]), np.array([50.0, 25.0]),
                      np.array([10.0, 10.0]), instances=1, capacity_tokens=100.0,
-                     step=lambda c, b: np.full(np.shape(b), 0.01), design_step_s=0.01)  # fmt: skip
+                     step=lambda c, b, out=None: np.full(np.shape(b), 0.01),
+                     design_step_s=0.01)  # fmt: skip
     assert_allclose(run.start_s, [0.0, 0.001])
     assert run.memory_bound == 0
 

@@ -129,11 +129,22 @@ def test_step_lookup_by_hand():
 def test_instance_rows_and_back():
     # 5 requests on 2 instances (round robin): instance 0 gets 0, 2, 4, instance 1 gets 1, 3
     # (and a pad); each row in the order given
-    values = np.array([10.0, 11.0, 12.0, 13.0, 14.0])
+    ready = np.array([10.0, 11.0, 12.0, 13.0, 14.0])
+    need = np.array([100.0, 300.0, 120.0, 130.0, 140.0])  # 300 > the capacity 200: 200
+    held, output = need / 2, np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     order = np.array([[2, 0, 1], [1, 0, 2]])
-    rows = kernels.instance_rows(values, order, -1.0)
-    assert_array_equal(rows, [[14.0, 10.0, 12.0], [13.0, 11.0, -1.0]])
-    assert_array_equal(kernels.request_order(rows, order, 5), values)
+    r, nd, hd, out, valid = kernels.instance_rows(order, -1.0, ready, need, held, output, 200.0)
+    assert_array_equal(r, [[14.0, 10.0, 12.0], [13.0, 11.0, -1.0]])
+    assert_array_equal(nd, [[140.0, 100.0, 120.0], [130.0, 200.0, 0.0]])
+    assert_array_equal(hd, [[70.0, 50.0, 60.0], [65.0, 150.0, 0.0]])
+    assert_array_equal(out, [[5.0, 1.0, 3.0], [4.0, 2.0, 0.0]])
+    assert valid.tolist() == [[True, True, True], [True, True, False]]
+    # back: start = the rows themselves, stays of 1 s: departures 1 s later
+    s, f, t, d = kernels.request_order(order, 5, r, out, hd, np.ones(r.shape))
+    assert_array_equal(s, ready)
+    assert_array_equal(f, output)
+    assert_array_equal(t, held)
+    assert_array_equal(d, ready + 1.0)
 
 
 def test_the_app_and_the_cli_import_no_numba():

@@ -59,28 +59,39 @@ def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
-               step, design_step_s: float, on_round=None) -> DecodeRun:  # fmt: skip
+               step, design_step_s: float, on_round=None, rows=None) -> DecodeRun:  # fmt: skip
     """The pool (module doc), requests in stream order.  ``ready``: KV arrival [s]; ``need``:
     tokens reserved; ``held``: mean tokens held over the stay; ``output``: tokens generated
-    (≥ 1); ``step(context, batch)``: one decode step [s] for arrays of whole tokens and
-    requests; ``on_round(i)``, when given, is called after round i (1 … :data:`ITERATIONS`)."""
+    (≥ 1); ``step(context, batch, out=)``: one decode step [s] for arrays of whole tokens
+    and requests (it may fill ``out`` and return it); ``on_round(i)``, when given, is called
+    after round i (1 … :data:`ITERATIONS`);
+    ``rows``: (KV arrivals as the instances' rows, each row's order by them), when the
+    caller has them (``kernels.receive_in_turn``)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
     n = len(ready)
     ready = np.asarray(ready, dtype=float)
-    rows = -(-n // instances)
-    order = kernels.instance_order(ready, instances, rows, float(ready.max()))  # by KV arrival
-    r = kernels.instance_rows(ready, order, float(ready.max()))
-    valid = order * instances + np.arange(instances)[:, None] < n
-    nd, hd, out = (kernels.instance_rows(np.asarray(x, dtype=float), order, 0.0)
-                   for x in (np.minimum(need, capacity_tokens), held, output))  # fmt: skip
+    if rows is None:
+        order = kernels.instance_order(ready, instances, -(-n // instances), float(ready.max()))
+        by_row = ready
+    else:
+        by_row, order = rows
+    need, held, output = (np.asarray(x, dtype=float) for x in (need, held, output))
+    r, nd, hd, out, valid = kernels.instance_rows(order, float(ready.max()), by_row, need, held,
+                                                  output, float(capacity_tokens))  # fmt: skip
     room = kernels.GridRoom()  # the rounds' grids, reused
+    # the rounds' arrays, reused: a fresh 8 MB array costs its page faults each time
     first = np.full(r.shape, design_step_s)
     tpot = np.full(r.shape, design_step_s)
+    dur, moved, means = np.empty(r.shape), np.empty(r.shape), [np.empty(r.shape) for _ in "1234"]
     for i in range(ITERATIONS):
-        dur = kernels.durations(valid, first, tpot, out)
+        kernels.durations_into(valid, first, tpot, out, dur)
         flagged = _flagged(r, dur, nd, valid, capacity_tokens, room)
-        start = r.copy() if flagged.size else r  # admission moves some starts
+        if flagged.size:  # admission moves some starts
+            np.copyto(moved, r)
+            start = moved
+        else:
+            start = r
         bound = 0  # instances on which some request waited for memory
         for c in flagged:
             start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
@@ -88,19 +99,16 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
         w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
         nb = int(horizon / w) + 2
-        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room)
-        first, tpot = step(c0, b0), step(cm, bm)
+        c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room, out=means)
+        first, tpot = step(c0, b0, out=first), step(cm, bm, out=tpot)
         if on_round is not None:
             on_round(i + 1)
-    dur = kernels.durations(valid, first, tpot, out)
+    kernels.durations_into(valid, first, tpot, out, dur)
     reserved = kernels.column_grid(start, dur, valid, nd, nb, w, room)[:, :nb].sum(axis=0)
 
-    def flat(m):
-        return kernels.request_order(m, order, n)
-
-    s = flat(start)
+    s, f, t, d = kernels.request_order(order, n, start, first, tpot, dur)
     return DecodeRun(
-        start_s=s, first_step_s=flat(first), tpot_s=flat(tpot), depart_s=s + flat(dur),
+        start_s=s, first_step_s=f, tpot_s=t, depart_s=d,
         bin_s=w, reserved_tokens=reserved, waiting=_queue(ready, s),
         memory_bound=bound,
     )  # fmt: skip

@@ -157,16 +157,18 @@ def durations(valid, first, tpot, output):
     output token (0 for the padding past the last request).  (Outputs of a million values
     are allocated by numpy here and filled by the compiled code: numpy asks the kernel for
     huge pages, numba does not, and its 8 MB arrays cost ~2× more to fill the first time.)"""
-    return _durations_into(valid, first, tpot, output, np.zeros(first.shape))
+    return durations_into(valid, first, tpot, output, np.empty(first.shape))
 
 
 @_compiled
-def _durations_into(valid, first, tpot, output, out):
-    """:func:`durations` into ``out`` (zeros)."""
+def durations_into(valid, first, tpot, output, out):
+    """:func:`durations` into ``out`` (any array of their shape: every cell is written)."""
     for c in range(first.shape[0]):
         for r in range(first.shape[1]):
             if valid[c, r]:
                 out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
+            else:
+                out[c, r] = 0.0
     return out
 
 
@@ -309,13 +311,14 @@ def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
     return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
 
 
-def round_means(start, dur, valid, held, nb, w, room=None):
+def round_means(start, dur, valid, held, nb, w, room=None, out=None):
     """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
     batch) at its first bin and over its stay (the mean from the grid's running sum,
     ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
     tokens per bin; the batch at least 1 and whole, the context whole and at least 1
-    (``room``: a :class:`GridRoom` to work in)."""
-    c0, b0, cm, bm = (np.empty(start.shape) for _ in range(4))
+    (``room``: a :class:`GridRoom` to work in; ``out``: four arrays to fill, reused by the
+    rounds: a fresh 8 MB array costs its page faults again)."""
+    c0, b0, cm, bm = out if out is not None else (np.empty(start.shape) for _ in range(4))
     grids = _room(room, 4, start.shape[0] * (nb + 1))
     return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, *grids)
 
@@ -334,12 +337,15 @@ def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2
     return c0, b0, cm, bm
 
 
-def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context):
+def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context,
+                out=None):  # fmt: skip
     """``sim.StepTable``'s read: the row of the whole ``batch`` (≤ ``whole_batches``: row
     batch − 1; above, when ``big``: the first row at or above it), the ``contexts`` clipped
-    to [0, ``top``] in steps of ``h`` tokens, linear between two columns."""
+    to [0, ``top``] in steps of ``h`` tokens, linear between two columns (into ``out`` when
+    given)."""
+    dest = np.empty(len(batch)) if out is None else out
     return _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batches,
-                             last_context, np.empty(len(batch)))  # fmt: skip
+                             last_context, dest)  # fmt: skip
 
 
 @_compiled
@@ -371,40 +377,62 @@ def _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batche
 # ---- requests to instances' rows and back ---------------------------------------------------
 
 
-def instance_rows(values, order, pad):
-    """(instances, rows) of ``values`` (request order, round robin: row c holds requests c,
-    c + instances, …), each row in ``order`` (indices into it): a reshape to (rows, instances),
-    its transpose and ``take_along_axis`` in one pass; ``pad`` past the last request."""
-    return _instance_rows_into(values, order, pad, np.empty(order.shape))
+def instance_rows(order, pad, ready, need, held, output, capacity):
+    """The decode pool's (instances, rows) tables, each row in ``order`` (indices into the
+    row: round robin, row c holds requests c, c + instances, …): KV arrival (``pad`` past
+    the last request), tokens reserved (at most ``capacity``), tokens held, output tokens
+    (0 past the last), and whether a cell holds a request.  ``ready`` may be given as rows
+    already (:func:`receive_in_turn`'s)."""
+    shape = order.shape
+    n = len(need)
+    r, nd, hd, out = (np.empty(shape) for _ in range(4))
+    valid = np.empty(shape, dtype=np.bool_)
+    by_row = [ready if np.ndim(ready) == 2 else rows_of(ready, shape[0], 0.0)]
+    by_row += [rows_of(x, shape[0], 0.0) for x in (need, held, output)]
+    _instance_rows_into(order, n, pad, *by_row, capacity, r, nd, hd, out, valid)
+    return r, nd, hd, out, valid
 
 
 @_compiled
-def _instance_rows_into(values, order, pad, out):
-    """:func:`instance_rows` into ``out``."""
+def _instance_rows_into(order, n, pad, ready, need, held, output, capacity, r, nd, hd, out,
+                        valid):  # fmt: skip
+    """:func:`instance_rows` into its five tables, from the inputs' rows."""
     cols, rows = order.shape
-    n = len(values)
     for c in range(cols):
         for j in range(rows):
-            k = order[c, j] * cols + c
-            out[c, j] = values[k] if k < n else pad
-    return out
+            q = order[c, j]
+            if q * cols + c < n:
+                r[c, j], hd[c, j], out[c, j] = ready[c, q], held[c, q], output[c, q]
+                nd[c, j] = min(need[c, q], capacity)
+                valid[c, j] = True
+            else:
+                r[c, j], nd[c, j], hd[c, j], out[c, j] = pad, 0.0, 0.0, 0.0
+                valid[c, j] = False
 
 
-def request_order(m, order, n):
-    """:func:`instance_rows` undone: the ``n`` requests' values in request order."""
-    return _request_order_into(m, order, n, np.empty(n))
+def request_order(order, n, start, first, tpot, dur):
+    """:func:`instance_rows` undone for the decode results: the ``n`` requests' (start,
+    first step, mean step, departure = start + stay) in request order."""
+    rows = [np.empty(order.shape) for _ in range(4)]
+    _unorder_rows(order, start, first, tpot, dur, *rows)
+    out = []
+    for m in rows:
+        x = np.empty(n)
+        _from_rows(m, n, x)
+        out.append(x)
+    return tuple(out)
 
 
 @_compiled
-def _request_order_into(m, order, n, out):
-    """:func:`request_order` into ``out``."""
+def _unorder_rows(order, start, first, tpot, dur, s, f, t, d):
+    """Each row back in request order (``s[c, order[c, j]] = start[c, j]``, …; d = the
+    departure)."""
     cols, rows = order.shape
     for c in range(cols):
         for j in range(rows):
-            k = order[c, j] * cols + c
-            if k < n:
-                out[k] = m[c, j]
-    return out
+            q = order[c, j]
+            s[c, q], f[c, q], t[c, q] = start[c, j], first[c, j], tpot[c, j]
+            d[c, q] = start[c, j] + dur[c, j]
 
 
 # ---- first come first served per group (an instance's NICs) --------------------------------
@@ -571,21 +599,107 @@ def instance_order(ready, instances, rows, pad):
     past the last), its requests' order by ``ready``, stable: ``np.argsort(…, axis=1,
     kind="stable")`` of those rows (an instance's KV arrivals are nearly in order, so mostly
     by insertion)."""
-    out = np.empty((instances, rows), dtype=np.int64)
-    return _instance_order_into(ready, instances, rows, pad, out)
+    m = np.empty((instances, rows))
+    _to_rows(np.ascontiguousarray(ready, dtype=float), float(pad), m)
+    return _order_rows(m)
 
 
 @_compiled
-def _instance_order_into(ready, instances, rows, pad, out):
-    """:func:`instance_order` into ``out``."""
-    n = len(ready)
-    row = np.empty(rows)
-    for c in range(instances):
-        for j in range(rows):
-            k = j * instances + c
-            row[j] = ready[k] if k < n else pad
-        out[c] = stable_order(row)
+def _order_rows(m):
+    """:func:`instance_order` of the rows ``m``."""
+    out = np.empty(m.shape, dtype=np.int64)
+    for c in range(m.shape[0]):
+        out[c] = stable_order(m[c])
     return out
+
+
+@_compiled
+def _sorted_by_pair(keys, order):
+    """Reorder ``order`` (a permutation of 0 … len − 1, nearly sorted already) in place so
+    that ``keys[order]`` rises, ties by the index itself: by insertion, each item moving
+    only as far as it is out of place (the exact ``np.argsort(keys, kind="stable")``)."""
+    for i in range(1, len(order)):
+        o = order[i]
+        v = keys[o]
+        j = i
+        while j > 0 and (keys[order[j - 1]] > v or (keys[order[j - 1]] == v and order[j - 1] > o)):
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = o
+
+
+@_compiled
+def _to_rows(x, pad, out):
+    """``out[c, j] = x[j · instances + c]`` (``pad`` past the end of ``x``): request order to
+    the instances' rows (round robin), reading ``x`` once in order and writing one stream per
+    instance (the rows' strided reads would fetch every cache line once per instance)."""
+    instances, rows = out.shape
+    n = len(x)
+    for j in range(rows):
+        base = j * instances
+        for c in range(instances):
+            out[c, j] = x[base + c] if base + c < n else pad
+
+
+@_compiled
+def _from_rows(m, n, out):
+    """:func:`_to_rows` undone: ``out[j · instances + c] = m[c, j]`` for the first ``n``."""
+    instances, rows = m.shape
+    for j in range(rows):
+        base = j * instances
+        for c in range(instances):
+            if base + c < n:
+                out[base + c] = m[c, j]
+
+
+def rows_of(x, instances, pad):
+    """(instances, rows) of ``x`` in request order, round robin (:func:`_to_rows`)."""
+    n = len(x)
+    out = np.empty((instances, -(-n // instances)))
+    _to_rows(np.ascontiguousarray(x, dtype=float), float(pad), out)
+    return out
+
+
+def receive_in_turn(link_start, busy, instances):
+    """The decode side's NICs and rows, one instance at a time (request k decodes on instance
+    k mod ``instances``): (start on its NICs [s], KV arrival [s] = that start + ``busy``,
+    both in request order; the KV arrivals as the instances' rows; and each row's order of
+    its requests by KV arrival, ties by request order, as ``np.argsort(…, kind="stable")``).
+
+    An instance's NICs take one transfer at a time in the order they leave (``link_start``;
+    ties: request order), ``fifo.served``'s sums along them (as :func:`served_by_group`:
+    the same sums in the same order); the KV arrivals are then nearly in that order, so the
+    rows' order starts from it and is finished by insertion."""
+    n = len(link_start)
+    leave, stay = rows_of(link_start, instances, 0.0), rows_of(busy, instances, 0.0)
+    rec, kv = np.empty(leave.shape), np.empty(leave.shape)
+    order = np.empty(leave.shape, dtype=np.int64)
+    _receive_rows(leave, stay, n, rec, kv, order)
+    receive, arrival = np.empty(n), np.empty(n)
+    _from_rows(rec, n, receive)
+    _from_rows(kv, n, arrival)
+    return receive, arrival, kv, order
+
+
+@_compiled
+def _receive_rows(leave, stay, n, rec, kv, order):
+    """:func:`receive_in_turn` on the rows (instances, rows): into ``rec``, ``kv``, ``order``."""
+    instances, rows = leave.shape
+    for c in range(instances):
+        m = rows if (rows - 1) * instances + c < n else rows - 1  # requests on instance c
+        by_leave = stable_order(leave[c, :m])
+        total, top = 0.0, -np.inf
+        for q in range(m):
+            j = by_leave[q]
+            total += stay[c, j]  # S_k
+            top = max(top, leave[c, j] - (total - stay[c, j]))
+            rec[c, j] = (total + top) - stay[c, j]
+            kv[c, j] = rec[c, j] + stay[c, j]
+        _sorted_by_pair(kv[c, :m], by_leave)
+        order[c, :m] = by_leave
+        for j in range(m, rows):  # the pads, after every request
+            order[c, j] = j
+            rec[c, j] = kv[c, j] = 0.0
 
 
 # ---- the summary's order statistics ---------------------------------------------------------

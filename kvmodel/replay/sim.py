@@ -163,18 +163,20 @@ class StepTable:
                                             data_parallel_attention=dep.decode_data_parallel,
                                             **kw)  # fmt: skip
 
-    def __call__(self, context: np.ndarray, batch: np.ndarray) -> np.ndarray:
+    def __call__(self, context: np.ndarray, batch: np.ndarray, out=None) -> np.ndarray:
         """Step [s] at whole ``batch`` (≥ 1; above the table: the first row at or above it,
-        at most the last) and ``context`` (compiled: ``kernels.step_lookup``)."""
+        at most the last) and ``context`` (compiled: ``kernels.step_lookup``); into ``out``
+        (a contiguous array of the batch's shape) when given."""
         from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
         b = np.asarray(batch, dtype=float)
         c = np.broadcast_to(np.asarray(context, dtype=float), b.shape)
-        out = kernels.step_lookup(self.table, self.batches, bool(self.big.size), self.h,
+        dest = None if out is None else out.reshape(-1)
+        got = kernels.step_lookup(self.table, self.batches, bool(self.big.size), self.h,
                                   float(self.contexts[-2]), np.ascontiguousarray(c).ravel(),
                                   np.ascontiguousarray(b).ravel(), TABLE_BATCHES,
-                                  TABLE_CONTEXTS)  # fmt: skip
-        return out.reshape(b.shape)
+                                  TABLE_CONTEXTS, dest)  # fmt: skip
+        return got.reshape(b.shape)
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
@@ -196,11 +198,15 @@ def _fifo_nics(ready, busy, inst, instances: int):
     return kernels.served_by_group(r, b, group, int(instances))
 
 
-def _receive(link_start, busy, dinst, instances: int):
-    """Start on the decode instance's NICs [s]: request k's instance k mod ``instances``
+def _receive(link_start, busy, instances: int):
+    """(start on the decode instance's NICs [s], KV arrival [s], the KV arrivals as the
+    instances' rows and each row's order by them): request k's instance k mod ``instances``
     receives one transfer at a time, in the order they leave (a transfer that finds them
-    busy waits: the slower side of the pair bounds it)."""
-    return _fifo_nics(link_start, busy, dinst, instances)
+    busy waits: the slower side of the pair bounds it; compiled:
+    ``kernels.receive_in_turn``)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    return kernels.receive_in_turn(link_start, busy, int(instances))
 
 
 STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
@@ -215,8 +221,7 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     if progress is not None:
         progress(1, STEPS)
     dinst = round_robin(stream.n, dep.decode_instances)
-    receive = _receive(link_start, busy, dinst, dep.decode_instances)
-    kv = receive + busy
+    receive, kv, kv_rows, order = _receive(link_start, busy, dep.decode_instances)
     p, o = stream.prompt_tokens, stream.output_tokens
     maxc = sc.model.max_context_tokens
     need = np.minimum(p + o, maxc).astype(float)
@@ -231,7 +236,7 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
     rounds = None if progress is None else lambda i: progress(1 + i, STEPS)
     run = run_decode(kv, need, held, o.astype(float), instances=dep.decode_instances,
                      capacity_tokens=capacity, step=step, design_step_s=design_step_s,
-                     on_round=rounds)  # fmt: skip
+                     on_round=rounds, rows=(kv_rows, order))  # fmt: skip
     return Timeline(
         arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
