@@ -51,6 +51,33 @@ def _inlined(fn):
 # ---- a binary min-heap on arrays (keys compared as (a, b) pairs when b is given) ----------
 
 
+@_inlined
+def _take_first_free(free, who, instances, arrival, work):
+    """One request through the heap of (free moment, instance) pairs (compared as pairs):
+    it takes the root, the instance free longest (ties: the lowest), from its arrival or
+    that instance's free moment, whichever is later; the root then sifts down.  Returns
+    (start, instance)."""
+    f, i = free[0], who[0]
+    t = f if f > arrival else arrival
+    start = t
+    t += work
+    pos = 0
+    while True:
+        child = 2 * pos + 1
+        if child >= instances:
+            break
+        other = child + 1
+        if other < instances and (free[other] < free[child]
+                                  or (free[other] == free[child] and who[other] < who[child])):
+            child = other
+        if t < free[child] or (t == free[child] and i < who[child]):
+            break
+        free[pos], who[pos] = free[child], who[child]
+        pos = child
+    free[pos], who[pos] = t, i
+    return start, i
+
+
 @_compiled
 def first_free_into(arrival, work, instances, start, inst):
     """The prefill pool's one queue (``fifo.first_free``): request m, in arrival order, goes
@@ -62,25 +89,25 @@ def first_free_into(arrival, work, instances, start, inst):
     free = np.zeros(instances)  # the heap: free moments, and their instances beside
     who = np.arange(instances)
     for m in range(len(arrival)):
-        f, i = free[0], who[0]
-        t = f if f > arrival[m] else arrival[m]
-        start[m] = t
-        inst[m] = i
-        t += work[m]
-        pos = 0
-        while True:
-            child = 2 * pos + 1
-            if child >= instances:
-                break
-            other = child + 1
-            if other < instances and (free[other] < free[child]
-                                      or (free[other] == free[child] and who[other] < who[child])):
-                child = other
-            if t < free[child] or (t == free[child] and i < who[child]):
-                break
-            free[pos], who[pos] = free[child], who[child]
-            pos = child
-        free[pos], who[pos] = t, i
+        start[m], inst[m] = _take_first_free(free, who, instances, arrival[m], work[m])
+
+
+@_compiled
+def prefill_side_into(arrival, length, pre, work, exposed, whole, instances, start, inst, end,
+                      ready, busy):  # fmt: skip
+    """The prefill pool and each KV's readiness for the link, per request in arrival order,
+    from per-length tables (request m's length index ``length[m]``): its start and instance
+    (:func:`first_free_into`), the end of its prefill (start + prefill), when its transfer
+    could start on a free link (end + exposed − whole: on a free link the KV lands at end +
+    exposed) and how long it holds the NICs (whole), without the per-request tables."""
+    free = np.zeros(instances)
+    who = np.arange(instances)
+    for m in range(len(arrival)):
+        q = length[m]
+        start[m], inst[m] = _take_first_free(free, who, instances, arrival[m], work[q])
+        end[m] = start[m] + pre[q]
+        ready[m] = end[m] + exposed[q] - whole[q]
+        busy[m] = whole[q]
 
 
 @_compiled

@@ -103,8 +103,9 @@ class Timeline:
         return self.first_token_s - self.arrival_s
 
 
-def _per_request(sc: Scenario, dep: Deployment, stream: Stream):
-    """(prefill, work, exposed, whole) per request [s], evaluated once per distinct length."""
+def _per_length(sc: Scenario, dep: Deployment, stream: Stream):
+    """(each request's index into the tables, then the tables per distinct length [s]:
+    prefill, work, exposed, whole), evaluated once per distinct length."""
     moved = np.clip(stream.prompt_tokens - stream.cached_tokens, 1, sc.model.max_context_tokens)
     seen = np.zeros(sc.model.max_context_tokens + 1, dtype=bool)  # lengths ≤ the context:
     seen[moved] = True  # a lookup table instead of np.unique's sort (1 M requests: ~0.1 s)
@@ -120,7 +121,7 @@ def _per_request(sc: Scenario, dep: Deployment, stream: Stream):
     work = prefill_work_s(sc.model, uniq, pre, gpus, fixed)  # the plan's own pass rule
     exposed = np.broadcast_to(np.asarray(t.exposed_s, dtype=float), uniq.shape)
     whole = np.broadcast_to(np.asarray(t.transfer_s, dtype=float), uniq.shape)
-    return pre[inv], work[inv], exposed[inv], whole[inv]
+    return inv, tuple(np.ascontiguousarray(x, dtype=float) for x in (pre, work, exposed, whole))
 
 
 def decode_capacity_tokens(sc: Scenario, dep: Deployment, context: int) -> float:
@@ -180,11 +181,21 @@ class StepTable:
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
-    pre, work, exposed, whole = _per_request(sc, dep, stream)
-    start, inst = first_free(stream.arrival_s, work, dep.prefill_instances)
-    end = start + pre
-    ready = end + exposed - whole  # on a free link the KV lands at end + exposed
-    link_start = _fifo_nics(ready, whole, inst, dep.prefill_instances)
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    inv, tables = _per_length(sc, dep, stream)
+    arrival, c = np.ascontiguousarray(stream.arrival_s, dtype=float), dep.prefill_instances
+    if c == 1:  # one server: Lindley's recursion (fifo.first_free)
+        pre, work, exposed, whole = (x[inv] for x in tables)
+        start, inst = first_free(arrival, work, 1)
+        end = start + pre
+        ready = end + exposed - whole  # on a free link the KV lands at end + exposed
+    else:  # the first-free heap and the sums above in one compiled pass
+        start, end, ready, whole = (np.empty(stream.n) for _ in range(4))
+        inst = np.empty(stream.n, dtype=np.int64)
+        kernels.prefill_side_into(arrival, np.ascontiguousarray(inv, dtype=np.int64), *tables, c,
+                                  start, inst, end, ready, whole)  # fmt: skip
+    link_start = _fifo_nics(ready, whole, inst, c)
     return start, end, ready, link_start, whole, inst
 
 
