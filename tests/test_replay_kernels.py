@@ -326,3 +326,36 @@ def test_an_unusable_cache_directory_warns_nothing():
     tl = rp.replay(rp.Deployment(sc, 4, 8, 20, 1), rp.poisson_stream(wl, 131072, 3000))
     assert out.stdout.split() == [repr(float(tl.ttft_s.max())), str(tl.memory_bound_instances)]
     assert tl.memory_bound_instances >= 1  # the admission kernel ran too
+
+
+_MISSES_AFTER_WARM_UP = """
+import dataclasses
+from numba.core.registry import CPUDispatcher
+from kvmodel import capacity as cap
+from kvmodel import replay as rp
+from kvmodel.build import build_scenario
+from kvmodel.replay import kernels as K
+sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+stream = rp.poisson_stream(cap.Workload.fixed(40.0, 4096, 512), 131072, 4000)
+dep = rp.Deployment(sc, 4, 8, 6, 2)
+for d in (dep, dataclasses.replace(dep, decode_instances=1), dataclasses.replace(dep, prefill_instances=1)):
+    rp.summarise(rp.replay(d, stream), ttft_slo_s=2.0, tpot_slo_s=0.05, q=90.0, poisson=True)
+print(sorted(n for n, f in vars(K).items() if isinstance(f, CPUDispatcher) and f.stats.cache_misses))
+"""
+
+
+@pytest.mark.slow
+def test_the_warm_up_compiles_what_a_replay_needs(tmp_path):
+    """``make run`` / ``make test`` run ``python -m kvmodel.replay.warm`` (Makefile): after it,
+    a new process replaying other deployments (several decode instances, one, one prefill
+    instance) compiles nothing, it only loads (an empty cache directory for both)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    warm = subprocess.run([sys.executable, "-m", "kvmodel.replay.warm"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert warm.returncode == 0, warm.stderr
+    assert "replay kernels ready" in warm.stderr
+    assert any(tmp_path.rglob("*.nbi"))  # it did write the cache
+    out = subprocess.run([sys.executable, "-c", _MISSES_AFTER_WARM_UP], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
