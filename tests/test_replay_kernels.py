@@ -338,9 +338,11 @@ from kvmodel.replay import kernels as K
 sc = build_scenario(model="llama-3.1-70b", link="100gbe")
 stream = rp.poisson_stream(cap.Workload.fixed(40.0, 4096, 512), 131072, 4000)
 dep = rp.Deployment(sc, 4, 8, 6, 2)
-for d in (dep, dataclasses.replace(dep, decode_instances=1), dataclasses.replace(dep, prefill_instances=1)):
+for d in (dep, dataclasses.replace(dep, decode_instances=1),
+          dataclasses.replace(dep, prefill_instances=1)):
     rp.summarise(rp.replay(d, stream), ttft_slo_s=2.0, tpot_slo_s=0.05, q=90.0, poisson=True)
-print(sorted(n for n, f in vars(K).items() if isinstance(f, CPUDispatcher) and f.stats.cache_misses))
+kernels = [(n, f) for n, f in vars(K).items() if isinstance(f, CPUDispatcher)]
+print(sorted(n for n, f in kernels if f.stats.cache_misses))
 """
 
 
