@@ -79,6 +79,18 @@ def test_defaults_render_the_sample_trace_plan():
     assert len(at.get("plotly_chart")) == 3
 
 
+def test_a_rate_of_0_says_which_rate_the_trace_gives():
+    """"0.00" in the rate box means the trace's own rate: the page says which, from the
+    trace's timestamps (Workload.from_requests of the sample: its n ÷ span); a rate typed in
+    replaces it and the note goes."""
+    at = app(page=PAGE, article=False)
+    rate = cap.Workload.from_requests(load_traffic(tr.sample_path("azure-conv"))).rps
+    notes = [c.value for c in at.caption if "the trace's own rate" in c.value]
+    assert notes == [f"0: the trace's own rate, {rate:,.2f} requests/s"]
+    at.number_input(key="w_rps").set_value(5.0).run()
+    assert not any("the trace's own rate" in c.value for c in at.caption)
+
+
 def test_a_link_with_capacity_inputs_shows_the_models_numbers():
     at = app(FIXED, PAGE, article=False)
     _, wl, slo, plan = _expected_fixed()

@@ -102,7 +102,8 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
 
 
 def _inputs(sc):
-    """Draw the page's inputs; (source, requests, traffic label, fallback note)."""
+    """Draw the page's inputs; (source, requests, traffic label, fallback note, the slot
+    under the rate box)."""
     c = st.columns(4)
     source = widgets.page_widget(
         c[0].radio,
@@ -123,6 +124,7 @@ def _inputs(sc):
         "rps",
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
     )
+    rate_note = c[2].empty()
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
     widgets.input_widget(c[3].number_input, "out", disabled=has_outputs,
             help="Every request's output length" if source == FIXED
@@ -145,7 +147,7 @@ def _inputs(sc):
         "model, expert-parallel sizes with data-parallel attention) and keeps those that need "
         "fewest GPUs. Sidebar: prefill and decode TP (and EP) as set there.",
     )
-    return source, req, label, fallback
+    return source, req, label, fallback, rate_note
 
 
 def render() -> None:
@@ -153,7 +155,7 @@ def render() -> None:
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
-    source, req, label, fallback = _inputs(sc)
+    source, req, label, fallback, rate_note = _inputs(sc)
     ss = st.session_state
     rps = float(ss["rps"] or 0.0)
     price = float(ss["price"]) or None
@@ -164,6 +166,8 @@ def render() -> None:
     if sized is None:
         st.stop()
     lengths, rate = sized
+    if source == TRACE and not rps:  # "0.00" alone reads as no traffic
+        rate_note.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
     slo = cap.Slo(
         ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
