@@ -150,6 +150,12 @@ def _inputs(sc):
     return source, req, label, fallback, rate_note
 
 
+def _rate_note(slot, source: str, rps: float, rate: float) -> None:
+    """Under the rate box: the rate a 0 means with a trace ("0.00" alone reads as no traffic)."""
+    if source == TRACE and not rps:
+        slot.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
+
+
 def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Capacity")
@@ -166,8 +172,7 @@ def render() -> None:
     if sized is None:
         st.stop()
     lengths, rate = sized
-    if source == TRACE and not rps:  # "0.00" alone reads as no traffic
-        rate_note.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
+    _rate_note(rate_note, source, rps, rate)
     slo = cap.Slo(
         ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
