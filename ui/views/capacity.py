@@ -156,6 +156,18 @@ def _rate_note(slot, source: str, rps: float, rate: float) -> None:
         slot.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
 
 
+def _plan_options(sc, price) -> dict:
+    """The plan's options from the page: prices, and the sidebar's TP and EP when chosen."""
+    ss = st.session_state
+    kw = {"gpu_price_per_hour": price,
+          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
+    if ss["ctp"] == "sidebar":  # the sidebar's TP and EP (a wide-EP deployment: tp=1, ep=32)
+        kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
+        if sc.ep_prefill > 1 or sc.ep_decode > 1:
+            kw.update(prefill_ep=sc.ep_prefill, decode_ep=sc.ep_decode)
+    return kw
+
+
 def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Capacity")
@@ -178,12 +190,7 @@ def render() -> None:
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
         ttft_percentile=ss["ttft_pct"],
     )
-    kw = {"gpu_price_per_hour": price,
-          "gpu_price_decode_per_hour": float(ss["priced"]) or None}  # fmt: skip
-    if ss["ctp"] == "sidebar":  # the sidebar's TP and EP (a wide-EP deployment: tp=1, ep=32)
-        kw.update(prefill_tp=sc.tp_prefill, decode_tp=sc.tp_decode)
-        if sc.ep_prefill > 1 or sc.ep_decode > 1:
-            kw.update(prefill_ep=sc.ep_prefill, decode_ep=sc.ep_decode)
+    kw = _plan_options(sc, price)
     try:
         sizing = _memo("Sizing the deployment…", cap.Sizing, (sc, lengths, slo), kw,
                        (plan_key(sc), lengths, slo, tuple(sorted(kw.items()))))  # fmt: skip
