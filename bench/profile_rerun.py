@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import APP, ROOT, TRIVIAL, TRIVIAL_LABEL, median, pages, quiet_logs  # noqa: E402
-from page_rerun import MAX_BATCH, new_app, timed_run  # noqa: E402
+from page_rerun import MAX_BATCH, PAGE_CONTROLS, new_app, page_control, timed_run, timed_set  # noqa: E402,E501
 
 LIB_MARKERS = ("site-packages/",)
 LIB_INTERESTING = (
@@ -179,14 +179,22 @@ def _project_modules() -> list:
     return mods
 
 
-def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list]]:
+def _step(at, label: str, control: bool, r: int) -> float:
+    """One timed rerun: batch ``r`` (a never-seen batch), or with ``control`` the page's own
+    control of round ``r`` (page_rerun.py's ``page`` mode, values never seen either)."""
+    if control:
+        return timed_set(at, *page_control(label, r))
+    return timed_run(at, r)
+
+
+def wall_split(at, step, runs: int, base: int) -> tuple[float, dict[str, list]]:
     """Mean ms per rerun of each timed function, without cProfile's overhead.
 
     Values: [ms per rerun, calls per rerun, ms of each call]."""
     timers = _Timers()
     timers.install()
     try:
-        total = sum(timed_run(at, base + r) for r in range(runs))
+        total = sum(step(at, base + r) for r in range(runs))
     finally:
         timers.uninstall()
     return total / runs, {
@@ -195,19 +203,20 @@ def wall_split(at, runs: int, base: int) -> tuple[float, dict[str, list]]:
 
 
 def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: int, top: int,
-                 base: int) -> str:  # fmt: skip
+                 base: int, control: bool = False) -> str:  # fmt: skip
     at = new_app(path, page)
+    step = lambda at, r: _step(at, label, control, r)  # noqa: E731
     for w in range(warmup):
         timed_run(at, 1 + w % 2)
     wall = []
     for r in range(runs):  # un-profiled reference timing
-        wall.append(timed_run(at, base + r))
-    split_total, split = wall_split(at, runs, base + runs)
+        wall.append(step(at, base + r))
+    split_total, split = wall_split(at, step, runs, base + runs)
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     with _profiling_script_thread(prof):
         for r in range(runs):
-            timed_run(at, base + 2 * runs + r)
+            step(at, base + 2 * runs + r)
     prof_ms = (time.perf_counter() - t0) * 1e3 / runs
     st = pstats.Stats(prof)
     entries = st.stats  # (file, line, func) -> (cc, nc, tt, ct, callers)
@@ -236,8 +245,9 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
         first, second = median(script[2][0::2]), median(script[2][1::2])
         per_exec = (f"; median {first:.1f} ms for the run ensure_router stops, "
                     f"{second:.1f} ms for the full run")  # fmt: skip
+    what = "page-control" if control else "change"
     out = [
-        f"=== {label}: wall-clock split without profiler ({runs} change reruns, mean per rerun)",
+        f"=== {label}: wall-clock split without profiler ({runs} {what} reruns, mean per rerun)",
         f"  {split_total:8.1f} ms  at.run() total",
         f"  {script[0]:8.1f} ms  script execution ({script[1]:.0f} executions of the script per "
         f"at.run(){per_exec})",
@@ -245,7 +255,7 @@ def profile_page(label: str, path: Path, page: str | None, runs: int, warmup: in
         "   incl ms    calls  function (inclusive; nested calls are counted in both)",
         "\n".join(f"  {ms:8.1f} {n:8.1f}  {name}" for ms, n, name in timed[:top]),
         "",
-        f"=== {label}: {runs} change reruns; un-profiled median {median(wall):.1f} ms, "
+        f"=== {label}: {runs} {what} reruns; un-profiled median {median(wall):.1f} ms, "
         f"profiled mean {prof_ms:.1f} ms per rerun (cProfile inflates Python-heavy code; the "
         "scripts' own <module> lines are lost: each run recompiles them)",
         "  cum ms  self ms  calls    project function (per rerun)",
@@ -264,6 +274,9 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--control", action="store_true",
+                    help="rerun on the page's own controls (page_rerun.py's page mode) instead "
+                    f"of the batch; pages: {', '.join(PAGE_CONTROLS)}")  # fmt: skip
     args = ap.parse_args(argv)
     import streamlit as st
 
@@ -279,8 +292,12 @@ def main(argv=None) -> int:
     stride = (MAX_BATCH - 10) // len(apps)  # batch values never seen: 3 × runs per page
     if 3 * args.runs > stride:
         ap.error(f"--runs at most {stride // 3} for {len(apps)} pages (batch ≤ {MAX_BATCH})")
+    if args.control:  # rounds 0, 1, ...: values never seen (the warm-up changes only the batch)
+        apps = [a for a in apps if a[0] in PAGE_CONTROLS]
     for k, (label, path, page) in enumerate(apps):
-        print(profile_page(label, path, page, args.runs, args.warmup, args.top, 10 + stride * k))
+        base = 0 if args.control else 10 + stride * k
+        print(profile_page(label, path, page, args.runs, args.warmup, args.top, base,
+                           args.control))  # fmt: skip
         print()
     return 0
 

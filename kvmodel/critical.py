@@ -30,21 +30,36 @@ def critical_seq_len(sc: Scenario) -> int | None:
     max_s = sc.model.max_context_tokens
 
     if _is_linear(sc):
-
-        def f(s):
-            return float(exposed_transfer_s(sc, int(s)))
-
-        if f(max_s) < target:
-            return None
-        c = f(0)
-        slope = f(1) - c
-        guess = max(1, math.ceil((target - c) / slope))
-        while guess > 1 and f(guess - 1) >= target:  # floating-point guard
-            guess -= 1
-        while f(guess) < target:
-            guess += 1
-        return guess if guess <= max_s else None
+        return _linear_crossing(sc, target, max_s)
     return first_crossing(lambda s: exposed_transfer_s(sc, s), target, max_s)
+
+
+def _linear_crossing(sc: Scenario, target: float, max_s: int) -> int | None:
+    """``critical_seq_len`` of a transfer linear in S: from its value at 0 and its slope, then
+    checked at the guess and the S below it.  The points go to ``transfer`` as one array per
+    step (2 calls instead of 5 scalar ones; each value is the scalar call's: the transfer is
+    elementwise, tests/test_critical.py pins it)."""
+    known: dict[int, float] = {}
+
+    def at(*ss: int) -> list[float]:
+        new = sorted({int(s) for s in ss} - known.keys())
+        if new:
+            vals = np.asarray(exposed_transfer_s(sc, np.array(new, dtype=np.int64)), dtype=float)
+            known.update(zip(new, vals.tolist(), strict=True))
+        return [known[int(s)] for s in ss]
+
+    top, c, one = at(max_s, 0, 1)
+    if top < target:
+        return None
+    guess = max(1, math.ceil((target - c) / (one - c)))
+    below, here = at(guess - 1, guess)
+    while guess > 1 and below >= target:  # floating-point guard
+        guess -= 1
+        below, here = at(guess - 1)[0], below
+    while here < target:
+        guess += 1
+        here = at(guess)[0]
+    return guess if guess <= max_s else None
 
 
 def first_crossing(g, target: float, max_s: int, points: int = 512) -> int | None:

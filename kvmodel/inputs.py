@@ -204,26 +204,27 @@ class Input:
     def check(self, value: float, *, what: str | None = None, scale: float = 1.0) -> None:
         """Raise ValueError unless ``value`` (display units ÷ ``scale``) is within the limit;
         a 400-digit integer or a subnormal gets a message too, never an OverflowError."""
-        name, got, (lo, hi) = what or self.name, shown_number(value), self.bounds
+        name, (lo, hi) = what or self.name, self.bounds
 
         def fail(why: str = ""):
+            got = shown_number(value)
             raise ValueError(f"{name} must be {self._range(scale)}, got {got}{why}")
 
         if isinstance(value, bool) or not isinstance(value, Real):
-            raise ValueError(f"{name} must be a finite number, got {got}")
+            raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
         try:
             v = float(value) * scale
         except OverflowError:  # an integer beyond a float: far outside every range
             v = math.inf if value > 0 else -math.inf
         if not math.isfinite(v) and not isinstance(value, int):
-            raise ValueError(f"{name} must be a finite number, got {got}")
+            raise ValueError(f"{name} must be a finite number, got {shown_number(value)}")
         if (v == math.inf and hi is None) or (v == -math.inf and lo is None):
             fail(", too large to compute with")
         tiny = sys.float_info.min  # below it a float is subnormal: 1/v overflows
         if v != 0 and (abs(v) < tiny or (isinstance(value, float) and abs(value) < tiny)):
             fail(", a number too close to 0 to compute with")
         if self.kind == "int" and math.isfinite(v) and v != int(v):
-            raise ValueError(f"{name} must be a whole number, got {got}")
+            raise ValueError(f"{name} must be a whole number, got {shown_number(value)}")
         low = lo is not None and (v <= lo if self.lo_open else v < lo)
         if low or (hi is not None and (v >= hi if self.hi_open else v > hi)):
             fail()
@@ -558,16 +559,30 @@ def default(name: str):
     return BY_NAME[name].default
 
 
+_ACCEPTED: set = set()  # (field, type, value) that passed check_scenario_field: a plan's
+_ACCEPTED_MAX = 4096  # ~170 Scenarios repeat the same few values (the limits never change)
+
+
 def check_scenario_field(field: str, value) -> None:
     """Validate one SI ``Scenario`` field against its input's limit (no-op for other fields)."""
     row = BY_FIELD.get(field)
     if row is None or row.kind not in ("int", "float") or value is None:
         return
+    key = (field, type(value), value)
+    try:
+        if key in _ACCEPTED:
+            return
+    except TypeError:  # an unhashable value: checked every time
+        key = None
     if row.kind == "int" and (isinstance(value, bool) or not float(value).is_integer()):
         raise ValueError(f"{field} must be a whole number, got {value!r}")
     if row.auto_at is not None and value == row.auto_at:  # par: None, not 0, means automatic
         raise ValueError(f"{field} must be a whole number >= 1 or None, got {value!r}")
     row.check_si(value)
+    if key is not None and value == value:  # NaN never equals itself: not kept
+        if len(_ACCEPTED) >= _ACCEPTED_MAX:
+            _ACCEPTED.clear()
+        _ACCEPTED.add(key)
 
 
 @cache

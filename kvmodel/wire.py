@@ -17,7 +17,8 @@ compute, otherwise what is left once compute stops.
 
 from __future__ import annotations
 
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
@@ -125,9 +126,71 @@ class Volume:
         ]
 
 
+VOLUMES = 64  # the last Volumes made without one given are kept (a page's ~70 transfers
+KEYED_POINTS = 4096  # make ~13 distinct ones); arrays up to this many values keyed by content
+_VOLUMES: OrderedDict = OrderedDict()
+_VOLUMES_LOCK = threading.Lock()
+
+
+def _points_key(x):
+    """A key for a ``seq_len`` or ``batch`` argument (None: too large or not keyable)."""
+    if x is None or (isinstance(x, (int, float, np.number)) and not isinstance(x, np.ndarray)):
+        return (type(x), x)
+    if isinstance(x, np.ndarray) and x.size <= KEYED_POINTS and x.dtype.kind in "iuf":
+        return (x.dtype.str, x.shape, x.tobytes())
+    return None
+
+
+def _volume_key(sc: Scenario, seq_len, batch):
+    s, b = _points_key(seq_len), _points_key(batch)
+    if s is None or b is None:
+        return None
+    key = (tuple(getattr(sc, name) for name in _VOLUME_FIELDS), s, b)
+    try:
+        hash(key)
+    except TypeError:  # a field that cannot be hashed: not kept
+        return None
+    return key
+
+
+def _kept_volume(sc: Scenario, seq_len, batch) -> Volume:
+    """``Volume(sc, seq_len, batch)``, one of the last :data:`VOLUMES` when one was made for
+    the same link-independent fields and points (``Volume.fits``: what a given volume may
+    serve); its arrays are read-only, as they are shared."""
+    key = _volume_key(sc, seq_len, batch)
+    if key is None:
+        return Volume(sc, seq_len, batch)
+    with _VOLUMES_LOCK:
+        hit = _VOLUMES.get(key)
+        if hit is not None:
+            _VOLUMES.move_to_end(key)
+            return hit
+    made = Volume(sc, seq_len, batch)  # raises as before on a bad input
+    for arr in (made.s, made.b, made.raw, made.prefill):
+        if isinstance(arr, np.ndarray):
+            arr.flags.writeable = False
+    with _VOLUMES_LOCK:
+        _VOLUMES[key] = made
+        while len(_VOLUMES) > VOLUMES:
+            _VOLUMES.popitem(last=False)
+    return made
+
+
+def kept_volumes() -> tuple[Volume, ...]:
+    """The volumes kept now, least recently used first (at most :data:`VOLUMES`)."""
+    with _VOLUMES_LOCK:
+        return tuple(_VOLUMES.values())
+
+
+def clear_volumes() -> None:
+    """Forget the kept volumes (tests; benchmarks of a cold transfer)."""
+    with _VOLUMES_LOCK:
+        _VOLUMES.clear()
+
+
 def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
     if volume is None:
-        return Volume(sc, seq_len, batch)
+        return _kept_volume(sc, seq_len, batch)
     if seq_len is not None or batch is not None or not volume.fits(sc):
         raise ValueError("volume was computed for another scenario, sequence length or batch")
     return volume

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from kvmodel.build import scenario_from_inputs
-from kvmodel.capacity.pools import decode_side, mean_batch, prefill_side, size_pools
+from kvmodel.capacity.pools import (
+    decode_side,
+    mean_batch,
+    prefill_side,
+    size_pools,
+    stable_rank_index,
+)
 from kvmodel.capacity.workload import Workload, shape
 from kvmodel.timing import estimate_decode_step_s, estimate_prefill_s, prefill_parts
 
@@ -169,3 +175,17 @@ def test_ttft_parts_add_up_to_the_percentile():
     assert parts.first_step_s == pytest.approx(d.step_s)
     assert parts.queue_s == pytest.approx(0.0285, rel=0.03)
     assert float(parts.total_s) == pytest.approx(pools.ttft_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["plain", "ties", "nan", "short"])
+def test_stable_rank_index_is_the_stable_argsorts(kind):
+    # the index a plan's TTFT parts are read at: the same as a stable sort's, ties included
+    rng = np.random.default_rng(7)
+    x = rng.random(10 if kind == "short" else 8192)
+    if kind == "ties":
+        x = np.round(x * 10) / 10
+    if kind == "nan":
+        x[rng.random(len(x)) < 0.2] = np.nan
+    order = np.argsort(x, kind="stable")
+    for r in (0, len(x) // 2, len(x) - 1, *rng.integers(0, len(x), 30).tolist()):
+        assert stable_rank_index(x, int(r)) == int(order[r])

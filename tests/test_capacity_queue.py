@@ -7,13 +7,16 @@ import pytest
 from numpy.testing import assert_allclose
 
 from kvmodel.capacity.queue import (
+    DRAWS,
     batch_grid,
     erlang_c,
+    kth_smallest,
     largest_within,
     make_draws,
     moments,
     percentile,
     smallest,
+    sum_percentile,
     wait_at,
 )
 
@@ -163,3 +166,52 @@ def test_erlang_c_for_huge_pools_is_bounded_and_refuses_absurd_ones():
     # a pool beyond MAX_SERVERS is an input error with its reason, not a 117 GiB allocation
     with pytest.raises(ValueError, match="instances, more than the 10,000,000"):
         erlang_c(15_653_819_214, 1.0)
+
+
+def _samples(kind: str, n: int, rng) -> np.ndarray:
+    x = rng.random(n)
+    if kind == "ties":
+        return np.round(x * 20) / 20
+    if kind == "nan":
+        x[rng.random(n) < 0.3] = np.nan
+        return x
+    if kind == "equal":
+        return np.full(n, 0.25)
+    if kind == "rising":
+        return np.sort(x)
+    if kind == "falling":
+        return np.sort(x)[::-1].copy()
+    if kind == "inf":
+        x[rng.random(n) < 0.15] = np.inf
+        return x
+    return x
+
+
+@pytest.mark.parametrize("kind", ["plain", "ties", "nan", "equal", "rising", "falling", "inf"])
+@pytest.mark.parametrize("n", [5, 2047, 2048, DRAWS, DRAWS + 1])
+def test_kth_smallest_is_numpys_partition(kind, n):
+    # the fast selection gives exactly np.partition's number at every rank (both tails, the
+    # middle, the ends), and leaves its input as it was
+    rng = np.random.default_rng(n)
+    x = _samples(kind, n, rng)
+    kept = x.copy()
+    for k in sorted({0, 1, n // 2 - 1, n // 2, n - 2, n - 1, *rng.integers(0, n, 25).tolist()}):
+        if not 0 <= k < n:
+            continue
+        want = float(np.partition(x, k)[k])
+        got = kth_smallest(x, k)
+        assert got == want or (math.isnan(got) and math.isnan(want)), (kind, n, k)
+    assert_allclose(x, kept)
+
+
+def test_sum_percentile_is_the_percentile_of_the_sum():
+    # the order statistic of base + waits, from the fast selection, equals numpy's of the
+    # same sum built the plain way, at the percentiles a plan asks for
+    d = make_draws(np.ones(50))
+    base = 0.2 + 0.5 * np.random.default_rng(3).random(DRAWS)
+    for q in (50.0, 90.0, 95.0, 99.0, 99.9):
+        queues = ((d.tail[0], 4, 3.1, 0.8, 1.4), (d.tail[1], 1, 0.4, 0.02, 0.3))
+        total = base + sum(wait_at(t, c=c, a=a, mean_s=m, cs2=v) for t, c, a, m, v in queues)
+        assert sum_percentile(base, q, queues) == percentile(total, q)
+        k = math.ceil(q / 100 * DRAWS) - 1
+        assert percentile(total, q) == float(np.partition(total, k)[k])

@@ -193,3 +193,21 @@ def test_inputs_command_lists_every_row():
         check=True,
     )
     assert proc.stdout.count('"name"') == len(I.INPUTS)
+
+
+def test_a_checked_value_is_remembered_but_not_for_another_type_or_value():
+    # check_scenario_field keeps the (field, type, value) it accepted: the same value passes
+    # again, while a bool, a fraction or an out-of-range value is refused every time
+    for _ in range(2):
+        I.check_scenario_field("batch", 8)
+        I.check_scenario_field("efficiency", 0.5)
+        with pytest.raises(ValueError, match="whole number"):
+            I.check_scenario_field("batch", True)
+        with pytest.raises(ValueError, match="whole number"):
+            I.check_scenario_field("batch", 8.5)
+        with pytest.raises(ValueError, match="batch must be"):
+            I.check_scenario_field("batch", 0)
+        with pytest.raises(ValueError, match="efficiency must be"):
+            I.check_scenario_field("efficiency", 1.5)
+        with pytest.raises(ValueError, match="finite"):
+            I.check_scenario_field("efficiency", float("nan"))

@@ -125,8 +125,39 @@ def moments(values: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
 def percentile(samples: np.ndarray, q: float) -> float:
     """The ``q``-th percentile (0-100) of ``samples``: the ⌈q·n/100⌉-th smallest (an order
     statistic, so it never falls when a sample grows)."""
-    k = rank(len(samples), q)
-    return float(np.partition(samples, k)[k])  # inf when the queue is unstable (all inf)
+    return kth_smallest(samples, rank(len(samples), q))  # inf when unstable (all inf)
+
+
+SELECT_STRIDE = 16  # ``kth_smallest`` draws its threshold from every 16th sample
+SELECT_MIN = 2048  # below this many samples it partitions them all
+
+
+def kth_smallest(values: np.ndarray, k: int) -> float:
+    """``np.partition(values, k)[k]``, the same number, in about half the time for the
+    percentiles' 8,192 draws: a threshold from every :data:`SELECT_STRIDE`-th value a little
+    beyond the rank, then a partition of the values on the rank's side of it only (exact:
+    every value left out is ordered before, or after, every value kept; NaN last, as numpy
+    orders it).  When too few values are kept (a rare draw), all of them are partitioned."""
+    n = len(values)
+    sub = values[::SELECT_STRIDE]
+    upper = k >= n // 2  # the answer's side: the values at or above it are the fewer
+    side = (n - k if upper else k + 1) / SELECT_STRIDE  # expected subsample values on it
+    room = math.ceil(side) + int(3.0 * math.sqrt(side)) + 2
+    if n >= SELECT_MIN and room < len(sub):
+        if upper:
+            j = len(sub) - room
+            t = np.partition(sub, j)[j]
+            kept = values[~(values < t)]  # at or above t, and NaN (which sorts last)
+            r = len(kept) - (n - k)  # the values left out all come first
+        else:
+            j = room - 1
+            t = np.partition(sub, j)[j]
+            kept = values[values <= t]  # NaN is left out: it sorts after every kept value
+            r = k if len(kept) > k else -1
+        if r >= 0:
+            kept.partition(r)
+            return float(kept[r])
+    return float(np.partition(values, k)[k])
 
 
 def percentiles(samples: np.ndarray, qs) -> list[float]:
@@ -168,9 +199,7 @@ def sum_percentile(base: np.ndarray, q: float, queues) -> float:
             buf += tmp
     if buf is None:
         return percentile(base, q)
-    k = rank(len(buf), q)
-    buf.partition(k)
-    return float(buf[k])
+    return kth_smallest(buf, rank(len(buf), q))
 
 
 def remembered(f):

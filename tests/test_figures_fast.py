@@ -1,0 +1,65 @@
+"""kvview.figures.kit.Fig.build skips plotly's validation: the figure the browser gets (its JSON,
+parsed) must be the validated figure's, on every page's charts and on the cases the kit
+rewrites (string titles, bar bases)."""
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+from app_helpers import app
+
+from kvview.figures import kit
+
+
+def _spec(fig: go.Figure) -> dict:
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def test_string_titles_and_array_bases_come_out_as_validation_writes_them():
+    fig = kit.Fig()
+    fig.add_bar(x=np.array([1.0, 2.5]), y=["a", "b"], base=np.array([0.5, 1.25]),
+                orientation="h", marker_color="#123456",
+                hovertemplate="%{x}<extra></extra>")  # fmt: skip
+    fig.add_scatter(x=np.geomspace(1, 10, 5), y=np.arange(5.0), name="s", line_dash="dot")
+    kit.base_layout(fig, "Title", "rate [requests/s]", "GPUs")
+    fig.update_layout(legend_title="legend", yaxis2={"title": "second"})
+    fig.add_vline(2.0, annotation_text="here")
+    fast, slow = fig.build(), fig.validated()
+    assert _spec(fast) == _spec(slow)
+    assert _spec(fast)["layout"]["xaxis"]["title"] == {"text": "rate [requests/s]"}
+    assert _spec(fast)["data"][0]["base"] == [0.5, 1.25]
+    # attribute access (exports, the report) works on the fast figure as on a validated one
+    assert fast.layout.title.text == "Title" and fast.data[0].marker.color == "#123456"
+
+
+@pytest.mark.parametrize(
+    "page, query",
+    [
+        (None, None),
+        ("pages/interconnects.py", None),
+        ("pages/sequence.py", None),
+        ("pages/mitigations.py", None),
+        ("pages/plan.py", None),
+        ("pages/compare.py", None),
+        ("pages/traffic.py", None),
+        ("pages/capacity.py", {"price": "2.5", "wl": "fixed", "rps": "20"}),
+        ("pages/capacity.py", {"ttft_slo": "100"}),
+        ("pages/models.py", None),
+        ("pages/measure.py", None),
+    ],
+)
+def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
+    built = []
+    fast_build = kit.Fig.build
+
+    def both(self):
+        built.append((_spec(fast_build(self)), _spec(self.validated())))
+        return fast_build(self)
+
+    monkeypatch.setattr(kit.Fig, "build", both)
+    app(query, page, article=False)
+    assert built, "the page drew no kit figure"
+    for fast, slow in built:
+        assert fast == slow
