@@ -133,7 +133,8 @@ def test_instance_rows_and_back():
     need = np.array([100.0, 300.0, 120.0, 130.0, 140.0])  # 300 > the capacity 200: 200
     held, output = need / 2, np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     order = np.array([[2, 0, 1], [1, 0, 2]])
-    r, nd, hd, out, valid = kernels.instance_rows(order, -1.0, ready, need, held, output, 200.0)
+    r, nd, hd, out, valid = kernels.instance_rows(order, -1.0, kernels.rows_of(ready, 2, 0.0),
+                                                  need, held, output, 200.0)  # fmt: skip
     assert_array_equal(r, [[14.0, 10.0, 12.0], [13.0, 11.0, -1.0]])
     assert_array_equal(nd, [[140.0, 100.0, 120.0], [130.0, 200.0, 0.0]])
     assert_array_equal(hd, [[70.0, 50.0, 60.0], [65.0, 150.0, 0.0]])

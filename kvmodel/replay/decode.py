@@ -73,7 +73,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     ready = np.asarray(ready, dtype=float)
     if rows is None:
         order = kernels.instance_order(ready, instances, -(-n // instances), float(ready.max()))
-        by_row = ready
+        by_row = kernels.rows_of(ready, instances, 0.0)
     else:
         by_row, order = rows
     need, held, output = (np.asarray(x, dtype=float) for x in (need, held, output))

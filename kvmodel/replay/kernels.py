@@ -408,14 +408,13 @@ def instance_rows(order, pad, ready, need, held, output, capacity):
     """The decode pool's (instances, rows) tables, each row in ``order`` (indices into the
     row: round robin, row c holds requests c, c + instances, …): KV arrival (``pad`` past
     the last request), tokens reserved (at most ``capacity``), tokens held, output tokens
-    (0 past the last), and whether a cell holds a request.  ``ready`` may be given as rows
-    already (:func:`receive_in_turn`'s)."""
+    (0 past the last), and whether a cell holds a request.  ``ready`` comes as the rows
+    already (:func:`rows_of`, or :func:`receive_in_turn`'s); the others in request order."""
     shape = order.shape
     n = len(need)
     r, nd, hd, out = (np.empty(shape) for _ in range(4))
     valid = np.empty(shape, dtype=np.bool_)
-    by_row = [ready if np.ndim(ready) == 2 else rows_of(ready, shape[0], 0.0)]
-    by_row += [rows_of(x, shape[0], 0.0) for x in (need, held, output)]
+    by_row = [ready] + [rows_of(x, shape[0], 0.0) for x in (need, held, output)]
     _instance_rows_into(order, n, pad, *by_row, capacity, r, nd, hd, out, valid)
     return r, nd, hd, out, valid
 
