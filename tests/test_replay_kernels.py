@@ -362,3 +362,24 @@ def test_the_warm_up_compiles_what_a_replay_needs(tmp_path):
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_per_minute_p90_equals_a_partition_on_small_and_busy_minutes():
+    """The series' p90 per minute: np.partition on small minutes, the radix selection from
+    ``result.RADIX_FROM`` requests (with a NaN: the partition again); the same values."""
+    from kvmodel.replay import result
+
+    rng = np.random.default_rng(3)
+    counts = np.array([5, 0, result.RADIX_FROM, result.RADIX_FROM + 17, 1, 3 * result.RADIX_FROM])
+    ttft = rng.lognormal(0.0, 1.0, int(counts.sum()))
+    ttft[counts[:4].sum() + 1] = np.nan  # the busy last minute holds a NaN
+    got = result._per_minute_p90(counts, ttft)
+    ends = np.cumsum(counts)
+    for m, c in enumerate(counts):
+        if c == 0:
+            assert np.isnan(got[m])
+            continue
+        part = ttft[ends[m] - c : ends[m]]
+        k = max(int(np.ceil(0.9 * c)) - 1, 0)
+        assert got[m] == np.partition(part, k)[k]
+    assert np.isfinite(got[[0, 2, 3, 4, 5]]).all()
