@@ -173,19 +173,40 @@ def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float
     return calls * (ring + ALLREDUCE_LATENCY_S)
 
 
+def ep_copies(top_k: int, ep: int, node_gpus: int, per_node: bool) -> tuple[float, float]:
+    """(copies of a token over the scale-up link, copies over the NICs) per direction.
+
+    Per expert (DeepEP's low-latency kernels, decode): one copy per routed expert, ``top_k ×
+    (EP−1)/EP`` in all, the peers in the node over the scale-up link, the rest over the NICs.
+    Per node (DeepEP's normal kernels, prefill): one copy per *distinct* remote node over the
+    NICs, forwarded inside that node over NVLink to each GPU that holds a chosen expert (one
+    copy per GPU).  With ``top_k`` experts routed uniformly, a set holding a share ``f`` of
+    them is missed with probability ``(1 − f)^top_k``: remote nodes ``(N − 1)(1 − (1 −
+    1/N)^k)``, target GPUs ``EP (1 − (1 − 1/EP)^k)``, of which a share ``(n − 1)/n`` is reached
+    over NVLink (the rest is the GPU the copy lands on)."""
+    n = min(ep, node_gpus)
+    k = max(top_k, 1)
+    if not per_node:
+        return k * (n - 1) / ep, k * max(ep - n, 0) / ep
+    nodes = ep / n
+    remote = (nodes - 1.0) * (1.0 - (1.0 - 1.0 / nodes) ** k)
+    gpus = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
+    return gpus * (n - 1) / n, remote
+
+
 def ep_exchange_s(tokens_per_gpu, *, hidden: int, top_k: int, ep: int, layers: int,
-                  node_gpus: int, scaleup_bytes_per_s: float, nic_bytes_per_s: float):  # fmt: skip
+                  node_gpus: int, scaleup_bytes_per_s: float, nic_bytes_per_s: float,
+                  per_node: bool = False):  # fmt: skip
     """EP dispatch + combine of ``tokens_per_gpu`` tokens over ``layers`` MoE layers [s].
 
-    Per direction a GPU sends ``tokens × hidden × top_k × (EP−1)/EP`` values: to peers in its
-    node (``min(EP, node_gpus) − 1`` of ``EP``) over the scale-up link, to the others over its
-    NICs, both at once.  Dispatch is FP8, combine BF16.
+    Per direction a GPU sends ``tokens × hidden`` values per copy of a token (:func:`ep_copies`:
+    per routed expert for a decode step, ``per_node`` for a prefill pass), over the scale-up
+    link and its NICs at once.  Dispatch is FP8, combine BF16.
     """
     if ep <= 1:
         return np.zeros_like(np.asarray(tokens_per_gpu, dtype=float))
-    values = np.asarray(tokens_per_gpu, dtype=float) * hidden * max(top_k, 1)
-    local = (min(ep, node_gpus) - 1) / ep
-    remote = max(ep - node_gpus, 0) / ep
+    values = np.asarray(tokens_per_gpu, dtype=float) * hidden
+    local, remote = ep_copies(top_k, ep, node_gpus, per_node)
     per_byte = np.maximum(local / scaleup_bytes_per_s, remote / nic_bytes_per_s)
     moved = values * (DISPATCH_BYTES + COMBINE_BYTES) * per_byte
     return layers * (moved + 2.0 * EP_LATENCY_S)

@@ -145,8 +145,9 @@ def weights_read_bytes_per_gpu(model: ModelSpec, tokens, *, tp: int = 1, ep: int
     return ((model.params_total - routed) / tp + experts) * wb
 
 
-def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int):
-    """TP all-reduce and EP dispatch/combine of one pass [s] (``kvmodel.steps``)."""
+def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = False):
+    """TP all-reduce and EP dispatch/combine of one pass [s] (``kvmodel.steps``; ``per_node``:
+    a prefill pass's exchange, one copy per destination node, ``steps.ep_exchange_s``)."""
     gpus = max(tp, ep)
     up_tp, _ = link_rates(gpu, tp)
     up_ep, nic = link_rates(gpu, gpus)
@@ -156,7 +157,7 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int):
         np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
         top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,
         node_gpus=min(gpu.gpus_per_node, gpu.nvlink_domain_gpus),
-        scaleup_bytes_per_s=catalog_up(gpu), nic_bytes_per_s=nic,
+        scaleup_bytes_per_s=catalog_up(gpu), nic_bytes_per_s=nic, per_node=per_node,
     )  # fmt: skip
     return allreduce, exchange
 
@@ -268,7 +269,7 @@ def prefill_parts(
     (weights, activations), (attention, gemm) = steps.split_exposed(
         (weights, activations), (attention, gemm)
     )
-    allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep)
+    allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep, per_node=True)
     shape = np.broadcast(np.asarray(gemm), np.asarray(attention)).shape
     return steps.PrefillParts(
         weights_read_s=weights, activations_s=activations, attention_s=attention, gemm_s=gemm,

@@ -373,7 +373,7 @@ def test_per_minute_p90_equals_a_partition_on_small_and_busy_minutes():
     counts = np.array([5, 0, result.RADIX_FROM, result.RADIX_FROM + 17, 1, 3 * result.RADIX_FROM])
     ttft = rng.lognormal(0.0, 1.0, int(counts.sum()))
     ttft[counts[:4].sum() + 1] = np.nan  # the busy last minute holds a NaN
-    got = result._per_minute_p90(counts, ttft)
+    got = result.per_minute_p90(counts, ttft)
     ends = np.cumsum(counts)
     for m, c in enumerate(counts):
         if c == 0:

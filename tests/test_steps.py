@@ -112,3 +112,29 @@ def test_a_wider_ep_spreads_the_experts_and_pays_the_all_to_all():
     # the same 64 requests per GPU: EP 72 reads fewer expert bytes per GPU but crosses nodes
     assert wide.weights_read_s < narrow.weights_read_s
     assert wide.ep_dispatch_combine_s > narrow.ep_dispatch_combine_s > 0
+
+
+def test_a_prefill_pass_sends_one_copy_per_node_a_decode_step_one_per_expert():
+    """DeepEP's two kernel families (deepseek-ai/DeepEP README): the low-latency kernels of a
+    decode step send a token to each routed expert; the normal kernels of a prefill pass send
+    it once to each distinct remote node, then forward it over NVLink to each target GPU."""
+    from kvmodel.steps import ep_copies, ep_exchange_s
+
+    # per expert, EP 32 over 4 nodes of 8, top-8: 8 × 7/32 over NVLink, 8 × 24/32 over NICs
+    assert ep_copies(8, 32, 8, per_node=False) == pytest.approx((1.75, 6.0))
+    # per node: 3 remote nodes × (1 − (3/4)^8) = 2.69966; target GPUs 32 × (1 − (31/32)^8)
+    # = 7.17760 (0.96875^8 = 0.77570), of which 7/8 over NVLink = 6.28040
+    local, remote = ep_copies(8, 32, 8, per_node=True)
+    assert remote == pytest.approx(3 * (1 - 0.75**8))
+    assert local == pytest.approx(32 * (1 - (31 / 32) ** 8) * 7 / 8)
+    assert (remote, local) == pytest.approx((2.69966, 6.28040), abs=1e-5)
+    # one node: nothing over the NICs either way
+    assert ep_copies(8, 8, 8, per_node=True)[1] == 0.0 == ep_copies(8, 8, 8, per_node=False)[1]
+    # the time: 1,000 tokens per GPU of hidden 7,168, 3 bytes a value (FP8 out, BF16 back),
+    # NICs at 50 GB/s dominate NVLink at 450 GB/s; 61 layers, 2 × 20 µs each
+    kw = dict(hidden=7168, top_k=8, ep=32, layers=61, node_gpus=8,
+              scaleup_bytes_per_s=450e9, nic_bytes_per_s=50e9)  # fmt: skip
+    want = 61 * (1000 * 7168 * 3 * 2.69966 / 50e9 + 40e-6)
+    assert float(ep_exchange_s(1000.0, per_node=True, **kw)) == pytest.approx(want, rel=1e-5)
+    assert float(ep_exchange_s(1000.0, **kw)) == pytest.approx(61 * (1000 * 7168 * 3 * 6 / 50e9
+                                                                      + 40e-6))

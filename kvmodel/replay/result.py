@@ -79,7 +79,7 @@ class ReplayResult:
         }
 
 
-def _per_minute_p90(counts: np.ndarray, ttft: np.ndarray) -> np.ndarray:
+def per_minute_p90(counts: np.ndarray, ttft: np.ndarray) -> np.ndarray:
     """p90 (the ⌈0.9 n⌉-th smallest, as ``queue.percentile``) of ``ttft`` per minute, from
     the requests per minute ``counts`` (requests in arrival order: each minute is one slice)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
@@ -165,7 +165,7 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     np.maximum.at(mem, bins[keep], use[keep])
     if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
         mem = np.maximum.accumulate(mem)
-    series = Series(np.arange(minutes), arrivals, _per_minute_p90(counts, ttft), mem)
+    series = Series(np.arange(minutes), arrivals, per_minute_p90(counts, ttft), mem)
     stats = OrderStats(n)
     p50, p90, p99, at_slo = stats.of(ttft, (50.0, 90.0, 99.0, q), own=True)  # ttft: may reorder
     tpot90 = stats.of(tl.tpot_s, (90.0,))[0]
