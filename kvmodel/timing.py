@@ -43,20 +43,28 @@ def _held_sum(seq_len: np.ndarray, window: int | None) -> np.ndarray:
     return np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
 
 
-def prefill_flops(model: ModelSpec, seq_len, batch=1) -> np.ndarray:
+def prefill_flops(model: ModelSpec, seq_len, batch=1, prefix=None) -> np.ndarray:
     """FLOPs of one prefill [FLOP].
 
     Dense part ``2 × active_params × S × B`` plus the attention part: per attention layer and
     query head, QKᵀ and PV cost ``2 × head_dim_qk`` FLOPs each per (query, key) pair, over
-    ``Σ_t min(t, window)`` causal pairs.
+    ``Σ_t min(t, window)`` causal pairs.  ``prefix``: tokens a prefix cache already holds
+    before the ``S`` computed ones (None or 0: none); the computed tokens attend to them too,
+    so the pairs are those of positions ``prefix + 1 … prefix + S``.  Attention is linear in
+    the prefix without a window, so a mean prefix gives the mean FLOPs exactly.
     """
     s = as_tokens(seq_len, "seq_len")
     b = as_tokens(batch, "batch")
     dense = 2.0 * model.params_active * s * b
-    attn = sum(
-        g.layers * 4.0 * model.q_heads * model.head_dim_qk * _held_sum(s, g.window_tokens)
-        for g in model.groups
-    )
+    c = None if prefix is None else np.asarray(prefix, dtype=float)
+
+    def pairs(w):
+        if c is None:
+            return _held_sum(s, w)
+        return _held_sum(s + c, w) - _held_sum(c, w)
+
+    attn = sum(g.layers * 4.0 * model.q_heads * model.head_dim_qk * pairs(g.window_tokens)
+               for g in model.groups)  # fmt: skip
     return dense + attn * b
 
 
@@ -246,10 +254,12 @@ def prefill_parts(
     ep: int = 1,
     mfu: float = DEFAULT_MFU,
     weight_dtype: str | None = None,
+    prefix=None,
 ) -> steps.PrefillParts:
     """The parts of one prefill pass of ``batch`` requests of ``seq_len`` tokens on an instance
     of ``max(tp, ep)`` GPUs [s].  ``mfu`` scales the GPU's achievable FLOP/s (``DEFAULT_MFU``:
-    the GPU's own, data/gpus.csv)."""
+    the GPU's own, data/gpus.csv); ``prefix``: cached tokens before them
+    (:func:`prefill_flops`)."""
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     s = as_tokens(seq_len, "seq_len")
@@ -261,7 +271,7 @@ def prefill_parts(
     hbm = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     weights = weights_read_bytes_per_gpu(model, tokens, tp=tp, ep=ep, weight_dtype=wd) / hbm
     gemm = 2.0 * model.params_active * tokens / gpus / (peak_flops(gpu, wd) * min(eff, 1.0))
-    attn_flops = (prefill_flops(model, s, b) - 2.0 * model.params_active * tokens) / gpus
+    attn_flops = (prefill_flops(model, s, b, prefix) - 2.0 * model.params_active * tokens) / gpus
     attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
     group_tokens = tokens / max(1, ep // tp)
     act = group_tokens * model.hidden * steps.ACTIVATION_BYTES * steps.PREFILL_ACTIVATION_PASSES
@@ -288,11 +298,13 @@ def estimate_prefill_s(
     mfu: float = DEFAULT_MFU,
     weight_dtype: str | None = None,
     ep: int = 1,
+    prefix=None,
 ) -> np.ndarray:
     """Prefill of ``batch`` requests of ``seq_len`` tokens [s]: the sum of
-    :func:`prefill_parts`.  ``weight_dtype``: the checkpoint's by default."""
+    :func:`prefill_parts`.  ``weight_dtype``: the checkpoint's by default; ``prefix``: cached
+    tokens before them (:func:`prefill_flops`)."""
     return prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu,
-                         weight_dtype=weight_dtype).total_s  # fmt: skip
+                         weight_dtype=weight_dtype, prefix=prefix).total_s  # fmt: skip
 
 
 def decode_step_lower_bound_s(

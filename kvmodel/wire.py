@@ -52,7 +52,9 @@ def wire_ratio(sc: Scenario) -> float:
     return comp / storage
 
 
-def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
+def prefill_time_s(sc: Scenario, seq_len=None, batch=None, prefix=None) -> np.ndarray:
+    """The scenario's prefill [s] (its typed one, or the estimate) at ``seq_len`` computed
+    tokens after ``prefix`` cached ones (None: none; ``timing.prefill_flops``)."""
     s = sc.seq_len if seq_len is None else seq_len
     b = sc.batch if batch is None else batch
     if sc.prefill_s is not None:
@@ -60,7 +62,7 @@ def prefill_time_s(sc: Scenario, seq_len=None, batch=None) -> np.ndarray:
             np.asarray(sc.prefill_s, dtype=float), np.broadcast(np.asarray(s), np.asarray(b)).shape
         )
     return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu,
-                              ep=sc.ep_prefill)  # fmt: skip
+                              ep=sc.ep_prefill, prefix=prefix)  # fmt: skip
 
 
 # Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).
@@ -81,7 +83,7 @@ class Volume:
     links and mitigations on one scenario (``solve.try_mitigations``) computes them once.
     """
 
-    def __init__(self, sc: Scenario, seq_len=None, batch=None):
+    def __init__(self, sc: Scenario, seq_len=None, batch=None, prefix=None):
         self.scenario = sc
         self.s = as_tokens(sc.seq_len if seq_len is None else seq_len, "seq_len")
         self.b = as_tokens(sc.batch if batch is None else batch, "batch")
@@ -94,7 +96,7 @@ class Volume:
             tp_prefill=sc.tp_prefill,
             tp_decode=sc.kv_tp_decode,
         ).wire
-        self.prefill = prefill_time_s(sc, self.s, self.b)
+        self.prefill = prefill_time_s(sc, self.s, self.b, prefix)
 
     def fits(self, sc: Scenario) -> bool:
         """True when ``sc`` differs from this volume's scenario only in per-link fields."""
@@ -288,12 +290,18 @@ def _layerwise(sc: Scenario, vol: Volume, prefill) -> tuple[np.ndarray, np.ndarr
     return after[0] + run_total[0], exposed
 
 
-def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None) -> Transfer:
+def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = None,
+             prefix=None) -> Transfer:  # fmt: skip
     """Transfer time of ``sc``; pass arrays for ``seq_len``/``batch`` to sweep them.
 
     ``volume``: a ``Volume`` of a scenario that differs from ``sc`` only in per-link fields
     (then leave ``seq_len`` and ``batch`` out); its link-independent parts are reused.
+    ``prefix``: cached prompt tokens before the ``seq_len`` sent ones (a prefix cache: they
+    lengthen the prefill's attention, not the transfer; ``timing.prefill_flops``).
     """
+    if prefix is not None and volume is None:
+        volume = Volume(sc, seq_len, batch, prefix)
+        seq_len = batch = None
     vol = _volume(sc, seq_len, batch, volume)
     ratio = wire_ratio(sc)
     raw = vol.raw

@@ -25,15 +25,14 @@ PINNED = {
     # 1.04× the measured per node: one EP-144 instance carries the published rate (session 8:
     # MoE weights read at 0.7 of the dense rate, not 0.42, brought it from 2 instances to 1)
     "deepseek-v3-h800-decode": (144 / 144, 1.041),
-    # 2.07× the per-node rate derived from DeepSeek's service (1.20× before session 11's
-    # per-node exchange): the row computes 4,384 uncached tokens from position 0, where in
-    # the service they follow ~5,656 cached ones and attend to them (3.6× the attention
-    # FLOPs; by hand that is ~0.75× of the planned rate, ~1.55×); the planner does not yet
-    # count a cached prefix's attention
-    "deepseek-v3-h800-prefill": (32 / 32, 2.073),
+    # 1.81× the per-node rate of DeepSeek's service (session 11; 1.20× before): 4,384-token
+    # prompts with 2,468 of them cached (56.3 %), the 1,916 computed ones attending to the
+    # cached ones too (timing.prefill_flops' prefix). With the per-node exchange but the row's
+    # old form (4,384 tokens computed from position 0) it was 2.07×
+    "deepseek-v3-h800-prefill": (32 / 32, 1.807),
 }
-# rows outside their band: a strict xfail each, so it fails once the row comes in
-OUT_OF_BAND: set[str] = {"deepseek-v3-h800-prefill"}
+# rows outside their band (none now): a strict xfail each, so it fails once the row comes in
+OUT_OF_BAND: set[str] = set()
 
 
 def test_every_row_is_pinned_and_has_a_source():

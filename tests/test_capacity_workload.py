@@ -63,6 +63,10 @@ def test_shape_of_a_weighted_histogram_with_prefix_hits():
     # E[o] = 0.25·10 + 0.75·30 = 25; slot context Σ w·o·(p + o/2) / Σ w·o
     # = (0.25·10·105 + 0.75·30·315) / 25 = (262.5 + 7,087.5) / 25 = 294
     assert s.mean_output == 25 and s.decode_context == 294
+    # the cached tokens before that length, weighted: 0.25·0 + 0.75·200 = 150
+    assert s.prefix.tolist() == [150.0]
+    # no cached tokens: no prefix
+    assert shape(Workload.fixed(2.0, 300, 30), 131_072).prefix is None
 
 
 def test_prompts_beyond_the_context_are_counted_at_it():

@@ -200,3 +200,24 @@ def test_first_free_matches_a_plain_heap(c, load):
     ref_start, ref_inst = _heap_reference(a, w, c)
     assert_allclose(start, ref_start, atol=1e-6)
     assert (inst == ref_inst).all()
+
+
+def test_a_cached_prefix_lengthens_the_prefill_of_its_length():
+    """Two lone requests, each with 1,000 tokens to compute: one has a 9,000-token cached
+    prefix. Each length's prefill is the batch-1 estimate at that length's mean prefix
+    (4,500 here: attention is linear in it, so the mean is exact for the length's mean)."""
+    from kvmodel.timing import estimate_prefill_s
+
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    stream = rp.Stream(np.array([0.0, 100.0]), np.array([1000, 10_000]), np.array([4, 4]),
+                       np.array([0, 9000]), False)  # fmt: skip
+    dep = rp.Deployment(sc, 8, 8, 1, 1)
+    tl = rp.replay(dep, stream)
+    want = float(estimate_prefill_s(sc.model, 1000, gpu=sc.gpu, tp=8, prefix=4500.0))
+    assert_allclose(tl.prefill_end_s - tl.prefill_start_s, [want, want], rtol=1e-12)
+    alone = float(estimate_prefill_s(sc.model, 1000, gpu=sc.gpu, tp=8))
+    assert want > alone
+    # without any cached token the tables are the plain ones
+    plain = rp.replay(dep, replace(stream, cached_tokens=np.array([0, 0]),
+                                   prompt_tokens=np.array([1000, 1000])))
+    assert_allclose(plain.prefill_end_s - plain.prefill_start_s, [alone, alone], rtol=1e-12)

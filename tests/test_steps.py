@@ -138,3 +138,28 @@ def test_a_prefill_pass_sends_one_copy_per_node_a_decode_step_one_per_expert():
     assert float(ep_exchange_s(1000.0, per_node=True, **kw)) == pytest.approx(want, rel=1e-5)
     assert float(ep_exchange_s(1000.0, **kw)) == pytest.approx(61 * (1000 * 7168 * 3 * 6 / 50e9
                                                                       + 40e-6))
+
+
+def test_a_cached_prefix_adds_its_attention_to_the_computed_tokens():
+    """1,000 computed tokens after 9,000 cached ones attend to positions 9,001 … 10,000: the
+    pairs are Σ_{t=9001}^{10000} t = 10,000·10,001/2 − 9,000·9,001/2 = 9,500,500, against
+    1,000·1,001/2 = 500,500 from position 0: 9,000,000 more, × 80 layers × 4 × 64 heads × 128
+    (Llama-3.1-70B) = 2.359296e13 FLOPs more."""
+    from kvmodel.timing import estimate_prefill_s, prefill_flops
+
+    m = catalog.get_model("llama-3.1-70b")
+    extra = prefill_flops(m, 1000, prefix=9000) - prefill_flops(m, 1000)
+    assert float(extra) == pytest.approx(80 * 4 * 64 * 128 * 9_000_000, rel=1e-12)
+    assert prefill_flops(m, 1000, prefix=0) == prefill_flops(m, 1000)
+    # a mean prefix is exact without a window: attention is linear in it
+    both = prefill_flops(m, np.array([1000, 1000]), prefix=np.array([0.0, 9000.0]))
+    assert float(both.mean()) == pytest.approx(float(prefill_flops(m, 1000, prefix=4500)))
+    # a sliding window of 4,096 (Mistral-7B): each token attends to at most 4,096 keys, so
+    # 100 tokens after 10,000 cached ones cost 100 × 4,096 pairs per layer
+    mis = catalog.get_model("mistral-7b")
+    win = prefill_flops(mis, 100, prefix=10_000) - prefill_flops(mis, 100)
+    per_pair = 32 * 4 * 32 * 128  # layers × 4 × query heads × head dim
+    assert float(win) == pytest.approx(per_pair * (100 * 4096 - 100 * 101 / 2))
+    gpu = catalog.get_gpu("h100-sxm")
+    assert estimate_prefill_s(m, 1000, gpu=gpu, tp=8, prefix=9000) > estimate_prefill_s(
+        m, 1000, gpu=gpu, tp=8)

@@ -99,7 +99,8 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
     if slots < 1:
         return []
     top = min(slots, MAX_BATCH)
-    fpt = float((shp.weights * prefill_flops(model, shp.moved)).sum()) / shp.mean_moved
+    flops = prefill_flops(model, shp.moved, prefix=shp.prefix)  # a cached prefix's attention too
+    fpt = float((shp.weights * flops).sum()) / shp.mean_moved
     request = request_cost_s(sc, disaggregated=False)
     out = []
     for chunk in CHUNKS:

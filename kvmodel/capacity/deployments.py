@@ -47,6 +47,7 @@ class Deployment:
     published_tokens_per_s_per_node: float | None  # prefill: input, decode: output tokens
     source: str
     source_ref: str
+    cached_tokens: int = 0  # of input_tokens, held by a prefix cache (neither computed nor sent)
 
 
 def _opt_int(text: str) -> int | None:
@@ -75,6 +76,7 @@ def load_deployments(path: Path = PATH) -> tuple[Deployment, ...]:
                     if r["published_tokens_per_s_per_node"].strip() else None,
                     source=r["source"],
                     source_ref=r["source_ref"],
+                    cached_tokens=_opt_int(r.get("cached_tokens") or "") or 0,
                 ))  # fmt: skip
             except (KeyError, ValueError) as exc:
                 raise ValueError(f"{path.name} line {n}: {exc}") from None
@@ -83,17 +85,32 @@ def load_deployments(path: Path = PATH) -> tuple[Deployment, ...]:
 
 def _setup(d: Deployment):
     from kvmodel.build import scenario_from_inputs
-    from kvmodel.capacity.workload import Slo, Workload
+    from kvmodel.capacity.workload import Slo
 
     sc = scenario_from_inputs({"model": d.model, "gpu": d.gpu, "link": d.link,
                                "seq": min(d.input_tokens, 1_000_000)})  # fmt: skip
     slo = Slo(d.ttft_slo_ms / 1e3, d.tpot_slo_ms / 1e3, ttft_percentile=d.ttft_percentile)
-    return sc, Workload.fixed(d.rps, d.input_tokens, d.output_tokens), slo
+    return sc, _workload(d), slo
+
+
+def _workload(d: Deployment):
+    """``d``'s requests: every one ``input_tokens`` long, ``cached_tokens`` of them cached."""
+    import numpy as np
+
+    from kvmodel.capacity.workload import Workload
+
+    if not d.cached_tokens:
+        return Workload.fixed(d.rps, d.input_tokens, d.output_tokens)
+    return Workload(np.array([d.input_tokens]), np.array([d.output_tokens]), np.array([1.0]),
+                    d.rps, np.array([d.cached_tokens]),
+                    source=f"{d.input_tokens:,} prompt ({d.cached_tokens:,} cached) + "
+                           f"{d.output_tokens:,} output tokens")  # fmt: skip
 
 
 def tokens_per_s_per_node(d: Deployment) -> float | None:
     """The planner's throughput of one node at ``d``'s parallelism for its side [tokens/s]:
-    prefill, input tokens ÷ the work each request occupies an instance for; decode, the batch
+    prefill, computed input tokens (the uncached ones) ÷ the work each request occupies an
+    instance for; decode, the batch
     within the TPOT target ÷ its step (output tokens); × GPUs per node ÷ GPUs per instance.
     None for a disaggregated or colocated row."""
     from kvmodel.capacity.prep import basis
@@ -106,21 +123,16 @@ def tokens_per_s_per_node(d: Deployment) -> float | None:
         d.decode_tp or 1, d.decode_ep or 1)  # fmt: skip
     per_node = sc.gpu.gpus_per_node / max(tp, ep)
     if d.side == "prefill":
-        return d.input_tokens / b.prefill_mean_s((tp, ep)) * per_node
+        return (d.input_tokens - d.cached_tokens) / b.prefill_mean_s((tp, ep)) * per_node
     dec = b.at_tpot(slo.tpot_s, (tp, ep))[0]
     return dec.batch / dec.step_s * per_node
 
 
 def plan_of(d: Deployment):
     """This planner's :class:`~kvmodel.capacity.result.CapacityPlan` of ``d``'s workload."""
-    from kvmodel.build import scenario_from_inputs
     from kvmodel.capacity.plan import plan
-    from kvmodel.capacity.workload import Slo, Workload
 
-    sc = scenario_from_inputs({"model": d.model, "gpu": d.gpu, "link": d.link,
-                               "seq": min(d.input_tokens, 1_000_000)})  # fmt: skip
-    slo = Slo(d.ttft_slo_ms / 1e3, d.tpot_slo_ms / 1e3, ttft_percentile=d.ttft_percentile)
-    work = Workload.fixed(d.rps, d.input_tokens, d.output_tokens)
+    sc, work, slo = _setup(d)
     return plan(
         sc,
         work,

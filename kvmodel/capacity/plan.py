@@ -74,7 +74,7 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     s1 = pair_scenario(sc, pf.tp, pf.tp_decode, pf.ep, pf.ep_decode)
-    volume = Volume(s1, seq_len=shp.moved)
+    volume = Volume(s1, seq_len=shp.moved, prefix=shp.prefix)
 
     def ok(bw: float) -> bool:
         other = relinked(pf, s1, shp, bw, volume)

@@ -224,7 +224,7 @@ def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1) -> np.nd
 def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
                  ep_decode: int = 1) -> Prefill:  # fmt: skip
     s1 = pair_scenario(sc, tp, tp_decode, ep, ep_decode)
-    pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved))
+    pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved, prefix=shp.prefix))
     w = shp.weights
     gpus = max(tp, ep)
     fixed = pass_fixed_s(sc, shp.moved, tp, ep)
@@ -257,7 +257,8 @@ def request_cost_s(sc: Scenario, *, disaggregated: bool) -> float:
 
 def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Volume) -> Prefill:
     """``pf`` at another per-link ``bandwidth`` [bytes/s].  ``s1``: its ``pair_scenario``;
-    ``volume``: ``Volume(s1, seq_len=shp.moved)`` (bytes and prefill do not change)."""
+    ``volume``: ``Volume(s1, seq_len=shp.moved, prefix=shp.prefix)`` (bytes and prefill do
+    not change)."""
     # A copy of the validated scenario with only the link's bandwidth changed: building a
     # Scenario re-validates every field (~0.5 ms), and the bandwidth search makes ~20 of them.
     other = copy.copy(s1)

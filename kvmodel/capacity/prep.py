@@ -139,7 +139,7 @@ class Basis:
         if par not in self._work:
             sc, shp = self.sc, self.shp
             tp, ep = par
-            pre = prefill_time_s(pair_scenario(sc, tp, tp, ep, ep), shp.moved)
+            pre = prefill_time_s(pair_scenario(sc, tp, tp, ep, ep), shp.moved, prefix=shp.prefix)
             fixed = pass_fixed_s(sc, shp.moved, tp, ep)
             work = prefill_work_s(sc.model, shp.moved, pre, gpus_of(par), fixed)
             self._work[par] = float((shp.weights * work).sum())

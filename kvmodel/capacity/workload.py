@@ -197,6 +197,9 @@ class Shape:
     longest_prompt: int
     draws: Draws
     clipped: float  # share of requests whose prompt or output is longer than the max context
+    # mean cached prompt tokens before each moved length (their attention is computed too:
+    # ``timing.prefill_flops``); None when no request has a cached prefix
+    prefix: np.ndarray | None = None
 
 
 def shape(workload: Workload, max_context: int) -> Shape:
@@ -205,13 +208,20 @@ def shape(workload: Workload, max_context: int) -> Shape:
     p = np.minimum(workload.prompt_tokens, max_context)
     cached = 0 if workload.cached_tokens is None else workload.cached_tokens
     moved = np.clip(p - cached, 1, max_context)
+    ahead = p - moved  # the cached tokens before the moved ones (prefix + moved = prompt)
+    has_prefix = workload.cached_tokens is not None and bool(np.any(ahead > 0))
+    prefix = None
     if max_context <= DENSE_LENGTHS:  # one pass (a sort of 10 million lengths takes ~1 s)
         counts = np.bincount(moved, weights=w)
         uniq = np.flatnonzero(counts)
         uw = counts[uniq]
+        if has_prefix:
+            prefix = np.bincount(moved, weights=w * ahead, minlength=len(counts))[uniq] / uw
     else:
         uniq, inverse = np.unique(moved, return_inverse=True)
         uw = np.bincount(inverse, weights=w, minlength=len(uniq))
+        if has_prefix:
+            prefix = np.bincount(inverse, weights=w * ahead, minlength=len(uniq)) / uw
     o = np.minimum(workload.output_tokens, max_context)  # no answer outgrows the context
     wo = w * o  # one temporary per product over the requests (10 million: ~80 MB each)
     held = float(wo.sum())
@@ -228,4 +238,5 @@ def shape(workload: Workload, max_context: int) -> Shape:
         clipped=float(
             w[(workload.prompt_tokens > max_context) | (workload.output_tokens > max_context)].sum()
         ),  # fmt: skip
+        prefix=prefix,
     )

@@ -113,8 +113,13 @@ def _per_length(sc: Scenario, dep: Deployment, stream: Stream):
     lookup = np.zeros(len(seen), dtype=np.int64)
     lookup[uniq] = np.arange(len(uniq))
     inv = lookup[moved]
+    prefix = None  # the mean cached tokens before each length (capacity.workload.Shape.prefix)
+    if stream.cached_tokens.any():
+        ahead = np.minimum(stream.prompt_tokens, sc.model.max_context_tokens) - moved
+        total = np.bincount(inv, weights=np.maximum(ahead, 0), minlength=len(uniq))
+        prefix = total / np.bincount(inv, minlength=len(uniq))
     t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp, dep.prefill_ep, dep.decode_ep),
-                 seq_len=uniq)  # fmt: skip
+                 seq_len=uniq, prefix=prefix)  # fmt: skip
     pre = np.broadcast_to(np.asarray(t.prefill_s, dtype=float), uniq.shape)
     fixed = pass_fixed_s(sc, uniq, dep.prefill_tp, dep.prefill_ep)
     gpus = max(dep.prefill_tp, dep.prefill_ep)
