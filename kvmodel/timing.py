@@ -164,7 +164,7 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = Fals
     exchange = steps.ep_exchange_s(
         np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
         top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,
-        node_gpus=min(gpu.gpus_per_node, gpu.nvlink_domain_gpus),
+        node_gpus=gpu.nvlink_domain_gpus,  # the GPUs one scale-up domain reaches (NVL72: 72)
         scaleup_bytes_per_s=catalog_up(gpu), nic_bytes_per_s=nic, per_node=per_node,
     )  # fmt: skip
     return allreduce, exchange

@@ -163,3 +163,21 @@ def test_a_cached_prefix_adds_its_attention_to_the_computed_tokens():
     gpu = catalog.get_gpu("h100-sxm")
     assert estimate_prefill_s(m, 1000, gpu=gpu, tp=8, prefix=9000) > estimate_prefill_s(
         m, 1000, gpu=gpu, tp=8)
+
+
+def test_an_nvl72_rack_exchanges_experts_over_nvlink():
+    """GB200 NVL72: 4 GPUs a tray, but one NVLink domain of 72 (its gpus.csv row); EP 72
+    stays on NVLink (no copy over the NICs), where 9 HGX B200 nodes send 8 × 64/72 of a
+    token's copies over their NICs."""
+    v3 = catalog.get_model("deepseek-v3")
+    gb = catalog.get_gpu("gb200")
+    b200 = catalog.get_gpu("b200")
+    rack = decode_step_parts(v3, 2048, 72 * 64, gpu=gb, tp=1, ep=72)
+    nodes = decode_step_parts(v3, 2048, 72 * 64, gpu=b200, tp=1, ep=72)
+    assert 0 < rack.ep_dispatch_combine_s < nodes.ep_dispatch_combine_s
+    # by hand: 64 tokens a GPU, hidden 7,168, top-8 × 71/72 copies, 3 bytes, over NVLink 5 at
+    # its catalog rate per direction, 61 layers + 2 × 20 µs each
+    from kvmodel.timing import catalog_up
+
+    want = 61 * (64 * 7168 * 8 * 71 / 72 * 3 / catalog_up(gb) + 40e-6)
+    assert float(rack.ep_dispatch_combine_s) == pytest.approx(want, rel=1e-9)
