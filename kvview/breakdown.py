@@ -77,3 +77,32 @@ def sweep_frame(sweep: dict) -> pd.DataFrame:
             for g in sweep["groups"]
         ]  # fmt: skip
     )
+
+
+def _side_unit(side: str) -> str:
+    """What a side's tokens per node count: a prefill pool's input, a decode pool's output."""
+    return {"prefill": "input", "decode": "output"}.get(side, "")
+
+
+def deployments_frame(rows: list[dict]) -> pd.DataFrame:
+    """Published deployments and peer plans beside this planner's (``capacity.deployments``):
+    GPUs published and planned, and for one pool of a deployment its tokens/s per node."""
+    return pd.DataFrame(
+        [
+            {
+                "deployment or plan": r["id"],
+                "side": r["side"],
+                "GPUs published": r["published_gpus"],
+                "GPUs planned": r["planned_gpus"],
+                "planned ÷ published": r["ratio"],
+                "tokens/s per node measured": r["published_tokens_per_s_per_node"],
+                "tokens/s per node planned": r["tokens_per_s_per_node"],
+                "planned ÷ measured": r["throughput_ratio"],
+                "tokens": _side_unit(r["side"]),
+                "model, GPU": f"{r['model']}, {r['gpu']}",
+                "source": r["source"],
+            }
+            for r in rows
+        ]  # fmt: skip
+    )
+

@@ -168,3 +168,22 @@ def test_served_tpot_is_one_iteration_with_the_prompts_riding_in_it():
     every = float(decode_step_parts(model, 8192 + 512, 2048, chunk_tokens=16384,
                                     chunk_flops_per_token=fpt8, **kw).total_s)  # fmt: skip
     assert big == pytest.approx(every, rel=1e-12) and big > step_big
+
+
+def test_fidelity_cli_lists_the_published_deployments(capsys):
+    """``fidelity --json``'s ``deployments``: every row of deployments.csv planned, the same
+    dicts as ``capacity.deployments.compare``; the text names each with both ratios."""
+    import json
+
+    from kvmodel.capacity.deployments import compared
+    from kvmodel.cli import main
+
+    assert main(["fidelity", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["deployments"]
+    assert got == json.loads(json.dumps(compared()))
+    assert len(got) == 8 and {r["side"] for r in got} >= {"prefill", "decode", "colocated"}
+    assert main(["fidelity"]) == 0
+    text = capsys.readouterr().out
+    assert ("lmsys-dsv3-96xh100-prefill (deepseek-v3, h100-sxm, prefill): 32 GPUs published, 32 "
+            "planned (1.00×); 54,543 input tokens/s per node measured, 59,947 planned (1.10×)"
+            in text)  # fmt: skip

@@ -40,3 +40,23 @@ def test_models_page_lists_every_cited_measurement():
     assert any("2,049 more measured runs" in e.label for e in at.expander)
     assert set(head["figure"]) == {"transfer", "posting", "prefill", "decode step", "TTFT"}
     assert points["source"].str.len().min() > 20  # every point names its source
+
+
+def test_models_page_plans_the_published_deployments_when_opened():
+    from kvmodel.capacity.deployments import compared
+
+    at = app(page="pages/models.py")
+    closed = len(at.dataframe)  # closed: the rows are not planned, their table not drawn
+    assert any("8 published deployments and peer plans" in e.label for e in at.expander)
+    at.session_state["models_deployments_open"] = True  # the browser sets it when opened
+    at.run()
+    assert not at.exception and len(at.dataframe) == closed + 1
+    frame = at.dataframe[-1].value
+    want = compared()
+    assert list(frame["deployment or plan"]) == [r["id"] for r in want]
+    row = frame.set_index("deployment or plan").loc["lmsys-dsv3-96xh100-prefill"]
+    assert (row["GPUs published"], row["GPUs planned"]) == (32, 32)
+    assert row["planned ÷ measured"] == pytest.approx(want[4]["throughput_ratio"])
+    assert row["tokens"] == "input"
+    # a colocated peer plan has no per-node rate
+    assert frame["tokens/s per node planned"].isna().sum() == 4

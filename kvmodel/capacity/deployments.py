@@ -167,3 +167,9 @@ def compare(d: Deployment) -> dict:
             "tokens_per_s_per_node": tput, "published_tokens_per_s_per_node": pub,
             "throughput_ratio": None if tput is None or not pub else tput / pub,
             "source": d.source}  # fmt: skip
+
+
+def compared(path: Path = PATH) -> list[dict]:
+    """:func:`compare` of every row of ``path``, in file order (``python -m kvmodel
+    fidelity``'s ``deployments``, the Models page)."""
+    return [compare(d) for d in load_deployments(path)]

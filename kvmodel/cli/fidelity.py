@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import fidelity
+from ..capacity.deployments import compared
 from .output import emit
 
 
@@ -12,7 +13,9 @@ def cmd_fidelity(args):
     summary = fidelity.kind_summary(points)
     band = {k: list(v) for k, v in fidelity.HELD_OUT_BAND.items()}
     sweep = fidelity.sweep_summary()
-    payload = {"points": rows, "summary": summary, "held_out_band": band, "sweep": sweep}
+    deployments = compared()
+    payload = {"points": rows, "summary": summary, "held_out_band": band, "sweep": sweep,
+               "deployments": deployments}  # fmt: skip
     table = [
         (r["what"], r["stack"], "fitted" if r["part"] == "fit" else "held out", r["label"],
          f"{r['measured_ms']:,.2f}", f"{r['predicted_ms']:,.2f}", f"{r['ratio']:.2f}")
@@ -25,7 +28,8 @@ def cmd_fidelity(args):
     ]
     heads = ("figure", "stack or framework", "set", "measured", "measured ms", "model ms", "ratio")
     tail = ["Sources: data/fidelity/*.csv (--json lists each point's source)."]
-    emit(args, payload, heads, table, notes + sweep_lines(sweep) + tail)
+    emit(args, payload, heads, table,
+         notes + sweep_lines(sweep) + deployment_lines(deployments) + tail)  # fmt: skip
 
 
 def sweep_lines(sweep: dict) -> list[str]:
@@ -42,3 +46,20 @@ def sweep_lines(sweep: dict) -> list[str]:
         "only the MoE read efficiency was set on it, without compute.csv's held-out rows):"
     )
     return [head, line("all", sweep["overall"])] + [line(g["gpu"], g) for g in sweep["by_gpu"]]
+
+
+def deployment_lines(rows: list[dict]) -> list[str]:
+    """Published deployments and peer plans beside the planner's, one line each
+    (``capacity.deployments.compared``)."""
+    out = ["Published deployments and peer plans (planned ÷ published GPUs; planner ÷ measured "
+           "tokens/s per node; data/fidelity/deployments.csv):"]  # fmt: skip
+    for r in rows:
+        line = (f"  {r['id']} ({r['model']}, {r['gpu']}, {r['side']}): {r['published_gpus']:,} "
+                f"GPUs published, {r['planned_gpus']:,} planned ({r['ratio']:.2f}×)")  # fmt: skip
+        if r["throughput_ratio"] is not None:
+            unit = "input" if r["side"] == "prefill" else "output"
+            line += (f"; {r['published_tokens_per_s_per_node']:,.0f} {unit} tokens/s per node "
+                     f"measured, {r['tokens_per_s_per_node']:,.0f} planned "
+                     f"({r['throughput_ratio']:.2f}×)")  # fmt: skip
+        out.append(line)
+    return out

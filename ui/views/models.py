@@ -5,9 +5,10 @@ from functools import partial
 import streamlit as st
 
 from kvmodel import fidelity
+from kvmodel.capacity import deployments
 from kvmodel.sweeps import models_table
 from kvview import csv_tables, figures, tables
-from kvview.breakdown import fidelity_frames, sweep_frame
+from kvview.breakdown import deployments_frame, fidelity_frames, sweep_frame
 from kvview.words import models_takeaway
 from ui import config_import, exports_ui, perf, urlstate
 
@@ -120,9 +121,32 @@ def _fidelity() -> None:
         fmt = {"measured [ms]": "%,.2f", "model [ms]": "%,.2f", "model ÷ measured": "%.2f"}
         box.dataframe(points, hide_index=True, width="stretch", column_config=_formats(fmt))
     _sweep()
+    _deployments()
 
 
 POINTS_OPEN = "models_points_open"  # session key: the "All points" expander is open
+DEPLOYMENTS_OPEN = "models_deployments_open"  # session key: the deployments expander is open
+
+
+def _deployments() -> None:
+    """Published deployments and peer plans beside this planner's (``python -m kvmodel
+    fidelity``'s ``deployments``): planned only while the expander is open."""
+    n = len(perf.cached(deployments.load_deployments))
+    box = st.expander(f"GPU counts and per-node throughput of {n} published deployments and "
+                      "peer plans", key=DEPLOYMENTS_OPEN, on_change="rerun")  # fmt: skip
+    if not box.open:
+        return
+    box.caption(
+        "Each row is planned here with its published workload, targets and parallelism "
+        "(data/fidelity/deployments.csv, sources in the last column). Planned ÷ published above "
+        "1: the planner asks for more GPUs than were used. Tokens/s per node: input tokens for "
+        "a prefill pool, output tokens for a decode pool; the bands are 2× for MoE models and "
+        "1.5× for dense ones."
+    )
+    frame = perf.cached(deployments_frame, perf.cached(deployments.compared))
+    fmt = {"planned ÷ published": "%.2f", "tokens/s per node measured": "%,.0f",
+           "tokens/s per node planned": "%,.0f", "planned ÷ measured": "%.2f"}  # fmt: skip
+    box.dataframe(frame, hide_index=True, width="stretch", column_config=_formats(fmt))
 
 
 def _formats(fmt: dict[str, str]) -> dict:
