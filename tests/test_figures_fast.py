@@ -63,3 +63,19 @@ def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
     assert built, "the page drew no kit figure"
     for fast, slow in built:
         assert fast == slow
+
+
+def test_the_chart_gets_the_figures_own_json_made_once():
+    """ui.exports_ui.chart hands st.plotly_chart ``kit.sent(fig)``: byte for byte the JSON of
+    the figure itself (arrays as base64, the template shared, not copied), made once."""
+    fig = kit.Fig()
+    fig.add_scatter(x=np.geomspace(1, 10, 50), y=np.arange(50, dtype=np.int32), name="s")
+    fig.add_bar(x=np.array([1.0, 2.5]), y=["a", "b"], base=np.array([0.5, 1.25]))
+    kit.base_layout(fig, "Title", "x [s]", "y")
+    fig.add_vline(2.0, annotation_text="here")
+    built = fig.build()
+    sent = kit.sent(built)
+    assert isinstance(sent, go.Figure) and kit.sent(built) is sent
+    assert pio.to_json(sent.to_dict(), validate=False) == pio.to_json(built, validate=False)
+    assert sent.to_dict()["layout"]["template"] is built._layout["template"]
+    assert built.to_dict()["layout"]["template"] is not built._layout["template"]
