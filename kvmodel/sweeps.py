@@ -27,7 +27,8 @@ def decode_band_verdict(transfer_ms: float, band_ms=DEFAULT_BAND_MS) -> str:
 
 
 def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame:
-    """Exposed transfer [s] for each link (rows) and batch (columns ``batch N``)."""
+    """Exposed transfer [s] for each link (rows) and batch (columns ``batch N``); the same for
+    ``batch_free(sc)``."""
     rows = []
     b = np.asarray(list(batches))
     for lid in link_ids:
@@ -43,8 +44,17 @@ def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def batch_free(sc: Scenario) -> Scenario:
+    """The scenario that stands for ``sc`` at every batch (``sc`` at batch 1) in the tables
+    over batches, ``link_batch_table`` and ``batch_sweep``: each of their points sets its own
+    batch (the streams of data-parallel attention included, ``wire._streams``), so they are
+    the same for ``sc`` and ``batch_free(sc)`` (tests/test_sweeps.py), and a memo keyed by it
+    keeps them over a batch change (bench/README.md, Session 11)."""
+    return sc if sc.batch == 1 else replace(sc, batch=1)
+
+
 def batch_sweep(sc: Scenario, link_ids, batches) -> pd.DataFrame:
-    """Long table: link, name, batch, transfer_s."""
+    """Long table: link, name, batch, transfer_s (the same for ``batch_free(sc)``)."""
     b = np.asarray(list(batches))
     frames = []
     for lid in link_ids:

@@ -122,3 +122,21 @@ def test_stacked_is_the_concat_of_one_frame_per_block():
     assert list(stacked(blocks).dtypes) == list(expected.dtypes)
     with pytest.raises(ValueError):
         stacked([])
+
+
+@pytest.mark.parametrize("attention", ["tp", "dp"])
+@pytest.mark.parametrize("layerwise", [False, True])
+def test_the_tables_over_batches_are_the_batch_free_scenarios(attention, layerwise):
+    """Interconnects keys its tables over batches by ``batch_free(sc)``: every point sets its
+    own batch, so the sidebar's batch changes nothing in them (data-parallel attention's
+    streams per request and an estimated decode step included)."""
+    from kvmodel.sweeps import batch_free
+
+    sc = build_scenario(model="deepseek-v3", batch=48, tp=8, tp_decode=8, stack="nixl",
+                        attention_parallel=attention, layerwise=layerwise)  # fmt: skip
+    free = batch_free(sc)
+    assert free.batch == 1 and batch_free(free) is free
+    batches = [1, 2, 3, 8, 33, 256]
+    links = ["nvlink4", "ib-ndr", "100gbe"]
+    assert batch_sweep(sc, links, batches).equals(batch_sweep(free, links, batches))
+    assert link_batch_table(sc, links, batches).equals(link_batch_table(free, links, batches))
