@@ -119,28 +119,7 @@ def evaluate(sc: Scenario) -> Evaluation:
     if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
         notes.append("replicated KV heads cross the link once per decode GPU")
     ideal = t if sc.stack.is_ideal else transfer(replace(sc, stack=IDEAL_STACK))
-    scale_up_ok = scale_up_feasible(
-        sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
-    )
-    problems = []  # why the deployment cannot be built as set (also in ``notes``)
-    if is_scale_up(sc.link) and not scale_up_ok:
-        problems.append(
-            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
-            f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
-            "cannot carry the transfer"
-        )
-    mem_kw = dict(seq_len=sc.seq_len, batch=sc.batch, kv_dtype=sc.kv_dtype,
-                  kv_scale_group=sc.kv_scale_group)  # fmt: skip
-    mem_d = instance_memory(
-        sc.model,
-        sc.decode_gpu,
-        tp=sc.tp_decode,
-        data_parallel_attention=sc.data_parallel_attention,
-        ep=sc.ep_decode,
-        **mem_kw,
-    )
-    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, ep=sc.ep_prefill, **mem_kw)
-    problems.extend(memory_notes(sc, mem_p, mem_d))
+    problems, scale_up_ok, mem_p, mem_d = _deployment(sc)
     notes.extend(problems)
     return Evaluation(
         scenario=sc,
@@ -177,7 +156,7 @@ def evaluate(sc: Scenario) -> Evaluation:
         over_share_target=exposed / ttft > sc.share_target,
         critical_seq_len=critical_seq_len(sc),
         notes=tuple(notes),
-        problems=tuple(problems),
+        problems=problems,
         max_concurrent_requests_prefill=mem_p.max_concurrent_requests,
         ideal_transfer_s=float(ideal.transfer_s),
         ideal_exposed_s=float(ideal.exposed_s),
@@ -187,3 +166,38 @@ def evaluate(sc: Scenario) -> Evaluation:
         max_concurrent_requests=mem_d.max_concurrent_requests,
         fits_in_memory=mem_p.fits and mem_d.fits,
     )
+
+
+def deployment_problems(sc: Scenario) -> tuple[str, ...]:
+    """Why the deployment of ``sc`` cannot be built as set (NVLink domain, memory); empty when
+    it can.  ``evaluate(sc).problems``, without the rest of the evaluation (transfers, the
+    critical length): every page checks it, most need nothing else of ``evaluate``."""
+    return _deployment(sc)[0]
+
+
+@lru_cache(maxsize=1024)
+def _deployment(sc: Scenario):
+    """(problems, scale-up feasible, prefill memory, decode memory) of ``sc``."""
+    scale_up_ok = scale_up_feasible(
+        sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
+    )
+    problems = []  # why the deployment cannot be built as set (also in ``notes``)
+    if is_scale_up(sc.link) and not scale_up_ok:
+        problems.append(
+            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
+            f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
+            "cannot carry the transfer"
+        )
+    mem_kw = dict(seq_len=sc.seq_len, batch=sc.batch, kv_dtype=sc.kv_dtype,
+                  kv_scale_group=sc.kv_scale_group)  # fmt: skip
+    mem_d = instance_memory(
+        sc.model,
+        sc.decode_gpu,
+        tp=sc.tp_decode,
+        data_parallel_attention=sc.data_parallel_attention,
+        ep=sc.ep_decode,
+        **mem_kw,
+    )
+    mem_p = instance_memory(sc.model, sc.gpu, tp=sc.tp_prefill, ep=sc.ep_prefill, **mem_kw)
+    problems.extend(memory_notes(sc, mem_p, mem_d))
+    return tuple(problems), scale_up_ok, mem_p, mem_d

@@ -27,7 +27,8 @@ def decode_band_verdict(transfer_ms: float, band_ms=DEFAULT_BAND_MS) -> str:
 
 
 def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame:
-    """Exposed transfer [s] for each link (rows) and batch (columns ``batch N``)."""
+    """Exposed transfer [s] for each link (rows) and batch (columns ``batch N``); the same for
+    ``batch_free(sc)``."""
     rows = []
     b = np.asarray(list(batches))
     for lid in link_ids:
@@ -43,15 +44,54 @@ def link_batch_table(sc: Scenario, link_ids, batches=(1, 8, 32)) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
+def batch_free(sc: Scenario) -> Scenario:
+    """The scenario that stands for ``sc`` at every batch (``sc`` at batch 1) in the tables
+    over batches, ``link_batch_table`` and ``batch_sweep``: each of their points sets its own
+    batch (the streams of data-parallel attention included, ``wire._streams``), so they are
+    the same for ``sc`` and ``batch_free(sc)`` (tests/test_sweeps.py), and a memo keyed by it
+    keeps them over a batch change (bench/README.md, Session 11)."""
+    return sc if sc.batch == 1 else replace(sc, batch=1)
+
+
 def batch_sweep(sc: Scenario, link_ids, batches) -> pd.DataFrame:
-    """Long table: link, name, batch, transfer_s."""
+    """Long table: link, name, batch, transfer_s (the same for ``batch_free(sc)``)."""
     b = np.asarray(list(batches))
     frames = []
     for lid in link_ids:
         link = catalog.get_link(lid)
         t = np.atleast_1d(transfer(sc.with_link(link), batch=b).exposed_s)
-        frames.append(pd.DataFrame({"link": lid, "name": link.name, "batch": b, "transfer_s": t}))
-    return pd.concat(frames, ignore_index=True)
+        frames.append({"link": lid, "name": link.name, "batch": b, "transfer_s": t})
+    return stacked(frames)
+
+
+def stacked(blocks: list[dict]) -> pd.DataFrame:
+    """``pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True)``, made as one frame:
+    each block maps the same column names to arrays of one length, or to a scalar that fills
+    its column.  A frame per block and their concat were ~45 % of a sweep's time on pandas 3
+    (string columns built per block; bench/README.md, Session 11).  Same columns, dtypes and
+    values (tests/test_sweeps.py)."""
+    if not blocks:
+        return pd.concat([], ignore_index=True)  # the same error as before: nothing to stack
+    names = list(blocks[0])
+    lengths = [_block_length(b) for b in blocks]
+    return pd.DataFrame({n: _stacked_column([b[n] for b in blocks], lengths) for n in names})
+
+
+def _block_length(block: dict) -> int:
+    sizes = {np.shape(v)[0] for v in block.values() if np.ndim(v) > 0}
+    if len(sizes) != 1:
+        raise ValueError(f"a block's columns must have one length, got {sorted(sizes)}")
+    return sizes.pop()
+
+
+def _stacked_column(parts: list, lengths: list[int]) -> np.ndarray:
+    if all(np.ndim(p) == 0 for p in parts):  # one scalar per block
+        strings = all(isinstance(p, str) for p in parts)
+        return np.repeat(np.array(parts, dtype=object if strings else None), lengths)
+    return np.concatenate(
+        [np.broadcast_to(np.asarray(p, dtype=object if isinstance(p, str) else None), (n,))
+         for p, n in zip(parts, lengths, strict=True)]  # fmt: skip
+    )
 
 
 def seq_grid(max_tokens: int, *, start: int = 128, points: int = 200) -> np.ndarray:
@@ -71,9 +111,9 @@ def seq_sweep(sc: Scenario, link_ids, seqs=None) -> tuple[pd.DataFrame, pd.DataF
     for lid in link_ids:
         link_sc = sc.with_link(catalog.get_link(lid))
         t = transfer(link_sc, volume=volume).exposed_s
-        curves.append(pd.DataFrame({"link": lid, "seq_len": s, "transfer_s": t}))
+        curves.append({"link": lid, "seq_len": s, "transfer_s": t})
         crit.append({"link": lid, "critical_seq_len": critical_seq_len(link_sc)})
-    return pd.concat(curves, ignore_index=True), pd.DataFrame(crit)
+    return stacked(curves), pd.DataFrame(crit)
 
 
 def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
@@ -100,11 +140,9 @@ def model_seq_sweep(sc: Scenario, model_ids, seqs) -> pd.DataFrame:
         )
         t = transfer(msc, seq_len=ok).exposed_s
         frames.append(
-            pd.DataFrame(
-                {"model": mid, "attention": m.attention, "seq_len": ok, "transfer_s": t, "tp": tp_d}
-            )  # fmt: skip
-        )
-    return pd.concat(frames, ignore_index=True)
+            {"model": mid, "attention": m.attention, "seq_len": ok, "transfer_s": t, "tp": tp_d}
+        )  # fmt: skip
+    return stacked(frames)
 
 
 def models_table(kv_dtype: str = "fp16", seq_len: int = 8192, extra=()) -> pd.DataFrame:

@@ -103,10 +103,39 @@ def setting_labels(df) -> tuple[list[str], list[str]]:
     )
 
 
+def _is_batch(col: str) -> bool:
+    return col.startswith("batch ") and col[6:].isdigit()
+
+
+def _ms_name(col: str) -> str:
+    return col[:-2] + "_ms" if col.endswith("_s") else col
+
+
+def _ms_column(df, col: str):
+    """Column ``col`` of ``df`` as ``in_ms`` writes it, as an array (no index to align)."""
+    values = df[col].array
+    if col.endswith("_s"):
+        return values * 1e3
+    if _is_batch(col):
+        return values.astype(float) * 1e3
+    return values
+
+
 def in_ms(df):
     """An SI table of ``kvmodel.sweeps`` as the pages show and export it: every ``<name>_s``
     column becomes ``<name>_ms`` (× 1000), and ``link_batch_table``'s ``batch N`` columns
-    (seconds) are given in milliseconds under the same name.  Column order and the rest kept."""
+    (seconds) are given in milliseconds under the same name.  Column order and the rest kept.
+
+    Made as one new frame from the columns (~0.3 ms for a sweep's table, against ~1 ms for a
+    copy, a column assignment per converted column and a rename); the step-by-step way is kept
+    for the tables where names would clash or are not all strings."""
+    import pandas as pd
+
+    plain = df.columns.name is None and all(isinstance(c, str) for c in df.columns)
+    names = [_ms_name(c) for c in df.columns] if plain else []
+    if plain and len(set(names)) == len(names) == len(set(df.columns)):
+        cols = {n: _ms_column(df, c) for c, n in zip(df.columns, names, strict=True)}
+        return pd.DataFrame(cols, index=df.index)
     out = df.copy()
     for col in df.columns:
         if col.endswith("_s"):

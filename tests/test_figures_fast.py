@@ -63,3 +63,52 @@ def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
     assert built, "the page drew no kit figure"
     for fast, slow in built:
         assert fast == slow
+
+
+def test_the_chart_gets_the_figures_own_json_made_once():
+    """ui.exports_ui.chart hands st.plotly_chart ``kit.sent(fig)``: byte for byte the JSON of
+    the figure itself (arrays as base64, the template shared, not copied), made once."""
+    fig = kit.Fig()
+    fig.add_scatter(x=np.geomspace(1, 10, 50), y=np.arange(50, dtype=np.int32), name="s")
+    fig.add_bar(x=np.array([1.0, 2.5]), y=["a", "b"], base=np.array([0.5, 1.25]))
+    kit.base_layout(fig, "Title", "x [s]", "y")
+    fig.add_vline(2.0, annotation_text="here")
+    built = fig.build()
+    sent = kit.sent(built)
+    assert isinstance(sent, go.Figure) and kit.sent(built) is sent
+    assert pio.to_json(sent.to_dict(), validate=False) == pio.to_json(built, validate=False)
+    assert sent.to_dict()["layout"]["template"] is built._layout["template"]
+    assert built.to_dict()["layout"]["template"] is not built._layout["template"]
+
+
+@pytest.mark.parametrize(
+    "page, query",
+    [
+        (None, None),
+        ("pages/interconnects.py", None),
+        ("pages/sequence.py", None),
+        ("pages/mitigations.py", None),
+        ("pages/plan.py", None),
+        ("pages/compare.py", None),
+        ("pages/traffic.py", None),
+        ("pages/capacity.py", {"price": "2.5", "wl": "fixed", "rps": "20"}),
+        ("pages/models.py", None),
+        ("pages/measure.py", None),
+    ],
+)
+def test_every_pages_charts_are_sent_as_their_figures_json(monkeypatch, page, query):
+    """What each page's st.plotly_chart gets (``kit.sent``) serialises byte for byte as the
+    figure itself does (plotly's ``to_dict``: a deep copy, arrays in base64)."""
+    sent = []
+    made = kit.sent
+
+    def checked(fig):
+        out = made(fig)
+        sent.append((pio.to_json(out.to_dict(), validate=False), pio.to_json(fig, validate=False)))
+        return out
+
+    monkeypatch.setattr(kit, "sent", checked)
+    app(query, page, article=False)
+    assert sent, "the page drew no chart"
+    for ours, plotly_own in sent:
+        assert ours == plotly_own

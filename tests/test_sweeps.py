@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose
 
 from kvmodel.build import build_scenario
@@ -102,3 +103,40 @@ def test_model_sweep_uses_the_scenarios_tp_where_the_heads_allow():
     assert set(df["tp"]) == {8}
     one = model_seq_sweep(replace(sc, tp_prefill=1, tp_decode=1), ["llama-3.1-70b"], [1024])
     assert float(df["transfer_s"].iloc[0]) < float(one["transfer_s"].iloc[0]) / 4  # 8 links
+
+
+def test_stacked_is_the_concat_of_one_frame_per_block():
+    """``sweeps.stacked`` makes the frame that a DataFrame per block and ``pd.concat`` made
+    (the sweeps' old way): the same columns, dtypes, values and index."""
+    import pandas as pd
+
+    from kvmodel.sweeps import stacked
+
+    blocks = [
+        {"link": "a", "seq_len": np.array([1, 5]), "transfer_s": np.array([0.5, 0.25]), "tp": 2},
+        {"link": "b", "seq_len": np.array([7]), "transfer_s": np.array([1.5]), "tp": 8},
+        {"link": "c", "seq_len": np.array([2, 3, 4]), "transfer_s": np.array([1.0, 2, 3]), "tp": 1},
+    ]
+    expected = pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True)
+    pd.testing.assert_frame_equal(stacked(blocks), expected, check_exact=True)
+    assert list(stacked(blocks).dtypes) == list(expected.dtypes)
+    with pytest.raises(ValueError):
+        stacked([])
+
+
+@pytest.mark.parametrize("attention", ["tp", "dp"])
+@pytest.mark.parametrize("layerwise", [False, True])
+def test_the_tables_over_batches_are_the_batch_free_scenarios(attention, layerwise):
+    """Interconnects keys its tables over batches by ``batch_free(sc)``: every point sets its
+    own batch, so the sidebar's batch changes nothing in them (data-parallel attention's
+    streams per request and an estimated decode step included)."""
+    from kvmodel.sweeps import batch_free
+
+    sc = build_scenario(model="deepseek-v3", batch=48, tp=8, tp_decode=8, stack="nixl",
+                        attention_parallel=attention, layerwise=layerwise)  # fmt: skip
+    free = batch_free(sc)
+    assert free.batch == 1 and batch_free(free) is free
+    batches = [1, 2, 3, 8, 33, 256]
+    links = ["nvlink4", "ib-ndr", "100gbe"]
+    assert batch_sweep(sc, links, batches).equals(batch_sweep(free, links, batches))
+    assert link_batch_table(sc, links, batches).equals(link_batch_table(free, links, batches))

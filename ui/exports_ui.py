@@ -104,12 +104,13 @@ def chart(fig, name: str, container=None) -> None:
 
     In presentation mode the chart is drawn at projector scale and without the menu."""
     from kvview.figures import scale as figscale
+    from kvview.figures.kit import sent
     from ui import perf, present
 
     target = container if container is not None else st.container()
     if present.active():  # memoised by the figure's identity: pages pass cached figures
-        target.plotly_chart(perf.cached(figscale.presentation, fig), width="stretch")
+        target.plotly_chart(sent(perf.cached(figscale.presentation, fig)), width="stretch")
         return
-    target.plotly_chart(fig, width="stretch")
+    target.plotly_chart(sent(fig), width="stretch")  # its JSON made once per figure
     with target:
         figure_downloads(fig, name)

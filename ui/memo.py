@@ -59,6 +59,7 @@ def _is_number_array(value) -> bool:
     )
 
 
+_PLAIN = frozenset((str, bytes, int, float, bool, type(None)))
 _WALK = 2_000  # objects looked at per estimate; the rest of a long list is extrapolated
 _TEMPLATE_BYTES = 50_000  # a plotly figure's layout template (plotly_white walks to ~48 KB)
 
@@ -75,13 +76,17 @@ def approx_bytes(obj) -> int:
             return 0
         seen.add(id(o))
         budget[0] -= 1
+        kind = type(o)
+        if kind in _PLAIN:  # first: most of what a walk meets (a numpy scalar is not plain)
+            return sys.getsizeof(o)
         nbytes = getattr(o, "nbytes", None)  # numpy arrays (views count their window)
         if isinstance(nbytes, int):
             return nbytes + 112
-        if hasattr(o, "columns") and hasattr(o, "dtypes") and hasattr(o, "index"):
+        if hasattr(kind, "columns") and hasattr(kind, "dtypes") and hasattr(o, "index"):
             # a DataFrame: 8 bytes per cell (float64, int64, an object's pointer; narrower
             # types are over-counted), as memory_usage(deep=False) counts it for 64-bit
-            # columns; that call costs ~0.6 ms a frame and even .dtypes ~0.2 ms
+            # columns; that call costs ~0.6 ms a frame and even .dtypes ~0.2 ms (asked of the
+            # class, not the frame: hasattr(frame, "dtypes") builds them)
             return len(o) * len(o.columns) * 8 + int(o.index.nbytes) + 112
         usage = getattr(o, "memory_usage", None)  # pandas (a Series)
         if callable(usage) and hasattr(o, "index"):

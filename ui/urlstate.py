@@ -14,9 +14,10 @@ import streamlit as st
 
 from kvmodel import catalog
 from kvmodel import inputs as I
+from kvmodel.evaluation import deployment_problems
 from kvmodel.modelcodec import encode_model
 from kvmodel.specs import ModelSpec
-from kvmodel.transfer import Scenario, evaluate
+from kvmodel.transfer import Scenario
 from kvview import link_version as L
 from kvview import params as P
 from ui.widgets import ESTIMATE, GIVEN
@@ -181,7 +182,7 @@ def scenario_or_stop() -> Scenario:
     except ValueError as exc:
         st.error(f"This scenario cannot be computed: {exc}. Change the inputs in the sidebar.")
         st.stop()
-    problems = feasibility_problems(evaluate(sc))
+    problems = deployment_problems(sc)  # evaluate(sc).problems, without the evaluation
     if problems:
         st.warning(
             "This deployment cannot be built as set:\n\n"

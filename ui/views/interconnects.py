@@ -5,7 +5,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from kvmodel.sweeps import batch_sweep, link_batch_table
+from kvmodel.sweeps import batch_free, batch_sweep, link_batch_table
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway, not_buildable
@@ -37,7 +37,8 @@ def render() -> None:
         )
     lo_hi = params.band_ms(band)
 
-    table = perf.cached(in_ms, perf.cached(link_batch_table, sc, links, batches))
+    # keyed by the batch-free scenario: a sidebar batch change keeps the tables over batches
+    table = perf.cached(in_ms, perf.cached(link_batch_table, batch_free(sc), links, batches))
     blocked = not_buildable(sc, links)  # marked in the table and chart, never green
     _takeaway(sc, table, batches, lo_hi, blocked)
     _table_caption(sc, blocked)
@@ -97,7 +98,7 @@ def _table_and_sweep(sc, links, batches, table, lo_hi, blocked: dict) -> None:
 
     sweep = perf.cached(
         batch_sweep,
-        sc,
+        batch_free(sc),
         links,
         np.unique(np.geomspace(1, max(256, *batches), 30).round().astype(int)),
     )
