@@ -209,15 +209,18 @@ def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray, gpus: int = 
     return prefill_s - fixed * (1.0 - share)
 
 
-def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1) -> np.ndarray:
+def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1,
+                 prefix=None) -> np.ndarray:  # fmt: skip
     """The part of each length's batch-1 prefill [s] that a pass of several prompts pays
     once: the kernel floor and the weights read (``timing.prefill_parts``); at EP 32 the
     weights read is most of a short prompt's prefill (21 ms of 41 ms for DeepSeek-V3's 2,000
     tokens on H100 at EP 16), so without sharing it a wide instance is planned as if it
-    prefilled one prompt at a time."""
+    prefilled one prompt at a time.  ``prefix``: each length's cached tokens (the shares shown
+    of memory and compute depend on the attention they add)."""
     if sc.prefill_s is not None:
         return np.full(np.shape(moved), PREFILL_FLOOR_S_PER_LAYER * sc.model.layers)
-    parts = prefill_parts(sc.model, moved, 1, gpu=sc.gpu, tp=tp, ep=ep, mfu=sc.mfu)
+    parts = prefill_parts(sc.model, moved, 1, gpu=sc.gpu, tp=tp, ep=ep, mfu=sc.mfu,
+                          prefix=prefix)  # fmt: skip
     return np.asarray(parts.kernel_floor_s + parts.weights_read_s, dtype=float)
 
 
@@ -227,7 +230,7 @@ def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
     pre, exposed, whole, wire = _times(transfer(s1, seq_len=shp.moved, prefix=shp.prefix))
     w = shp.weights
     gpus = max(tp, ep)
-    fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+    fixed = pass_fixed_s(sc, shp.moved, tp, ep, shp.prefix)
     request = request_cost_s(sc, disaggregated=True)
     mean_s, cs2 = moments(prefill_work_s(sc.model, shp.moved, pre, gpus, fixed), w)
     mean_x, cx2 = moments(whole, w)

@@ -140,7 +140,7 @@ class Basis:
             sc, shp = self.sc, self.shp
             tp, ep = par
             pre = prefill_time_s(pair_scenario(sc, tp, tp, ep, ep), shp.moved, prefix=shp.prefix)
-            fixed = pass_fixed_s(sc, shp.moved, tp, ep)
+            fixed = pass_fixed_s(sc, shp.moved, tp, ep, shp.prefix)
             work = prefill_work_s(sc.model, shp.moved, pre, gpus_of(par), fixed)
             self._work[par] = float((shp.weights * work).sum())
         return self._work[par]

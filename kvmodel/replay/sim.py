@@ -121,7 +121,7 @@ def _per_length(sc: Scenario, dep: Deployment, stream: Stream):
     t = transfer(pair_scenario(sc, dep.prefill_tp, dep.decode_tp, dep.prefill_ep, dep.decode_ep),
                  seq_len=uniq, prefix=prefix)  # fmt: skip
     pre = np.broadcast_to(np.asarray(t.prefill_s, dtype=float), uniq.shape)
-    fixed = pass_fixed_s(sc, uniq, dep.prefill_tp, dep.prefill_ep)
+    fixed = pass_fixed_s(sc, uniq, dep.prefill_tp, dep.prefill_ep, prefix)
     gpus = max(dep.prefill_tp, dep.prefill_ep)
     work = prefill_work_s(sc.model, uniq, pre, gpus, fixed)  # the plan's own pass rule
     exposed = np.broadcast_to(np.asarray(t.exposed_s, dtype=float), uniq.shape)
