@@ -93,7 +93,7 @@ def changes(table: pd.DataFrame, keys=None) -> pd.DataFrame:
     reference is 0 or unbounded), verdict (better / worse / same), better (lower / higher).
     """
     keys = [k for k in (keys or DIRECTIONS) if k in table.columns]
-    table.iloc[0]  # A: an empty table raises here, as it always did
+    table.iloc[0]  # an empty table raises IndexError here, as it always did
     # the cells by column, as Python values: what ``iterrows`` rows held, without a Series
     # per row and a lookup per cell (~2 ms of Compare's rerun; bench/README.md, Session 11)
     cells = {key: table[key].tolist() for key in keys}

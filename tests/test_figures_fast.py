@@ -34,22 +34,23 @@ def test_string_titles_and_array_bases_come_out_as_validation_writes_them():
     assert fast.layout.title.text == "Title" and fast.data[0].marker.color == "#123456"
 
 
-@pytest.mark.parametrize(
-    "page, query",
-    [
-        (None, None),
-        ("pages/interconnects.py", None),
-        ("pages/sequence.py", None),
-        ("pages/mitigations.py", None),
-        ("pages/plan.py", None),
-        ("pages/compare.py", None),
-        ("pages/traffic.py", None),
-        ("pages/capacity.py", {"price": "2.5", "wl": "fixed", "rps": "20"}),
-        ("pages/capacity.py", {"ttft_slo": "100"}),
-        ("pages/models.py", None),
-        ("pages/measure.py", None),
-    ],
-)
+# every page that draws kit figures, with the links that draw Capacity's optional ones
+PAGES = [
+    (None, None),
+    ("pages/interconnects.py", None),
+    ("pages/sequence.py", None),
+    ("pages/mitigations.py", None),
+    ("pages/plan.py", None),
+    ("pages/compare.py", None),
+    ("pages/traffic.py", None),
+    ("pages/capacity.py", {"price": "2.5", "wl": "fixed", "rps": "20"}),
+    ("pages/capacity.py", {"ttft_slo": "100"}),
+    ("pages/models.py", None),
+    ("pages/measure.py", None),
+]
+
+
+@pytest.mark.parametrize("page, query", PAGES)
 def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
     built = []
     fast_build = kit.Fig.build
@@ -81,21 +82,7 @@ def test_the_chart_gets_the_figures_own_json_made_once():
     assert built.to_dict()["layout"]["template"] is not built._layout["template"]
 
 
-@pytest.mark.parametrize(
-    "page, query",
-    [
-        (None, None),
-        ("pages/interconnects.py", None),
-        ("pages/sequence.py", None),
-        ("pages/mitigations.py", None),
-        ("pages/plan.py", None),
-        ("pages/compare.py", None),
-        ("pages/traffic.py", None),
-        ("pages/capacity.py", {"price": "2.5", "wl": "fixed", "rps": "20"}),
-        ("pages/models.py", None),
-        ("pages/measure.py", None),
-    ],
-)
+@pytest.mark.parametrize("page, query", PAGES)
 def test_every_pages_charts_are_sent_as_their_figures_json(monkeypatch, page, query):
     """What each page's st.plotly_chart gets (``kit.sent``) serialises byte for byte as the
     figure itself does (plotly's ``to_dict``: a deep copy, arrays in base64)."""
