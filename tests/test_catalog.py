@@ -110,3 +110,20 @@ def test_nothing_loaded_at_import():
         timeout=60,
     )
     assert out.stdout.strip() == "0", out.stderr
+
+
+def test_gpu_flops_efficiency_follows_the_kernel_tables():
+    # docs/model.md: e_flop = Hopper's fitted 0.7 x the GPU's large-GEMM rate relative to
+    # H100/H200 in aiconfigurator-core 0.12.0's gemm_perf.parquet (bench/gemm_efficiency.py
+    # printed 0.868 B200, 0.795 GB200, 0.770 L40S, 1.119 A100); e_hbm stays 0.8 everywhere
+    gpus = catalog.gpus()
+    ratio = {"b200": 0.868, "gb200": 0.795, "l40s": 0.770, "a100-80": 1.119, "a100-40": 1.119}
+    for gpu_id, r in ratio.items():
+        assert gpus[gpu_id].flops_efficiency == pytest.approx(round(0.7 * r, 2))
+    for gpu_id in ("h100-sxm", "h200", "h800"):
+        assert gpus[gpu_id].flops_efficiency == 0.7
+    assert {g.hbm_efficiency for g in gpus.values()} == {0.8}
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    for text in ("B200 0.868× (0.61)", "GB200 0.795×\n(0.56)", "L40S 0.770× (0.54)",
+                 "A100 1.119× (0.78"):  # fmt: skip
+        assert text in page
