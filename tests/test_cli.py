@@ -106,7 +106,19 @@ def test_size_json(capsys):
 def test_listings(capsys):
     assert len(run_json(capsys, "models")) >= 20
     assert len(run_json(capsys, "links")) >= 14
-    assert {g["id"] for g in run_json(capsys, "gpus")} >= {"h100-sxm", "mi300x", "l40s"}
+    gpus = {g["id"]: g for g in run_json(capsys, "gpus")}
+    assert set(gpus) >= {"h100-sxm", "mi300x", "l40s"}
+    # the shares of the datasheet peaks each GPU is costed at (data/gpus.csv, docs/model.md)
+    assert (gpus["h100-sxm"]["hbm_efficiency"], gpus["h100-sxm"]["flops_efficiency"]) == (0.8, 0.7)
+    assert gpus["b200"]["flops_efficiency"] == 0.61 and gpus["l40s"]["flops_efficiency"] == 0.54
+
+
+def test_gpus_text_shows_the_peak_shares(capsys):
+    main(["gpus"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-4:] == ["HBM", "share", "FLOP", "share"]
+    b200 = next(line for line in lines if line.startswith("b200 "))
+    assert b200.split()[-2:] == ["0.8", "0.61"]
 
 
 def test_config_import(capsys):

@@ -118,6 +118,8 @@ def cmd_gpus(args):
             memory_gb=g.memory_bytes / 1e9,
             nvlink=g.nvlink,
             nic=g.nic,
+            hbm_efficiency=g.hbm_efficiency,
+            flops_efficiency=g.flops_efficiency,
             source=g.source,
         )
         for g in items
@@ -132,14 +134,19 @@ def cmd_gpus(args):
             f"{p['memory_gb']:g}",
             p["nvlink"],
             p["nic"],
+            f"{p['hbm_efficiency']:g}",
+            f"{p['flops_efficiency']:g}",
         )
         for p in payload
     ]
     emit(
         args,
         payload,
-        ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB", "scale-up", "NIC"),
+        ("id", "name", "HBM GB/s", "BF16 TFLOP/s", "FP8 TFLOP/s", "memory GB", "scale-up", "NIC",
+         "HBM share", "FLOP share"),  # fmt: skip
         rows,
+        ["HBM share, FLOP share: the fractions of the datasheet peaks a step reaches "
+         "(e_hbm, e_flop; docs/model.md says where each comes from)."],
     )
 
 
