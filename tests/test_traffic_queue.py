@@ -52,3 +52,36 @@ def test_queue_simulation_matches_lindley_loop():
         w = max(0.0, w + x - a)
     assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert got[0] == 0.0 and (got >= 0).all()
+
+
+def test_load_percentiles_are_the_seeded_draws_and_a_new_step_reuses_them():
+    # kvmodel.traffic.queue: SEED's generator draws 200,000 lengths (weighted), then their
+    # inter-arrival gaps; p99 = the 99th percentile of wait + transfer over those draws.  The
+    # draws are kept per mix and rate, so a load at another decode step gives the same
+    # transfer percentiles and the share moves with the step only.
+    from dataclasses import replace
+
+    from kvmodel.traffic import queue as Q
+    from kvmodel.traffic.analysis import per_length
+
+    mix = mix_from_requests(requests_like([500, 1000, 1000, 3000, 8000]))
+    ld = load(SC, mix, rps=5.0)  # utilisation ~0.35: a stable link
+    _, inverse, exposed, prefill, _, whole = per_length(SC, mix.tokens)
+    rng = np.random.default_rng(Q.SEED)
+    idx = rng.choice(len(mix.tokens), size=Q.SIM_REQUESTS, p=mix.weights / mix.weights.sum())
+    gaps = rng.exponential(1 / 5.0, size=Q.SIM_REQUESTS)
+    service = whole[inverse][idx]
+    s = np.concatenate(([0.0], np.cumsum(service[:-1] - gaps[:-1])))
+    total = np.maximum(s - np.minimum.accumulate(s), 0.0) + exposed[inverse][idx]
+    assert ld.stable
+    assert ld.p99_s == float(np.percentile(total, 99))  # exactly: the same draws, same order
+    assert ld.p50_s == float(np.percentile(total, 50))
+    share = total / (prefill[inverse][idx] + total + SC.decode_step_s)
+    assert ld.p99_share_of_ttft == float(np.percentile(share, 99))
+    first = Q.draws(mix, Q.SIM_REQUESTS, 5.0, Q.TARGET_REQUESTS)
+    slower = replace(SC, decode_step_s=SC.decode_step_s * 2)
+    ld2 = load(slower, mix, rps=5.0)
+    assert Q.draws(mix, Q.SIM_REQUESTS, 5.0, Q.TARGET_REQUESTS)[0] is first[0]  # kept
+    assert (ld2.p50_s, ld2.p99_s) == (ld.p50_s, ld.p99_s)
+    assert ld2.p99_share_of_ttft < ld.p99_share_of_ttft  # a longer step: a smaller share
+    assert not first[0].flags.writeable  # shared arrays cannot be changed by a caller

@@ -8,6 +8,8 @@ Poisson arrivals and service times drawn from the trace (fixed seed, so results 
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,6 +18,7 @@ from ..transfer import Scenario
 from .analysis import Mix, per_length
 
 SIM_REQUESTS = 200_000  # Lindley recursion length for percentiles
+TARGET_REQUESTS = 20_000  # the bandwidth search's recursion (each bandwidth it tries)
 SEED = 20231116
 
 
@@ -57,9 +60,53 @@ def simulate_waits(service: np.ndarray, rate: float, rng) -> np.ndarray:
     W_n = S_n − min_{k ≤ n} S_k with S_n = Σ_{i<n} (X_i − A_i), S₀ = 0: a cumulative sum and a
     running minimum instead of a Python loop over every request.
     """
-    gaps = rng.exponential(1.0 / rate, size=len(service))
+    return _waits(service, rng.exponential(1.0 / rate, size=len(service)))
+
+
+def _waits(service: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """:func:`simulate_waits` with the inter-arrival ``gaps`` drawn already."""
     s = np.concatenate(([0.0], np.cumsum(service[:-1] - gaps[:-1])))
     return np.maximum(s - np.minimum.accumulate(s), 0.0)
+
+
+# The draws depend on the traffic's mix, the rate and the fixed seeds only, not on the link,
+# the stack or the decode step: a page that changes one of those (the Traffic page's decode
+# step, its link) reuses them.  They were ~40 % of a load (the weighted choice of 200,000
+# lengths ~15 ms, and the search's gaps drawn again for each bandwidth it tries); the same
+# numbers come out, in the same order from the same generators.
+_DRAWS: dict = {}
+_DRAWS_KEPT = 4  # ~3.4 MB each (200,000 lengths and gaps): at most ~14 MB a server
+_DRAWS_LOCK = threading.Lock()
+
+
+def _mix_key(mix: Mix) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for a in (mix.tokens, mix.weights):
+        arr = np.ascontiguousarray(a)
+        h.update(str((arr.dtype, arr.shape)).encode())
+        h.update(arr.tobytes())
+    return h.digest()
+
+
+def draws(mix: Mix, n: int, rate: float, target_n: int):
+    """(lengths drawn, their inter-arrival gaps, the bandwidth search's gaps) of :func:`load`:
+    ``SEED``'s generator draws the lengths, then the gaps; ``SEED + 1``'s the search's."""
+    key = (_mix_key(mix), n, float(rate), target_n)
+    with _DRAWS_LOCK:
+        hit = _DRAWS.get(key)
+    if hit is not None:
+        return hit
+    rng = np.random.default_rng(SEED)
+    idx = _sample(mix, n, rng)
+    gaps = rng.exponential(1.0 / rate, size=n)
+    target_gaps = np.random.default_rng(SEED + 1).exponential(1.0 / rate, size=min(n, target_n))
+    for a in (idx, gaps, target_gaps):
+        a.flags.writeable = False  # shared by every load of this mix and rate
+    with _DRAWS_LOCK:
+        if len(_DRAWS) >= _DRAWS_KEPT:
+            _DRAWS.pop(next(iter(_DRAWS)))
+        _DRAWS[key] = (idx, gaps, target_gaps)
+    return idx, gaps, target_gaps
 
 
 def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int = SIM_REQUESTS):
@@ -74,14 +121,13 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     rho = rate * ex
     stable = rho < 1
     mean_wait = rate * ex2 / (2 * (1 - rho)) if stable else float("inf")
-    rng = np.random.default_rng(SEED)
-    idx = _sample(mix, sim_requests, rng)
+    idx, gaps, target_gaps = draws(mix, sim_requests, rate, TARGET_REQUESTS)
     svc = x[idx]
     if stable:
-        wait = simulate_waits(svc, rate, rng)
+        wait = _waits(svc, gaps)
         total = wait + exposed[inverse][idx]
         share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
-        p50, p90, p99 = (float(np.percentile(total, q)) for q in (50, 90, 99))
+        p50, p90, p99 = (float(v) for v in np.percentile(total, (50, 90, 99)))
         p99_share = float(np.percentile(share, 99))
         idle = rate * float(np.mean(total))
     else:  # the queue grows without bound
@@ -100,29 +146,31 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
         p99_share_of_ttft=p99_share,
         decode_idle_s_per_s=idle,
         decode_steps_lost_per_s=idle / sc.decode_step_s,
-        bandwidth_for_target_bytes_per_s=_bandwidth_for_target(sc, mix, rate, idx),
+        bandwidth_for_target_bytes_per_s=_bandwidth_for_target(
+            sc, mix, rate, idx[:TARGET_REQUESTS], target_gaps
+        ),
     )
 
 
-def _p99_share(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray) -> float:
+def _p99_share(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps: np.ndarray) -> float:
     _, inverse, exposed, prefill, _, whole = per_length(sc, mix.tokens)
     svc = whole[inverse][idx]
     w = mix.weights / mix.weights.sum()
     if rate * float((w * whole[inverse]).sum()) >= 1:
         return float("inf")
-    wait = simulate_waits(svc, rate, np.random.default_rng(SEED + 1))
+    wait = _waits(svc, gaps)
     total = wait + exposed[inverse][idx]
     share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
     return float(np.percentile(share, 99))
 
 
-def _bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray):
-    """Smallest per-direction bandwidth whose p99 transfer share of TTFT ≤ the target."""
-    idx = idx[:20_000]
+def _bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
+    """Smallest per-direction bandwidth whose p99 transfer share of TTFT ≤ the target (on the
+    first ``TARGET_REQUESTS`` lengths drawn, ``gaps`` their inter-arrival times)."""
 
     def at(bw):
         return _p99_share(
-            replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw)), mix, rate, idx
+            replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw)), mix, rate, idx, gaps
         )
 
     lo, hi = 1e6, 1e15
