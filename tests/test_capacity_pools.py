@@ -162,17 +162,26 @@ def test_mean_batch_is_littles_fixed_point():
 
 def test_ttft_parts_add_up_to_the_percentile():
     # one length: every draw is the same request, so the parts are the hand case's own: vLLM's
-    # 37.7 ms, prefill 77.24 ms, transfer 3.36 ms, first step 14.84 ms, and one instance's p90
-    # wait 28.5 ms on top (test_prefill_instances_from_the_ttft_percentile)
-    from kvmodel.capacity.pools import ttft_parts
+    # 37.7 ms, prefill 77.24 ms, transfer 3.36 ms, and one instance's p90 wait 28.5 ms on top
+    # (test_prefill_instances_from_the_ttft_percentile).  The first step: 5 req/s × 256 output
+    # tokens on the one decode instance hold b = 1,280 × step(b) requests (Little's law):
+    # b = 15.6, step 12.18 ms: the step TPOT reports, not B*'s (14.84 ms at the 15 ms target)
+    from kvmodel.capacity.pools import first_step_s, ttft_parts
 
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
     pools = size_pools(pf, d, SHAPE, 5, 0.20, 90)
-    parts = ttft_parts(pf, d, SHAPE, 90, pools.ttft_s)
+    parts = ttft_parts(pf, d, SHAPE, 90, pools.ttft_s, 5)
     assert parts.request_s == pytest.approx(18.5e-3 + 19.2e-3)
     assert parts.prefill_s == pytest.approx(0.07724, rel=1e-3)
     assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
-    assert parts.first_step_s == pytest.approx(d.step_s)
+    assert pools.decode_instances == 1
+    assert parts.first_step_s == pytest.approx(pools.tpot_s) == pytest.approx(12.18e-3, rel=1e-3)
+    assert d.step_s == pytest.approx(14.84e-3, rel=1e-3)
+    b = mean_batch(d.batches, d.steps_s, 5 * 256, 1)
+    assert b == pytest.approx(1280 * parts.first_step_s, rel=1e-3)  # the fixed point
+    # the first step never falls with the rate, and stops at B*'s step
+    steps = [first_step_s(d, SHAPE, r) for r in (0.5, 5, 20, 1e4)]
+    assert steps == sorted(steps) and steps[-1] == pytest.approx(d.step_s)
     assert parts.queue_s == pytest.approx(0.0285, rel=0.03)
     assert float(parts.total_s) == pytest.approx(pools.ttft_s, rel=1e-12)
 

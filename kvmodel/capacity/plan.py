@@ -199,7 +199,7 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         # no saving against a side that misses a target (issues 21 and 24)
         disaggregation_saves_gpus=cg - (pgpus + dgpus) if both else None,
         ttft_s=pools.ttft_s,
-        ttft_parts=ttft_parts(pf, dec, shp, slo.ttft_percentile, pools.ttft_s),
+        ttft_parts=ttft_parts(pf, dec, shp, slo.ttft_percentile, pools.ttft_s, rps),
         ttft_percentile=slo.ttft_percentile,
         tpot_s=pools.tpot_s,
         link_utilization=pools.link_utilization,

@@ -313,9 +313,23 @@ def lanes(pf: Prefill, gpus: int | None = None) -> int:
     return max(1, g // max(1, pf.streams))
 
 
+def first_step_s(dec: Decode, shp: Shape, rps: float) -> float:
+    """The first decode step of a request in the TTFT [s]: the step at the batch the whole
+    traffic would keep on one decode instance (Little's law: ``mean_batch`` at one instance),
+    at most the design batch B*.  With one instance that is its own mean batch, so TTFT's first
+    step is the step TPOT reports (it was B*'s step, the TPOT target's, before: 50 ms where the
+    pool ran at 9.5 ms, and the replay's TTFT p90 came out ~45 ms lower than the plan's); with
+    more instances it is a bound above each one's batch.  It never falls as the rate rises, so
+    neither does the prefill count (``size_pools``)."""
+    if rps <= 0:
+        return float(dec.steps_s[0])
+    batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, 1)
+    return float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s))
+
+
 def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
     """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits)."""
-    base = pf.base + dec.step_s  # the first step at the design batch (worst case)
+    base = pf.base + first_step_s(dec, shp, rps)
     u = shp.draws.tail
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
 
@@ -341,17 +355,19 @@ def at_least(load: float) -> int:
     return max(1, math.floor(load) + 1)
 
 
-def ttft_parts(pf: Prefill, dec: Decode, shp: Shape, q: float, ttft_s: float) -> TtftParts:
-    """The planned TTFT percentile ``ttft_s`` [s] in its parts: the request at the percentile
-    of the unloaded TTFT (framework cost + prefill + exposed transfer + first step, one draw of
-    the shape, so the parts are that request's own) and the queues' share on top (prefill and
-    link waits: ``ttft_s`` less the unloaded percentile)."""
-    unloaded = pf.base + dec.step_s
+def ttft_parts(pf: Prefill, dec: Decode, shp: Shape, q: float, ttft_s: float,
+               rps: float) -> TtftParts:  # fmt: skip
+    """The planned TTFT percentile ``ttft_s`` [s] at rate ``rps`` in its parts: the request at
+    the percentile of the unloaded TTFT (framework cost + prefill + exposed transfer + first
+    step, one draw of the shape, so the parts are that request's own) and the queues' share on
+    top (prefill and link waits: ``ttft_s`` less the unloaded percentile)."""
+    first = first_step_s(dec, shp, rps)
+    unloaded = pf.base + first
     k = stable_rank_index(unloaded, rank(len(unloaded), q))
     idx = shp.draws.idx[k]
     return TtftParts(request_s=pf.request_s, queue_s=max(0.0, ttft_s - float(unloaded[k])),
                      prefill_s=float(pf.prefill_s[idx]), transfer_s=float(pf.exposed_s[idx]),
-                     first_step_s=float(dec.step_s))  # fmt: skip
+                     first_step_s=first)  # fmt: skip
 
 
 def stable_rank_index(values: np.ndarray, r: int) -> int:
@@ -365,10 +381,11 @@ def stable_rank_index(values: np.ndarray, r: int) -> int:
     return int(np.flatnonzero(values == v)[r - below])
 
 
-def ttft_floor(pf: Prefill, dec: Decode, q: float) -> float:
-    """The TTFT percentile [s] without queues (prefill + transfer + first step): no number of
-    instances gets below it."""
-    return percentile(pf.base + dec.step_s, q)
+def ttft_floor(pf: Prefill, dec: Decode, q: float, first_s: float | None = None) -> float:
+    """The TTFT percentile [s] without queues (prefill + transfer + first step ``first_s``,
+    default B*'s step: the floor at any rate, an upper bound of each rate's own): no number
+    of instances gets below it."""
+    return percentile(pf.base + (dec.step_s if first_s is None else first_s), q)
 
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
@@ -395,6 +412,8 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
     ttft = ttft_function(pf, dec, shp, rps, q)
     meets = dec.feasible and not pf.note
     floor_s = ttft_floor(pf, dec, q) if floor_s is None else floor_s
+    if floor_s > ttft_slo_s:  # B*'s floor misses: this rate's own first step may not
+        floor_s = ttft_floor(pf, dec, q, first_step_s(dec, shp, rps))
     # ``start``: the count a lower rate needed (a sweep); no fewer can meet the target now
     first = max(cp_lo, start)
     cp = None if floor_s > ttft_slo_s else smallest(lambda c: ttft(c) <= ttft_slo_s, first)
