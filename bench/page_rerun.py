@@ -12,8 +12,9 @@ them all alike), three kinds of rerun are timed (``at.run()`` only, wall clock):
 * ``page``    (pages in ``PAGE_CONTROLS``) one of the page's own controls set to a value never
               used before, the controls taken in turn: on Capacity the TTFT target, the TPOT
               target and the request rate (a new target re-sizes every rate drawn, a new rate
-              only the rates it has not drawn before).  Its ratio is to the trivial page's
-              ``change``.
+              only the rates it has not drawn before); on Traffic the "too short" length and
+              the arrival rate (the batch does not reach its analysis).  Its ratio is to the
+              trivial page's ``change``.
 
 The pages are those app.py hands to ``st.navigation`` (recorded in one AppTest run), so new
 pages are included without editing the bench.
@@ -70,6 +71,11 @@ PAGE_CONTROLS = {
         ("w_ttft_slo", lambda r: 1500.0 + 7.0 * r),  # TTFT target [ms]
         ("w_tpot_slo", lambda r: 60.0 + 0.5 * r),  # TPOT target [ms]
         ("w_rps", lambda r: 12.0 + 0.37 * r),  # request rate [requests/s]
+    ),
+    # the batch does not reach Traffic's analysis (one request at a time): its own controls do
+    "Traffic": (
+        ("w_minlen", lambda r: 129 + r),  # too short below [tokens]: the regions and window
+        ("w_rps", lambda r: 3.0 + 0.21 * r),  # arrival rate [requests/s]: the link queue
     ),
 }
 

@@ -116,3 +116,21 @@ def test_requests_longer_than_the_max_context_count_as_that_long():
     )
     assert reg.fraction_transfer_bound == pytest.approx(2 / 3)  # 2,000 and the long one
     assert regions(SC, mix_from_requests(requests_like([100, 2_000]))).n_over_context == 0
+
+
+def test_thresholds_of_the_traffic_reuse_the_critical_lengths():
+    # a new "too short" length or rate leaves every option's critical length as it was: the
+    # comparison asks each once (memoised per scenario and criterion), and gets the article's
+    # 1,145 tokens for 100GbE either way
+    from kvmodel.traffic import comparison
+
+    mix = mix_from_requests(requests_like([100, 900, 1200, 5000]))
+    comparison(SC, mix, link_ids=["100gbe", "ib-ndr"], min_seq_len=128)
+    before = critical_for_traffic.cache_info()
+    rows = comparison(SC, mix, link_ids=["100gbe", "ib-ndr"], min_seq_len=256)
+    after = critical_for_traffic.cache_info()
+    assert after.misses == before.misses and after.hits - before.hits == len(rows) == 12
+    plain = next(r for r in rows if r["link"] == "100gbe" and r["compression"] == "none"
+                 and not r["layerwise"])  # fmt: skip
+    assert plain["critical_seq_len"] == 1145
+    assert critical_for_traffic(replace(SC, decode_step_s=SC.decode_step_s * 2)) > 1145

@@ -14,6 +14,7 @@ What the link has to carry under load is in :mod:`.queue`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -125,8 +126,13 @@ def classify(
     return region[inverse]
 
 
+@lru_cache(maxsize=256)
 def critical_for_traffic(sc: Scenario, *, criterion: str = "step") -> int | None:
-    """Smallest S that is transfer-bound for one request under ``criterion`` (None: never)."""
+    """Smallest S that is transfer-bound for one request under ``criterion`` (None: never).
+
+    Memoised per scenario and criterion: the Traffic page asks it for each of the ~24 options
+    it compares, on every change of the traffic's own thresholds (the "too short" length, the
+    rate), which leave it as it was (``bench/README.md``, Session 12)."""
     sc1 = replace(sc, batch=1, prefill_s=None, seq_len=1)
     if criterion == "step":
         return critical_seq_len(sc1)
