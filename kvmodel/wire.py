@@ -17,14 +17,14 @@ compute, otherwise what is left once compute stops.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
 import numpy as np
 
 from .dtypes import compressed_bytes_per_value, kv_dtype_bytes
+from .kept import Kept
 from .scenario import Scenario
 from .size import as_tokens, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, window_held
 from .timing import estimate_prefill_s
@@ -130,8 +130,7 @@ class Volume:
 
 VOLUMES = 64  # the last Volumes made without one given are kept (a page's ~70 transfers
 KEYED_POINTS = 4096  # make ~13 distinct ones); arrays up to this many values keyed by content
-_VOLUMES: OrderedDict = OrderedDict()
-_VOLUMES_LOCK = threading.Lock()
+_VOLUMES = Kept(VOLUMES)
 
 
 def _points_key(x):
@@ -162,32 +161,25 @@ def _kept_volume(sc: Scenario, seq_len, batch) -> Volume:
     key = _volume_key(sc, seq_len, batch)
     if key is None:
         return Volume(sc, seq_len, batch)
-    with _VOLUMES_LOCK:
-        hit = _VOLUMES.get(key)
-        if hit is not None:
-            _VOLUMES.move_to_end(key)
-            return hit
+    hit = _VOLUMES.get(key)
+    if hit is not None:
+        return hit
     made = Volume(sc, seq_len, batch)  # raises as before on a bad input
     for arr in (made.s, made.b, made.raw, made.prefill):
         if isinstance(arr, np.ndarray):
             arr.flags.writeable = False
-    with _VOLUMES_LOCK:
-        _VOLUMES[key] = made
-        while len(_VOLUMES) > VOLUMES:
-            _VOLUMES.popitem(last=False)
+    _VOLUMES.put(key, made)
     return made
 
 
 def kept_volumes() -> tuple[Volume, ...]:
     """The volumes kept now, least recently used first (at most :data:`VOLUMES`)."""
-    with _VOLUMES_LOCK:
-        return tuple(_VOLUMES.values())
+    return _VOLUMES.values()
 
 
 def clear_volumes() -> None:
     """Forget the kept volumes (tests; benchmarks of a cold transfer)."""
-    with _VOLUMES_LOCK:
-        _VOLUMES.clear()
+    _VOLUMES.clear()
 
 
 def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:

@@ -317,10 +317,9 @@ def first_step_s(dec: Decode, shp: Shape, rps: float) -> float:
     """The first decode step of a request in the TTFT [s]: the step at the batch the whole
     traffic would keep on one decode instance (Little's law: ``mean_batch`` at one instance),
     at most the design batch B*.  With one instance that is its own mean batch, so TTFT's first
-    step is the step TPOT reports (it was B*'s step, the TPOT target's, before: 50 ms where the
-    pool ran at 9.5 ms, and the replay's TTFT p90 came out ~45 ms lower than the plan's); with
-    more instances it is a bound above each one's batch.  It never falls as the rate rises, so
-    neither does the prefill count (``size_pools``)."""
+    step is the step TPOT reports; with more instances it is a bound above each one's batch
+    (docs/capacity.md).  It never falls as the rate rises, so neither does the prefill count
+    (``size_pools``)."""
     if rps <= 0:
         return float(dec.steps_s[0])
     batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, 1)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import bisect
 import math
-import threading
 import weakref
-from collections import OrderedDict
 
 from kvmodel.capacity import colocated as colo
 from kvmodel.capacity.pools import (
@@ -22,6 +20,7 @@ from kvmodel.capacity.pools import (
 )
 from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
+from kvmodel.kept import Kept
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
 from kvmodel.size import shard_heads
@@ -168,37 +167,28 @@ BASES = 4
 # (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
 # first: a workload is keyed by identity (its arrays are not compared), and the weak
 # reference tells a live workload from a new one that reuses a dead one's id
-_BASES: OrderedDict = OrderedDict()
-_BASES_LOCK = threading.Lock()
+_BASES = Kept(BASES)
 
 
 def basis(sc: Scenario, workload: Workload) -> Basis:
     """The :class:`Basis` of ``workload`` on ``sc``, from the last :data:`BASES` made."""
     key = (sc, id(workload))
-    with _BASES_LOCK:
-        hit = _BASES.get(key)
-        if hit is not None and hit[0]() is workload:
-            _BASES.move_to_end(key)
-            return hit[1]
+    hit = _BASES.get(key)
+    if hit is not None and hit[0]() is workload:
+        return hit[1]
     made = Basis(sc, workload)
-    with _BASES_LOCK:
-        _BASES[key] = (weakref.ref(workload), made)
-        _BASES.move_to_end(key)
-        while len(_BASES) > BASES:
-            _BASES.popitem(last=False)
+    _BASES.put(key, (weakref.ref(workload), made))
     return made
 
 
 def kept_bases() -> int:
     """How many bases are kept now (at most :data:`BASES`)."""
-    with _BASES_LOCK:
-        return len(_BASES)
+    return len(_BASES)
 
 
 def clear_bases() -> None:
     """Forget every kept basis (benchmarks of a cold plan; tests)."""
-    with _BASES_LOCK:
-        _BASES.clear()
+    _BASES.clear()
 
 
 class Prepared:

@@ -9,11 +9,11 @@ Poisson arrivals and service times drawn from the trace (fixed seed, so results 
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..kept import Kept
 from ..transfer import Scenario
 from .analysis import Mix, per_length
 
@@ -74,9 +74,7 @@ def _waits(service: np.ndarray, gaps: np.ndarray) -> np.ndarray:
 # step, its link) reuses them.  They were ~40 % of a load (the weighted choice of 200,000
 # lengths ~15 ms, and the search's gaps drawn again for each bandwidth it tries); the same
 # numbers come out, in the same order from the same generators.
-_DRAWS: dict = {}
-_DRAWS_KEPT = 4  # ~3.4 MB each (200,000 lengths and gaps): at most ~14 MB a server
-_DRAWS_LOCK = threading.Lock()
+_DRAWS = Kept(4)  # ~3.4 MB each (200,000 lengths and gaps): at most ~14 MB a server
 
 
 def _mix_key(mix: Mix) -> bytes:
@@ -92,8 +90,7 @@ def draws(mix: Mix, n: int, rate: float, target_n: int):
     """(lengths drawn, their inter-arrival gaps, the bandwidth search's gaps) of :func:`load`:
     ``SEED``'s generator draws the lengths, then the gaps; ``SEED + 1``'s the search's."""
     key = (_mix_key(mix), n, float(rate), target_n)
-    with _DRAWS_LOCK:
-        hit = _DRAWS.get(key)
+    hit = _DRAWS.get(key)
     if hit is not None:
         return hit
     rng = np.random.default_rng(SEED)
@@ -102,10 +99,7 @@ def draws(mix: Mix, n: int, rate: float, target_n: int):
     target_gaps = np.random.default_rng(SEED + 1).exponential(1.0 / rate, size=min(n, target_n))
     for a in (idx, gaps, target_gaps):
         a.flags.writeable = False  # shared by every load of this mix and rate
-    with _DRAWS_LOCK:
-        if len(_DRAWS) >= _DRAWS_KEPT:
-            _DRAWS.pop(next(iter(_DRAWS)))
-        _DRAWS[key] = (idx, gaps, target_gaps)
+    _DRAWS.put(key, (idx, gaps, target_gaps))
     return idx, gaps, target_gaps
 
 
