@@ -29,6 +29,7 @@ def replay_rows(done, *, slo) -> list[tuple[str, str]]:
         ("Decode memory queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory "
          f"({r.memory_waited_share:.1%} of requests waited)"),
         ("Meets the targets", "yes" if r.meets_slo else "no"),
+        ("Decode batch and step", r.rounds_text),
     ]  # fmt: skip
     return rows
 

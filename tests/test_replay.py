@@ -13,7 +13,7 @@ from kvmodel import capacity as cap
 from kvmodel import replay as rp
 from kvmodel.build import build_scenario
 from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pair_scenario, pass_fixed_s
-from kvmodel.replay.decode import run_decode
+from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import first_free, served
 from kvmodel.timing import estimate_decode_step_s
 from kvmodel.traffic import Requests
@@ -153,6 +153,7 @@ def test_series_per_minute(sc):
     assert set(r.to_json()) == {"requests", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms",
                                 "tpot_p90_ms", "transfer_p90_ms", "peak_link_utilization",
                                 "max_decode_queue", "meets_slo", "series"}  # fmt: skip
+    assert r.converged and 1 <= r.decode_rounds <= ITERATIONS
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from kvmodel.capacity.pools import (
     MAX_BATCH,
     at_least,
     mean_batch,
+    memory_batch,
     request_cost_s,
 )
 from kvmodel.capacity.queue import (
@@ -95,7 +96,8 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
                           kv_scale_group=sc.kv_scale_group,
                           data_parallel_attention=sc.data_parallel_attention or ep > tp,
                           ep=ep)  # fmt: skip
-    slots = mem.max_concurrent_requests - 1  # one request is prefilling
+    # one request is prefilling; the decode slots keep room for their fluctuation
+    slots = memory_batch(mem.max_concurrent_requests - 1, shp)
     if slots < 1:
         return []
     top = min(slots, MAX_BATCH)

@@ -100,6 +100,30 @@ def par_text(tp: int, ep: int = 1) -> str:
     return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
 
 
+# Halfin–Whitt's square-root rule: memory for b + β·√b mean requests' KV leaves about a 1 %
+# chance that an arriving request must wait for memory (module doc, ``memory_batch``)
+MEMORY_HEADROOM_BETA = 2.33
+
+
+def memory_batch(max_concurrent: int, shp: Shape) -> int:
+    """The largest mean batch ``b`` whose KV fits with room for its fluctuation:
+    ``b + β·k·√b ≤ max_concurrent`` (requests of the slots' mean context), β =
+    :data:`MEMORY_HEADROOM_BETA`, k² = E[h²] ÷ E[h]² of the tokens a slot holds.
+
+    Requests decode for seconds, so a request that finds memory full waits a large part of a
+    stay: by Little's law an instance holds a Poisson number of requests (M/G/∞, mean b), so
+    its KV is b·E[h] ± √(b·E[h²]); square-root staffing (Halfin & Whitt 1981) gives the wait
+    probability ≈ 1 ÷ (1 + β·Φ(β) ÷ φ(β)), 1.1 % at β = 2.33.  At least 1 when one request
+    fits; ``max_concurrent`` itself when the shape has no second moment."""
+    n = int(max_concurrent)
+    if n < 1 or shp.decode_context_sq <= 0:
+        return n
+    k = math.sqrt(max(shp.decode_context_sq / float(shp.decode_context) ** 2, 1.0))
+    zk = MEMORY_HEADROOM_BETA * k
+    root = (-zk + math.sqrt(zk * zk + 4.0 * n)) / 2.0
+    return max(1, min(n, math.floor(root * root + 1e-9)))
+
+
 def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> Decode:
     model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
@@ -107,7 +131,8 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
     mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group, data_parallel_attention=dp,
                           ep=ep)  # fmt: skip
-    top = max(1, min(mem.max_concurrent_requests, MAX_BATCH))
+    room = memory_batch(mem.max_concurrent_requests, shp)  # with the batch's fluctuation
+    top = max(1, min(room, MAX_BATCH))
     fw = getattr(sc, "framework", None)
     kw = {} if fw is None else {"framework": fw}
 
@@ -136,7 +161,7 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
         tp=tp,
         batch=b,
         step_s=float(steps[-1]),
-        limit="memory" if fit == top and top == mem.max_concurrent_requests else "tpot",
+        limit="memory" if fit == top and top == room else "tpot",
         feasible=not note,
         max_concurrent=mem.max_concurrent_requests,
         batches=grid.astype(float),

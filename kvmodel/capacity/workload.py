@@ -200,6 +200,10 @@ class Shape:
     # mean cached prompt tokens before each moved length (their attention is computed too:
     # ``timing.prefill_flops``); None when no request has a cached prefix
     prefix: np.ndarray | None = None
+    # the mean square of the tokens a decode slot holds, weighted by the time it holds them
+    # (a request's KV grows from p to p + o over its stay: p² + p·o + o²/3 on average);
+    # 0: unknown (``capacity.pools.memory_batch`` then leaves no room for fluctuation)
+    decode_context_sq: float = 0.0
 
 
 def shape(workload: Workload, max_context: int) -> Shape:
@@ -227,6 +231,9 @@ def shape(workload: Workload, max_context: int) -> Shape:
     held = float(wo.sum())
     # a request holds a slot for o steps with p + o/2 tokens on average over them
     ctx = (float(wo @ p) + float(wo @ o) / 2) / held if held > 0 else float(w @ p)
+    pf = p.astype(float)
+    sq = ((float(wo @ (pf * pf)) + float(wo @ (pf * o)) + float(wo @ (o * o.astype(float))) / 3)
+          / held if held > 0 else float(w @ (pf * pf)))  # fmt: skip
     return Shape(
         moved=uniq,
         weights=uw,
@@ -239,4 +246,5 @@ def shape(workload: Workload, max_context: int) -> Shape:
             w[(workload.prompt_tokens > max_context) | (workload.output_tokens > max_context)].sum()
         ),  # fmt: skip
         prefix=prefix,
+        decode_context_sq=sq,
     )

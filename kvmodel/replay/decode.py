@@ -9,7 +9,9 @@ step per further output token; a step takes ``timing.estimate_decode_step_s`` at
 instance's running batch and mean context.
 
 The step depends on the batch and the batch on how long requests stay: the replay solves this
-by fixed-point iteration (:data:`ITERATIONS` rounds from the plan's design step).  Each round
+by fixed-point iteration from a design step (``sim.replay``: the step at the batch Little's
+law gives each instance), until a round moves the steps by less than :data:`TOLERANCE` on
+average (at most :data:`ITERATIONS` rounds; ``DecodeRun.rounds``, ``converged``).  Each round
 counts every instance's running batch and held tokens on a time grid (bins of at least
 :data:`MIN_BIN_S`, at most :data:`MAX_CELLS` cells in all), gives each request the step at the
 batch when it starts (its first step) and at the mean batch over its stay (every other step).
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ITERATIONS = 3
+ITERATIONS = 40  # rounds at most
+TOLERANCE = 5e-3  # converged: a round moves the mean steps by less (on average, relatively)
 MIN_BIN_S = 0.05
 MAX_CELLS = 4_000_000
 
@@ -42,6 +45,8 @@ class DecodeRun:
     reserved_tokens: np.ndarray  # pool-wide reserved KV tokens per bin
     waiting: np.ndarray  # requests waiting for memory, pool-wide, at each admission or arrival
     memory_bound: int  # instances on which memory ever made a request wait
+    rounds: int = ITERATIONS  # fixed-point rounds run
+    converged: bool = True  # the last round moved the steps by less than TOLERANCE
 
 
 def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
@@ -58,13 +63,33 @@ def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
     return np.flatnonzero(rough > capacity * (1 + 1e-12))
 
 
+def _admitted(r, dur, need, valid, capacity: float, moved, room):
+    """One round's admission: (starts, instances on which a request waited, the grid's bins
+    and width [s]).  ``r``: KV arrivals; starts move only on the rows ``_flagged`` names
+    (into ``moved``, else ``r`` itself is returned)."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
+    flagged = _flagged(r, dur, need, valid, capacity, room)
+    start = r
+    if flagged.size:  # admission moves some starts
+        np.copyto(moved, r)
+        start = moved
+    bound = 0
+    for c in flagged:
+        start[c] = kernels.admit(r[c], need[c], dur[c], float(capacity))
+        bound += bool((start[c] != r[c]).any())
+    horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
+    w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
+    return start, bound, int(horizon / w) + 2, w
+
+
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
                step, design_step_s: float, on_round=None, rows=None) -> DecodeRun:  # fmt: skip
     """The pool (module doc), requests in stream order.  ``ready``: KV arrival [s]; ``need``:
     tokens reserved; ``held``: mean tokens held over the stay; ``output``: tokens generated
     (≥ 1); ``step(context, batch, out=)``: one decode step [s] for arrays of whole tokens
     and requests (it may fill ``out`` and return it); ``on_round(i)``, when given, is called
-    after round i (1 … :data:`ITERATIONS`);
+    after round i (1 … :data:`ITERATIONS`; the last round's call says :data:`ITERATIONS`);
     ``rows``: (KV arrivals as the instances' rows, each row's order by them), when the
     caller has them (``kernels.receive_in_turn``)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
@@ -81,28 +106,21 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
                                                   output, float(capacity_tokens))  # fmt: skip
     room = kernels.GridRoom()  # the rounds' grids, reused
     # the rounds' arrays, reused: a fresh 8 MB array costs its page faults each time
-    first = np.full(r.shape, design_step_s)
-    tpot = np.full(r.shape, design_step_s)
+    first, tpot = np.full(r.shape, design_step_s), np.full(r.shape, design_step_s)
+    new_first, new_tpot = np.empty(r.shape), np.empty(r.shape)
     dur, moved, means = np.empty(r.shape), np.empty(r.shape), [np.empty(r.shape) for _ in "1234"]
-    for i in range(ITERATIONS):
+    rounds, change = 0, np.inf
+    while rounds < ITERATIONS and change >= TOLERANCE:
         kernels.durations_into(valid, first, tpot, out, dur)
-        flagged = _flagged(r, dur, nd, valid, capacity_tokens, room)
-        if flagged.size:  # admission moves some starts
-            np.copyto(moved, r)
-            start = moved
-        else:
-            start = r
-        bound = 0  # instances on which some request waited for memory
-        for c in flagged:
-            start[c] = kernels.admit(r[c], nd[c], dur[c], float(capacity_tokens))
-            bound += bool((start[c] != r[c]).any())
-        horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
-        w = max(MIN_BIN_S, horizon * instances / MAX_CELLS)
-        nb = int(horizon / w) + 2
+        start, bound, nb, w = _admitted(r, dur, nd, valid, capacity_tokens, moved, room)
         c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room, out=means)
-        first, tpot = step(c0, b0, out=first), step(cm, bm, out=tpot)
+        new_first, new_tpot = step(c0, b0, out=new_first), step(cm, bm, out=new_tpot)
+        # TPOT (a request's mean step) settles; first steps jitter with the starts' bins
+        change = kernels.mean_change(new_tpot, tpot, valid)
+        first, new_first, tpot, new_tpot = new_first, first, new_tpot, tpot
+        rounds += 1
         if on_round is not None:
-            on_round(i + 1)
+            on_round(rounds if change >= TOLERANCE else ITERATIONS)
     kernels.durations_into(valid, first, tpot, out, dur)
     reserved = kernels.column_grid(start, dur, valid, nd, nb, w, room)[:, :nb].sum(axis=0)
 
@@ -110,7 +128,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     return DecodeRun(
         start_s=s, first_step_s=f, tpot_s=t, depart_s=d,
         bin_s=w, reserved_tokens=reserved, waiting=_queue(ready, s),
-        memory_bound=bound,
+        memory_bound=bound, rounds=rounds, converged=bool(change < TOLERANCE),
     )  # fmt: skip
 
 

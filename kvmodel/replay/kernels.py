@@ -200,6 +200,19 @@ def durations_into(valid, first, tpot, output, out):
 
 
 @_compiled
+def mean_change(new, old, valid):
+    """The mean of ``|new − old| ÷ old`` over the valid cells (a fixed-point round's move;
+    0 when no cell is valid or ``old`` is 0 there)."""
+    total, count = 0.0, 0
+    for c in range(new.shape[0]):
+        for r in range(new.shape[1]):
+            if valid[c, r] and old[c, r] > 0:
+                total += abs(new[c, r] - old[c, r]) / old[c, r]
+                count += 1
+    return total / count if count else 0.0
+
+
+@_compiled
 def latest_end(start, dur):
     """The latest ``start + dur`` [s] (padding included)."""
     top = -np.inf

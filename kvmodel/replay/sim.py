@@ -19,11 +19,13 @@ TTFT = admission to decode + the first step − arrival.  TPOT: a request's mean
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import pair_scenario, pass_fixed_s, prefill_work_s, request_cost_s
+from kvmodel.capacity.pools import (mean_batch, pair_scenario, pass_fixed_s, prefill_work_s,
+                                    request_cost_s)  # fmt: skip
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import first_free, round_robin
@@ -97,6 +99,8 @@ class Timeline:
     capacity_tokens: float  # the decode pool's KV memory [tokens]
     waiting: np.ndarray
     memory_bound_instances: int
+    decode_rounds: int = 1  # the decode pool's fixed-point rounds (decode.run_decode)
+    converged: bool = True
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -185,6 +189,18 @@ class StepTable:
         return got.reshape(b.shape)
 
 
+def little_step_s(step: StepTable, stream: Stream, ctx: int, instances: int,
+                  most: float) -> float:
+    """The decode rounds' start (``decode.run_decode``): the step at the mean batch Little's
+    law gives each of ``instances`` at the stream's output tokens per second
+    (``capacity.pools.mean_batch``, the formulas' own), at most ``most`` requests (the
+    memory's), at context ``ctx``."""
+    rate = float(np.sum(stream.output_tokens)) / max(stream.span_s, 1e-9)
+    steps = step(np.full(step.batches.shape, float(ctx)), step.batches)
+    b = min(mean_batch(step.batches, steps, rate, instances), max(most, 1.0))
+    return float(step(np.array([float(ctx)]), np.array([float(max(math.ceil(b), 1))]))[0])
+
+
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
@@ -225,13 +241,17 @@ def _receive(link_start, busy, instances: int):
     return kernels.receive_in_turn(link_start, busy, int(instances))
 
 
-STEPS = 1 + ITERATIONS  # what ``replay``'s progress counts: prefill and NICs, decode rounds
+# what ``replay``'s progress counts: prefill and NICs, then the decode rounds (a replay
+# converges in about as many; a longer one waits one short of the end until it has)
+PROGRESS_ROUNDS = 8
+STEPS = 1 + PROGRESS_ROUNDS
 
 
 def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None,
            progress=None) -> Timeline:  # fmt: skip
     """Every request's timeline through ``dep`` (module doc); ``progress(i, STEPS)``, when
-    given, is called after each of :data:`STEPS` steps (a progress bar for long replays)."""
+    given, is called after the prefill side and each decode round, rising, the last one
+    ``(STEPS, STEPS)`` (a progress bar for long replays)."""
     sc = dep.sc
     start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
     if progress is not None:
@@ -248,9 +268,15 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         raise ValueError(f"a decode instance at TP {dep.decode_tp} holds no KV beside the weights")
     step = StepTable(sc, dep, int(need.max()), int(capacity))
     if design_step_s is None:
-        design_step_s = float(step(np.array([ctx]), np.array([1.0]))[0])
-    rounds = None if progress is None else lambda i: progress(1 + i, STEPS)
-    run = run_decode(kv, need, held, o.astype(float), instances=dep.decode_instances,
+        # at the context a decode slot holds weighted by its stay (capacity.workload.Shape)
+        slot_ctx = int(np.ceil(float(o @ held) / max(float(o.sum()), 1.0)))
+        design_step_s = little_step_s(step, stream, slot_ctx, dep.decode_instances,
+                                      capacity / slot_ctx)  # fmt: skip
+    rounds = None if progress is None else lambda i: progress(
+        STEPS if i >= ITERATIONS else min(1 + i, STEPS - 1), STEPS)
+    # paged KV grows as tokens arrive: a request reserves what it holds on average over its
+    # stay (prompt + half the output), as the formulas' decode memory (capacity.pools)
+    run = run_decode(kv, held, held, o.astype(float), instances=dep.decode_instances,
                      capacity_tokens=capacity, step=step, design_step_s=design_step_s,
                      on_round=rounds, rows=(kv_rows, order))  # fmt: skip
     return Timeline(
@@ -264,5 +290,6 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         prefill_instance=inst, decode_instance=dinst,
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
         capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
-        memory_bound_instances=run.memory_bound,
+        memory_bound_instances=run.memory_bound, decode_rounds=run.rounds,
+        converged=run.converged,
     )  # fmt: skip
