@@ -201,3 +201,20 @@ def test_stable_rank_index_is_the_stable_argsorts(kind):
     order = np.argsort(x, kind="stable")
     for r in (0, len(x) // 2, len(x) - 1, *rng.integers(0, len(x), 30).tolist()):
         assert stable_rank_index(x, int(r)) == int(order[r])
+
+
+def test_memory_batch_by_hand():
+    """pools.memory_batch: b + 2.33·k·√b ≤ N.  Fixed 1,024 + 256 tokens: k² = 1.00411 (above);
+    N = 100: √b = (−2.3348 + √(5.4513 + 400)) / 2 = 8.9004, b = 79 (by hand).  One request
+    that fits stays one; a shape without a second moment keeps N; none that fits stays 0."""
+    from dataclasses import replace as dc_replace
+
+    from kvmodel.capacity.pools import memory_batch
+
+    assert memory_batch(100, SHAPE) == 79
+    assert memory_batch(1, SHAPE) == 1 and memory_batch(2, SHAPE) == 1
+    assert memory_batch(0, SHAPE) == 0
+    assert memory_batch(100, dc_replace(SHAPE, decode_context_sq=0.0)) == 100
+    # a spread of lengths (k > 1) leaves more room than fixed lengths
+    wide = dc_replace(SHAPE, decode_context_sq=2.0 * SHAPE.decode_context**2)
+    assert memory_batch(100, wide) < 79

@@ -12,6 +12,7 @@ from numpy.testing import assert_allclose
 from kvmodel import capacity as cap
 from kvmodel import replay as rp
 from kvmodel.build import build_scenario
+from kvmodel.capacity import pools
 from kvmodel.capacity.pools import PREFILL_TOKENS_PER_GPU, pair_scenario, pass_fixed_s
 from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import first_free, served
@@ -222,3 +223,44 @@ def test_a_cached_prefix_lengthens_the_prefill_of_its_length():
     plain = rp.replay(dep, replace(stream, cached_tokens=np.array([0, 0]),
                                    prompt_tokens=np.array([1000, 1000])))
     assert_allclose(plain.prefill_end_s - plain.prefill_start_s, [alone, alone], rtol=1e-12)
+
+
+def test_memory_bound_plan_keeps_room_and_the_replay_confirms_it(sc, monkeypatch):
+    """Llama-3.1-70B at 23 requests/s of 4,096/1,024 tokens, TPOT target 200 ms: decode is
+    memory-bound.  B* with room for the batch's fluctuation (pools.memory_batch) gives 4
+    decode instances, and a Poisson replay agrees with the formulas with no memory wait;
+    with B* at memory's edge (no room: β = 0, the plan before session 13) the pool is 3
+    instances and the replay waits for memory (measured: TTFT p90 2.07 s against 1.08 s,
+    41 % of requests waited)."""
+    wl = cap.Workload.fixed(23.0, 4096, 1024)
+    slo = cap.Slo(3.0, 0.2)
+    stream = rp.poisson_stream(wl, sc.model.max_context_tokens, 20_000)
+    p = cap.plan(sc, wl, slo)
+    r = rp.replay_plan(sc, p, stream, slo).result
+    assert p.limits["decode"] == "memory" and p.decode_instances == 4
+    assert r.converged and r.memory_waited_share < 0.01
+    assert 0.85 <= r.ttft_at_slo_s / p.ttft_s <= 1.15  # measured 0.96
+    monkeypatch.setattr(pools, "MEMORY_HEADROOM_BETA", 0.0)
+    edge = cap.plan(sc, cap.Workload.fixed(23.0, 4096, 1024), slo)  # a new basis (prep)
+    r0 = rp.replay_plan(sc, edge, stream, slo).result
+    assert edge.decode_instances == 3
+    assert r0.memory_waited_share > 0.2 and r0.ttft_at_slo_s > 1.5 * edge.ttft_s
+
+
+def test_replay_settles_at_a_fixed_point(sc, monkeypatch):
+    """The decode rounds stop when a round moves the steps by less than TOLERANCE: forcing
+    many more rounds moves TPOT p90 and TTFT p90 by under 2 %."""
+    from kvmodel.replay import decode
+
+    wl = cap.Workload.fixed(30.0, 2048, 512)
+    slo = cap.Slo(2.0, 0.05)
+    p = cap.plan(sc, wl, slo)
+    stream = rp.poisson_stream(wl, sc.model.max_context_tokens, 20_000)
+    settled = rp.replay_plan(sc, p, stream, slo).result
+    assert settled.converged and 2 <= settled.decode_rounds < decode.ITERATIONS
+    monkeypatch.setattr(decode, "TOLERANCE", 0.0)  # every one of ITERATIONS rounds
+    monkeypatch.setattr(decode, "ITERATIONS", 20)
+    longer = rp.replay_plan(sc, p, stream, slo).result
+    assert longer.decode_rounds == 20 and not longer.converged
+    assert longer.tpot_p90_s == pytest.approx(settled.tpot_p90_s, rel=0.02)
+    assert longer.ttft_p90_s == pytest.approx(settled.ttft_p90_s, rel=0.02)

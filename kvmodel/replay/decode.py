@@ -11,7 +11,10 @@ instance's running batch and mean context.
 The step depends on the batch and the batch on how long requests stay: the replay solves this
 by fixed-point iteration from a design step (``sim.replay``: the step at the batch Little's
 law gives each instance), until a round moves the steps by less than :data:`TOLERANCE` on
-average (at most :data:`ITERATIONS` rounds; ``DecodeRun.rounds``, ``converged``).  Each round
+average (at most :data:`ITERATIONS` rounds; ``DecodeRun.rounds``, ``converged``).  The first
+rounds are coarse: every request starts when its KV arrives, until a round moves the steps by
+less than :data:`COARSE` (or half the rounds have run); then memory admission joins, and only
+a round with it can end the iteration (its move measures admission's effect too).  Each round
 counts every instance's running batch and held tokens on a time grid (bins of at least
 :data:`MIN_BIN_S`, at most :data:`MAX_CELLS` cells in all), gives each request the step at the
 batch when it starts (its first step) and at the mean batch over its stay (every other step).
@@ -29,6 +32,7 @@ import numpy as np
 
 ITERATIONS = 40  # rounds at most
 TOLERANCE = 5e-3  # converged: a round moves the mean steps by less (on average, relatively)
+COARSE = 2 * TOLERANCE  # the coarse rounds (no memory admission) end below this move
 MIN_BIN_S = 0.05
 MAX_CELLS = 4_000_000
 
@@ -57,9 +61,8 @@ def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
     request when it is ready, as if it had not run."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
-    w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
-    rough = kernels.column_peak(start, dur, valid, need, int(horizon / w) + 2, w, room)
+    nb, w = _grid(start, dur)
+    rough = kernels.column_peak(start, dur, valid, need, nb, w, room)
     return np.flatnonzero(rough > capacity * (1 + 1e-12))
 
 
@@ -78,9 +81,16 @@ def _admitted(r, dur, need, valid, capacity: float, moved, room):
     for c in flagged:
         start[c] = kernels.admit(r[c], need[c], dur[c], float(capacity))
         bound += bool((start[c] != r[c]).any())
+    return start, bound, *_grid(start, dur)
+
+
+def _grid(start, dur) -> tuple[int, float]:
+    """(bins, width [s]) of a round's time grid: past the latest end, at most MAX_CELLS cells."""
+    from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
+
     horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
     w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
-    return start, bound, int(horizon / w) + 2, w
+    return int(horizon / w) + 2, w
 
 
 def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: float,
@@ -109,10 +119,14 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     first, tpot = np.full(r.shape, design_step_s), np.full(r.shape, design_step_s)
     new_first, new_tpot = np.empty(r.shape), np.empty(r.shape)
     dur, moved, means = np.empty(r.shape), np.empty(r.shape), [np.empty(r.shape) for _ in "1234"]
-    rounds, change = 0, np.inf
-    while rounds < ITERATIONS and change >= TOLERANCE:
+    rounds, change, admitting = 0, np.inf, False
+    while rounds < ITERATIONS and (change >= TOLERANCE or not admitting):
+        admitting = admitting or change < COARSE or rounds >= ITERATIONS // 2
         kernels.durations_into(valid, first, tpot, out, dur)
-        start, bound, nb, w = _admitted(r, dur, nd, valid, capacity_tokens, moved, room)
+        if admitting:
+            start, bound, nb, w = _admitted(r, dur, nd, valid, capacity_tokens, moved, room)
+        else:  # a coarse round: every request starts when its KV arrives
+            start, bound, nb, w = r, 0, *_grid(r, dur)
         c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room, out=means)
         new_first, new_tpot = step(c0, b0, out=new_first), step(cm, bm, out=new_tpot)
         # TPOT (a request's mean step) settles; first steps jitter with the starts' bins
@@ -120,7 +134,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         first, new_first, tpot, new_tpot = new_first, first, new_tpot, tpot
         rounds += 1
         if on_round is not None:
-            on_round(rounds if change >= TOLERANCE else ITERATIONS)
+            on_round(rounds if change >= TOLERANCE or not admitting else ITERATIONS)
     kernels.durations_into(valid, first, tpot, out, dur)
     reserved = kernels.column_grid(start, dur, valid, nd, nb, w, room)[:, :nb].sum(axis=0)
 
@@ -128,7 +142,7 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     return DecodeRun(
         start_s=s, first_step_s=f, tpot_s=t, depart_s=d,
         bin_s=w, reserved_tokens=reserved, waiting=_queue(ready, s),
-        memory_bound=bound, rounds=rounds, converged=bool(change < TOLERANCE),
+        memory_bound=bound, rounds=rounds, converged=bool(change < TOLERANCE and admitting),
     )  # fmt: skip
 
 

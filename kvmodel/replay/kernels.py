@@ -321,13 +321,14 @@ def _round_grids(start, dur, valid, held, nb, w, up_b, down_b, up_t, down_t):
     (``_running``)."""
     cols, rows = start.shape
     width = nb + 1
+    per = 1.0 / w  # a product, not a division, per request (bins are the grid's, not exact)
     for x in (up_b, down_b, up_t, down_t):
         x[:] = 0.0
     for c in range(cols):  # _counts of ones and of held, in one pass
         for r in range(rows):
             if valid[c, r]:
-                i = c * width + min(np.int64(start[c, r] / w), nb - 1)
-                j = c * width + min(np.int64((start[c, r] + dur[c, r]) / w) + 1, nb)
+                i = c * width + min(np.int64(start[c, r] * per), nb - 1)
+                j = c * width + min(np.int64((start[c, r] + dur[c, r]) * per) + 1, nb)
                 up_b[i] += 1.0
                 down_b[j] += 1.0
                 up_t[i] += held[c, r]
@@ -338,17 +339,18 @@ def _round_grids(start, dur, valid, held, nb, w, up_b, down_b, up_t, down_t):
 
 
 @_inlined
-def _request_means(gb, pb, gt, pt, s, e, nb, w, c):
+def _request_means(gb, pb, gt, pt, s, e, nb, per, c):
     """One request's (context, batch) at its first bin and over its stay, on instance ``c``
-    (from ``start`` ``s`` to ``e`` = start + stay): :func:`round_means`' arithmetic."""
+    (from ``start`` ``s`` to ``e`` = start + stay; ``per`` = 1 ÷ the bin width):
+    :func:`round_means`' arithmetic."""
     width = nb + 1
-    sb = min(np.int64(s / w), nb - 1)
-    eb = min(np.int64(e / w), nb - 1)
+    sb = min(np.int64(s * per), nb - 1)
+    eb = min(np.int64(e * per), nb - 1)
     i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
     b = max(gb[i], 1.0)
     c0, b0 = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
     b = max((pb[j] - pb[i]) / k, 1.0)
-    return c0, b0, max(np.ceil((pt[j] - pt[i]) / k / b), 1.0), np.ceil(b)
+    return c0, b0, max(np.ceil((pt[j] - pt[i]) / (k * b)), 1.0), np.ceil(b)
 
 
 def round_means(start, dur, valid, held, nb, w, room=None, out=None):
@@ -369,10 +371,11 @@ def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2
     cols, rows = start.shape
     _round_grids(start, dur, valid, held, nb, w, g0, g1, g2, g3)
     gb, pb, gt, pt = g0, g1, g2, g3
+    per = 1.0 / w
     for c in range(cols):
         for r in range(rows):
             c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
-                gb, pb, gt, pt, start[c, r], start[c, r] + dur[c, r], nb, w, c
+                gb, pb, gt, pt, start[c, r], start[c, r] + dur[c, r], nb, per, c
             )
     return c0, b0, cm, bm
 
