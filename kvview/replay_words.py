@@ -29,7 +29,8 @@ def replay_rows(done, *, slo) -> list[tuple[str, str]]:
         ("Decode memory queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory "
          f"({r.memory_waited_share:.1%} of requests waited)"),
         ("Meets the targets", "yes" if r.meets_slo else "no"),
-        ("Decode batch and step", r.rounds_text),
+        ("Decode batches ↔ steps", r.rounds_text + " (each step at its running batch, each "
+         "batch from how long the steps keep requests)"),
     ]  # fmt: skip
     return rows
 

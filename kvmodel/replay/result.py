@@ -60,8 +60,8 @@ class ReplayResult:
         """How the decode pool's fixed point (batch ↔ step) went, in words."""
         word = "round" if self.decode_rounds == 1 else "rounds"
         if self.converged:
-            return f"settled in {self.decode_rounds} {word}"
-        return (f"not settled after {self.decode_rounds} {word}: TPOT and memory waits are "
+            return f"consistent after {self.decode_rounds} {word}"
+        return (f"not consistent after {self.decode_rounds} {word}: TPOT and memory waits are "
                 "approximate")  # fmt: skip
 
     def to_json(self) -> dict:
