@@ -299,43 +299,32 @@ def _column_peak(start, dur, valid, values, nb, w, up, down):
     return out
 
 
-@_compiled
-def _running(up, down, cols, nb):
-    """In place: ``up`` becomes the grid (per instance and bin, flat: the running sum of
-    starts less stops) and ``down`` the grid's running sum along each instance shifted by one
-    (0 first: ``S[b]`` sums bins < b)."""
+@_inlined
+def _row_grids(start, dur, valid, held, nb, per, c, up_b, down_b, up_t, down_t):
+    """Instance ``c``'s grids of :func:`round_means` (its cells of the flat arrays, instances
+    × (nb + 1)): running requests and held tokens per bin, and each one's running sum along
+    the instance (``S[b]`` sums bins < b)."""
     width = nb + 1
-    for c in range(cols):
-        acc = run = 0.0
-        for b in range(width):
-            i = c * width + b
-            acc += up[i] - down[i]
-            up[i], down[i] = acc, run
-            run += acc
-
-
-@_compiled
-def _round_grids(start, dur, valid, held, nb, w, up_b, down_b, up_t, down_t):
-    """The grids of :func:`round_means` (flat, instances × (nb + 1), in the four arrays):
-    running requests and held tokens per bin, and each one's running sum along its instance
-    (``_running``)."""
-    cols, rows = start.shape
-    width = nb + 1
-    per = 1.0 / w  # a product, not a division, per request (bins are the grid's, not exact)
-    for x in (up_b, down_b, up_t, down_t):
-        x[:] = 0.0
-    for c in range(cols):  # _counts of ones and of held, in one pass
-        for r in range(rows):
-            if valid[c, r]:
-                i = c * width + min(np.int64(start[c, r] * per), nb - 1)
-                j = c * width + min(np.int64((start[c, r] + dur[c, r]) * per) + 1, nb)
-                up_b[i] += 1.0
-                down_b[j] += 1.0
-                up_t[i] += held[c, r]
-                down_t[j] += held[c, r]
-    _running(up_b, down_b, cols, nb)
-    _running(up_t, down_t, cols, nb)
-    return up_b, down_b, up_t, down_t
+    base = c * width
+    for b in range(width):
+        up_b[base + b] = down_b[base + b] = up_t[base + b] = down_t[base + b] = 0.0
+    for r in range(start.shape[1]):  # _counts of ones and of held, in one pass
+        if valid[c, r]:
+            i = base + min(np.int64(start[c, r] * per), nb - 1)
+            j = base + min(np.int64((start[c, r] + dur[c, r]) * per) + 1, nb)
+            up_b[i] += 1.0
+            down_b[j] += 1.0
+            up_t[i] += held[c, r]
+            down_t[j] += held[c, r]
+    acc = run = acc_t = run_t = 0.0
+    for b in range(width):
+        i = base + b
+        acc += up_b[i] - down_b[i]
+        up_b[i], down_b[i] = acc, run
+        run += acc
+        acc_t += up_t[i] - down_t[i]
+        up_t[i], down_t[i] = acc_t, run_t
+        run_t += acc_t
 
 
 @_inlined
@@ -367,15 +356,16 @@ def round_means(start, dur, valid, held, nb, w, room=None, out=None):
 
 @_compiled
 def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2, g3):
-    """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``."""
-    cols, rows = start.shape
-    _round_grids(start, dur, valid, held, nb, w, g0, g1, g2, g3)
-    gb, pb, gt, pt = g0, g1, g2, g3
+    """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``: one instance at a time, so its
+    grids (~0.7 MB for 20,000 bins) stay in cache while its requests read them (all grids
+    first, then all reads: ~20 % slower on the bench trace; numba's parallel loops over
+    instances gained ~15 % more on 2 cores, for twice the CPU: not taken)."""
     per = 1.0 / w
-    for c in range(cols):
-        for r in range(rows):
+    for c in range(start.shape[0]):
+        _row_grids(start, dur, valid, held, nb, per, c, g0, g1, g2, g3)
+        for r in range(start.shape[1]):
             c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
-                gb, pb, gt, pt, start[c, r], start[c, r] + dur[c, r], nb, per, c
+                g0, g1, g2, g3, start[c, r], start[c, r] + dur[c, r], nb, per, c
             )
     return c0, b0, cm, bm
 
