@@ -264,6 +264,21 @@ def test_gap_into_knows_the_rank_when_most_did_not_wait():
     assert kernels.gap_into(later, earlier, out, 2) == (False, 0.0)
 
 
+def test_gap_range_gives_order_stats_the_keys_range():
+    """gap_range_into's key range holds every gap (a zero of either sign included), so the
+    selection on it equals np.partition's; a NaN is reported."""
+    later = np.array([0.0, -0.0, 3.0, 1.0, 7.0, 2.0])
+    earlier = np.array([0.0, 0.0, 1.0, 4.0, 1.0, 2.0])  # gaps 0, −0, 2, −3, 6, 0
+    out = np.empty(6)
+    known, _, lo, hi, nan = kernels.gap_range_into(later, earlier, out, 4)
+    assert not known and not nan
+    for k in range(6):
+        exact, got = kernels.order_stats_in(out, np.array([k]), lo, hi, nan)
+        assert exact and got[0] == np.partition(out.copy(), k)[k]
+    later[2] = np.nan
+    assert kernels.gap_range_into(later, earlier, out, 4)[4]
+
+
 def test_summary_percentiles_equal_queue_percentile():
     """The summary's in-place order statistics (one buffer) against ``queue.percentile``."""
     from kvmodel.capacity.queue import percentile

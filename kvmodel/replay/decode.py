@@ -53,26 +53,27 @@ class DecodeRun:
     converged: bool = True  # the last round moved the steps by less than TOLERANCE
 
 
-def _flagged(start, dur, need, valid, capacity: float, room=None) -> np.ndarray:
+def _flagged(start, dur, need, valid, capacity: float, room=None, end=None) -> np.ndarray:
     """Instances (rows) whose reserved tokens may exceed ``capacity`` at some time: a grid
     (``kernels.column_peak`` counts a request in every bin it touches: never below the exact
     peak, departures first), so every row that overflows is among them.  Memory admission
     (``kernels.admit``) runs on these rows only: on a row that never overflows it admits every
-    request when it is ready, as if it had not run."""
+    request when it is ready, as if it had not run (``end``: the latest start + stay, when
+    known)."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    nb, w = _grid(start, dur)
+    nb, w = _grid(start, dur, end)
     rough = kernels.column_peak(start, dur, valid, need, nb, w, room)
     return np.flatnonzero(rough > capacity * (1 + 1e-12))
 
 
-def _admitted(r, dur, need, valid, capacity: float, moved, room):
+def _admitted(r, dur, need, valid, capacity: float, moved, room, end):
     """One round's admission: (starts, instances on which a request waited, the grid's bins
     and width [s]).  ``r``: KV arrivals; starts move only on the rows ``_flagged`` names
-    (into ``moved``, else ``r`` itself is returned)."""
+    (into ``moved``, else ``r`` itself is returned); ``end``: the latest ``r`` + stay."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    flagged = _flagged(r, dur, need, valid, capacity, room)
+    flagged = _flagged(r, dur, need, valid, capacity, room, end)
     start = r
     if flagged.size:  # admission moves some starts
         np.copyto(moved, r)
@@ -81,14 +82,16 @@ def _admitted(r, dur, need, valid, capacity: float, moved, room):
     for c in flagged:
         start[c] = kernels.admit(r[c], need[c], dur[c], float(capacity))
         bound += bool((start[c] != r[c]).any())
-    return start, bound, *_grid(start, dur)
+    return start, bound, *_grid(start, dur, None if flagged.size else end)
 
 
-def _grid(start, dur) -> tuple[int, float]:
-    """(bins, width [s]) of a round's time grid: past the latest end, at most MAX_CELLS cells."""
+def _grid(start, dur, end=None) -> tuple[int, float]:
+    """(bins, width [s]) of a round's time grid: past the latest end (``end``, when known),
+    at most MAX_CELLS cells."""
     from kvmodel.replay import kernels  # numba: imported when a replay runs, not before
 
-    horizon = float(kernels.latest_end(start, dur)) + MIN_BIN_S
+    top = float(kernels.latest_end(start, dur)) if end is None else float(end)
+    horizon = top + MIN_BIN_S
     w = max(MIN_BIN_S, horizon * start.shape[0] / MAX_CELLS)
     return int(horizon / w) + 2, w
 
@@ -122,11 +125,11 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
     rounds, change, admitting = 0, np.inf, False
     while rounds < ITERATIONS and (change >= TOLERANCE or not admitting):
         admitting = admitting or change < COARSE or rounds >= ITERATIONS // 2
-        kernels.durations_into(valid, first, tpot, out, dur)
+        end = kernels.durations_end_into(valid, first, tpot, out, r, dur)
         if admitting:
-            start, bound, nb, w = _admitted(r, dur, nd, valid, capacity_tokens, moved, room)
+            start, bound, nb, w = _admitted(r, dur, nd, valid, capacity_tokens, moved, room, end)
         else:  # a coarse round: every request starts when its KV arrives
-            start, bound, nb, w = r, 0, *_grid(r, dur)
+            start, bound, nb, w = r, 0, *_grid(r, dur, end)
         c0, b0, cm, bm = kernels.round_means(start, dur, valid, hd, nb, w, room, out=means)
         new_tpot = step(cm, bm, out=new_tpot)
         if admitting:

@@ -200,6 +200,21 @@ def durations_into(valid, first, tpot, output, out):
 
 
 @_compiled
+def durations_end_into(valid, first, tpot, output, ready, out):
+    """:func:`durations_into`, and the latest ``ready + stay`` (:func:`latest_end` of them,
+    padding included) in the same pass."""
+    top = -np.inf
+    for c in range(first.shape[0]):
+        for r in range(first.shape[1]):
+            if valid[c, r]:
+                out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
+            else:
+                out[c, r] = 0.0
+            top = max(top, ready[c, r] + out[c, r])
+    return top
+
+
+@_compiled
 def mean_change(new, old, valid):
     """The mean of ``|new − old| ÷ old`` over the valid cells (a fixed-point round's move;
     0 when no cell is valid or ``old`` is 0 there)."""
@@ -741,7 +756,15 @@ def gap_into(later, earlier, out, k):
     without a partition: (True, the least value) when more than ``k`` values equal the least
     (a request that did not wait: most do), else (False, 0).  NaN counts as no value (a
     partition puts it last)."""
-    least, ties = np.inf, 0
+    known, least, _, _, _ = gap_range_into(later, earlier, out, k)
+    return known, least
+
+
+@_compiled
+def gap_range_into(later, earlier, out, k):
+    """:func:`gap_into`, and what :func:`order_stats_in` needs of ``out`` from the same pass:
+    (known, least, lowest key, highest key, whether a NaN is present)."""
+    least, most, ties, nan = np.inf, -np.inf, 0, False
     for i in range(len(out)):
         v = later[i] - earlier[i]
         out[i] = v
@@ -749,9 +772,16 @@ def gap_into(later, earlier, out, k):
             least, ties = v, 1
         elif v == least:
             ties += 1
+        if v > most:
+            most = v
+        if v != v:
+            nan = True
     if ties > k:
-        return True, least
-    return False, 0.0
+        return True, least, np.uint64(0), np.uint64(0), nan
+    # keys of the extremes (a zero as −0.0 below and +0.0 above: both may be present)
+    ends = np.array([-0.0 if least == 0 else least, 0.0 if most == 0 else most])
+    bits = ends.view(np.uint64)
+    return False, 0.0, _order_key(bits[0]), _order_key(bits[1]), nan
 
 
 _SIGN = np.uint64(0x8000000000000000)
@@ -881,11 +911,25 @@ def _order_stats(bits, ks, lo, hi, out):
 def order_stats(x, ks):
     """(whether exact, the ``ks``-th smallest values (0-based) of float64 ``x``): ``x`` is
     not reordered.  (False, _) when ``x`` holds a NaN: the caller partitions instead."""
+    lo, hi, nan = _key_range(x.view(np.uint64))
+    return _order_stats_in(x, ks, lo, hi, nan)
+
+
+def order_stats_in(x, ks, lo, hi, nan):
+    """:func:`order_stats` with the keys' range (every key of ``x`` within [lo, hi]) and
+    whether a NaN is present already known (:func:`gap_range_into`).  The keys come back
+    to Python as whole numbers: they go in again as uint64 (a key below 2**63 would be typed
+    int64, and mixed with a uint64 it is a float)."""
+    return _order_stats_in(x, ks, np.uint64(lo), np.uint64(hi), bool(nan))
+
+
+@_compiled
+def _order_stats_in(x, ks, lo, hi, nan):
+    """:func:`order_stats_in` once its keys are uint64."""
     order = np.argsort(ks)
     sorted_ks = ks[order]
     found = np.zeros(len(ks), dtype=np.uint64)
     bits = x.view(np.uint64)
-    lo, hi, nan = _key_range(bits)
     if not nan and len(ks):
         _order_stats(bits, sorted_ks, lo, hi, found)
     out = np.zeros(len(ks), dtype=np.uint64)
