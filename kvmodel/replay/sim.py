@@ -24,8 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvmodel.capacity.pools import (mean_batch, pair_scenario, pass_fixed_s, prefill_work_s,
-                                    request_cost_s)  # fmt: skip
+from kvmodel.capacity.pools import (
+    mean_batch,
+    pair_scenario,
+    pass_fixed_s,
+    prefill_work_s,
+    request_cost_s,
+)
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import ITERATIONS, run_decode
 from kvmodel.replay.fifo import first_free, round_robin
