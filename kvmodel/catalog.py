@@ -304,6 +304,7 @@ FRAMEWORK_COLUMNS = (
     "step_ms",
     "graph_batch_multiple",
     "graph_max_batch",
+    "kv_admission",
     "source",
 )
 
@@ -318,6 +319,7 @@ def _framework_from_row(r: _Row) -> FrameworkSpec:
         pd_request_s=r.number("pd_request_ms") * 1e-3,
         graph_batch_multiple=r.number("graph_batch_multiple", integer=True),
         graph_max_batch=r.number("graph_max_batch", integer=True),
+        kv_admission=r.text("kv_admission"),
         source=r.text("source"),
     )
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+KV_ADMISSIONS = ("on_demand", "reserve_output")
+
 
 @dataclass(frozen=True)
 class FrameworkSpec:
@@ -19,6 +21,10 @@ class FrameworkSpec:
     the decode instance's admission); ``step_s`` once per decode step (the scheduler's and
     sampler's host time that CUDA graphs do not hide); a decode batch is padded up to a multiple of
     ``graph_batch_multiple`` (the captured CUDA-graph sizes) up to ``graph_max_batch``.
+    ``kv_admission``: how a decode instance admits a request into KV memory, ``on_demand``
+    (paged blocks as tokens arrive, preemption when full: vLLM, SGLang) or ``reserve_output``
+    (prompt + the whole output reserved up front, never evicted: TensorRT-LLM's default
+    ``GUARANTEED_NO_EVICT`` capacity scheduler).
     """
 
     id: str
@@ -28,6 +34,7 @@ class FrameworkSpec:
     pd_request_s: float = 0.0  # more per request when disaggregated: the proxy/router hop
     graph_batch_multiple: int = 8
     graph_max_batch: int = 512
+    kv_admission: str = "on_demand"
     source: str = ""
 
     def __post_init__(self):
@@ -39,10 +46,18 @@ class FrameworkSpec:
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
             if v < 0:
                 raise ValueError(f"{name} must be >= 0, got {v!r}")
+        if self.kv_admission not in KV_ADMISSIONS:
+            raise ValueError(f"kv_admission must be one of {', '.join(KV_ADMISSIONS)}, got "
+                             f"{self.kv_admission!r}")  # fmt: skip
         for name in ("graph_batch_multiple", "graph_max_batch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+
+    @property
+    def reserves_output(self) -> bool:
+        """Whether a request's KV memory is its prompt + whole output from admission on."""
+        return self.kv_admission == "reserve_output"
 
     def request_cost_s(self, disaggregated: bool = True) -> float:
         """What one request pays before its prefill [s]: ``request_s``, plus ``pd_request_s``

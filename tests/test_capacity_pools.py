@@ -218,3 +218,27 @@ def test_memory_batch_by_hand():
     # a spread of lengths (k > 1) leaves more room than fixed lengths
     wide = dc_replace(SHAPE, decode_context_sq=2.0 * SHAPE.decode_context**2)
     assert memory_batch(100, wide) < 79
+
+
+def test_trtllm_reserves_the_whole_output_in_decode_memory():
+    """TensorRT-LLM's GUARANTEED_NO_EVICT (data/frameworks.csv kv_admission) reserves prompt +
+    output: a slot of 1,024 + 256 tokens takes 1,280 tokens instead of the 1,152 it holds on
+    average with paged, on-demand KV (vLLM), so 1,151 × 1,152 / 1,280 ≈ 1,036 requests fit."""
+    from dataclasses import replace as dc_replace
+
+    from kvmodel.capacity.pools import memory_context
+
+    trt = dc_replace(SC, framework="trtllm")
+    assert memory_context(SC, SHAPE) == (1152, SHAPE.decode_context_sq)
+    assert memory_context(trt, SHAPE) == (1280, pytest.approx(1280.0**2))
+    d_v, d_t = decode_side(SC, SHAPE, 0.5, 8), decode_side(trt, SHAPE, 0.5, 8)
+    assert d_v.max_concurrent == 1151
+    assert abs(d_t.max_concurrent - 1151 * 1152 / 1280) <= 2
+    assert d_t.batch < d_v.batch and d_t.limit == "memory"
+
+
+def test_framework_kv_admission_is_checked():
+    from kvmodel.frameworks import FrameworkSpec
+
+    with pytest.raises(ValueError, match="kv_admission must be one of on_demand, reserve_output"):
+        FrameworkSpec("x", "X", 0.0, 0.0, kv_admission="lazy")

@@ -264,3 +264,22 @@ def test_replay_settles_at_a_fixed_point(sc, monkeypatch):
     assert longer.decode_rounds == 20 and not longer.converged
     assert longer.tpot_p90_s == pytest.approx(settled.tpot_p90_s, rel=0.02)
     assert longer.ttft_p90_s == pytest.approx(settled.ttft_p90_s, rel=0.02)
+
+
+def test_trtllm_replay_reserves_the_whole_output(sc):
+    """One TP 8 decode instance, k requests of 1,024 + 2,048 tokens arriving together, k chosen
+    so that k × 2,048 tokens (what paged KV holds on average over a stay: prompt + half the
+    output) fit in its KV memory and k × 3,072 (prompt + whole output) do not: vLLM admits
+    every one at once, TensorRT-LLM (GUARANTEED_NO_EVICT) makes some wait."""
+    from kvmodel.replay.sim import decode_capacity_tokens
+
+    dep = rp.Deployment(sc, 8, 8, 8, 1)
+    cap_tokens = decode_capacity_tokens(sc, dep, 2048)
+    k = int(cap_tokens // 2500)
+    assert k * 2048 < cap_tokens < k * 3072
+    stream = _stream(np.arange(k) * 1e-4, 1024, 2048)
+    vllm = rp.replay(dep, stream)
+    trt = rp.replay(rp.Deployment(replace(sc, framework="trtllm"), 8, 8, 8, 1), stream)
+    assert vllm.memory_bound_instances == 0
+    assert trt.memory_bound_instances == 1
+    assert (trt.decode_start_s > trt.kv_arrival_s + 1e-9).sum() > 0.1 * k

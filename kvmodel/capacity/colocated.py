@@ -33,6 +33,7 @@ from kvmodel.capacity.pools import (
     at_least,
     mean_batch,
     memory_batch,
+    memory_context,
     request_cost_s,
 )
 from kvmodel.capacity.queue import (
@@ -92,12 +93,13 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
     decode batch."""
     model = sc.model
     ctx = shp.decode_context
-    mem = instance_memory(model, sc.gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
+    taken = memory_context(sc, shp)  # what a slot takes in memory (the framework's admission)
+    mem = instance_memory(model, sc.gpu, tp=tp, seq_len=taken[0], batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group,
                           data_parallel_attention=sc.data_parallel_attention or ep > tp,
                           ep=ep)  # fmt: skip
     # one request is prefilling; the decode slots keep room for their fluctuation
-    slots = memory_batch(mem.max_concurrent_requests - 1, shp)
+    slots = memory_batch(mem.max_concurrent_requests - 1, shp, taken)
     if slots < 1:
         return []
     top = min(slots, MAX_BATCH)

@@ -105,7 +105,24 @@ def par_text(tp: int, ep: int = 1) -> str:
 MEMORY_HEADROOM_BETA = 2.33
 
 
-def memory_batch(max_concurrent: int, shp: Shape) -> int:
+def reserves_output(sc: Scenario) -> bool:
+    """Whether the scenario's framework reserves a request's whole output in KV memory at
+    admission (``FrameworkSpec.kv_admission``: TensorRT-LLM's ``GUARANTEED_NO_EVICT``)."""
+    from kvmodel import catalog
+
+    return catalog.get_framework(sc.framework).reserves_output
+
+
+def memory_context(sc: Scenario, shp: Shape) -> tuple[int, float]:
+    """(mean tokens, their mean square) a decode slot takes in KV memory, weighted by how long
+    it holds them: what it holds as tokens arrive (paged, on demand), or prompt + output when
+    the framework reserves the whole output (:func:`reserves_output`)."""
+    if reserves_output(sc) and shp.reserve_context > 0:
+        return shp.reserve_context, shp.reserve_context_sq
+    return shp.decode_context, shp.decode_context_sq
+
+
+def memory_batch(max_concurrent: int, shp: Shape, context: tuple[int, float] | None = None) -> int:
     """The largest mean batch ``b`` whose KV fits with room for its fluctuation:
     ``b + β·k·√b ≤ max_concurrent`` (requests of the slots' mean context), β =
     :data:`MEMORY_HEADROOM_BETA`, k² = E[h²] ÷ E[h]² of the tokens a slot holds.
@@ -114,11 +131,13 @@ def memory_batch(max_concurrent: int, shp: Shape) -> int:
     stay: by Little's law an instance holds a Poisson number of requests (M/G/∞, mean b), so
     its KV is b·E[h] ± √(b·E[h²]); square-root staffing (Halfin & Whitt 1981) gives the wait
     probability ≈ 1 ÷ (1 + β·Φ(β) ÷ φ(β)), 1.1 % at β = 2.33.  At least 1 when one request
-    fits; ``max_concurrent`` itself when the shape has no second moment."""
+    fits; ``max_concurrent`` itself when the shape has no second moment.  ``context``: (mean,
+    mean square) of the tokens a slot takes (:func:`memory_context`; default: what it holds)."""
     n = int(max_concurrent)
-    if n < 1 or shp.decode_context_sq <= 0:
+    mean, sq = (shp.decode_context, shp.decode_context_sq) if context is None else context
+    if n < 1 or sq <= 0:
         return n
-    k = math.sqrt(max(shp.decode_context_sq / float(shp.decode_context) ** 2, 1.0))
+    k = math.sqrt(max(sq / float(mean) ** 2, 1.0))
     zk = MEMORY_HEADROOM_BETA * k
     root = (-zk + math.sqrt(zk * zk + 4.0 * n)) / 2.0
     return max(1, min(n, math.floor(root * root + 1e-9)))
@@ -128,10 +147,11 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
     model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
     dp = sc.data_parallel_attention or ep > tp  # EP runs attention data-parallel
-    mem = instance_memory(model, gpu, tp=tp, seq_len=ctx, batch=1, kv_dtype=sc.kv_dtype,
+    taken = memory_context(sc, shp)  # what a slot takes in memory (the framework's admission)
+    mem = instance_memory(model, gpu, tp=tp, seq_len=taken[0], batch=1, kv_dtype=sc.kv_dtype,
                           kv_scale_group=sc.kv_scale_group, data_parallel_attention=dp,
                           ep=ep)  # fmt: skip
-    room = memory_batch(mem.max_concurrent_requests, shp)  # with the batch's fluctuation
+    room = memory_batch(mem.max_concurrent_requests, shp, taken)  # with the batch's fluctuation
     top = max(1, min(room, MAX_BATCH))
     fw = getattr(sc, "framework", None)
     kw = {} if fw is None else {"framework": fw}
@@ -144,7 +164,7 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
     note = ""
     at = par_text(tp, ep)
     if mem.max_concurrent_requests < 1:
-        note = (f"a decode instance at {at} cannot hold one request of {ctx:,} tokens "
+        note = (f"a decode instance at {at} cannot hold one request of {taken[0]:,} tokens "
                 "beside the weights")  # fmt: skip
     elif fit == 0:
         note = (f"one decode step at {at} takes {step_fit * 1e3:,.1f} ms even for one "

@@ -204,6 +204,10 @@ class Shape:
     # (a request's KV grows from p to p + o over its stay: p² + p·o + o²/3 on average);
     # 0: unknown (``capacity.pools.memory_batch`` then leaves no room for fluctuation)
     decode_context_sq: float = 0.0
+    # what a slot reserves when the framework reserves the whole output at admission
+    # (prompt + output, weighted by the time it holds it), and its mean square
+    reserve_context: int = 0
+    reserve_context_sq: float = 0.0
 
 
 def shape(workload: Workload, max_context: int) -> Shape:
@@ -232,8 +236,11 @@ def shape(workload: Workload, max_context: int) -> Shape:
     # a request holds a slot for o steps with p + o/2 tokens on average over them
     ctx = (float(wo @ p) + float(wo @ o) / 2) / held if held > 0 else float(w @ p)
     pf = p.astype(float)
-    sq = ((float(wo @ (pf * pf)) + float(wo @ (pf * o)) + float(wo @ (o * o.astype(float))) / 3)
-          / held if held > 0 else float(w @ (pf * pf)))  # fmt: skip
+    oo = float(wo @ (o * o.astype(float)))
+    pp, po = float(wo @ (pf * pf)), float(wo @ (pf * o))
+    sq = (pp + po + oo / 3) / held if held > 0 else float(w @ (pf * pf))
+    whole = (float(wo @ p) + float(wo @ o)) / held if held > 0 else float(w @ p)
+    whole_sq = (pp + 2 * po + oo) / held if held > 0 else float(w @ (pf * pf))
     return Shape(
         moved=uniq,
         weights=uw,
@@ -247,4 +254,6 @@ def shape(workload: Workload, max_context: int) -> Shape:
         ),  # fmt: skip
         prefix=prefix,
         decode_context_sq=sq,
+        reserve_context=int(min(max(math.ceil(whole), 1), max_context)),
+        reserve_context_sq=whole_sq,
     )

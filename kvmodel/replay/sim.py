@@ -30,6 +30,7 @@ from kvmodel.capacity.pools import (
     pass_fixed_s,
     prefill_work_s,
     request_cost_s,
+    reserves_output,
 )
 from kvmodel.memory import instance_memory
 from kvmodel.replay.decode import ITERATIONS, run_decode
@@ -279,9 +280,11 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
                                       capacity / slot_ctx)  # fmt: skip
     rounds = None if progress is None else lambda i: progress(
         STEPS if i >= ITERATIONS else min(1 + i, STEPS - 1), STEPS)
-    # paged KV grows as tokens arrive: a request reserves what it holds on average over its
-    # stay (prompt + half the output), as the formulas' decode memory (capacity.pools)
-    run = run_decode(kv, held, held, o.astype(float), instances=dep.decode_instances,
+    # what a request takes in KV memory, as the formulas' decode memory (capacity.pools
+    # .memory_context): paged KV grows as tokens arrive, so on average over its stay its
+    # prompt + half its output; prompt + output when the framework reserves the whole output
+    taken = need if reserves_output(sc) else held
+    run = run_decode(kv, taken, held, o.astype(float), instances=dep.decode_instances,
                      capacity_tokens=capacity, step=step, design_step_s=design_step_s,
                      on_round=rounds, rows=(kv_rows, order))  # fmt: skip
     return Timeline(
