@@ -134,3 +134,24 @@ def test_thresholds_of_the_traffic_reuse_the_critical_lengths():
                  and not r["layerwise"])  # fmt: skip
     assert plain["critical_seq_len"] == 1145
     assert critical_for_traffic(replace(SC, decode_step_s=SC.decode_step_s * 2)) > 1145
+
+
+def test_a_cached_prefix_lengthens_the_prefill_the_share_criterion_sees():
+    """Prompts of 1,000 tokens with 600 cached and of 400 with none both move 400 tokens; the
+    mix keeps their mean prefix (300, by hand), the prefill of 400 tokens after 300 cached
+    ones (timing.prefill_flops: their attention) is longer than from position 0, so the
+    transfer's share of TTFT is smaller: on 25 GbE the 400-token request is transfer-bound
+    under the share criterion without the prefix and gains with a longer one."""
+    mix = mix_from_requests(requests_like([1000, 400], cached=np.array([600, 0])))
+    assert mix.tokens.tolist() == [400] and mix.prefix.tolist() == [300.0]
+    assert mix_from_requests(requests_like([1000, 400])).prefix is None
+    sc = build_scenario(model="llama-3-70b", link="25gbe")
+    plain = transfer(replace(sc, batch=1, prefill_s=None, seq_len=1), seq_len=np.array([400]))
+    cached = transfer(replace(sc, batch=1, prefill_s=None, seq_len=1), seq_len=np.array([400]),
+                      prefix=np.array([300.0]))  # fmt: skip
+    assert float(cached.prefill_s[0]) > float(plain.prefill_s[0])
+    deep = mix_from_requests(requests_like([40_400], cached=np.array([40_000])))
+    assert deep.tokens.tolist() == [400]
+    without = regions(sc, replace(deep, prefix=None), criterion="share")
+    with_prefix = regions(sc, deep, criterion="share")
+    assert without.fraction_transfer_bound == 1.0 and with_prefix.fraction_transfer_bound == 0.0

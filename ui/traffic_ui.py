@@ -124,7 +124,8 @@ def _analyse(sc, minlen: int, crit: str, links: tuple, mix):
 
     return {
         "regions": tr.regions(sc, mix, min_seq_len=minlen, criterion=crit),
-        "region": tr.classify(sc, mix.tokens, min_seq_len=minlen, criterion=crit),
+        "region": tr.classify(sc, mix.tokens, min_seq_len=minlen, criterion=crit,
+                              prefix=mix.prefix),
         "window": tr.recommended_window(sc, mix, min_seq_len=minlen, criterion=crit),
         "comparison": tr.comparison(
             sc,

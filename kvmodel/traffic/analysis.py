@@ -35,16 +35,22 @@ class Mix:
     tokens: np.ndarray  # distinct uncached prompt tokens that must move, ascending
     weights: np.ndarray  # requests with that many tokens
     span_s: float | None = None  # time from first to last arrival, when the trace has times
+    # mean cached prompt tokens before each length (prefix-cache hits: the moved tokens attend
+    # to them, so their prefill is longer); None when no request has a cached prefix
+    prefix: np.ndarray | None = None
 
     @property
     def n_requests(self) -> float:
         return float(self.weights.sum())
 
 
+DENSE_MAX = 50_000_000  # lengths below this are counted by bincount (one pass), not unique
+
+
 def _histogram(values: np.ndarray, weights: np.ndarray | None = None):
     """Distinct values and their (weighted) counts: bincount when dense, else unique."""
     v = np.asarray(values, dtype=np.int64)
-    if v.size and weights is None and 0 <= v.min() and v.max() < 50_000_000:
+    if v.size and weights is None and 0 <= v.min() and v.max() < DENSE_MAX:
         counts = np.bincount(v)
         nz = np.flatnonzero(counts)
         return nz, counts[nz].astype(np.float64)
@@ -69,11 +75,27 @@ def mix_from_requests(req, *, hit_ratio: float | None = None) -> Mix:
     else:
         moved = prompt
     tokens, counts = _histogram(moved, weights)
+    prefix = _prefix_means(moved, prompt - moved, weights, tokens, counts)
     span = getattr(req, "span_s", None)
     if span is None and req.arrival_s is not None and len(req.arrival_s) > 1:
         t = np.asarray(req.arrival_s, dtype=np.float64)
         span = float(np.nanmax(t) - np.nanmin(t)) or None
-    return Mix(tokens=tokens, weights=counts, span_s=span)
+    return Mix(tokens=tokens, weights=counts, span_s=span, prefix=prefix)
+
+
+def _prefix_means(moved, ahead, weights, tokens, counts) -> np.ndarray | None:
+    """Per distinct moved length (``tokens``, their request ``counts``), the mean cached tokens
+    ahead of it; None when no request has any."""
+    ahead = np.maximum(ahead, 0)
+    if not ahead.any():
+        return None
+    wa = ahead.astype(np.float64) if weights is None else ahead * weights
+    top = int(tokens[-1]) if len(tokens) else 0
+    if top <= DENSE_MAX:  # one pass, as _histogram's dense case
+        total = np.bincount(moved, weights=wa, minlength=top + 1)[tokens]
+    else:
+        total = np.bincount(np.searchsorted(tokens, moved), weights=wa, minlength=len(tokens))
+    return np.divide(total, counts, out=np.zeros(len(tokens)), where=counts > 0)
 
 
 def per_request_scenario(sc: Scenario) -> Scenario:
@@ -81,15 +103,19 @@ def per_request_scenario(sc: Scenario) -> Scenario:
     return replace(sc, batch=1, prefill_s=None, seq_len=1)
 
 
-def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None):
+def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None,
+               prefix: np.ndarray | None = None):  # fmt: skip
     """Transfer quantities per unique length (estimated prefill per length), and the inverse.
 
-    ``volume``: from ``_length_volume`` of a scenario differing from ``sc`` only per link.
+    ``volume``: from ``_length_volume`` of a scenario differing from ``sc`` only per link;
+    ``prefix``: cached tokens ahead of each entry of ``tokens`` (``Mix.prefix``), whose
+    attention the prefill computes too.
     """
     uniq, inverse = np.unique(tokens, return_inverse=True)
     sc1 = per_request_scenario(sc)
     if volume is None:
-        t = transfer(sc1, seq_len=np.minimum(uniq, sc.model.max_context_tokens))
+        t = transfer(sc1, seq_len=np.minimum(uniq, sc.model.max_context_tokens),
+                     prefix=unique_prefix(prefix, inverse, len(uniq)))  # fmt: skip
     else:
         t = transfer(sc1, volume=volume)
     exposed = np.atleast_1d(t.exposed_s)
@@ -99,10 +125,20 @@ def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None):
     return uniq, inverse, exposed, prefill, wire, whole
 
 
-def _length_volume(sc: Scenario, tokens: np.ndarray) -> Volume:
+def unique_prefix(prefix: np.ndarray | None, inverse: np.ndarray, n: int) -> np.ndarray | None:
+    """``prefix`` (one per entry) as one mean per unique length (``inverse``: entry → length)."""
+    if prefix is None:
+        return None
+    counts = np.bincount(inverse, minlength=n)
+    total = np.bincount(inverse, weights=np.asarray(prefix, dtype=np.float64), minlength=n)
+    return total / np.maximum(counts, 1)
+
+
+def _length_volume(sc: Scenario, tokens: np.ndarray, prefix: np.ndarray | None = None) -> Volume:
     """Bytes and prefill per unique length: shared by scenarios that differ only per link."""
-    uniq = np.unique(tokens)
-    return Volume(per_request_scenario(sc), seq_len=np.minimum(uniq, sc.model.max_context_tokens))
+    uniq, inverse = np.unique(tokens, return_inverse=True)
+    return Volume(per_request_scenario(sc), seq_len=np.minimum(uniq, sc.model.max_context_tokens),
+                  prefix=unique_prefix(prefix, inverse, len(uniq)))  # fmt: skip
 
 
 def classify(
@@ -112,11 +148,13 @@ def classify(
     min_seq_len: int = DEFAULT_MIN_SEQ_LEN,
     criterion: str = "step",
     _volume: Volume | None = None,
+    prefix: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Region per entry: 0 too short, 1 gains, 2 transfer-bound."""
+    """Region per entry: 0 too short, 1 gains, 2 transfer-bound (``prefix``: ``Mix.prefix``,
+    the cached tokens ahead of each entry)."""
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    uniq, inverse, exposed, prefill, _, _ = per_length(sc, tokens, _volume)
+    uniq, inverse, exposed, prefill, _, _ = per_length(sc, tokens, _volume, prefix)
     if criterion == "step":
         bound = exposed >= sc.k * sc.decode_step_s
     else:
@@ -181,7 +219,8 @@ def regions(
     its transfer (``n_over_context`` says how many there are: a trace from another model, or
     bad lengths).
     """
-    reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion, _volume=_volume)
+    reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion, _volume=_volume,
+                   prefix=mix.prefix)  # fmt: skip
     w = mix.weights
     ctx = sc.model.max_context_tokens
     tok = np.minimum(mix.tokens, ctx) * w
@@ -219,7 +258,7 @@ def comparison(
     ``buildable`` False for a scale-up link whose domain cannot hold the scenario's prefill and
     decode instances together (``topology.unbuildable_links``)."""
     rows = []
-    volume = _length_volume(sc, mix.tokens)  # the same bytes and prefill on every row
+    volume = _length_volume(sc, mix.tokens, mix.prefix)  # the same bytes and prefill each row
     for lid in link_ids:
         link = catalog.get_link(lid)
         for comp in compressions:

@@ -108,7 +108,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     rate = arrival_rate(mix, rps)
     if rate is None:
         return None
-    uniq, inverse, exposed, prefill, wire, whole = per_length(sc, mix.tokens)
+    uniq, inverse, exposed, prefill, wire, whole = per_length(sc, mix.tokens, prefix=mix.prefix)
     w = mix.weights / mix.weights.sum()
     x = whole[inverse]  # each request holds the link for its whole transfer
     ex, ex2 = float((w * x).sum()), float((w * x * x).sum())
@@ -147,7 +147,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
 
 
 def _p99_share(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps: np.ndarray) -> float:
-    _, inverse, exposed, prefill, _, whole = per_length(sc, mix.tokens)
+    _, inverse, exposed, prefill, _, whole = per_length(sc, mix.tokens, prefix=mix.prefix)
     svc = whole[inverse][idx]
     w = mix.weights / mix.weights.sum()
     if rate * float((w * whole[inverse]).sum()) >= 1:
