@@ -124,7 +124,11 @@ def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
     too_short = metric(at, "Too short")
     at.number_input(key="w_minlen").set_value(1000).run()
     assert metric(at, "Too short") != too_short  # the new threshold is used ...
+    assert not any("Cached prompt tokens" in c.value for c in at.caption)  # no prefix yet
     at.slider(key="w_hit").set_value(50.0).run()
+    # a 50 % hit ratio: 100, 2000, 500, 90 tokens keep 50, 1000, 250, 45 cached (mean 336)
+    said = [c.value for c in at.caption if "Cached prompt tokens" in c.value]
+    assert len(said) == 1 and "on average 336 a request" in said[0]
     at.radio(key="w_crit").set_value("share").run()
     at.number_input(key="w_rps").set_value(5.0).run()
     assert metric(at, "Arrival rate") == "5.0 req/s"

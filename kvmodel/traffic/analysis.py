@@ -43,6 +43,13 @@ class Mix:
     def n_requests(self) -> float:
         return float(self.weights.sum())
 
+    @property
+    def mean_prefix(self) -> float:
+        """Mean cached prompt tokens ahead of a request's moved ones (0 without a prefix)."""
+        if self.prefix is None or self.weights.sum() <= 0:
+            return 0.0
+        return float((self.prefix * self.weights).sum() / self.weights.sum())
+
 
 DENSE_MAX = 50_000_000  # lengths below this are counted by bincount (one pass), not unique
 

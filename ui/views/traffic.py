@@ -189,6 +189,13 @@ def _regions(req, reg, res, mix, minlen) -> None:
         f"{reg.fraction_transfer_bound:.1%}",
         help=f"From {fmt_tokens(reg.critical_seq_len)}",
     )
+    if mix.prefix is not None:
+        st.caption(
+            f"Cached prompt tokens (on average {mix.mean_prefix:,.0f} a request) are not moved, "
+            "but the moved tokens attend to them, so each length's prefill here counts its "
+            "requests' cached prefix. The critical length is that of a request without one: "
+            "a length behind a long prefix can gain above it."
+        )
     exports_ui.chart(
         perf.cached(
             figures.figure_traffic_histogram,
