@@ -21,10 +21,13 @@ the compilation (see bench/README.md), later processes load it.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 from numba import njit
 from numba.core.errors import NumbaWarning
+
+from kvmodel.replay import parallel
 
 
 def _compiled(fn):
@@ -228,13 +231,22 @@ def durations_end_into(valid, first, tpot, output, ready, out):
 def mean_change(new, old, valid):
     """The mean of ``|new − old| ÷ old`` over the valid cells (a fixed-point round's move;
     0 when no cell is valid or ``old`` is 0 there)."""
+    total, count = change_sums(new, old, valid)
+    return total / count if count else 0.0
+
+
+@_compiled
+def change_sums(new, old, valid):
+    """(the sum of ``|new − old| ÷ old``, how many cells) over the valid cells where ``old``
+    is not 0: :func:`mean_change`'s parts, added across a pool's blocks
+    (``kvmodel.replay.parallel``)."""
     total, count = 0.0, 0
     for c in range(new.shape[0]):
         for r in range(new.shape[1]):
             if valid[c, r] and old[c, r] > 0:
                 total += abs(new[c, r] - old[c, r]) / old[c, r]
                 count += 1
-    return total / count if count else 0.0
+    return total, count
 
 
 @_compiled
@@ -282,12 +294,12 @@ def _counts(start, dur, valid, values, nb, w, up, down):
                 down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
 
 
-def column_grid(start, dur, valid, values, nb, w, room=None):
+def column_grid(start, dur, valid, values, nb, w, room=None, out=None):
     """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
     of the valid requests running in it: the running sum of starts less stops (``room``: a
-    :class:`GridRoom` to work in)."""
+    :class:`GridRoom` to work in; ``out``: an array of that shape to fill)."""
     up, down = _room(room, 2, start.shape[0] * (nb + 1))
-    out = np.empty((start.shape[0], nb + 1))
+    out = np.empty((start.shape[0], nb + 1)) if out is None else out
     return _column_grid_into(start, dur, valid, values, nb, w, up, down, out)
 
 
@@ -469,22 +481,28 @@ def _instance_rows_into(order, n, pad, ready, need, held, output, capacity, r, n
 
 def request_order(order, n, start, first, tpot, dur):
     """:func:`instance_rows` undone for the decode results: the ``n`` requests' (start,
-    first step, mean step, departure = start + stay) in request order."""
+    first step, mean step, departure = start + stay) in request order (the rows' blocks,
+    ``parallel.blocks``, on threads of their own: each writes other requests)."""
     out = tuple(np.empty(n) for _ in range(4))
-    _unorder_rows(order, n, start, first, tpot, dur, *out)
+    cols = order.shape[0]
+    parallel.run([
+        partial(_unorder_rows, order[b], n, start[b], first[b], tpot[b], dur[b], *out, b.start,
+                cols)
+        for b in parallel.blocks(*order.shape)
+    ])  # fmt: skip
     return out
 
 
 @_compiled
-def _unorder_rows(order, n, start, first, tpot, dur, s, f, t, d):
-    """Row ``c``'s slot ``j`` holds request ``order[c, j] · cols + c`` (round robin, then the
-    row's order): each value straight to it, the pads (past ``n``) left out, in one pass
-    (row tables and :func:`_from_rows` after them moved 32 MB more on a million requests;
-    the same values)."""
-    cols, rows = order.shape
+def _unorder_rows(order, n, start, first, tpot, dur, s, f, t, d, c0, cols):
+    """Row ``c``'s slot ``j`` holds request ``order[c, j] · cols + c0 + c`` (round robin,
+    then the row's order; ``c0``: the first of these rows among the ``cols`` instances):
+    each value straight to it, the pads (past ``n``) left out, in one pass (row tables and
+    :func:`_from_rows` after them moved 32 MB more on a million requests; the same values)."""
+    here, rows = order.shape
     for j in range(rows):  # slot by slot: a row's order is nearly the identity, so the
-        for c in range(cols):  # writes of one slot land close together
-            k = order[c, j] * cols + c
+        for c in range(here):  # writes of one slot land close together
+            k = order[c, j] * cols + c0 + c
             if k < n:
                 s[k], f[k], t[k] = start[c, j], first[c, j], tpot[c, j]
                 d[k] = start[c, j] + dur[c, j]
@@ -724,12 +742,16 @@ def receive_in_turn(link_start, busy, instances):
     An instance's NICs take one transfer at a time in the order they leave (``link_start``;
     ties: request order), ``fifo.served``'s sums along them (as :func:`served_by_group`:
     the same sums in the same order); the KV arrivals are then nearly in that order, so the
-    rows' order starts from it and is finished by insertion."""
+    rows' order starts from it and is finished by insertion.  The rows' blocks
+    (``parallel.blocks``) run on threads of their own."""
     n = len(link_start)
     leave, stay = rows_of(link_start, instances, 0.0), rows_of(busy, instances, 0.0)
     rec, kv = np.empty(leave.shape), np.empty(leave.shape)
     order = np.empty(leave.shape, dtype=np.int64)
-    _receive_rows(leave, stay, n, rec, kv, order)
+    parallel.run([
+        partial(_receive_rows, leave[b], stay[b], n, rec[b], kv[b], order[b], b.start, instances)
+        for b in parallel.blocks(*leave.shape)
+    ])  # fmt: skip
     receive, arrival = np.empty(n), np.empty(n)
     _from_rows(rec, n, receive)
     _from_rows(kv, n, arrival)
@@ -737,11 +759,12 @@ def receive_in_turn(link_start, busy, instances):
 
 
 @_compiled
-def _receive_rows(leave, stay, n, rec, kv, order):
-    """:func:`receive_in_turn` on the rows (instances, rows): into ``rec``, ``kv``, ``order``."""
-    instances, rows = leave.shape
-    for c in range(instances):
-        m = rows if (rows - 1) * instances + c < n else rows - 1  # requests on instance c
+def _receive_rows(leave, stay, n, rec, kv, order, c0, instances):
+    """:func:`receive_in_turn` on the rows (some instances' rows, the first of them instance
+    ``c0`` of ``instances``): into ``rec``, ``kv``, ``order``."""
+    here, rows = leave.shape
+    for c in range(here):
+        m = rows if (rows - 1) * instances + c0 + c < n else rows - 1  # requests on it
         by_leave = stable_order(leave[c, :m])
         total, top = 0.0, -np.inf
         for q in range(m):
