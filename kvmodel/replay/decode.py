@@ -205,11 +205,9 @@ def run_decode(ready, need, held, output, *, instances: int, capacity_tokens: fl
         if on_round is not None:
             on_round(rounds if change >= TOLERANCE or not admitting else ITERATIONS)
     grid = np.empty((r.shape[0], nb + 1))
-    parallel.run([
-        partial(_reserved_block, start[b], dur[b], valid[b], first[b], tpot[b], out[b], nd[b],
-                nb, w, room, grid[b])
-        for b, room in zip(parts, rooms, strict=True)
-    ])  # fmt: skip
+    parallel.run([partial(_reserved_block, start[b], dur[b], valid[b], first[b], tpot[b], out[b],
+                          nd[b], nb, w, room, grid[b])
+                  for b, room in zip(parts, rooms, strict=True)])  # fmt: skip
     reserved = grid[:, :nb].sum(axis=0)
 
     s, f, t, d = kernels.request_order(order, n, start, first, tpot, dur)

@@ -163,6 +163,19 @@ def _link_peak(s, d, inst, minutes: int) -> float:
     return float(min(busy.max() / MINUTE_S, 1.0))
 
 
+def _memory_per_minute(tl, minutes: int) -> np.ndarray:
+    """The decode pool's peak reserved KV ÷ its KV memory in each minute."""
+    w = tl.bin_s
+    mem = np.zeros(minutes)
+    use = tl.reserved_tokens / tl.capacity_tokens
+    bins = (np.arange(len(use)) * w // MINUTE_S).astype(np.int64)
+    keep = bins < minutes
+    np.maximum.at(mem, bins[keep], use[keep])
+    if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
+        mem = np.maximum.accumulate(mem)
+    return mem
+
+
 def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bool):
     """The :class:`ReplayResult` of a timeline at the targets (TTFT at percentile ``q``,
     TPOT at p90)."""
@@ -174,14 +187,7 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
     counts = kernels.floor_counts(arrival, MINUTE_S)  # requests per minute
     minutes = len(counts)
     arrivals = counts.astype(float)
-    w = tl.bin_s
-    mem = np.zeros(minutes)
-    use = tl.reserved_tokens / tl.capacity_tokens
-    bins = (np.arange(len(use)) * w // MINUTE_S).astype(np.int64)
-    keep = bins < minutes
-    np.maximum.at(mem, bins[keep], use[keep])
-    if w > MINUTE_S:  # coarser bins than minutes: each minute takes its bin's value
-        mem = np.maximum.accumulate(mem)
+    mem = _memory_per_minute(tl, minutes)
     waits, times = OrderStats(n), OrderStats(n)  # a buffer for each of the two threads
 
     def first():  # TTFT's percentiles, per minute first (``of`` may reorder ttft), TPOT's,
