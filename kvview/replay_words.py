@@ -8,6 +8,10 @@ import pandas as pd
 from kvview.capacity_words import gpus, pct_label
 from kvview.fmt import fmt_time
 
+# how the replay's decode pool runs (kvmodel.replay.decode), in words
+DECODE_METHOD = ("step by step: each step at the running batch and mean context, requests join "
+                 "at the next step when their KV has arrived and fits in memory")
+
 
 def replay_rows(done, *, slo) -> list[tuple[str, str]]:
     """(quantity, value with unit) rows of a ``kvmodel.replay.Replayed``."""
@@ -29,8 +33,7 @@ def replay_rows(done, *, slo) -> list[tuple[str, str]]:
         ("Decode memory queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory "
          f"({r.memory_waited_share:.1%} of requests waited)"),
         ("Meets the targets", "yes" if r.meets_slo else "no"),
-        ("Decode batches ↔ steps", r.rounds_text + " (each step at its running batch, each "
-         "batch from how long the steps keep requests)"),
+        ("Decode pool", DECODE_METHOD),
     ]  # fmt: skip
     return rows
 

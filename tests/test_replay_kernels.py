@@ -64,54 +64,132 @@ def test_first_free_by_hand():
     assert inst.tolist() == SERVER
 
 
-def test_admit_by_hand():
-    # one instance holding 100 tokens; requests (ready, tokens, stay) = (0, 60, 10),
-    # (1, 50, 10), (2, 40, 10), (3, 30, 10), first come first served:
-    #   r0 at 0: 100 free -> admitted at 0, 40 left, leaves at 10
-    #   r1 at 1: 50 > 40: waits for r0 (10) -> admitted at 10, 50 left, leaves at 20
-    #   r2 at 2: not before r1 (10); 40 <= 50 -> admitted at 10, 10 left, leaves at 20
-    #   r3 at 3: 30 > 10; r2 leaves first (20, 40 tokens: the smaller of two equal times)
-    #            -> admitted at 20, 50 - 30 = 20 left
-    out = kernels.admit(np.array([0.0, 1.0, 2.0, 3.0]), np.array([60.0, 50.0, 40.0, 30.0]),
-                        np.full(4, 10.0), 100.0)  # fmt: skip
-    assert_array_equal(out, [0.0, 10.0, 10.0, 20.0])
+# One instance; a step table with rows for batches 1 and 2 and columns at contexts 0, 10,
+# 20, 30 tokens (h = 10; contexts clip at 20): a step of 1 s + 0.01 s a token alone, 2 s +
+# 0.01 s a token of mean context at batch 2.
+TABLE = np.array([[1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3]])
+TABLE_ARGS = (TABLE, np.array([1.0, 2.0]), False, 10.0, 20.0, 2, 2)
 
 
-# One instance, bins of 1 s, 5 bins: request A runs 0 … 3 (bins 0-3) holding 100 tokens,
-# B runs 1 … 2 (bins 1-2) holding 50.  Running requests per bin 1, 2, 2, 1, 0; tokens per
-# bin 100, 150, 150, 100, 0.
-START2 = np.array([[0.0, 1.0]])
-DUR2 = np.array([[3.0, 1.0]])  # ends at 3 and 2
-VALID2 = np.array([[True, True]])
-HELD2 = np.array([[100.0, 50.0]])
+def _decode_steps(ready, need, prompt, output, capacity, args=TABLE_ARGS):
+    """``kernels.decode_steps_into`` on one instance's row: (start, first, tpot, dur,
+    instances that waited, latest departure)."""
+    row = [np.atleast_2d(np.asarray(x, dtype=float)) for x in (ready, need, prompt, output)]
+    valid = np.ones(row[0].shape, dtype=np.bool_)
+    out = [np.empty(row[0].shape) for _ in range(4)]
+    bound, latest = kernels.decode_steps_into(*row, valid, float(capacity), *args, *out)
+    return *(x[0] for x in out), bound, latest
 
 
-def test_column_grid_and_peak_by_hand():
-    g = kernels.column_grid(START2, DUR2, VALID2, HELD2, 5, 1.0)
-    assert_array_equal(g, [[100.0, 150.0, 150.0, 100.0, 0.0, 0.0]])  # the 6th bin: empty
-    assert_array_equal(kernels.column_peak(START2, DUR2, VALID2, HELD2, 5, 1.0), [150.0])
+def test_decode_steps_by_hand():
+    # A: KV at 0, prompt 5, 3 tokens; B: KV at 1.5, prompt 15, 2 tokens; memory is ample.
+    #   t 0:    A alone, context 5: step 1.05 -> A's first token at 1.05; B arrives during
+    #           A's second step (context 6: 1.06), so it joins at 2.11
+    #   t 2.11: batch 2, contexts 7 and 15 (mean 11): 2.11 s -> A's 3rd token and B's 1st at
+    #           4.22 (B waited 0.61 s of A's step: its first step is 2.72 s); A leaves
+    #   t 4.22: B alone, context 16: 1.16 s -> B leaves at 5.38
+    start, first, tpot, dur, bound, latest = _decode_steps([0, 1.5], [10, 10], [5, 15], [3, 2],
+                                                           100)  # fmt: skip
+    assert_allclose(start, [0.0, 1.5])
+    assert_allclose(first, [1.05, 2.72])
+    assert_allclose(tpot, [(1.06 + 2.11) / 2, 1.16])
+    assert_allclose(dur, [4.22, 5.38 - 1.5])
+    assert bound == 0 and latest == pytest.approx(5.38)
+
+
+def test_decode_steps_sum_a_stretch_in_closed_form():
+    # one request, prompt 5, 30 tokens: contexts 5 … 34 cross the columns at 10 and 20 and
+    # clip at 20: steps 1.05 … 1.19, then 1.2 for contexts 20 … 34 (15 steps)
+    start, first, tpot, dur, _, _ = _decode_steps([0.0], [10], [5], [30], 100)
+    steps = [1.0 + 0.01 * min(c, 20) for c in range(5, 35)]
+    assert_allclose(first, [steps[0]])
+    assert_allclose(dur, [sum(steps)])
+    assert_allclose(tpot, [np.mean(steps[1:])])
+
+
+def test_decode_steps_wait_for_memory_first_come_first_served():
+    # 100 tokens of memory; (KV at, tokens, output) = A (0, 60, 2), B (0.5, 60, 1),
+    # C (0.6, 30, 1): B does not fit beside A and C queues behind it; A leaves at 2.11
+    # (steps 1.05 and 1.06 at contexts 5 and 6), B and C start there together (memory wait)
+    start, first, _, dur, bound, _ = _decode_steps([0, 0.5, 0.6], [60, 60, 30], [5, 5, 5],
+                                                   [2, 1, 1], 100)  # fmt: skip
+    assert_allclose(start, [0.0, 2.11, 2.11])
+    assert_allclose(first, [1.05, 2.05, 2.05])  # batch 2 at context 5
+    assert_allclose(dur, [2.11, 2.05, 2.05])
+    assert bound == 1
+
+
+def _one_step_at_a_time(ready, need, prompt, output, capacity, args):
+    """The decode instance of ``decode_steps_into``'s docstring, one step per loop in Python
+    (the oracle: no closed form, no heap)."""
+    table, batches, big, h, top, whole, last = args
+
+    def step(ctx, b):
+        return kernels.step_lookup(table, batches, big, h, top, np.array([ctx]),
+                                   np.array([float(b)]), whole, last)[0]  # fmt: skip
+
+    n = len(ready)
+    start, first, tpot, dur = (np.zeros(n) for _ in range(4))
+    t, head, free, blocked, running, waited = 0.0, 0, capacity, -np.inf, [], False
+    while head < n or running:
+        if not running:
+            free, t = capacity, max(t, ready[head])
+        joined = []
+        while head < n and ready[head] <= t:
+            if free < need[head]:
+                blocked, waited = t, True
+                break
+            free -= need[head]
+            start[head] = t if ready[head] <= blocked else ready[head]
+            running.append([head, 0])
+            joined.append(head)
+            head += 1
+        s = step(sum(prompt[j] + made for j, made in running) / len(running), len(running))
+        for j in joined:
+            first[j], tpot[j] = t + s - start[j], s
+        t += s
+        still = []
+        for j, made in running:
+            if made + 1 < output[j]:
+                still.append([j, made + 1])
+                continue
+            dur[j] = t - start[j]
+            if output[j] > 1:
+                tpot[j] = (dur[j] - first[j]) / (output[j] - 1)
+            free += need[j]
+        running = still
+    return start, first, tpot, dur, int(waited)
+
+
+@pytest.mark.parametrize(("capacity", "rate"), [(1e9, 2.0), (3000.0, 5.0), (800.0, 20.0)])
+def test_decode_steps_match_one_step_at_a_time(capacity, rate):
+    """The kernel (closed-form stretches, a heap of departures, batches past the table's
+    whole rows) against the plain loop above: light, memory-bound and overloaded."""
+    rng = np.random.default_rng(7)
+    n = 400
+    ready = np.sort(rng.exponential(1 / rate, n).cumsum())
+    prompt = rng.integers(1, 300, n).astype(float)
+    output = rng.integers(1, 60, n).astype(float)
+    need = np.minimum(prompt + output / 2, capacity)
+    batches = np.concatenate([np.arange(1.0, 9.0), [12.0, 20.0, 40.0, 400.0]])  # 8 whole rows
+    contexts = np.arange(34) * 10.0
+    table = 0.02 + 0.004 * batches[:, None] * (1 + contexts[None, :] / 500) ** 1.5
+    args = (table, batches, True, 10.0, float(contexts[-2]), 8, 32)
+    got = _decode_steps(ready, need, prompt, output, capacity, args)
+    want = _one_step_at_a_time(ready, need, prompt, output, capacity, args)
+    for g, w in zip(got[:4], want[:4], strict=True):
+        assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+    assert got[4] == want[4] == (capacity < 1e9)
+
+
+def test_column_grid_by_hand():
+    # one instance, bins of 1 s, 5 bins: A runs 0 … 3 (bins 0-3) holding 100 tokens, B runs
+    # 1 … 2 (bins 1-2) holding 50: tokens per bin 100, 150, 150, 100, 0 (the 6th: empty)
+    start, dur, held = np.array([[0.0, 1.0]]), np.array([[3.0, 1.0]]), np.array([[100.0, 50.0]])
+    g = kernels.column_grid(start, dur, np.array([[True, True]]), held, 5, 1.0)
+    assert_array_equal(g, [[100.0, 150.0, 150.0, 100.0, 0.0, 0.0]])
     none = np.array([[False, False]])
-    assert_array_equal(kernels.column_grid(START2, DUR2, none, HELD2, 5, 1.0), np.zeros((1, 6)))
-
-
-def test_round_means_by_hand():
-    # A: first bin 0: batch 1, 100 tokens -> context ceil(100 / 1) = 100, batch 1; over its
-    #    bins 0-3: batch (1 + 2 + 2 + 1) / 4 = 1.5, tokens 500 / 4 = 125 -> context
-    #    ceil(125 / 1.5) = ceil(83.3) = 84, batch ceil(1.5) = 2
-    # B: first bin 1: batch 2, 150 tokens -> context 75, batch 2; over bins 1-2 the same
-    c0, b0, cm, bm = kernels.round_means(START2, DUR2, VALID2, HELD2, 5, 1.0)
-    assert_array_equal(c0, [[100.0, 75.0]])
-    assert_array_equal(b0, [[1.0, 2.0]])
-    assert_array_equal(cm, [[84.0, 75.0]])
-    assert_array_equal(bm, [[2.0, 2.0]])
-
-
-def test_admit_counts_departures_before_arrivals():
-    # A (ready 0, stays 2, 10 tokens), B (1, 1, 20), C (2, 1, 30) in 30 tokens: held 10, 30;
-    # at 2 A and B leave before C comes, so C fits at once (never 60 held)
-    got = kernels.admit(np.array([0.0, 1.0, 2.0]), np.array([10.0, 20.0, 30.0]),
-                        np.array([2.0, 1.0, 1.0]), 30.0)  # fmt: skip
-    assert_array_equal(got, [0.0, 1.0, 2.0])
+    assert_array_equal(kernels.column_grid(start, dur, none, held, 5, 1.0), np.zeros((1, 6)))
 
 
 def test_step_lookup_by_hand():
@@ -298,27 +376,6 @@ def test_instance_order_by_hand():
     # 1, 2, 0; instance 1 holds 1, 3 and a pad (ready 5, 5, pad 9) -> 0, 1, 2 (ties stable)
     got = kernels.instance_order(np.array([3.0, 5.0, 1.0, 5.0, 2.0]), 2, 3, 9.0)
     assert got.tolist() == [[1, 2, 0], [0, 1, 2]]
-
-
-@pytest.mark.parametrize("capacity", [1000.0, 1300.0, 1600.0])
-def test_admit_moves_a_start_exactly_when_the_held_tokens_overflow(capacity):
-    """``decode._flagged`` leaves rows to ``admit`` that may not overflow: on those it must
-    admit every request when it is ready.  The oracle is numpy: events (departures, then
-    arrivals) sorted stably and a running sum; the capacities span rows that never, sometimes
-    and often overflow."""
-    rng = np.random.default_rng(11)
-    ready = np.sort(np.round(rng.uniform(0, 100, (6, 300)), 1), axis=1)
-    dur = np.round(rng.exponential(5.0, (6, 300)), 1)  # ties between ends and starts
-    need = rng.integers(1, 100, (6, 300)).astype(float)
-    times = np.concatenate([ready + dur, ready], axis=1)
-    delta = np.concatenate([-need, need], axis=1)
-    order = np.argsort(times, axis=1, kind="stable")
-    peak = np.cumsum(np.take_along_axis(delta, order, 1), axis=1).max(axis=1)
-    moved = [bool((kernels.admit(ready[c], need[c], dur[c], capacity) != ready[c]).any())
-             for c in range(6)]  # fmt: skip
-    assert moved == (peak > capacity).tolist()
-    # peaks 1,158-1,553 tokens: 1,000 overflows on every row, 1,300 on three, 1,600 on none
-    assert sum(moved) == {1000.0: 6, 1300.0: 3, 1600.0: 0}[capacity]
 
 
 _SMALL_REPLAY = """

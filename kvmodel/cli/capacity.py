@@ -286,7 +286,7 @@ def _replayed(args, sc, p, workload, req, slo, payload) -> list:
         ("replay busiest NICs", f"{r.peak_link_utilization:.1%} in their busiest minute"),
         ("replay decode queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory"),
         ("replay meets targets", "yes" if r.meets_slo else "no"),
-        ("replay decode rounds", r.rounds_text),
+        ("replay decode", "step by step (continuous batching, memory admission)"),
     ]  # fmt: skip
     if done.grown:
         rows.append(("sized by replay", f"{_gpus(done.gpus)} = {dep.prefill_instances:,} × TP "

@@ -1,8 +1,7 @@
 """The replay's sequential loops, compiled by numba (issue 22 "Speed"; bench/README.md,
-Session 8): the first-free heap of the prefill pool, the decode pool's memory admission and
-its time grids.  Each does exactly the arithmetic of the numpy/heapq code it replaced, in
-the same order, so the timelines are bit-identical to it (checked field by field on the
-1,000,000-request bench trace; ``tests/test_replay_kernels.py`` pins hand-worked cases).
+Session 8 on): the first-free heap of the prefill pool, each NIC's queue, the decode
+instances step by step (admission, continuous batching, departures) and the summary's order
+statistics (``tests/test_replay_kernels.py`` pins hand-worked cases).
 
 Why numba: the loops are sequential (a heap, an admission queue), so numpy cannot vectorise
 them, and in Python they cost ~0.5 µs per request and operation.  numba compiles them from
@@ -51,7 +50,7 @@ def _inlined(fn):
         return njit(cache=False, nogil=True, inline="always")(fn)
 
 
-# ---- a binary min-heap on arrays (keys compared as (a, b) pairs when b is given) ----------
+# ---- the prefill pool: a binary min-heap of (free moment, instance) pairs ----------------
 
 
 @_inlined
@@ -113,175 +112,214 @@ def prefill_side_into(arrival, length, pre, work, exposed, whole, instances, sta
         busy[m] = whole[q]
 
 
-@_compiled
-def _push(a, b, size, x, y):
-    """Push (x, y) on the heap of pairs ``a``/``b`` (compared as pairs) holding ``size``
-    items; return the new size."""
-    pos = size
-    while pos > 0:
-        parent = (pos - 1) // 2
-        if a[parent] < x or (a[parent] == x and b[parent] <= y):
-            break
-        a[pos], b[pos] = a[parent], b[parent]
-        pos = parent
-    a[pos], b[pos] = x, y
-    return size + 1
+# ---- the decode pool, step by step ----------------------------------------------------------
+# Arrays are (instances, rows): an instance's requests in a row, in the order their KV
+# arrives (the valid cells first, the padding after them).  ``decode.run_decode``'s module doc
+# states the model; :func:`decode_steps_into` runs it.
 
 
 @_inlined
-def _sift_down(a, b, size, x, y):
-    """Put (x, y) at the root of the heap of pairs ``a``/``b`` holding ``size`` items (the
-    root's old pair is dropped) and sift it down."""
-    pos = 0
-    while True:
-        child = 2 * pos + 1
-        if child >= size:
-            break
-        other = child + 1
-        if other < size and (a[other] < a[child] or (a[other] == a[child] and b[other] < b[child])):
-            child = other
-        if x < a[child] or (x == a[child] and y <= b[child]):
-            break
-        a[pos], b[pos] = a[child], b[child]
-        pos = child
-    a[pos], b[pos] = x, y
+def _table_row(batches, big, whole, b):
+    """The step table's row of a whole batch ``b`` ≥ 1 (``sim.StepTable``): row b − 1 up to
+    ``whole`` batches; above, when ``big``, the first row at or above it, at most the last."""
+    bi = np.int64(min(b, whole)) - 1
+    if big and b > whole:
+        lo, hi = 0, len(batches)  # searchsorted, left
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if batches[mid] < b:
+                lo = mid + 1
+            else:
+                hi = mid
+        bi = min(lo, len(batches) - 1)
+    return bi
 
 
-@_compiled
-def admit(ready, need, dur, capacity):
-    """Admission times of one decode instance's requests (``decode._admit``, rows in
-    arrival order): first come first served, each when its ``need`` tokens fit in
-    ``capacity`` beside the requests still decoding (a heap of (departure, tokens)).
+@_inlined
+def _table_at(flat, base, h, top, last, context):
+    """The step [s] at ``context`` tokens on the table row starting at ``base`` (flat index):
+    the context clipped to [0, ``top``] in columns ``h`` tokens apart, linear between two."""
+    x = min(max(context, 0.0), top) / h
+    j = min(np.int64(x), last)
+    f = x - j
+    k = base + j
+    return flat[k] * (1 - f) + f * flat[k + 1]
 
-    Departures are released lazily, in their order, only while the free memory falls short
-    (one that left before the current time never moves it, so releasing it later changes
-    nothing), and the request whose admission the last release allows takes the root's place
-    (one sift instead of a pop and a push): ~20 % less time than releasing every departure
-    as time passes, the same admission times."""
-    n = len(ready)
-    out = np.empty(n)
-    dep, tok = np.empty(n), np.empty(n)
-    size, free, t = 0, capacity, 0.0
-    for i in range(n):
-        if ready[i] > t:
-            t = ready[i]
-        placed = False
-        while free < need[i] and size > 0:
-            if dep[0] > t:
-                t = dep[0]  # wait for the next departure
-            free += tok[0]
-            if free >= need[i]:  # enough now: the request takes the root's place
-                free -= need[i]
-                _sift_down(dep, tok, size, t + dur[i], need[i])
-                placed = True
+
+@_inlined
+def _steps_time(n, s0, d):
+    """Time [s] of ``n`` steps whose lengths are s0, s0 + d, s0 + 2d, …"""
+    return n * s0 + d * (n * (n - 1) / 2.0)
+
+
+@_inlined
+def _steps_to_reach(gap, s0, d, most):
+    """The fewest steps (1 … ``most``) of lengths s0, s0 + d, … that last at least ``gap`` > 0
+    seconds, or ``most`` + 1 when even ``most`` of them do not."""
+    if _steps_time(most, s0, d) < gap:
+        return most + 1
+    if d > 0.0:  # the positive root of (d/2) n² + (s0 − d/2) n − gap = 0, then checked exactly
+        a, bq = d / 2.0, s0 - d / 2.0
+        n = np.int64(np.ceil((-bq + np.sqrt(bq * bq + 4.0 * a * gap)) / (2.0 * a)))
+    else:
+        n = np.int64(np.ceil(gap / s0))
+    n = min(max(n, 1), most)
+    while n > 1 and _steps_time(n - 1, s0, d) >= gap:
+        n -= 1
+    while _steps_time(n, s0, d) < gap:
+        n += 1
+    return n
+
+
+@_inlined
+def _lowest_bit(x):
+    """The index of the lowest set bit of a non-zero uint64 (a power of two converts to a
+    float and back exactly)."""
+    return np.int64(np.log2(np.float64(x & (~x + np.uint64(1)))))
+
+
+@_inlined
+def _next_slot(bits, p):
+    """The first set bit of the ring ``bits`` at or after bit ``p``, going round (one must be
+    set)."""
+    w = p >> 6
+    x = bits[w] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(p & 63))
+    while x == 0:
+        w = w + 1 if w + 1 < len(bits) else 0
+        x = bits[w]
+    return w * 64 + _lowest_bit(x)
+
+
+@_inlined
+def _stretch(flat, base, h, top, last, x0, most):
+    """(first step [s], its growth a step [s], steps ≤ ``most`` it holds for) at mean context
+    ``x0`` on the table row at ``base``: linear up to the column's edge, flat past ``top``
+    (:func:`_table_at`'s arithmetic for the first)."""
+    x = min(max(x0, 0.0), top) / h
+    col = min(np.int64(x), last)
+    f = x - col
+    s0 = flat[base + col] * (1 - f) + f * flat[base + col + 1]
+    if x0 >= top:
+        return s0, 0.0, most
+    n = min(most, np.int64(np.floor((col + 1) * h - x0)) + 1)
+    return s0, (flat[base + col + 1] - flat[base + col]) / h, n
+
+
+@_inlined
+def _decode_instance(c, m, ready, need, prompt, output, capacity, flat, n_cols, batches, big, h,
+                     top, whole, last, start, first, tpot, dur, ring, slot, nxt, bits):  # fmt: skip
+    """:func:`decode_steps_into` on instance ``c`` (its first ``m`` cells valid); returns
+    (whether memory held a request back, its last departure [s])."""
+    t, k, b, head, due = 0.0, np.int64(0), 0, 0, np.int64(1) << 62
+    ctx, free, blocked, waited = 0.0, capacity, -np.inf, False
+    while head < m or b > 0:
+        if b == 0:  # idle: nothing held (no drift carried over), wait for the next KV
+            ctx, free = 0.0, capacity
+            t = max(t, ready[c, head])
+        joined = head
+        while head < m and ready[c, head] <= t:  # admission at this boundary
+            if free < need[c, head]:
+                blocked, waited = t, True
                 break
-            size -= 1
-            _sift_down(dep, tok, size, dep[size], tok[size])
-        out[i] = t
-        if not placed:
-            free -= need[i]
-            size = _push(dep, tok, size, t + dur[i], need[i])
-    return out
-
-
-# ---- the decode pool's time grids ---------------------------------------------------------
-# Arrays are (instances, rows): an instance's requests in a row, in time order.  A request
-# runs from bin int(start / w) (at most the last) through int((start + dur) / w); an
-# instance's bins are
-# filled in its requests' order, instances one after another (as numpy's ``bincount`` did on
-# them: the same sums in the same order).
-
-
-def durations(valid, first, tpot, output):
-    """Each request's stay in decode [s]: its first step, then a mean step per further
-    output token (0 for the padding past the last request).  (Outputs of a million values
-    are allocated by numpy here and filled by the compiled code: numpy asks the kernel for
-    huge pages, numba does not, and its 8 MB arrays cost ~2× more to fill the first time.)"""
-    return durations_into(valid, first, tpot, output, np.empty(first.shape))
+            free -= need[c, head]
+            start[c, head] = t if ready[c, head] <= blocked else ready[c, head]
+            ctx += prompt[c, head]
+            leaves = k + np.int64(output[c, head])  # on the ring at the count it leaves at
+            i = leaves % ring
+            nxt[head], slot[i] = slot[i], head
+            bits[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            due = min(due, leaves)
+            b += 1
+            head += 1
+        s0, d, n = _stretch(flat, _table_row(batches, big, whole, b) * n_cols, h, top, last,
+                            ctx / b, due - k)  # fmt: skip
+        if head < m and ready[c, head] > blocked:  # the next KV, unless memory holds it
+            gap = ready[c, head] - t
+            n = 1 if gap <= s0 else min(n, _steps_to_reach(gap, s0, d, n))
+        for j in range(joined, head):
+            first[c, j] = (t + s0) - start[c, j]
+            tpot[c, j] = s0  # a one-token request's only step
+        if head < m and ready[c, head] <= blocked:  # memory holds the queue at every
+            blocked = t + _steps_time(n - 1, s0, d)  # boundary up to the last step's
+        t += _steps_time(n, s0, d)
+        k += n
+        ctx += b * n
+        if k == due:  # departures
+            i = k % ring
+            j, slot[i] = slot[i], -1
+            bits[i >> 6] &= ~(np.uint64(1) << np.uint64(i & 63))
+            while j >= 0:
+                dur[c, j] = t - start[c, j]
+                if output[c, j] > 1:
+                    tpot[c, j] = (dur[c, j] - first[c, j]) / (output[c, j] - 1)
+                free += need[c, j]
+                ctx -= prompt[c, j] + output[c, j]
+                b -= 1
+                j = nxt[j]
+            due = np.int64(1) << 62
+            if b > 0:
+                p = (k + 1) % ring
+                due = k + 1 + (_next_slot(bits, p) - p) % ring
+    return waited, t
 
 
 @_compiled
-def durations_into(valid, first, tpot, output, out):
-    """:func:`durations` into ``out`` (any array of their shape: every cell is written)."""
-    for c in range(first.shape[0]):
-        for r in range(first.shape[1]):
+def decode_steps_into(ready, need, prompt, output, valid, capacity, table, batches, big, h, top,
+                      whole, last, start, first, tpot, dur):  # fmt: skip
+    """The decode instances of these rows step by step (``decode.run_decode``), into
+    ``start``, ``first`` (first token − start), ``tpot`` and ``dur`` (departure − start) [s];
+    returns (instances on which a request waited for memory, the latest departure [s]).
+
+    An instance alternates admission and steps.  At each step boundary it admits, first come
+    first served, the requests whose KV has arrived while their ``need`` fits beside the
+    running ones' (a request that was ready at an earlier boundary, held back by memory,
+    starts at this boundary; any other when its KV arrived: it then joins the next step);
+    each step serves every running request one token and takes the table's step at the
+    running batch and mean context (prompts + tokens made so far).  While the batch stays,
+    the mean context grows by one token a step and the step is linear in it within a column
+    of the table, so the steps up to the next event (a departure, a KV arrival, a column's
+    edge) are summed in closed form, not one by one.  Departures wait on a ring of step
+    counts (slot = the step count a request leaves at, modulo the longest output + 1: every
+    pending one is within that many steps), each slot a list of rows, with a bitmap of the
+    slots in use to find the next one (bench/README.md, Session 15: ~2.6× faster than a heap
+    on the bench trace, as fast when requests decode alone)."""
+    cols, rows = ready.shape
+    ring = 2
+    for c in range(cols):
+        for r in range(rows):
             if valid[c, r]:
-                out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
-            else:
-                out[c, r] = 0.0
-    return out
+                ring = max(ring, np.int64(output[c, r]) + 1)
+    slot, nxt = np.full(ring, -1, dtype=np.int64), np.empty(rows, dtype=np.int64)
+    bits = np.zeros((ring + 63) // 64, dtype=np.uint64)
+    bound, latest = 0, -np.inf
+    for c in range(cols):
+        m = 0
+        while m < rows and valid[c, m]:
+            m += 1
+        for j in range(m, rows):  # the padding
+            start[c, j], first[c, j], tpot[c, j], dur[c, j] = ready[c, j], 0.0, 0.0, 0.0
+        waited, end = _decode_instance(c, m, ready, need, prompt, output, capacity, table.ravel(),
+                                       table.shape[1], batches, big, h, top, whole, last, start,
+                                       first, tpot, dur, ring, slot, nxt, bits)  # fmt: skip
+        bound += waited
+        latest = max(latest, end)
+    return bound, latest
+
+
+def column_grid(start, dur, valid, values, nb, w, out=None):
+    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
+    of the valid requests running in it: the running sum of starts less stops (a request
+    runs from bin int(start / w), at most the last, through int((start + dur) / w)); into
+    ``out`` when given."""
+    cells = start.shape[0] * (nb + 1)
+    out = np.empty((start.shape[0], nb + 1)) if out is None else out
+    return _column_grid_into(start, dur, valid, values, nb, w, np.empty(cells), np.empty(cells),
+                             out)  # fmt: skip
 
 
 @_compiled
-def durations_end_into(valid, first, tpot, output, ready, out):
-    """:func:`durations_into`, and the latest ``ready + stay`` (:func:`latest_end` of them,
-    padding included) in the same pass."""
-    top = -np.inf
-    for c in range(first.shape[0]):
-        for r in range(first.shape[1]):
-            if valid[c, r]:
-                out[c, r] = first[c, r] + (output[c, r] - 1) * tpot[c, r]
-            else:
-                out[c, r] = 0.0
-            top = max(top, ready[c, r] + out[c, r])
-    return top
-
-
-@_compiled
-def mean_change(new, old, valid):
-    """The mean of ``|new − old| ÷ old`` over the valid cells (a fixed-point round's move;
-    0 when no cell is valid or ``old`` is 0 there)."""
-    total, count = change_sums(new, old, valid)
-    return total / count if count else 0.0
-
-
-@_compiled
-def change_sums(new, old, valid):
-    """(the sum of ``|new − old| ÷ old``, how many cells) over the valid cells where ``old``
-    is not 0: :func:`mean_change`'s parts, added across a pool's blocks
-    (``kvmodel.replay.parallel``)."""
-    total, count = 0.0, 0
-    for c in range(new.shape[0]):
-        for r in range(new.shape[1]):
-            if valid[c, r] and old[c, r] > 0:
-                total += abs(new[c, r] - old[c, r]) / old[c, r]
-                count += 1
-    return total, count
-
-
-@_compiled
-def latest_end(start, dur):
-    """The latest ``start + dur`` [s] (padding included)."""
-    top = -np.inf
-    for c in range(start.shape[0]):
-        for r in range(start.shape[1]):
-            top = max(top, start[c, r] + dur[c, r])
-    return top
-
-
-class GridRoom:
-    """Room for the decode pool's grids, reused by every round of one replay: a grid is a
-    few MB, and each fresh one costs its page faults again (numba's arrays get no huge
-    pages), more than filling it.  ``take(k, cells)``: ``k`` flat views of ``cells`` values
-    each (the kernels zero what they use)."""
-
-    def __init__(self):
-        self.buf = np.empty(0)
-
-    def take(self, k: int, cells: int) -> list:
-        if self.buf.size < k * cells:
-            self.buf = np.empty(max(k * cells, int(self.buf.size * 1.25)))
-        return [self.buf[i * cells : (i + 1) * cells] for i in range(k)]
-
-
-def _room(room, k: int, cells: int) -> list:
-    return (room or GridRoom()).take(k, cells)
-
-
-@_compiled
-def _counts(start, dur, valid, values, nb, w, up, down):
-    """Per instance and bin (flat, instances × (nb + 1), into ``up`` and ``down``), the
-    ``values`` starting in it and those whose last bin was the one before."""
+def _column_grid_into(start, dur, valid, values, nb, w, up, down, out):
+    """:func:`column_grid` into ``out``."""
     cols, rows = start.shape
     width = nb + 1
     up[:] = 0.0
@@ -292,119 +330,12 @@ def _counts(start, dur, valid, values, nb, w, up, down):
                 up[c * width + min(np.int64(start[c, r] / w), nb - 1)] += values[c, r]
                 end = start[c, r] + dur[c, r]
                 down[c * width + min(np.int64(end / w) + 1, nb)] += values[c, r]
-
-
-def column_grid(start, dur, valid, values, nb, w, room=None, out=None):
-    """Per instance and bin (instances, nb + 1; the last bin empty), the sum of ``values``
-    of the valid requests running in it: the running sum of starts less stops (``room``: a
-    :class:`GridRoom` to work in; ``out``: an array of that shape to fill)."""
-    up, down = _room(room, 2, start.shape[0] * (nb + 1))
-    out = np.empty((start.shape[0], nb + 1)) if out is None else out
-    return _column_grid_into(start, dur, valid, values, nb, w, up, down, out)
-
-
-@_compiled
-def _column_grid_into(start, dur, valid, values, nb, w, up, down, out):
-    """:func:`column_grid` into ``out``."""
-    _counts(start, dur, valid, values, nb, w, up, down)
-    cols, width = start.shape[0], nb + 1
     for c in range(cols):
         acc = 0.0
         for b in range(width):
             acc += up[c * width + b] - down[c * width + b]
             out[c, b] = acc
     return out
-
-
-def column_peak(start, dur, valid, values, nb, w, room=None):
-    """Per instance, the largest of :func:`column_grid`'s first ``nb`` bins."""
-    up, down = _room(room, 2, start.shape[0] * (nb + 1))
-    return _column_peak(start, dur, valid, values, nb, w, up, down)
-
-
-@_compiled
-def _column_peak(start, dur, valid, values, nb, w, up, down):
-    """:func:`column_peak` in ``up`` and ``down``."""
-    _counts(start, dur, valid, values, nb, w, up, down)
-    cols, width = start.shape[0], nb + 1
-    out = np.full(cols, -np.inf)
-    for c in range(cols):
-        acc = 0.0
-        for b in range(nb):
-            acc += up[c * width + b] - down[c * width + b]
-            out[c] = max(out[c], acc)
-    return out
-
-
-@_inlined
-def _row_grids(start, dur, valid, held, nb, per, c, up_b, down_b, up_t, down_t):
-    """Instance ``c``'s grids of :func:`round_means` (its cells of the flat arrays, instances
-    × (nb + 1)): running requests and held tokens per bin, and each one's running sum along
-    the instance (``S[b]`` sums bins < b)."""
-    width = nb + 1
-    base = c * width
-    for b in range(width):
-        up_b[base + b] = down_b[base + b] = up_t[base + b] = down_t[base + b] = 0.0
-    for r in range(start.shape[1]):  # _counts of ones and of held, in one pass
-        if valid[c, r]:
-            i = base + min(np.int64(start[c, r] * per), nb - 1)
-            j = base + min(np.int64((start[c, r] + dur[c, r]) * per) + 1, nb)
-            up_b[i] += 1.0
-            down_b[j] += 1.0
-            up_t[i] += held[c, r]
-            down_t[j] += held[c, r]
-    acc = run = acc_t = run_t = 0.0
-    for b in range(width):
-        i = base + b
-        acc += up_b[i] - down_b[i]
-        up_b[i], down_b[i] = acc, run
-        run += acc
-        acc_t += up_t[i] - down_t[i]
-        up_t[i], down_t[i] = acc_t, run_t
-        run_t += acc_t
-
-
-@_inlined
-def _request_means(gb, pb, gt, pt, s, e, nb, per, c):
-    """One request's (context, batch) at its first bin and over its stay, on instance ``c``
-    (from ``start`` ``s`` to ``e`` = start + stay; ``per`` = 1 ÷ the bin width):
-    :func:`round_means`' arithmetic."""
-    width = nb + 1
-    sb = min(np.int64(s * per), nb - 1)
-    eb = min(np.int64(e * per), nb - 1)
-    i, j, k = c * width + sb, c * width + eb + 1, eb - sb + 1
-    b = max(gb[i], 1.0)
-    c0, b0 = max(np.ceil(gt[i] / b), 1.0), np.ceil(b)
-    b = max((pb[j] - pb[i]) / k, 1.0)
-    return c0, b0, max(np.ceil((pt[j] - pt[i]) / (k * b)), 1.0), np.ceil(b)
-
-
-def round_means(start, dur, valid, held, nb, w, room=None, out=None):
-    """One fixed-point round's step inputs (``decode.run_decode``), per request: (context,
-    batch) at its first bin and over its stay (the mean from the grid's running sum,
-    ``(S[last + 1] − S[first]) / bins``), from its instance's running requests and held
-    tokens per bin; the batch at least 1 and whole, the context whole and at least 1
-    (``room``: a :class:`GridRoom` to work in; ``out``: four arrays to fill, reused by the
-    rounds: a fresh 8 MB array costs its page faults again)."""
-    c0, b0, cm, bm = out if out is not None else (np.empty(start.shape) for _ in range(4))
-    grids = _room(room, 4, start.shape[0] * (nb + 1))
-    return _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, *grids)
-
-
-@_compiled
-def _round_means_into(start, dur, valid, held, nb, w, c0, b0, cm, bm, g0, g1, g2, g3):
-    """:func:`round_means` into ``c0``, ``b0``, ``cm``, ``bm``: one instance at a time, so its
-    grids (~0.7 MB for 20,000 bins) stay in cache while its requests read them (all grids
-    first, then all reads: ~20 % slower on the bench trace; numba's parallel loops over
-    instances gained ~15 % more on 2 cores, for twice the CPU: not taken)."""
-    per = 1.0 / w
-    for c in range(start.shape[0]):
-        _row_grids(start, dur, valid, held, nb, per, c, g0, g1, g2, g3)
-        for r in range(start.shape[1]):
-            c0[c, r], b0[c, r], cm[c, r], bm[c, r] = _request_means(
-                g0, g1, g2, g3, start[c, r], start[c, r] + dur[c, r], nb, per, c
-            )
-    return c0, b0, cm, bm
 
 
 def step_lookup(table, batches, big, h, top, contexts, batch, whole_batches, last_context,
@@ -425,22 +356,8 @@ def _step_lookup_into(table, batches, big, h, top, contexts, batch, whole_batche
     n_cols = table.shape[1]
     flat = table.ravel()
     for i in range(len(batch)):
-        b = batch[i]
-        bi = np.int64(min(b, whole_batches)) - 1
-        if big and b > whole_batches:
-            lo, hi = 0, len(batches)  # the first row at or above b (searchsorted, left)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if batches[mid] < b:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            bi = min(lo, len(batches) - 1)
-        x = min(max(contexts[i], 0.0), top) / h
-        j = min(np.int64(x), last_context)
-        f = x - j
-        k = bi * n_cols + j
-        out[i] = flat[k] * (1 - f) + f * flat[k + 1]
+        base = _table_row(batches, big, whole_batches, batch[i]) * n_cols
+        out[i] = _table_at(flat, base, h, top, last_context, contexts[i])
     return out
 
 

@@ -1,18 +1,19 @@
 """The decode pool's instances on the machine's cores.
 
-Once the KV arrivals are known, a decode instance's rounds touch only its own row of the
-(instances, rows) tables (``kvmodel.replay.decode``): its grids, its requests' means and step
-lookups, its memory admission.  The rows are therefore cut into a fixed number of blocks
-(:func:`blocks`: :data:`PARTS` on a large pool, one on a small one, whatever the machine), and
-each block's compiled kernel runs on a thread of its own: the kernels release the GIL
+Once the KV arrivals are known, a decode instance's steps touch only its own row of the
+(instances, rows) tables (``kvmodel.replay.decode``): its admission, its batch, its
+requests' times.  The rows are therefore cut into a fixed number of blocks (:func:`blocks`:
+:data:`PARTS` on a large pool, one on a small one, whatever the machine), and each block's
+compiled kernel runs on a thread of its own: the kernels release the GIL
 (``kernels._compiled``), so two blocks run on two cores at once.  A reduction over the whole
-pool (a round's move, the latest end) adds the blocks' parts in block order, so a replay's
-numbers depend on the blocks, never on how many threads ran them (``KV_REPLAY_THREADS=1``
-runs them one after another: the same timeline, bit for bit; tests pin it).
+pool (the latest departure, the instances that waited) adds the blocks' parts in block order,
+so a replay's numbers depend on the blocks, never on how many threads ran them
+(``KV_REPLAY_THREADS=1`` runs them one after another: the same timeline, bit for bit; tests
+pin it).
 
-Why threads and not numba's ``parallel=True``: a round is a dozen kernels, and numba's
-OpenMP layer parallelised one loop at a time (~15 % faster wall on 2 cores, bench/README.md
-Session 13); one thread per block runs the whole chain of a round's kernels on its rows.
+Why threads and not numba's ``parallel=True``: one thread per block runs a whole kernel on its
+rows, where numba's OpenMP layer parallelised one loop at a time (~15 % faster wall on 2
+cores for twice the CPU, bench/README.md Session 13).
 """
 
 from __future__ import annotations

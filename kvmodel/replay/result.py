@@ -53,17 +53,6 @@ class ReplayResult:
     peak_rate_rps: float  # the busiest BURST_WINDOW_S of arrivals [requests/s]
     mean_rate_rps: float
     series: Series
-    decode_rounds: int = 1  # the decode pool's fixed-point rounds
-    converged: bool = True  # the last round moved the steps by less than decode.TOLERANCE
-
-    @property
-    def rounds_text(self) -> str:
-        """How the decode pool's fixed point (batch ↔ step) went, in words."""
-        word = "round" if self.decode_rounds == 1 else "rounds"
-        if self.converged:
-            return f"consistent after {self.decode_rounds} {word}"
-        return (f"not consistent after {self.decode_rounds} {word}: TPOT and memory waits are "
-                "approximate")  # fmt: skip
 
     def to_json(self) -> dict:
         """The issue's keys (ms where the key says so) and the per-minute series."""
@@ -232,5 +221,4 @@ def summarise(tl, *, ttft_slo_s: float, tpot_slo_s: float, q: float, poisson: bo
         peak_rate_rps=busiest / min(BURST_WINDOW_S, span),
         mean_rate_rps=n / span,
         series=series,
-        decode_rounds=int(tl.decode_rounds), converged=bool(tl.converged),
     )  # fmt: skip

@@ -19,13 +19,11 @@ TTFT = admission to decode + the first step − arrival.  TPOT: a request's mean
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from kvmodel.capacity.pools import (
-    mean_batch,
     pair_scenario,
     pass_fixed_s,
     prefill_work_s,
@@ -33,7 +31,7 @@ from kvmodel.capacity.pools import (
     reserves_output,
 )
 from kvmodel.memory import instance_memory
-from kvmodel.replay.decode import ITERATIONS, run_decode
+from kvmodel.replay.decode import run_decode
 from kvmodel.replay.fifo import first_free, round_robin
 from kvmodel.replay.stream import Stream
 from kvmodel.scenario import Scenario
@@ -105,8 +103,6 @@ class Timeline:
     capacity_tokens: float  # the decode pool's KV memory [tokens]
     waiting: np.ndarray
     memory_bound_instances: int
-    decode_rounds: int = 1  # the decode pool's fixed-point rounds (decode.run_decode)
-    converged: bool = True
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -194,17 +190,12 @@ class StepTable:
                                   TABLE_CONTEXTS, dest)  # fmt: skip
         return got.reshape(b.shape)
 
-
-def little_step_s(step: StepTable, stream: Stream, ctx: int, instances: int,
-                  most: float) -> float:
-    """The decode rounds' start (``decode.run_decode``): the step at the mean batch Little's
-    law gives each of ``instances`` at the stream's output tokens per second
-    (``capacity.pools.mean_batch``, the formulas' own), at most ``most`` requests (the
-    memory's), at context ``ctx``."""
-    rate = float(np.sum(stream.output_tokens)) / max(stream.span_s, 1e-9)
-    steps = step(np.full(step.batches.shape, float(ctx)), step.batches)
-    b = min(mean_batch(step.batches, steps, rate, instances), max(most, 1.0))
-    return float(step(np.array([float(ctx)]), np.array([float(max(math.ceil(b), 1))]))[0])
+    def kernel_args(self) -> tuple:
+        """The table as ``kernels.decode_steps_into`` reads it: (table, batches, whether rows
+        past the whole batches exist, h, the last context [tokens], whole batches, last
+        column)."""
+        return (self.table, self.batches, bool(self.big.size), float(self.h),
+                float(self.contexts[-2]), TABLE_BATCHES, TABLE_CONTEXTS)  # fmt: skip
 
 
 def _prefill_and_link(sc, dep: Deployment, stream: Stream):
@@ -247,46 +238,39 @@ def _receive(link_start, busy, instances: int):
     return kernels.receive_in_turn(link_start, busy, int(instances))
 
 
-# what ``replay``'s progress counts: prefill and NICs, then the decode rounds (a replay
-# converges in about as many; a longer one waits one short of the end until it has)
-PROGRESS_ROUNDS = 8
-STEPS = 1 + PROGRESS_ROUNDS
+# what ``replay``'s progress counts: the prefill side, the decode side's NICs, the decode pool
+STEPS = 3
 
 
-def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = None,
-           progress=None) -> Timeline:  # fmt: skip
+def replay(dep: Deployment, stream: Stream, *, progress=None) -> Timeline:
     """Every request's timeline through ``dep`` (module doc); ``progress(i, STEPS)``, when
-    given, is called after the prefill side and each decode round, rising, the last one
-    ``(STEPS, STEPS)`` (a progress bar for long replays)."""
+    given, is called after each of its :data:`STEPS` parts, the last one ``(STEPS, STEPS)``
+    (a progress bar for long replays)."""
     sc = dep.sc
     start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
     if progress is not None:
         progress(1, STEPS)
     dinst = round_robin(stream.n, dep.decode_instances)
     receive, kv, kv_rows, order = _receive(link_start, busy, dep.decode_instances)
+    if progress is not None:
+        progress(2, STEPS)
     p, o = stream.prompt_tokens, stream.output_tokens
     maxc = sc.model.max_context_tokens
     need = np.minimum(p + o, maxc).astype(float)
     held = np.minimum(p + o / 2.0, maxc)
-    ctx = int(np.ceil(held.mean()))
-    capacity = decode_capacity_tokens(sc, dep, ctx)
+    capacity = decode_capacity_tokens(sc, dep, int(np.ceil(held.mean())))
     if capacity < 1:
         raise ValueError(f"a decode instance at TP {dep.decode_tp} holds no KV beside the weights")
     step = StepTable(sc, dep, int(need.max()), int(capacity))
-    if design_step_s is None:
-        # at the context a decode slot holds weighted by its stay (capacity.workload.Shape)
-        slot_ctx = int(np.ceil(float(o @ held) / max(float(o.sum()), 1.0)))
-        design_step_s = little_step_s(step, stream, slot_ctx, dep.decode_instances,
-                                      capacity / slot_ctx)  # fmt: skip
-    rounds = None if progress is None else lambda i: progress(
-        STEPS if i >= ITERATIONS else min(1 + i, STEPS - 1), STEPS)
     # what a request takes in KV memory, as the formulas' decode memory (capacity.pools
     # .memory_context): paged KV grows as tokens arrive, so on average over its stay its
     # prompt + half its output; prompt + output when the framework reserves the whole output
     taken = need if reserves_output(sc) else held
-    run = run_decode(kv, taken, held, o.astype(float), instances=dep.decode_instances,
-                     capacity_tokens=capacity, step=step, design_step_s=design_step_s,
-                     on_round=rounds, rows=(kv_rows, order))  # fmt: skip
+    run = run_decode(kv, taken, np.minimum(p, maxc), o.astype(float),
+                     instances=dep.decode_instances, capacity_tokens=capacity, step=step,
+                     rows=(kv_rows, order))  # fmt: skip
+    if progress is not None:
+        progress(STEPS, STEPS)
     return Timeline(
         arrival_s=stream.arrival_s, prefill_start_s=start, prefill_end_s=end,
         link_ready_s=ready, link_start_s=link_start, kv_arrival_s=kv,
@@ -298,6 +282,5 @@ def replay(dep: Deployment, stream: Stream, *, design_step_s: float | None = Non
         prefill_instance=inst, decode_instance=dinst,
         bin_s=run.bin_s, reserved_tokens=run.reserved_tokens,
         capacity_tokens=capacity * dep.decode_instances, waiting=run.waiting,
-        memory_bound_instances=run.memory_bound, decode_rounds=run.rounds,
-        converged=run.converged,
+        memory_bound_instances=run.memory_bound,
     )  # fmt: skip

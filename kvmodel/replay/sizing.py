@@ -41,9 +41,8 @@ def deployment_of(sc, plan) -> Deployment:
                       getattr(plan, "decode_ep", 1) or 1)  # fmt: skip
 
 
-def run(dep: Deployment, stream: Stream, slo, design_step_s: float | None = None,
-        progress=None):  # fmt: skip
-    tl = replay(dep, stream, design_step_s=design_step_s, progress=progress)
+def run(dep: Deployment, stream: Stream, slo, progress=None):
+    tl = replay(dep, stream, progress=progress)
     return summarise(tl, ttft_slo_s=slo.ttft_s, tpot_slo_s=slo.tpot_s, q=slo.ttft_percentile,
                      poisson=stream.poisson)  # fmt: skip
 
