@@ -20,6 +20,7 @@ TTFT = admission to decode + the first step − arrival.  TPOT: a request's mean
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from kvmodel.capacity.pools import (
     reserves_output,
 )
 from kvmodel.memory import instance_memory
+from kvmodel.replay import parallel
 from kvmodel.replay.decode import run_decode
 from kvmodel.replay.fifo import first_free, round_robin
 from kvmodel.replay.stream import Stream
@@ -238,6 +240,23 @@ def _receive(link_start, busy, instances: int):
     return kernels.receive_in_turn(link_start, busy, int(instances))
 
 
+def _decode_tables(dep: Deployment, stream: Stream):
+    """(a decode instance's KV memory [tokens], its step table, each request's reserved
+    tokens): what a request takes in KV memory is the formulas' decode memory (capacity.pools
+    .memory_context): paged KV grows as tokens arrive, so on average over its stay its prompt
+    + half its output; prompt + output when the framework reserves the whole output."""
+    sc = dep.sc
+    p, o = stream.prompt_tokens, stream.output_tokens
+    maxc = sc.model.max_context_tokens
+    need = np.minimum(p + o, maxc).astype(float)
+    held = np.minimum(p + o / 2.0, maxc)
+    capacity = decode_capacity_tokens(sc, dep, int(np.ceil(held.mean())))
+    if capacity < 1:
+        raise ValueError(f"a decode instance at TP {dep.decode_tp} holds no KV beside the weights")
+    step = StepTable(sc, dep, int(need.max()), int(capacity))
+    return capacity, step, need if reserves_output(sc) else held
+
+
 # what ``replay``'s progress counts: the prefill side, the decode side's NICs, the decode pool
 STEPS = 3
 
@@ -247,7 +266,9 @@ def replay(dep: Deployment, stream: Stream, *, progress=None) -> Timeline:
     given, is called after each of its :data:`STEPS` parts, the last one ``(STEPS, STEPS)``
     (a progress bar for long replays)."""
     sc = dep.sc
-    start, end, ready, link_start, busy, inst = _prefill_and_link(sc, dep, stream)
+    # the prefill side's compiled heap releases the GIL: the decode side's tables meanwhile
+    (start, end, ready, link_start, busy, inst), (capacity, step, taken) = parallel.run([
+        partial(_prefill_and_link, sc, dep, stream), partial(_decode_tables, dep, stream)])
     if progress is not None:
         progress(1, STEPS)
     dinst = round_robin(stream.n, dep.decode_instances)
@@ -255,18 +276,7 @@ def replay(dep: Deployment, stream: Stream, *, progress=None) -> Timeline:
     if progress is not None:
         progress(2, STEPS)
     p, o = stream.prompt_tokens, stream.output_tokens
-    maxc = sc.model.max_context_tokens
-    need = np.minimum(p + o, maxc).astype(float)
-    held = np.minimum(p + o / 2.0, maxc)
-    capacity = decode_capacity_tokens(sc, dep, int(np.ceil(held.mean())))
-    if capacity < 1:
-        raise ValueError(f"a decode instance at TP {dep.decode_tp} holds no KV beside the weights")
-    step = StepTable(sc, dep, int(need.max()), int(capacity))
-    # what a request takes in KV memory, as the formulas' decode memory (capacity.pools
-    # .memory_context): paged KV grows as tokens arrive, so on average over its stay its
-    # prompt + half its output; prompt + output when the framework reserves the whole output
-    taken = need if reserves_output(sc) else held
-    run = run_decode(kv, taken, np.minimum(p, maxc), o.astype(float),
+    run = run_decode(kv, taken, np.minimum(p, sc.model.max_context_tokens), o.astype(float),
                      instances=dep.decode_instances, capacity_tokens=capacity, step=step,
                      rows=(kv_rows, order))  # fmt: skip
     if progress is not None:
