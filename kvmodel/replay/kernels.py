@@ -58,7 +58,9 @@ def _take_first_free(free, who, instances, arrival, work):
     """One request through the heap of (free moment, instance) pairs (compared as pairs):
     it takes the root, the instance free longest (ties: the lowest), from its arrival or
     that instance's free moment, whichever is later; the root then sifts down.  Returns
-    (start, instance)."""
+    (start, instance).  The heap's arrays hold ``instances`` pairs and, past them, at least
+    ``instances`` + 1 pairs (inf, a huge instance) that are never taken, so the smaller child
+    is picked by arithmetic, not a branch (:func:`_free_heap`; ~12 % faster at 162)."""
     f, i = free[0], who[0]
     t = f if f > arrival else arrival
     start = t
@@ -68,16 +70,26 @@ def _take_first_free(free, who, instances, arrival, work):
         child = 2 * pos + 1
         if child >= instances:
             break
-        other = child + 1
-        if other < instances and (free[other] < free[child]
-                                  or (free[other] == free[child] and who[other] < who[child])):
-            child = other
-        if t < free[child] or (t == free[child] and i < who[child]):
+        fo, fc = free[child + 1], free[child]
+        child += np.int64((fo < fc) | ((fo == fc) & (who[child + 1] < who[child])))
+        fc = free[child]
+        if t < fc or (t == fc and i < who[child]):
             break
-        free[pos], who[pos] = free[child], who[child]
+        free[pos], who[pos] = fc, who[child]
         pos = child
     free[pos], who[pos] = t, i
     return start, i
+
+
+@_inlined
+def _free_heap(instances):
+    """The prefill pool's heap at the start (:func:`_take_first_free`): every instance free
+    at 0, then the never-taken padding."""
+    free = np.full(2 * instances + 2, np.inf)
+    who = np.full(2 * instances + 2, np.int64(1) << 62)
+    free[:instances] = 0.0
+    who[:instances] = np.arange(instances)
+    return free, who
 
 
 @_compiled
@@ -87,9 +99,8 @@ def first_free_into(arrival, work, instances, start, inst):
     or when that instance frees, whichever is later; fills ``start``/``inst``.
 
     A binary min-heap of (free moment, instance) pairs, compared as pairs: each request
-    replaces the root and sifts it down (~50 ns a request at 162 instances)."""
-    free = np.zeros(instances)  # the heap: free moments, and their instances beside
-    who = np.arange(instances)
+    replaces the root and sifts it down (~35 ns a request at 162 instances)."""
+    free, who = _free_heap(instances)
     for m in range(len(arrival)):
         start[m], inst[m] = _take_first_free(free, who, instances, arrival[m], work[m])
 
@@ -102,8 +113,7 @@ def prefill_side_into(arrival, length, pre, work, exposed, whole, instances, sta
     (:func:`first_free_into`), the end of its prefill (start + prefill), when its transfer
     could start on a free link (end + exposed − whole: on a free link the KV lands at end +
     exposed) and how long it holds the NICs (whole), without the per-request tables."""
-    free = np.zeros(instances)
-    who = np.arange(instances)
+    free, who = _free_heap(instances)
     for m in range(len(arrival)):
         q = length[m]
         start[m], inst[m] = _take_first_free(free, who, instances, arrival[m], work[q])
