@@ -9,8 +9,7 @@ from kvview.capacity_words import gpus, pct_label
 from kvview.fmt import fmt_time
 
 # how the replay's decode pool runs (kvmodel.replay.decode), in words
-DECODE_METHOD = ("step by step: each step at the running batch and mean context, requests join "
-                 "at the next step when their KV has arrived and fits in memory")
+DECODE_METHOD = "step by step (continuous batching, KV memory admission)"
 
 
 def replay_rows(done, *, slo) -> list[tuple[str, str]]:

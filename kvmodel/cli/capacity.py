@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from .. import inputs as I
-from .edge import fmt_ms, ttft_parts_text
+from .edge import decode_method, fmt_ms, ttft_parts_text
 from .options import add_input, check_input, scenario_from_args, whole
 from .output import emit
 
@@ -286,7 +286,7 @@ def _replayed(args, sc, p, workload, req, slo, payload) -> list:
         ("replay busiest NICs", f"{r.peak_link_utilization:.1%} in their busiest minute"),
         ("replay decode queue", f"at most {r.max_decode_queue:,} requests waiting for KV memory"),
         ("replay meets targets", "yes" if r.meets_slo else "no"),
-        ("replay decode", "step by step (continuous batching, memory admission)"),
+        ("replay decode", decode_method()),
     ]  # fmt: skip
     if done.grown:
         rows.append(("sized by replay", f"{_gpus(done.gpus)} = {dep.prefill_instances:,} × TP "

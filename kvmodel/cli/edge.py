@@ -33,6 +33,13 @@ def ttft_parts_text(parts) -> str:
     return ttft_parts_text(parts)
 
 
+def decode_method() -> str:
+    """How the replay's decode pool runs, in the words the Capacity page uses."""
+    from kvview.replay_words import DECODE_METHOD
+
+    return DECODE_METHOD
+
+
 def report(sc, *, base_url: str | None, title: str) -> tuple[str, str | None, list[str]]:
     """The one-scenario HTML report, its share link (None when the link cannot carry the
     scenario) and what the link cannot carry."""
