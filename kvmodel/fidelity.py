@@ -160,6 +160,28 @@ def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
 
 ENGINE_OF = {"NIM": "trtllm"}  # NVIDIA NIM for LLMs serves Llama through TensorRT-LLM
 
+# The KV cache the measured runs held.  TensorRT-LLM runs an FP8 model from NVIDIA's Model
+# Optimizer checkpoint, and its KvCacheConfig dtype "auto" keeps the KV quantization the
+# checkpoint declares (kv_cache_quant_algo FP8 for nvidia/Llama-3.1-70B-Instruct-FP8:
+# shared/data/model-configs, catalog id llama-3.1-70b-fp8): NVIDIA TensorRT-LLM docs,
+# "Quantization" (1.4.0rc4: FP8 KV "inherited from the checkpoint with dtype='auto'") and
+# NVIDIA/TensorRT-LLM PR 16240 (KvCacheConfig.dtype "auto follows the checkpoint's own quant
+# metadata").  The vLLM and SGLang FP8 rows of the same sweep behave as a BF16 KV cache (their
+# TPOT's growth with concurrency is the BF16 KV read's), so only the engines named here take
+# the checkpoint's KV dtype.  docs/model.md, "Fidelity", has the rows this moves.
+CHECKPOINT_KV_ENGINES = ("trtllm",)
+
+
+def served_kv_dtype(model, weight_dtype: str, engine: str) -> str:
+    """The KV dtype of a measured run (:data:`CHECKPOINT_KV_ENGINES`): the quantized
+    checkpoint's (the catalog's ``<model>-<weight dtype>`` entry) under an engine that keeps
+    it, else BF16."""
+    if engine in CHECKPOINT_KV_ENGINES and weight_dtype != model.weight_dtype:
+        quantized = catalog.models().get(f"{model.id}-{weight_dtype}")
+        if quantized is not None and quantized.kv_dtype_native:
+            return quantized.kv_dtype_native
+    return "bf16"
+
 
 # The prompt tokens one iteration may carry (the scheduler's token budget): vLLM V1's
 # max_num_batched_tokens for an API server on a GPU of 70 GB or more, SGLang's
@@ -197,7 +219,8 @@ def served_times_s(
 
     ctx = min(isl + osl // 2, model.max_context_tokens)
     groups = max(1, ep // tp)
-    kw = dict(gpu=gpu, tp=tp, ep=ep, kv_dtype="bf16", weight_dtype=weight_dtype,
+    kv = served_kv_dtype(model, weight_dtype, framework.id)
+    kw = dict(gpu=gpu, tp=tp, ep=ep, kv_dtype=kv, weight_dtype=weight_dtype,
               framework=framework, data_parallel_attention=ep > tp)  # fmt: skip
     step = float(estimate_decode_step_s(model, ctx, concurrency, **kw))
     per_iteration = concurrency / groups * isl / osl
