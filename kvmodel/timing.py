@@ -97,14 +97,28 @@ def _framework(framework) -> FrameworkSpec:
     return framework if isinstance(framework, FrameworkSpec) else catalog.get_framework(framework)
 
 
+def scaleup_links(kind: str, gpus: int, domain: int) -> int:
+    """The scale-up links one GPU drives at once in a collective of ``gpus`` GPUs: one into a
+    switch (NVLink through NVSwitch, PCIe), one per peer on a full mesh (kind ``fabric``: AMD
+    Infinity Fabric joins each pair of an 8-GPU MI300X platform by its own link, 7 per GPU:
+    AMD CDNA 3 architecture white paper; AMD ROCm blog "Understanding RCCL Bandwidth and xGMI
+    Performance on AMD Instinct MI300X", 2025), so an all-reduce or all-to-all over ``gpus``
+    peers in the ``domain`` moves over ``gpus − 1`` links in parallel."""
+    if kind != "fabric":
+        return 1
+    return max(1, min(gpus, domain) - 1)
+
+
 @lru_cache(maxsize=64)
 def link_rates(gpu: GpuSpec, gpus: int) -> tuple[float, float]:
-    """(scale-up, scale-out) bytes/s per direction one GPU of a ``gpus``-GPU group has: its
-    NVLink (its NICs when the group spans more than one NVLink domain) and its NICs' share."""
+    """(scale-up, scale-out) bytes/s per direction one GPU of a ``gpus``-GPU group has in a
+    collective: its NVLink (a mesh's links to the group's peers, :func:`scaleup_links`; its
+    NICs when the group spans more than one NVLink domain) and its NICs' share."""
     from . import catalog
 
     nic = catalog.get_link(gpu.nic).bandwidth_bytes_per_s * gpu.nics_per_node / gpu.gpus_per_node
-    up = catalog.get_link(gpu.nvlink).bandwidth_bytes_per_s
+    link = catalog.get_link(gpu.nvlink)
+    up = link.bandwidth_bytes_per_s * scaleup_links(link.kind, gpus, gpu.nvlink_domain_gpus)
     return (up if gpus <= gpu.nvlink_domain_gpus else nic), nic
 
 
@@ -165,14 +179,16 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = Fals
         np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
         top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,
         node_gpus=gpu.nvlink_domain_gpus,  # the GPUs one scale-up domain reaches (NVL72: 72)
-        scaleup_bytes_per_s=catalog_up(gpu), nic_bytes_per_s=nic, per_node=per_node,
+        scaleup_bytes_per_s=catalog_up(gpu, min(gpus, gpu.nvlink_domain_gpus)),
+        nic_bytes_per_s=nic, per_node=per_node,
     )  # fmt: skip
     return allreduce, exchange
 
 
-def catalog_up(gpu: GpuSpec) -> float:
-    """The GPU's own scale-up (NVLink) bandwidth per direction [bytes/s]."""
-    return link_rates(gpu, 1)[0]
+def catalog_up(gpu: GpuSpec, peers: int = 1) -> float:
+    """The GPU's own scale-up (NVLink) bandwidth per direction [bytes/s] in a collective of
+    ``peers`` GPUs of its scale-up domain (a mesh's links to them: :func:`scaleup_links`)."""
+    return link_rates(gpu, max(1, peers))[0]
 
 
 def decode_step_parts(
