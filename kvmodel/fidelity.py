@@ -234,6 +234,20 @@ def served_times_s(
     return tpot, prefill, step
 
 
+def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, ep: int,
+                       weight_dtype: str, framework) -> float:
+    """An offline batch (vLLM's ``benchmark_latency``: ``batch`` prompts of ``isl`` tokens
+    generated together, no server) per output token [s]: one prefill pass of the whole batch,
+    then ``osl − 1`` decode steps at the batch and its mean context, ÷ ``osl``."""
+    kv = served_kv_dtype(model, weight_dtype, framework.id)
+    prefill = float(estimate_prefill_s(model, isl, batch, gpu=gpu, tp=tp, ep=ep,
+                                       weight_dtype=weight_dtype))  # fmt: skip
+    step = float(estimate_decode_step_s(model, isl + osl // 2, batch, gpu=gpu, tp=tp, ep=ep,
+                                        kv_dtype=kv, weight_dtype=weight_dtype,
+                                        framework=framework))  # fmt: skip
+    return (prefill + (osl - 1) * step) / osl
+
+
 def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
     """The model's value for one row of compute.csv [s] and what it is (module doc)."""
     tp, batch = int(row["tp"]), int(row["batch"])
@@ -246,6 +260,9 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
                             stack=row["stack"], decode_step_ms=None, framework=fw.id,
                             attention_parallel="tp")  # fmt: skip
         return float(evaluate(sc).ttft_s), "TTFT"
+    if row["kind"] == "batch":
+        return _batch_per_token_s(model, gpu, isl=isl, osl=osl, batch=batch, tp=tp, ep=ep,
+                                  weight_dtype=wd, framework=fw), "decode step"  # fmt: skip
     tpot, prefill, step = served_times_s(model, gpu, isl=isl, osl=osl, concurrency=batch,
                                          tp=tp, ep=ep, weight_dtype=wd, framework=fw)  # fmt: skip
     if row["kind"] == "prefill":
@@ -273,8 +290,10 @@ def compute_points() -> list[Point]:
         predicted, what = _compute_predicted(row, model, gpu)
         ep = int(row.get("ep") or 1)
         par = f"TP {row['tp']}" + (f", EP {ep}" if ep > 1 else "")
+        load = (f"offline batch of {row['batch']}" if row["kind"] == "batch"
+                else f"{row['batch']} concurrent")  # fmt: skip
         label = (
-            f"{model.name} {row['precision']}, {gpu.name}, {par}, {row['batch']} concurrent, "
+            f"{model.name} {row['precision']}, {gpu.name}, {par}, {load}, "
             f"{int(row['input_tokens']):,} in / {int(row['output_tokens']):,} out "
             f"({row['framework']}{', P/D' if row.get('mode') == 'pd' else ''})"
         )
@@ -315,7 +334,7 @@ def markdown_table() -> str:
     sources: dict = {}
     setups: dict = {}
     for p in points:
-        sources.setdefault((p.what, p.stack), p.source)
+        sources.setdefault((p.what, p.stack, p.part), {}).setdefault(p.source, None)
         setups.setdefault((p.what, p.stack, p.part), {}).setdefault(p.setup, None)
     rows = sorted(summary(points), key=lambda r: (WHAT_ORDER.index(r["what"]), r["stack"],
                                                   r["part"] != "fit"))  # fmt: skip
@@ -329,7 +348,7 @@ def markdown_table() -> str:
             f"| {r['what']} | {r['stack']} | {'fitted' if r['part'] == 'fit' else 'held out'} | "
             f"{'; '.join(setups[(r['what'], r['stack'], r['part'])])} | {r['n']} | "
             f"{r['mean_abs_error']:.1%} | {r['max_abs_error']:.1%} | "
-            f"{sources[(r['what'], r['stack'])]} |"
+            f"{'; '.join(sources[(r['what'], r['stack'], r['part'])])} |"
         )
     return "\n".join(lines)
 
