@@ -182,6 +182,33 @@ def _steps_to_reach(gap, s0, d, most):
 
 
 @_inlined
+def _advance(flat, base, h, top, last, x0, most, gap):
+    """The steps of an unchanged batch from mean context ``x0`` on the table row at ``base``:
+    ``most`` of them (to the next departure), or fewer, up to the first boundary at least
+    ``gap`` seconds on (the next KV's arrival).  Walks the table's columns, each stretch
+    summed in closed form (:func:`_stretch`).  Returns (steps, their time, the time of all but
+    the last, the first step's length) [s]."""
+    done, took, first_step = np.int64(0), 0.0, -1.0
+    x = x0
+    while True:
+        s0, d, seg = _stretch(flat, base, h, top, last, x, most - done)
+        if first_step < 0.0:
+            first_step = s0
+            if gap <= s0:  # the KV lands during the first step
+                return np.int64(1), s0, 0.0, s0
+        span = _steps_time(seg, s0, d)
+        if took + span >= gap:  # it lands in this stretch
+            need = _steps_to_reach(gap - took, s0, d, seg)
+            return (done + need, took + _steps_time(need, s0, d),
+                    took + _steps_time(need - 1, s0, d), first_step)  # fmt: skip
+        if done + seg >= most:
+            return most, took + span, took + _steps_time(seg - 1, s0, d), first_step
+        done += seg
+        took += span
+        x += seg
+
+
+@_inlined
 def _lowest_bit(x):
     """The index of the lowest set bit of a non-zero uint64 (a power of two converts to a
     float and back exactly)."""
@@ -241,17 +268,17 @@ def _decode_instance(c, m, ready, need, prompt, output, capacity, flat, n_cols, 
             due = min(due, leaves)
             b += 1
             head += 1
-        s0, d, n = _stretch(flat, _table_row(batches, big, whole, b) * n_cols, h, top, last,
-                            ctx / b, due - k)  # fmt: skip
-        if head < m and ready[c, head] > blocked:  # the next KV, unless memory holds it
+        gap = np.inf  # to the next KV, unless memory holds it
+        if head < m and ready[c, head] > blocked:
             gap = ready[c, head] - t
-            n = 1 if gap <= s0 else min(n, _steps_to_reach(gap, s0, d, n))
+        n, took, before, s0 = _advance(flat, _table_row(batches, big, whole, b) * n_cols, h,
+                                       top, last, ctx / b, due - k, gap)  # fmt: skip
         for j in range(joined, head):
             first[c, j] = (t + s0) - start[c, j]
             tpot[c, j] = s0  # a one-token request's only step
         if head < m and ready[c, head] <= blocked:  # memory holds the queue at every
-            blocked = t + _steps_time(n - 1, s0, d)  # boundary up to the last step's
-        t += _steps_time(n, s0, d)
+            blocked = t + before  # boundary up to the last step's
+        t += took
         k += n
         ctx += b * n
         if k == due:  # departures
