@@ -104,10 +104,12 @@ def test_prefill_and_transfer_times():
         # work per request 48.63 ms; at 5/s a = 0.243 erlang.  One instance: P(W>0) = 0.243,
         # tail mean ½·0.04863/(1 − 0.243) = 32.1 ms, p90 wait 32.1·ln(2.43) = 28.5 ms; TTFT
         # p90 = vLLM's per-request cost 18.5 + 19.2 ms (data/frameworks.csv, P/D) + own pass
-        # 77.24 ms + transfer 3.36 + first step 14.84 + 28.5 = 161.6 ms
-        (0.20, 1, 0.1616),
-        # two instances: no wait at p90, TTFT = 37.7 + 77.24 + 3.36 + 14.84 = 133.1 ms
-        (0.15, 2, 0.1331),
+        # 77.24 ms + transfer 3.36 + first step 18.26 + 28.5 = 165.1 ms.  The first step:
+        # 12.18 ms at the batch of 15.6 that 5 requests/s × 256 tokens keep on one instance,
+        # after half a step in flight (busy: 1 − e^−15.6 ≈ 1): 1.5 × 12.18 = 18.26 ms
+        (0.20, 1, 0.1651),
+        # two instances: no wait at p90, TTFT = 37.7 + 77.24 + 3.36 + 18.26 = 136.6 ms
+        (0.15, 2, 0.1366),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -168,7 +170,8 @@ def test_ttft_parts_add_up_to_the_percentile():
     # 37.7 ms, prefill 77.24 ms, transfer 3.36 ms, and one instance's p90 wait 28.5 ms on top
     # (test_prefill_instances_from_the_ttft_percentile).  The first step: 5 req/s × 256 output
     # tokens on the one decode instance hold b = 1,280 × step(b) requests (Little's law):
-    # b = 15.6, step 12.18 ms: the step TPOT reports, not B*'s (14.84 ms at the 15 ms target)
+    # b = 15.6, step 12.18 ms: the step TPOT reports, not B*'s (14.84 ms at the 15 ms target),
+    # after half a step in flight (the instance is busy: 1 − e^−15.6 ≈ 1)
     from kvmodel.capacity.pools import first_step_s, ttft_parts
 
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
@@ -178,13 +181,14 @@ def test_ttft_parts_add_up_to_the_percentile():
     assert parts.prefill_s == pytest.approx(0.07724, rel=1e-3)
     assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
     assert pools.decode_instances == 1
-    assert parts.first_step_s == pytest.approx(pools.tpot_s) == pytest.approx(12.18e-3, rel=1e-3)
+    assert pools.tpot_s == pytest.approx(12.18e-3, rel=1e-3)
+    assert parts.first_step_s == pytest.approx(1.5 * pools.tpot_s, rel=1e-6)
     assert d.step_s == pytest.approx(14.84e-3, rel=1e-3)
     b = mean_batch(d.batches, d.steps_s, 5 * 256, 1)
-    assert b == pytest.approx(1280 * parts.first_step_s, rel=1e-3)  # the fixed point
-    # the first step never falls with the rate, and stops at B*'s step
+    assert b == pytest.approx(1280 * pools.tpot_s, rel=1e-3)  # the fixed point
+    # the first step never falls with the rate, and stops at B*'s step and half of one
     steps = [first_step_s(d, SHAPE, r) for r in (0.5, 5, 20, 1e4)]
-    assert steps == sorted(steps) and steps[-1] == pytest.approx(d.step_s)
+    assert steps == sorted(steps) and steps[-1] == pytest.approx(1.5 * d.step_s)
     assert parts.queue_s == pytest.approx(0.0285, rel=0.03)
     assert float(parts.total_s) == pytest.approx(pools.ttft_s, rel=1e-12)
 

@@ -361,14 +361,20 @@ def lanes(pf: Prefill, gpus: int | None = None) -> int:
 def first_step_s(dec: Decode, shp: Shape, rps: float) -> float:
     """The first decode step of a request in the TTFT [s]: the step at the batch the whole
     traffic would keep on one decode instance (Little's law: ``mean_batch`` at one instance),
-    at most the design batch B*.  With one instance that is its own mean batch, so TTFT's first
-    step is the step TPOT reports; with more instances it is a bound above each one's batch
-    (docs/capacity.md).  It never falls as the rate rises, so neither does the prefill count
-    (``size_pools``)."""
+    at most the design batch B*, after the rest of the step in flight.  With one instance that
+    is its own mean batch, so TTFT's first step is the step TPOT reports; with more instances
+    it is a bound above each one's batch (docs/capacity.md).  A KV that lands while the
+    instance is stepping joins at the next step (continuous batching admits between
+    iterations), so it first waits out the step in flight: half a step on average for steps of
+    about equal length, when one is in flight, which is when the instance holds any request
+    (1 − e^(−batch) for Poisson-like occupancy); the replay's step-by-step decode pays the
+    same wait (``kvmodel.replay.decode``).  It never falls as the rate rises, so neither does
+    the prefill count (``size_pools``)."""
     if rps <= 0:
         return float(dec.steps_s[0])
     batch = mean_batch(dec.batches, dec.steps_s, rps * shp.mean_output, 1)
-    return float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s))
+    step = float(np.interp(max(batch, 1.0), dec.batches, dec.steps_s))
+    return step * (1.0 + 0.5 * (1.0 - math.exp(-batch)))
 
 
 def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
