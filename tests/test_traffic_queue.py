@@ -85,3 +85,39 @@ def test_load_percentiles_are_the_seeded_draws_and_a_new_step_reuses_them():
     assert (ld2.p50_s, ld2.p99_s) == (ld.p50_s, ld.p99_s)
     assert ld2.p99_share_of_ttft < ld.p99_share_of_ttft  # a longer step: a smaller share
     assert not first[0].flags.writeable  # shared arrays cannot be changed by a caller
+
+
+def test_a_new_rate_scales_the_kept_unit_gaps_draw_for_draw():
+    # numpy's exponential(scale) is scale × standard_exponential(), draw for draw: the lengths
+    # and the unit gaps are kept per mix, a new rate multiplies them (the Traffic page's rate)
+    from kvmodel.traffic import queue as Q
+
+    mix = mix_from_requests(requests_like([500, 1000, 1000, 3000, 8000]))
+    first = Q.draws(mix, Q.SIM_REQUESTS, 5.0, Q.TARGET_REQUESTS)
+    p = mix.weights / mix.weights.sum()
+    for rate in (5.0, 3.21, 123.4):
+        idx, gaps, target = Q.draws(mix, Q.SIM_REQUESTS, rate, Q.TARGET_REQUESTS)
+        rng = np.random.default_rng(Q.SEED)
+        want_idx = rng.choice(len(mix.tokens), size=Q.SIM_REQUESTS, p=p)
+        assert idx is first[0] and np.array_equal(idx, want_idx)  # kept, whatever the rate
+        assert np.array_equal(gaps, rng.exponential(1.0 / rate, size=Q.SIM_REQUESTS))
+        want = np.random.default_rng(Q.SEED + 1).exponential(1.0 / rate, size=Q.TARGET_REQUESTS)
+        assert np.array_equal(target, want)
+
+
+def test_the_p99_decided_by_counting_is_numpys_percentile():
+    # the bandwidth search decides "p99 share <= target" by counting when the 99th
+    # percentile's order statistics lie clearly on one side, else asks np.percentile
+    from kvmodel.traffic.queue import _p99_within
+
+    rng = np.random.default_rng(7)
+    for n in (4, 5, 101, 20_000):
+        values = rng.random(n)
+        p99 = float(np.percentile(values, 99))
+        ranked = np.sort(values)
+        for limit in (*ranked[-6:], p99, np.nextafter(p99, 0), np.nextafter(p99, 1), 0.5, 2.0):
+            decided = _p99_within(values, float(limit))
+            assert decided is None or decided == (p99 <= limit)
+        assert _p99_within(values, 2.0) is True and _p99_within(values, -1.0) is False
+    with_nan = np.array([0.1, 0.2, np.nan, 0.3, 0.4])
+    assert _p99_within(with_nan, 1.0) is None  # numpy gives NaN: computed, not counted

@@ -8,14 +8,16 @@ Poisson arrivals and service times drawn from the trace (fixed seed, so results 
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..kept import Kept
-from ..transfer import Scenario
-from .analysis import Mix, per_length
+from ..transfer import Scenario, transfer
+from .analysis import Mix, length_volume, per_length, per_request_scenario
 
 SIM_REQUESTS = 200_000  # Lindley recursion length for percentiles
 TARGET_REQUESTS = 20_000  # the bandwidth search's recursion (each bandwidth it tries)
@@ -73,8 +75,11 @@ def _waits(service: np.ndarray, gaps: np.ndarray) -> np.ndarray:
 # the stack or the decode step: a page that changes one of those (the Traffic page's decode
 # step, its link) reuses them.  They were ~40 % of a load (the weighted choice of 200,000
 # lengths ~15 ms, and the search's gaps drawn again for each bandwidth it tries); the same
-# numbers come out, in the same order from the same generators.
-_DRAWS = Kept(4)  # ~3.4 MB each (200,000 lengths and gaps): at most ~14 MB a server
+# numbers come out, in the same order from the same generators.  The rate only scales the
+# gaps: numpy's ``exponential(scale)`` is ``scale * standard_exponential()`` draw for draw
+# (the same generator state, the same product), so the lengths and the unit gaps are kept per
+# mix and a new rate multiplies them (the Traffic page's arrival rate: ~15 ms a new rate less).
+_DRAWS = Kept(4)  # ~3.4 MB each (200,000 lengths and unit gaps): at most ~14 MB a server
 
 
 def _mix_key(mix: Mix) -> bytes:
@@ -86,21 +91,31 @@ def _mix_key(mix: Mix) -> bytes:
     return h.digest()
 
 
-def draws(mix: Mix, n: int, rate: float, target_n: int):
-    """(lengths drawn, their inter-arrival gaps, the bandwidth search's gaps) of :func:`load`:
-    ``SEED``'s generator draws the lengths, then the gaps; ``SEED + 1``'s the search's."""
-    key = (_mix_key(mix), n, float(rate), target_n)
+def unit_draws(mix: Mix, n: int, target_n: int):
+    """(lengths drawn, unit inter-arrival gaps, the bandwidth search's unit gaps), the same
+    for every rate: ``SEED``'s generator draws the lengths, then ``n`` standard exponentials;
+    ``SEED + 1``'s the search's ``min(n, target_n)``."""
+    key = (_mix_key(mix), n, target_n)
     hit = _DRAWS.get(key)
     if hit is not None:
         return hit
     rng = np.random.default_rng(SEED)
     idx = _sample(mix, n, rng)
-    gaps = rng.exponential(1.0 / rate, size=n)
-    target_gaps = np.random.default_rng(SEED + 1).exponential(1.0 / rate, size=min(n, target_n))
-    for a in (idx, gaps, target_gaps):
-        a.flags.writeable = False  # shared by every load of this mix and rate
-    _DRAWS.put(key, (idx, gaps, target_gaps))
-    return idx, gaps, target_gaps
+    unit = rng.standard_exponential(size=n)
+    target_unit = np.random.default_rng(SEED + 1).standard_exponential(size=min(n, target_n))
+    for a in (idx, unit, target_unit):
+        a.flags.writeable = False  # shared by every load of this mix
+    _DRAWS.put(key, (idx, unit, target_unit))
+    return idx, unit, target_unit
+
+
+def draws(mix: Mix, n: int, rate: float, target_n: int):
+    """(lengths drawn, their inter-arrival gaps, the bandwidth search's gaps) of :func:`load`:
+    what ``rng.exponential(1.0 / rate, size)`` draws after the lengths from ``SEED``'s
+    generator, and from ``SEED + 1``'s for the search (:func:`unit_draws` scaled)."""
+    idx, unit, target_unit = unit_draws(mix, n, target_n)
+    scale = 1.0 / rate
+    return idx, unit * scale, target_unit * scale
 
 
 def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int = SIM_REQUESTS):
@@ -146,33 +161,79 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     )
 
 
-def _p99_share(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps: np.ndarray) -> float:
-    _, inverse, exposed, prefill, _, whole = per_length(sc, mix.tokens, prefix=mix.prefix)
-    svc = whole[inverse][idx]
-    w = mix.weights / mix.weights.sum()
-    if rate * float((w * whole[inverse]).sum()) >= 1:
-        return float("inf")
-    wait = _waits(svc, gaps)
-    total = wait + exposed[inverse][idx]
-    share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
-    return float(np.percentile(share, 99))
+class _ShareSearch:
+    """What the bandwidth search's tries share (the lengths drawn, their prefill, the bytes
+    moved: none depends on the bandwidth), and each try's p99 share of TTFT, computed as
+    before from the same arrays in the same order (``per_length`` at that bandwidth)."""
+
+    def __init__(self, sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
+        self.sc1 = per_request_scenario(sc)
+        self.volume = length_volume(sc, mix.tokens, mix.prefix)  # what per_length builds
+        _, self.inverse = np.unique(mix.tokens, return_inverse=True)
+        self.drawn = self.inverse[idx]  # inverse[idx] of each draw: ``x[inverse][idx]``
+        self.prefill = np.atleast_1d(self.volume.prefill)[self.drawn]
+        self.w = mix.weights / mix.weights.sum()
+        self.rate, self.gaps, self.step = rate, gaps, sc.decode_step_s
+
+    def shares(self, bw: float) -> np.ndarray | None:
+        """Each draw's transfer share of TTFT at ``bw`` [bytes/s] (None: the link is
+        overloaded).  The scenario is a copy with only the link's bandwidth changed (building
+        one validates every field, ~0.2 ms a try; nothing of it depends on the link)."""
+        other = copy.copy(self.sc1)
+        object.__setattr__(other, "link", replace(self.sc1.link, bandwidth_bytes_per_s=bw))
+        t = transfer(other, volume=self.volume)
+        whole, exposed = np.atleast_1d(t.transfer_s), np.atleast_1d(t.exposed_s)
+        if self.rate * float((self.w * whole[self.inverse]).sum()) >= 1:
+            return None
+        total = _waits(whole[self.drawn], self.gaps) + exposed[self.drawn]
+        return total / (self.prefill + total + self.step)
+
+    def at_most(self, bw: float, target: float) -> bool | None:
+        """Whether the p99 share at ``bw`` is at most ``target`` (None: it is NaN, neither
+        at most nor over), decided by counting when the 99th percentile's order statistics
+        lie clearly on one side (numpy's linear interpolation stays between them), else
+        ``np.percentile`` as before."""
+        share = self.shares(bw)
+        if share is None:
+            return False  # inf: over any target
+        decided = _p99_within(share, target)
+        if decided is not None:
+            return decided
+        p99 = float(np.percentile(share, 99))
+        return None if p99 != p99 else p99 <= target
+
+
+P99_MARGIN = 1e-12  # relative: far above the interpolation's rounding (~1e-16)
+
+
+def _p99_within(values: np.ndarray, limit: float) -> bool | None:
+    """Whether ``np.percentile(values, 99) <= limit`` (None: too close to tell by counting).
+    The percentile lies between the order statistics at ⌊0.99·(n − 1)⌋ and the next; ranks
+    one further each side are taken, and a margin, so the rounding of the index and of the
+    interpolation cannot change the answer; with a NaN numpy gives NaN, so it is computed."""
+    n = len(values)
+    j = math.floor(0.99 * (n - 1))
+    lo, hi = max(j - 1, 0), min(j + 2, n - 1)
+    if n < 4 or not math.isfinite(limit) or np.isnan(values).any():
+        return None
+    if np.count_nonzero(values <= limit - abs(limit) * P99_MARGIN) >= hi + 1:
+        return True  # the statistic at ``hi`` and every one below it is under the limit
+    if np.count_nonzero(values <= limit + abs(limit) * P99_MARGIN) <= lo:
+        return False  # the statistic at ``lo`` and every one above it is over the limit
+    return None
 
 
 def _bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
     """Smallest per-direction bandwidth whose p99 transfer share of TTFT ≤ the target (on the
     first ``TARGET_REQUESTS`` lengths drawn, ``gaps`` their inter-arrival times)."""
-
-    def at(bw):
-        return _p99_share(
-            replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw)), mix, rate, idx, gaps
-        )
-
+    search = _ShareSearch(sc, mix, rate, idx, gaps)
+    target = sc.share_target
     lo, hi = 1e6, 1e15
-    if at(hi) > sc.share_target:
+    if search.at_most(hi, target) is False:
         return None  # latency or codec alone exceed the target
     for _ in range(60):
         mid = (lo * hi) ** 0.5
-        if at(mid) <= sc.share_target:
+        if search.at_most(mid, target):
             hi = mid
         else:
             lo = mid
