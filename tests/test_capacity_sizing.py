@@ -90,6 +90,26 @@ def test_a_new_target_reuses_the_rate_free_basis():
     assert capacity_prep.kept_bases() <= capacity_prep.BASES
 
 
+@settings(max_examples=5, deadline=None)
+@given(ttfts=st.lists(st.floats(0.3, 3.0), min_size=2, max_size=5),
+       tpot=st.sampled_from([0.03, 0.04, 0.06]), q=st.sampled_from([90.0, 99.0]))  # fmt: skip
+def test_targets_tried_one_after_another_give_the_plans_of_a_fresh_basis(ttfts, tpot, q):
+    """The TTFT curves (each pair's and colocated shape's TTFT percentile by instances, at a
+    rate), their floors and the NIC search's prefill sides at each bandwidth are kept by the
+    basis for every TTFT target: a target tried after others gives exactly the plans and the
+    sweep it gives alone, with nothing kept."""
+    rates = sweep_rates(4.0)
+    got = []
+    for t in ttfts:
+        sizing = Sizing(SC, CODE, Slo(t, tpot, ttft_percentile=q))
+        got.append((sizing.plan(4.0), sizing.sweep(rates)))
+    for t, (p, sweep) in zip(ttfts, got, strict=True):
+        capacity_prep.clear_bases()
+        alone = Sizing(SC, CODE, Slo(t, tpot, ttft_percentile=q))
+        assert p == alone.plan(4.0)  # every field, the NIC bandwidth needed included
+        assert sweep.equals(alone.sweep(rates))
+
+
 def test_a_kept_basis_does_not_keep_its_workload_alive():
     import gc
     import weakref

@@ -162,17 +162,20 @@ def ttft_floor(opt: Option, q: float) -> float:
 
 
 def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
-         start: int = 1, floor_s: float | None = None) -> Colocated:  # fmt: skip
+         start: int = 1, floor_s: float | None = None,
+         seen: dict | None = None) -> Colocated:  # fmt: skip
     """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
     lower rate needed (where a sweep starts its search; the answer is the same); ``floor_s``:
-    ``ttft_floor`` when the caller has it."""
+    ``ttft_floor`` when the caller has it; ``seen``: TTFT percentiles of this shape at this
+    rate and percentile known already, by instances (``remembered``; filled here)."""
     u = shp.draws.tail[0]
     a = rps * opt.mean_s
     slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
 
-    @remembered
-    def ttft(n: int) -> float:
+    def _ttft(n: int) -> float:
         return sum_percentile(opt.latency_s, q, ((u, n, a, opt.mean_s, opt.cs2),))
+
+    ttft = remembered(_ttft, seen)
 
     lo = at_least(a)
     meets = opt.feasible

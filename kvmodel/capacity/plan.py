@@ -30,8 +30,6 @@ from kvmodel.capacity.pools import (
     Pools,
     decode_receivers,
     lanes,
-    pair_scenario,
-    relinked,
     ttft_function,
     ttft_parts,
 )
@@ -47,7 +45,6 @@ from kvmodel.capacity.workload import Slo, Workload
 from kvmodel.catalog import get_link
 from kvmodel.scenario import Scenario
 from kvmodel.topology import domain_gpus, is_scale_up
-from kvmodel.wire import Volume
 
 __all__ = [
     "NETWORK_COLUMNS",
@@ -71,16 +68,17 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     receiving decode NICs stay at most ``RECEIVER_UTILIZATION`` busy (so the plan on a link
     of this speed has the same decode instances, not more).  A search on a 1 % grid from
     1 MB/s (None: no bandwidth is enough)."""
-    sc, slo, shp = prep.sc, prep.slo, prep.shp
-    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
-    s1 = pair_scenario(sc, pf.tp, pf.tp_decode, pf.ep, pf.ep_decode)
-    volume = Volume(s1, seq_len=shp.moved, prefix=shp.prefix)
+    slo, shp = prep.slo, prep.shp
+    par, dpar = (pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep)
+    dec = prep.pair(par, dpar)[1]
 
     def ok(bw: float) -> bool:
-        other = relinked(pf, s1, shp, bw, volume)
+        other = prep.relinked(par, dpar, bw)  # kept: the first tries are those of every search
         if decode_receivers(rps * other.mean_x, lanes(other, dec.gpus)) > pools.decode_instances:
             return False
-        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)  # sending end, and TTFT
+        # sending end, and TTFT; its values do not depend on the TTFT target (Prepared.curve)
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile,
+                          prep.curve(("bandwidth", par, dpar, bw), rps))  # fmt: skip
         return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15

@@ -377,20 +377,26 @@ def first_step_s(dec: Decode, shp: Shape, rps: float) -> float:
     return step * (1.0 + 0.5 * (1.0 - math.exp(-batch)))
 
 
-def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
-    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits)."""
-    base = pf.base + first_step_s(dec, shp, rps)
+def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float,
+                  seen: dict | None = None):  # fmt: skip
+    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits).
+    ``seen``: values of this same function known already (``remembered``; it does not depend
+    on the TTFT target, so a search at another target finds them: ``Prepared.curve``)."""
     u = shp.draws.tail
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+    made: list = []  # the unloaded TTFT of each draw, made on the first value not seen
 
     def ttft(cp: int | None) -> float:
+        if not made:
+            made.append(pf.base + first_step_s(dec, shp, rps))
+        base = made[0]
         if cp is None:
             return percentile(base, q)
         return sum_percentile(base, q, ((u[0], cp, a_p, pf.mean_s, pf.cs2),
                                         (u[1], lanes(pf), a_x / cp, pf.mean_x,
                                          pf.cx2)))  # fmt: skip
 
-    return remembered(ttft)
+    return remembered(ttft, seen)
 
 
 def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
@@ -439,15 +445,15 @@ def ttft_floor(pf: Prefill, dec: Decode, q: float, first_s: float | None = None)
 
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
-               q: float, *, start: int = 1, floor_s: float | None = None) -> Pools:  # fmt: skip
+               q: float, *, start: int = 1, floor_s: float | None = None,
+               seen: dict | None = None) -> Pools:  # fmt: skip
     """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
 
     The decode count depends on the rate, the TPOT target and the link only, the prefill count
     on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
     link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
     starts its search there; the answer is the same).  ``floor_s``: ``ttft_floor`` when the
-    caller has it (it does not depend on the rate).
-    """
+    caller has it (it does not depend on the rate).  ``seen``: ``ttft_function``'s."""
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
@@ -459,7 +465,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
     cp_compute, cp_link = at_least(a_p), at_least(a_x / lanes(pf))
     cp_lo = max(cp_compute, cp_link)
-    ttft = ttft_function(pf, dec, shp, rps, q)
+    ttft = ttft_function(pf, dec, shp, rps, q, seen)
     meets = dec.feasible and not pf.note
     floor_s = ttft_floor(pf, dec, q) if floor_s is None else floor_s
     if floor_s > ttft_slo_s:  # B*'s floor misses: this rate's own first step may not

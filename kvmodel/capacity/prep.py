@@ -17,6 +17,7 @@ from kvmodel.capacity.pools import (
     pass_fixed_s,
     prefill_side,
     prefill_work_s,
+    relinked,
 )
 from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
@@ -24,7 +25,7 @@ from kvmodel.kept import Kept
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
 from kvmodel.size import shard_heads
-from kvmodel.wire import prefill_time_s
+from kvmodel.wire import Volume, prefill_time_s
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
@@ -132,6 +133,31 @@ class Basis:
         self._work: dict[tuple, float] = {}  # keys: (TP, EP) of a side
         self._pairs: dict[tuple, Prefill] = {}
         self._by_tpot: dict[tuple, tuple[Decode, tuple]] = {}
+        # (TPOT target, TTFT percentile, pair or colocated shape[, rate]) -> its TTFT floor,
+        # or its TTFT percentile by instances: neither depends on the TTFT target, so a new
+        # target searches the same curves (bench/README.md, Session 15, page controls)
+        self._floors: dict[tuple, float] = {}
+        self._curves: dict[tuple, dict] = {}
+        self._volumes: dict[tuple, tuple] = {}  # pair -> (its pair scenario, its Volume)
+        self._relinked = Kept(RELINKED)  # (pair, bandwidth) -> its prefill side there
+
+    def floor(self, key: tuple, compute, *args) -> float:
+        """``compute(*args)``, once per ``key`` (``Prepared.floor``)."""
+        hit = self._floors.get(key)
+        if hit is None:
+            if len(self._floors) >= CURVES:
+                self._floors.clear()
+            hit = self._floors[key] = compute(*args)
+        return hit
+
+    def curve(self, key: tuple) -> dict:
+        """The TTFT percentiles known of ``key`` by instances (``Prepared.curve``)."""
+        hit = self._curves.get(key)
+        if hit is None:
+            if len(self._curves) >= CURVES:  # bounded: a user trying many targets and rates
+                self._curves.clear()
+            hit = self._curves[key] = {}
+        return hit
 
     def prefill_mean_s(self, par: tuple[int, int]) -> float:
         """The mean prefill work of a request at ``par`` = (TP, EP) [s] (the lower bounds)."""
@@ -151,6 +177,24 @@ class Basis:
                                             par_decode[1])  # fmt: skip
         return self._pairs[key]
 
+    def relinked(self, par: tuple[int, int], par_decode: tuple[int, int], bw: float) -> Prefill:
+        """The pair's prefill side at another per-link bandwidth ``bw`` [bytes/s]
+        (``pools.relinked``), kept for the last :data:`RELINKED` pairs and bandwidths: the
+        NIC-bandwidth search tries the same bandwidths first whatever the rate and targets
+        (a bisection on a fixed grid), and each try is a transfer over every length."""
+        key = (par, par_decode, bw)
+        hit = self._relinked.get(key)
+        if hit is None:
+            pair = (par, par_decode)
+            if pair not in self._volumes:
+                s1 = pair_scenario(self.sc, par[0], par_decode[0], par[1], par_decode[1])
+                self._volumes[pair] = (s1, Volume(s1, seq_len=self.shp.moved,
+                                                  prefix=self.shp.prefix))  # fmt: skip
+            s1, volume = self._volumes[pair]
+            hit = relinked(self.prefill(par, par_decode), s1, self.shp, bw, volume)
+            self._relinked.put(key, hit)
+        return hit
+
     def at_tpot(self, tpot_s: float, par: tuple[int, int]) -> tuple[Decode, tuple]:
         """(decode side, colocated shapes) at ``par`` = (TP, EP) for the target ``tpot_s``."""
         key = (tpot_s, par)
@@ -164,6 +208,8 @@ class Basis:
 
 
 BASES = 4
+CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
+RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
 # (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
 # first: a workload is keyed by identity (its arrays are not compared), and the weak
 # reference tells a live workload from a new one that reuses a dead one's id
@@ -203,8 +249,6 @@ class Prepared:
         self.decodes = {tp: basis.at_tpot(slo.tpot_s, tp)[0] for tp in dtps}
         self.prefill_mean_s = {tp: basis.prefill_mean_s(tp) for tp in ptps}
         self.options = tuple(o for tp in ctps for o in basis.at_tpot(slo.tpot_s, tp)[1])
-        # the TTFT percentile without queues, of each pair and colocated shape (rate-free)
-        self.floors: dict = {}
         # results of each pair and colocated shape by rate, (rates rising, results): counts
         # only grow with the rate, so a search starts from the result at the next rate below
         # and prunes with it
@@ -215,10 +259,23 @@ class Prepared:
         return self.basis.prefill(par, par_decode), self.decodes[par_decode]
 
     def floor(self, key, compute, *args) -> float:
-        """``compute(*args)``, once per ``key`` (a TTFT floor: it does not depend on the rate)."""
-        if key not in self.floors:
-            self.floors[key] = compute(*args)
-        return self.floors[key]
+        """``compute(*args)``, once per ``key`` (a pair or colocated shape, by value) at these
+        TPOT target and TTFT percentile: the TTFT percentile without queues, which depends on
+        neither the rate nor the TTFT target (kept by the basis for every target)."""
+        slo = self.slo
+        return self.basis.floor((slo.tpot_s, slo.ttft_percentile, key), compute, *args)
+
+    def curve(self, key, rps: float) -> dict:
+        """The TTFT percentiles by instances known of ``key`` (a pair or colocated shape, by
+        value) at ``rps`` and these TPOT target and TTFT percentile: the searches' values,
+        which do not depend on the TTFT target (a new target looks them up; the search finds
+        the same counts, from the same numbers)."""
+        slo = self.slo
+        return self.basis.curve((slo.tpot_s, slo.ttft_percentile, key, rps))
+
+    def relinked(self, par, par_decode, bw: float) -> Prefill:
+        """The pair's prefill side at per-link bandwidth ``bw`` (``Basis.relinked``)."""
+        return self.basis.relinked(par, par_decode, bw)
 
     def earlier(self, key, rps: float):
         """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""

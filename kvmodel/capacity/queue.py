@@ -202,9 +202,11 @@ def sum_percentile(base: np.ndarray, q: float, queues) -> float:
     return kth_smallest(buf, rank(len(buf), q))
 
 
-def remembered(f):
-    """``f`` of one whole argument, each value computed once (a search asks some twice)."""
-    seen: dict = {}
+def remembered(f, seen: dict | None = None):
+    """``f`` of one whole argument, each value computed once (a search asks some twice);
+    ``seen``: the values known already, filled as new ones are computed (a caller that keeps
+    it shares them between searches of the same ``f``)."""
+    seen = {} if seen is None else seen
 
     def g(n):
         if n not in seen:

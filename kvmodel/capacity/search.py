@@ -56,7 +56,7 @@ def best_pools(prep: Prepared, rps: float, pairs=None) -> Pools | None:
         start = before.prefill_instances if before else 1
         floor = prep.floor((tp, tpd), ttft_floor, pf, dec, slo.ttft_percentile)
         p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
-                       floor_s=floor)  # fmt: skip
+                       floor_s=floor, seen=prep.curve((tp, tpd), rps))  # fmt: skip
         prep.remember((tp, tpd), rps, p)
         sized.append(p)
         if _better(p, best, slo):
@@ -96,8 +96,10 @@ def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | Non
             continue
         start = before.prefill_instances if before else 1
         q = prep.slo.ttft_percentile
-        floor = prep.floor(("colocated", i), colo.ttft_floor, opt, q)
-        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor)
+        shape = ("colocated", opt.tp, opt.ep, opt.chunk)  # the same at any TTFT target
+        floor = prep.floor(shape, colo.ttft_floor, opt, q)
+        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor,
+                      seen=prep.curve(shape, rps))  # fmt: skip
         prep.remember(("colocated", i), rps, c)
         if _better(c, best, prep.slo):
             best = c
