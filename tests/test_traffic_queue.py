@@ -121,3 +121,69 @@ def test_the_p99_decided_by_counting_is_numpys_percentile():
         assert _p99_within(values, 2.0) is True and _p99_within(values, -1.0) is False
     with_nan = np.array([0.1, 0.2, np.nan, 0.3, 0.4])
     assert _p99_within(with_nan, 1.0) is None  # numpy gives NaN: computed, not counted
+
+
+def test_percentiles_are_numpys_to_the_bit():
+    # the link queue's p50/p90/p99 come from order statistics found without partitioning
+    # every value and numpy's own interpolation between them: np.percentile's numbers
+    from kvmodel.traffic.queue import _waits, order_stats, percentiles
+
+    rng = np.random.default_rng(11)
+    n = 200_000
+    cases = [
+        rng.random(n),
+        np.round(rng.exponential(1.0, n), 2),  # many ties
+        _waits(rng.exponential(0.01, n), rng.exponential(0.0105, n)),  # a busy queue's waits
+        np.sort(rng.random(n))[::-1].copy(),  # in order: the sample is too
+        np.zeros(n),
+        rng.random(1000),  # few values: np.percentile itself
+    ]
+    for values in cases:
+        for qs in ((50, 90, 99), (99,), (0, 100), (12.5,)):
+            want = [float(v) for v in np.atleast_1d(np.percentile(values, qs))]
+            assert percentiles(values, qs) == want
+        ranks = [0, 1, len(values) // 2, len(values) - 2, len(values) - 1]
+        ordered = np.sort(values)
+        assert order_stats(values, ranks) == {r: float(ordered[r]) for r in ranks}
+    with_nan = rng.random(n)
+    with_nan[5] = np.nan
+    assert np.isnan(percentiles(with_nan, (50,))[0])  # numpy's answer: NaN
+
+
+def test_the_bandwidth_search_is_the_plain_search():
+    # the search shares its volume and gathers between tries, counts instead of partitioning
+    # and skips the waits where the transfers alone exceed the target: the same bandwidth as
+    # trying each bandwidth on a scenario of its own with np.percentile
+    from dataclasses import replace
+
+    from kvmodel.traffic import queue as Q
+    from kvmodel.traffic.analysis import per_length
+
+    def plain(sc, mix, rate, idx, gaps):
+        def at(bw):
+            s = replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=bw))
+            _, inverse, exposed, prefill, _, whole = per_length(s, mix.tokens, prefix=mix.prefix)
+            w = mix.weights / mix.weights.sum()
+            if rate * float((w * whole[inverse]).sum()) >= 1:
+                return float("inf")
+            s_ = np.concatenate(([0.0], np.cumsum(whole[inverse][idx][:-1] - gaps[:-1])))
+            total = np.maximum(s_ - np.minimum.accumulate(s_), 0.0) + exposed[inverse][idx]
+            share = total / (prefill[inverse][idx] + total + s.decode_step_s)
+            return float(np.percentile(share, 99))
+
+        lo, hi = 1e6, 1e15
+        if at(hi) > sc.share_target:
+            return None
+        for _ in range(60):
+            mid = (lo * hi) ** 0.5
+            lo, hi = (lo, mid) if at(mid) <= sc.share_target else (mid, hi)
+            if hi / lo < 1.01:
+                break
+        return hi
+
+    for tokens in ([500, 1000, 1000, 3000, 8000], [100, 200, 30000]):
+        mix = mix_from_requests(requests_like(tokens))
+        for rate in (0.5, 5.0, 40.0):
+            idx, _, gaps = Q.draws(mix, Q.SIM_REQUESTS, rate, Q.TARGET_REQUESTS)
+            args = (SC, mix, rate, idx[: Q.TARGET_REQUESTS], gaps)
+            assert Q._bandwidth_for_target(*args) == plain(*args)
