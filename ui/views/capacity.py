@@ -172,7 +172,16 @@ def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Capacity")
     urlstate.show_notices()
-    sc = urlstate.scenario_or_stop()
+    _page(urlstate.scenario_or_stop())
+
+
+@st.fragment
+def _page(sc) -> None:
+    """The page below its title: its controls, the plan, the sweep, the expanders.  A fragment:
+    a change of the page's own controls (the targets, the rate, the traffic) reruns this alone,
+    as the sidebar and the router do not change with it (bench/README.md, Session 15, page
+    controls); a sidebar change reruns the whole app, and this with the new scenario."""
+    urlstate.sync_url_in_fragment()  # the link holds these controls
     source, req, label, fallback, rate_note = _inputs(sc)
     ss = st.session_state
     rps = float(ss["rps"] or 0.0)
@@ -236,14 +245,19 @@ def _rates_section(sizing, rate: float, slo):
         st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
         return None
     st.markdown(perf.cached(crossover_sentence, sweep, rate))  # ~1.4 ms a rerun before
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    # unbuilt: the charts' JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less
+    # a chart; a new target or rate redraws all three)
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
+                     "capacity-gpus")  # fmt: skip
     exports_ui.table_download(  # the numbers of the three charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
         "capacity-rates",
     )
     left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
-    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    exports_ui.chart(perf.cached(figs.figure_pd_split.unbuilt, sweep, rps=rate), "capacity-split",
+                     left)  # fmt: skip
+    exports_ui.chart(perf.cached(figs.figure_limits.unbuilt, sweep, rps=rate), "capacity-limits",
+                     right)  # fmt: skip
     return sweep
 
 
