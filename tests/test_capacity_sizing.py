@@ -90,24 +90,37 @@ def test_a_new_target_reuses_the_rate_free_basis():
     assert capacity_prep.kept_bases() <= capacity_prep.BASES
 
 
-@settings(max_examples=5, deadline=None)
-@given(ttfts=st.lists(st.floats(0.3, 3.0), min_size=2, max_size=5),
-       tpot=st.sampled_from([0.03, 0.04, 0.06]), q=st.sampled_from([90.0, 99.0]))  # fmt: skip
-def test_targets_tried_one_after_another_give_the_plans_of_a_fresh_basis(ttfts, tpot, q):
-    """The TTFT curves (each pair's and colocated shape's TTFT percentile by instances, at a
-    rate), their floors and the NIC search's prefill sides at each bandwidth are kept by the
-    basis for every TTFT target: a target tried after others gives exactly the plans and the
-    sweep it gives alone, with nothing kept."""
-    rates = sweep_rates(4.0)
+@settings(max_examples=6, deadline=None)
+@given(targets=st.lists(st.tuples(st.floats(0.3, 3.0), st.sampled_from([0.03, 0.04, 0.06]),
+                                  st.sampled_from([2.0, 4.0, 4.4, 30.0])),
+                        min_size=2, max_size=4),
+       q=st.sampled_from([90.0, 99.0]))  # fmt: skip
+def test_targets_tried_one_after_another_give_the_plans_of_a_fresh_basis(targets, q):
+    """What the basis keeps for every TTFT target (each pair's and colocated shape's TTFT
+    percentile by instances at a rate, their floors, the NIC search's prefill sides, the sizes
+    found at other targets when the search gives them again, the sweep's plans and frames of
+    the same sizes, the steps by batch of each TPOT target's search): a target tried after
+    others gives exactly the plans and the sweep it gives alone, with nothing kept."""
     got = []
-    for t in ttfts:
-        sizing = Sizing(SC, CODE, Slo(t, tpot, ttft_percentile=q))
-        got.append((sizing.plan(4.0), sizing.sweep(rates)))
-    for t, (p, sweep) in zip(ttfts, got, strict=True):
+    for ttft, tpot, rate in targets:
+        sizing = Sizing(SC, CODE, Slo(ttft, tpot, ttft_percentile=q))
+        got.append((sizing.plan(rate), sizing.sweep(sweep_rates(rate))))
+    for (ttft, tpot, rate), (p, sweep) in zip(targets, got, strict=True):
         capacity_prep.clear_bases()
-        alone = Sizing(SC, CODE, Slo(t, tpot, ttft_percentile=q))
-        assert p == alone.plan(4.0)  # every field, the NIC bandwidth needed included
-        assert sweep.equals(alone.sweep(rates))
+        alone = Sizing(SC, CODE, Slo(ttft, tpot, ttft_percentile=q))
+        assert p == alone.plan(rate)  # every field, the NIC bandwidth needed included
+        assert sweep.equals(alone.sweep(sweep_rates(rate)))
+
+
+def test_a_new_ttft_target_that_changes_no_size_gives_the_same_sweep_object():
+    """A target that leaves every rate's sizes as they were (a few ms more) gives the same plan
+    objects and the same frame: a page draws its charts from it by a lookup."""
+    rates = sweep_rates(5.0)
+    a = Sizing(SC, CODE, Slo(1.500, 0.06)).sweep(rates)
+    b = Sizing(SC, CODE, Slo(1.5001, 0.06)).sweep(rates)
+    assert b is a
+    c = Sizing(SC, CODE, Slo(0.4, 0.06)).sweep(rates)  # a much tighter one changes sizes
+    assert c is not a and not c.equals(a)
 
 
 def test_a_kept_basis_does_not_keep_its_workload_alive():

@@ -176,10 +176,26 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
              price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
     """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
     nearest parallelism at which a side that misses the targets meets them."""
-    sc, slo, shp = prep.sc, prep.slo, prep.shp
     pools = best_pools(prep, rps)
     c = best_colocated(prep, rps)
-    near_p, near_c = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+    if not network and not nearest:
+        # a sweep's row: the plan of the same pools and colocated size at this rate, whatever
+        # the TTFT target (which the plan does not hold), is kept by the basis (a new target
+        # that leaves a rate's sizes as they were gives the same plan object: bench/README.md,
+        # Session 15, page controls)
+        return prep.kept(("plan", rps, price, price_decode, pools, c),
+                         lambda: _plan_of(prep, rps, pools, c, price, price_decode))  # fmt: skip
+    near = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+    return _plan_of(prep, rps, pools, c, price, price_decode, network=network, near=near,
+                    nearest=nearest)  # fmt: skip
+
+
+def _plan_of(prep: Prepared, rps: float, pools, c, price, price_decode, *, network=False,
+             near=(None, None), nearest=False) -> CapacityPlan:  # fmt: skip
+    """The plan of the best ``pools`` and colocated size ``c`` at ``rps`` (``_plan_at``);
+    ``near``: the nearest parallelisms found, ``network``: with the NIC-bandwidth search."""
+    sc, slo, shp = prep.sc, prep.slo, prep.shp
+    near_p, near_c = near
     notes = _plan_notes(sc, shp, pools, c)
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
@@ -332,13 +348,21 @@ class Sizing:
         sized in rising order (each search starts where the rate below ended)."""
         rates = [_rate(r) for r in rates]
         plans = {r: self.plan(r, network=False) for r in sorted(set(rates))}
-        rows = []
-        for r in rates:
-            p = plans[r]
-            row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
-            row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
-            rows.append(row)
-        return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+        chosen = tuple(plans[r] for r in rates)
+        # the same plans (kept across TTFT targets: _plan_at) make the same frame, the same
+        # object: what a page draws from it is looked up, not drawn again
+        key = ("sweep", tuple(rates), self.price, self.price_decode, *map(id, chosen))
+        return self._prep.kept(key, lambda: (chosen, _sweep_frame(chosen)))[1]
+
+
+def _sweep_frame(plans) -> pd.DataFrame:
+    """One row per plan (``SWEEP_COLUMNS``: the plan's fields, limits by pool)."""
+    rows = []
+    for p in plans:
+        row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
+        row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,

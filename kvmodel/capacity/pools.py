@@ -36,6 +36,7 @@ import numpy as np
 
 from kvmodel.capacity.queue import (
     batch_grid,
+    kept_points,
     kth_smallest,
     largest_within,
     moments,
@@ -143,7 +144,11 @@ def memory_batch(max_concurrent: int, shp: Shape, context: tuple[int, float] | N
     return max(1, min(n, math.floor(root * root + 1e-9)))
 
 
-def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> Decode:
+def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1, *,
+                kept: dict | None = None) -> Decode:  # fmt: skip
+    """The decode instance at ``tp`` (``ep``) for the target ``tpot_s`` (module doc).
+    ``kept``: its steps at the batches asked before (``kept_points``: they do not depend on
+    the target)."""
     model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
     dp = sc.data_parallel_attention or ep > tp  # EP runs attention data-parallel
@@ -156,10 +161,11 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
     fw = getattr(sc, "framework", None)
     kw = {} if fw is None else {"framework": fw}
 
-    def step(b):
+    def estimate(b):
         return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype,
                                       ep=ep, data_parallel_attention=dp, **kw)  # fmt: skip
 
+    step = kept_points(estimate, None if kept is None else kept.setdefault("decode", {}))
     fit, step_fit = largest_within(step, tpot_s, top)
     note = ""
     at = par_text(tp, ep)
@@ -514,10 +520,10 @@ def mean_batch(batches: np.ndarray, steps_s: np.ndarray, tokens_per_s: float,
     interpolated; the last batch when it never does."""
     k = tokens_per_s / instances
     gap = batches - k * steps_s
-    above = np.flatnonzero(gap >= 0)
-    if not above.size:
+    above = gap >= 0
+    j = int(above.argmax())  # the first crossing (a plan asks ~7 of these a rate)
+    if not above[j]:
         return float(batches[-1])
-    j = int(above[0])
     if j == 0:
         return float(min(k * steps_s[0], batches[0]))  # under one request on average
     g0, g1 = float(gap[j - 1]), float(gap[j])

@@ -133,11 +133,14 @@ class Basis:
         self._work: dict[tuple, float] = {}  # keys: (TP, EP) of a side
         self._pairs: dict[tuple, Prefill] = {}
         self._by_tpot: dict[tuple, tuple[Decode, tuple]] = {}
+        self._steps: dict[tuple, dict] = {}  # (TP, EP) -> the steps by batch (at_tpot)
         # (TPOT target, TTFT percentile, pair or colocated shape[, rate]) -> its TTFT floor,
         # or its TTFT percentile by instances: neither depends on the TTFT target, so a new
         # target searches the same curves (bench/README.md, Session 15, page controls)
         self._floors: dict[tuple, float] = {}
         self._curves: dict[tuple, dict] = {}
+        self._sized: dict[tuple, list] = {}  # (TPOT, percentile, candidate, rate) -> sizes
+        self._kept: dict[tuple, object] = {}  # results of sizes found (Prepared.kept)
         self._volumes: dict[tuple, tuple] = {}  # pair -> (its pair scenario, its Volume)
         self._relinked = Kept(RELINKED)  # (pair, bandwidth) -> its prefill side there
 
@@ -148,6 +151,25 @@ class Basis:
             if len(self._floors) >= CURVES:
                 self._floors.clear()
             hit = self._floors[key] = compute(*args)
+        return hit
+
+    def sizes(self, key: tuple) -> list:
+        """The sizes found of ``key`` at TTFT targets tried before, (target, size), the
+        latest last (``Prepared.sized``)."""
+        hit = self._sized.get(key)
+        if hit is None:
+            if len(self._sized) >= SIZED:
+                self._sized.clear()
+            hit = self._sized[key] = []
+        return hit
+
+    def kept(self, key: tuple, compute):
+        """``compute()``, once per ``key`` (``Prepared.kept``)."""
+        hit = self._kept.get(key)
+        if hit is None:
+            if len(self._kept) >= KEPT:
+                self._kept.clear()
+            hit = self._kept[key] = compute()
         return hit
 
     def curve(self, key: tuple) -> dict:
@@ -202,14 +224,19 @@ class Basis:
             if len(self._by_tpot) >= 64:  # bounded: a user trying many targets
                 self._by_tpot.clear()
             tp, ep = par
-            opts = tuple(colo.options(self.sc, self.shp, tpot_s, tp, ep))
-            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp, ep), opts)
+            kept = self._steps.setdefault(par, {})  # steps by batch: the same at any target
+            opts = tuple(colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept))
+            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp, ep, kept=kept),
+                                  opts)  # fmt: skip
         return self._by_tpot[key]
 
 
 BASES = 4
 CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
 RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
+SIZES = 4  # sizes kept per candidate and rate, of the latest TTFT targets
+SIZED = 4096  # candidates and rates whose sizes are kept per basis (a few KB each, at most)
+KEPT = 2048  # sweep plans (~2 KB) and sweep frames (~10 KB) kept per basis
 # (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
 # first: a workload is keyed by identity (its arrays are not compared), and the weak
 # reference tells a live workload from a new one that reuses a dead one's id
@@ -276,6 +303,27 @@ class Prepared:
     def relinked(self, par, par_decode, bw: float) -> Prefill:
         """The pair's prefill side at per-link bandwidth ``bw`` (``Basis.relinked``)."""
         return self.basis.relinked(par, par_decode, bw)
+
+    def kept(self, key: tuple, compute):
+        """``compute()``, once per ``key`` at these TPOT target, TTFT percentile and TPs
+        searched, for every TTFT target (``key`` must hold all else the result depends on)."""
+        slo = self.slo
+        return self.basis.kept((slo.tpot_s, slo.ttft_percentile, self.tps, *key), compute)
+
+    def sized(self, key, rps: float, compute, holds):
+        """``compute()``: the size of ``key`` (a pair or colocated shape, by value) at ``rps``
+        at this TTFT target, or one found at another target (these TPOT target and
+        percentile) when ``holds(size, target then)`` says the search gives it here too
+        (``retarget``: a new TTFT target re-sizes only what it changes)."""
+        slo = self.slo
+        found = self.basis.sizes((slo.tpot_s, slo.ttft_percentile, key, rps))
+        for was, size in reversed(found):
+            if holds(size, was):
+                return size
+        size = compute()
+        found.append((slo.ttft_s, size))
+        del found[:-SIZES]  # the latest few targets
+        return size
 
     def earlier(self, key, rps: float):
         """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""

@@ -258,6 +258,33 @@ def largest_within(f, limit: float, top: int) -> tuple[int, float]:
     return lo, float(f(np.array([lo]))[0])
 
 
+KEPT_POINTS = 64  # point arrays whose values ``kept_points`` keeps per function
+
+
+def kept_points(f, kept: dict | None):
+    """``f`` of an array of points (a step against the batch), each array's values computed
+    once: ``kept`` holds them by the points' bytes (None: not kept).  A search over batches
+    at another TPOT target asks the same grids first (``largest_within``'s are fixed by its
+    range), and ``f`` is elementwise, so a value is the same whatever array it came in.  The
+    values are shared: read-only."""
+    if kept is None:
+        return f
+
+    def g(points):
+        arr = np.asarray(points)
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        hit = kept.get(key)
+        if hit is None:
+            if len(kept) >= KEPT_POINTS:
+                kept.clear()
+            hit = np.asarray(f(points))
+            hit.flags.writeable = False
+            kept[key] = hit
+        return hit
+
+    return g
+
+
 def batch_grid(top: int, points: int = 96) -> np.ndarray:
     """Batches 1 … ``top`` on a geometric grid (for interpolating a step against the batch)."""
     return np.unique(np.geomspace(1, max(top, 1), points).round().astype(np.int64))
