@@ -108,7 +108,7 @@ def test_a_new_rate_scales_the_kept_unit_gaps_draw_for_draw():
 def test_the_p99_decided_by_counting_is_numpys_percentile():
     # the bandwidth search decides "p99 share <= target" by counting when the 99th
     # percentile's order statistics lie clearly on one side, else asks np.percentile
-    from kvmodel.traffic.queue import _p99_within
+    from kvmodel.traffic.queue import p99_within
 
     rng = np.random.default_rng(7)
     for n in (4, 5, 101, 20_000):
@@ -116,24 +116,24 @@ def test_the_p99_decided_by_counting_is_numpys_percentile():
         p99 = float(np.percentile(values, 99))
         ranked = np.sort(values)
         for limit in (*ranked[-6:], p99, np.nextafter(p99, 0), np.nextafter(p99, 1), 0.5, 2.0):
-            decided = _p99_within(values, float(limit))
+            decided = p99_within(values, float(limit))
             assert decided is None or decided == (p99 <= limit)
-        assert _p99_within(values, 2.0) is True and _p99_within(values, -1.0) is False
+        assert p99_within(values, 2.0) is True and p99_within(values, -1.0) is False
     with_nan = np.array([0.1, 0.2, np.nan, 0.3, 0.4])
-    assert _p99_within(with_nan, 1.0) is None  # numpy gives NaN: computed, not counted
+    assert p99_within(with_nan, 1.0) is None  # numpy gives NaN: computed, not counted
 
 
 def test_percentiles_are_numpys_to_the_bit():
     # the link queue's p50/p90/p99 come from order statistics found without partitioning
     # every value and numpy's own interpolation between them: np.percentile's numbers
-    from kvmodel.traffic.queue import _waits, order_stats, percentiles
+    from kvmodel.traffic.queue import waits_after, order_stats, percentiles
 
     rng = np.random.default_rng(11)
     n = 200_000
     cases = [
         rng.random(n),
         np.round(rng.exponential(1.0, n), 2),  # many ties
-        _waits(rng.exponential(0.01, n), rng.exponential(0.0105, n)),  # a busy queue's waits
+        waits_after(rng.exponential(0.01, n), rng.exponential(0.0105, n)),  # a busy queue's waits
         np.sort(rng.random(n))[::-1].copy(),  # in order: the sample is too
         np.zeros(n),
         rng.random(1000),  # few values: np.percentile itself
@@ -186,4 +186,4 @@ def test_the_bandwidth_search_is_the_plain_search():
         for rate in (0.5, 5.0, 40.0):
             idx, _, gaps = Q.draws(mix, Q.SIM_REQUESTS, rate, Q.TARGET_REQUESTS)
             args = (SC, mix, rate, idx[: Q.TARGET_REQUESTS], gaps)
-            assert Q._bandwidth_for_target(*args) == plain(*args)
+            assert Q.bandwidth_for_target(*args) == plain(*args)

@@ -23,13 +23,14 @@ def static_export_problem() -> str | None:
     return export.UNAVAILABLE + "."
 
 
-def table_download(table, name: str) -> None:
+def table_download(table, name: str, link: str | None = None) -> None:
     """A "Table as CSV" button: ``table`` is a DataFrame, or a function making one when pressed
     (a ``kvview.csv_tables`` builder over the page's SI table).  The file's first line is the
-    scenario's share link, captured now: the button's callback runs without the session."""
+    scenario's share link (``link``, when the page has it already), captured now: the button's
+    callback runs without the session."""
     from ui.urlstate import share_url
 
-    link = share_url()
+    link = share_url() if link is None else link
 
     def build() -> bytes:
         df = table() if callable(table) else table

@@ -62,10 +62,10 @@ def simulate_waits(service: np.ndarray, rate: float, rng) -> np.ndarray:
     W_n = S_n − min_{k ≤ n} S_k with S_n = Σ_{i<n} (X_i − A_i), S₀ = 0: a cumulative sum and a
     running minimum instead of a Python loop over every request.
     """
-    return _waits(service, rng.exponential(1.0 / rate, size=len(service)))
+    return waits_after(service, rng.exponential(1.0 / rate, size=len(service)))
 
 
-def _waits(service: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+def waits_after(service: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     """:func:`simulate_waits` with the inter-arrival ``gaps`` drawn already.  The same
     operations in two buffers (S_n, then its running minimum and the waits), not six fresh
     arrays: fresh memory is slow to touch on a small VM (bench/README.md, session 3)."""
@@ -142,7 +142,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     idx, gaps, target_gaps = draws(mix, sim_requests, rate, TARGET_REQUESTS)
     svc = x[idx]
     if stable:
-        wait = _waits(svc, gaps)
+        wait = waits_after(svc, gaps)
         total = wait + exposed[inverse][idx]
         share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
         p50, p90, p99 = percentiles(total, (50, 90, 99))
@@ -164,7 +164,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
         p99_share_of_ttft=p99_share,
         decode_idle_s_per_s=idle,
         decode_steps_lost_per_s=idle / sc.decode_step_s,
-        bandwidth_for_target_bytes_per_s=_bandwidth_for_target(
+        bandwidth_for_target_bytes_per_s=bandwidth_for_target(
             sc, mix, rate, idx[:TARGET_REQUESTS], target_gaps
         ),
     )
@@ -200,11 +200,11 @@ class _ShareSearch:
         if self.rate * float((self.w * whole[self.inverse]).sum()) >= 1:
             return False  # the link is overloaded: an infinite share
         moved = exposed[self.drawn]
-        if _p99_within(moved / (self.prefill + moved + self.step), target) is False:
+        if p99_within(moved / (self.prefill + moved + self.step), target) is False:
             return False  # over the target before any wait (with one, every share grows)
-        total = _waits(whole[self.drawn], self.gaps) + moved
+        total = waits_after(whole[self.drawn], self.gaps) + moved
         share = total / (self.prefill + total + self.step)
-        decided = _p99_within(share, target)
+        decided = p99_within(share, target)
         if decided is not None:
             return decided
         p99 = float(np.percentile(share, 99))
@@ -214,7 +214,7 @@ class _ShareSearch:
 P99_MARGIN = 1e-12  # relative: far above the interpolation's rounding (~1e-16)
 
 
-def _p99_within(values: np.ndarray, limit: float) -> bool | None:
+def p99_within(values: np.ndarray, limit: float) -> bool | None:
     """Whether ``np.percentile(values, 99) <= limit`` (None: too close to tell by counting).
     The percentile lies between the order statistics at ⌊0.99·(n − 1)⌋ and the next; ranks
     one further each side are taken, and a margin, so the rounding of the index and of the
@@ -231,7 +231,7 @@ def _p99_within(values: np.ndarray, limit: float) -> bool | None:
     return None
 
 
-def _bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
+def bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
     """Smallest per-direction bandwidth whose p99 transfer share of TTFT ≤ the target (on the
     first ``TARGET_REQUESTS`` lengths drawn, ``gaps`` their inter-arrival times)."""
     search = _ShareSearch(sc, mix, rate, idx, gaps)

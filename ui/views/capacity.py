@@ -212,9 +212,9 @@ def _page(sc) -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
-    sweep = _rates_section(sizing, rate, slo)
-
-    _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"])
+    link = urlstate.share_url()  # the inputs are settled: one link for the downloads below
+    sweep = _rates_section(sizing, rate, slo, link)
+    _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"], link)
     _networks(sc, lengths, rate, slo, kw)
     key = plan_key(sc)
     capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
@@ -231,11 +231,11 @@ def _page(sc) -> None:
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
                 replayed=replayed, version1=urlstate.version1_implied(),
-                price_decode=kw["gpu_price_decode_per_hour"])
+                price_decode=kw["gpu_price_decode_per_hour"]), link
     )  # fmt: skip
 
 
-def _rates_section(sizing, rate: float, slo):
+def _rates_section(sizing, rate: float, slo, link: str):
     """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
     rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
     st.subheader("Across request rates")
@@ -252,6 +252,7 @@ def _rates_section(sizing, rate: float, slo):
     exports_ui.table_download(  # the numbers of the three charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
         "capacity-rates",
+        link=link,
     )
     left, right = st.columns(2)
     exports_ui.chart(perf.cached(figs.figure_pd_split.unbuilt, sweep, rps=rate), "capacity-split",
@@ -298,10 +299,9 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
         exports_ui.table_download(lambda: table, "capacity-networks")
 
 
-def _report_button(build) -> None:
-    """The plan as one standalone HTML page, made when pressed; the link back is captured now
-    (the button's callback runs without the session)."""
-    link = urlstate.share_url()
+def _report_button(build, link: str) -> None:
+    """The plan as one standalone HTML page, made when pressed; the link back (``link``, the
+    page's share link) is captured now (the button's callback runs without the session)."""
     st.download_button(
         "Download capacity plan (HTML)",
         lambda: build(share_url=link if link.startswith("http") else None),
@@ -323,7 +323,7 @@ def _no_plan(exc: Exception) -> None:
     st.stop()
 
 
-def _plan_per_pool(plan, slo, rate, price, price_decode) -> None:
+def _plan_per_pool(plan, slo, rate, price, price_decode, link: str) -> None:
     """The plan per pool: its table, CSV and notes."""
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
@@ -332,6 +332,7 @@ def _plan_per_pool(plan, slo, rate, price, price_decode) -> None:
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price,
                 price_decode=price_decode),
         "capacity-plan",
+        link=link,
     )  # fmt: skip
     for note in plan.notes:
         st.caption(f"Note: {note}.")
