@@ -9,6 +9,11 @@ drawn in (the ``fragment_id`` of its delta, as the browser reads it), and for a 
 fragment asks the script runner for that fragment's rerun (the runner starts with a whole-app
 request, which a fragment request would be merged into: it is dropped first).
 
+A widget outside any fragment whose callback reruns a named fragment (``st.rerun(key)``, as
+Capacity's controls do) needs nothing of this: the request is the whole app's, its callback
+turns it into that fragment's rerun, in AppTest as in the browser.  ``partial`` tells that the
+last run drew a fragment only.
+
 After a fragment rerun AppTest's element tree holds that fragment's elements only, so
 ``page_rerun.py`` runs the whole page once more, untimed, before it looks up other widgets.
 """
@@ -19,6 +24,7 @@ import dataclasses
 
 _PENDING: dict = {}  # the run asked for: {"fragment": id or None, "app": id(AppTest)}
 _WIDGETS: dict[int, dict[str, str]] = {}  # id(AppTest) -> {widget key: fragment id}, last run
+_PARTIAL: dict[int, bool] = {}  # id(AppTest) -> whether its last run drew fragments only
 _INSTALLED: list[bool] = []
 
 
@@ -26,6 +32,7 @@ def install() -> None:
     """Patch AppTest's script runner (once per process)."""
     if _INSTALLED:
         return
+    from streamlit.runtime.scriptrunner import ScriptRunnerEvent
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests
     from streamlit.testing.v1 import local_script_runner as lsr
 
@@ -38,8 +45,13 @@ def install() -> None:
             ask = self.request_rerun
             self.request_rerun = lambda data: ask(dataclasses.replace(data, fragment_id=fragment))
         tree = original(self, *args, **kwargs)
-        if not fragment and "app" in _PENDING:
-            _WIDGETS[_PENDING["app"]] = widget_fragments(self.forward_msgs())
+        if "app" in _PENDING:
+            ran = [data.get("fragment_ids_this_run") for event, data
+                   in zip(self.events, self.event_data, strict=True)
+                   if event == ScriptRunnerEvent.SCRIPT_STARTED]  # fmt: skip
+            _PARTIAL[_PENDING["app"]] = bool(ran and ran[-1])
+            if not _PARTIAL[_PENDING["app"]]:
+                _WIDGETS[_PENDING["app"]] = widget_fragments(self.forward_msgs())
         return tree
 
     lsr.LocalScriptRunner.run = run
@@ -69,6 +81,11 @@ def widget_fragments(msgs) -> dict[str, str]:
 def holding(at, key: str) -> str | None:
     """The fragment the widget ``key`` was drawn in at ``at``'s last whole run (None: none)."""
     return _WIDGETS.get(id(at), {}).get(key)
+
+
+def partial(at) -> bool:
+    """Whether ``at``'s last run drew a fragment only (its element tree holds no more)."""
+    return _PARTIAL.get(id(at), False)
 
 
 def run(at, fragment: str | None = None):

@@ -126,7 +126,7 @@ def test_the_p99_decided_by_counting_is_numpys_percentile():
 def test_percentiles_are_numpys_to_the_bit():
     # the link queue's p50/p90/p99 come from order statistics found without partitioning
     # every value and numpy's own interpolation between them: np.percentile's numbers
-    from kvmodel.traffic.queue import waits_after, order_stats, percentiles
+    from kvmodel.traffic.queue import order_stats, percentiles, waits_after
 
     rng = np.random.default_rng(11)
     n = 200_000

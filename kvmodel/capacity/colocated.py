@@ -37,6 +37,7 @@ from kvmodel.capacity.pools import (
     request_cost_s,
 )
 from kvmodel.capacity.queue import (
+    MAX_SERVERS,
     batch_grid,
     kept_points,
     largest_within,
@@ -158,6 +159,15 @@ def bound(opt: Option, shp: Shape, rps: float) -> int:
     """A lower bound on the GPUs of ``size``: the decode slots and a stable prefill queue."""
     slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
     return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.gpus
+
+
+def may_raise(opt: Option, shp: Shape, rps: float) -> bool:
+    """Whether ``size`` of ``opt`` at ``rps`` may ask a pool over ``MAX_SERVERS`` instances
+    (a ValueError): its fewest stable count, its fallback count or its decode slots are over
+    it (its search asks no more than that many)."""
+    a = rps * opt.mean_s
+    slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
+    return max(slots, at_least(a), math.ceil(a / FALLBACK_UTILIZATION - 1e-9)) > MAX_SERVERS
 
 
 def ttft_floor(opt: Option, q: float) -> float:

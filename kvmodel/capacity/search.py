@@ -104,7 +104,9 @@ def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | Non
     The shapes are sized fewest GPUs first by their lower bound, so that once one meets the
     targets the rest, whose bound is over its GPUs, are not sized at all: they cannot be
     better (the same best as sizing them in order: a shape left out needs more GPUs than
-    one that meets the targets, so it ranks below it and ties with none)."""
+    one that meets the targets, so it ranks below it and ties with none).  When a shape's
+    sizing may fail (a pool over the instance limit: ``colocated.may_raise``) they are sized
+    in order, as the first to fail names its count in the error."""
     shapes = []
     for i, opt in enumerate(prep.options):
         if tps is not None and (opt.tp, opt.ep) not in tps:
@@ -112,10 +114,12 @@ def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | Non
         before = prep.earlier(("colocated", i), rps)
         bound = max(colo.bound(opt, prep.shp, rps), before.gpus if before else 0)
         shapes.append((bound, i, opt, before))
+    if not any(colo.may_raise(opt, prep.shp, rps) for _, _, opt, _ in shapes):
+        shapes.sort(key=lambda s: s[:2])
     best, first = None, None
-    for bound, i, opt, before in sorted(shapes, key=lambda s: s[:2]):
+    for bound, i, opt, before in shapes:
         if best is not None and best.meets_slo and bound > best.gpus:
-            break
+            continue  # sorted: so are the rest; in order: the next may be fewer
         c = _sized_shape(prep, opt, rps, before.prefill_instances if before else 1)
         prep.remember(("colocated", i), rps, c)
         if best is None or (rank(c, prep.slo), i) < (rank(best, prep.slo), first):

@@ -285,8 +285,13 @@ def comparison(
     ``buildable`` False for a scale-up link whose domain cannot hold the scenario's prefill and
     decode instances together (``topology.unbuildable_links``)."""
     rows = []
-    options = _options(sc, mix, tuple(link_ids), tuple(compressions), tuple(layerwise), criterion)
-    for lid, link, comp, lw, s, classified, buildable in options:
+    key = (sc, tuple(link_ids), tuple(compressions), tuple(layerwise), criterion, id(mix))
+    hit = _OPTIONS.get(key)
+    kept = hit[1] if hit is not None and hit[0]() is mix else None
+    built = []
+    # each option tallied as it is made (an error comes from the same option as before)
+    for option in kept or _options(sc, mix, link_ids, compressions, layerwise, criterion):
+        lid, link, comp, lw, s, classified, buildable = option
         r = _tally(s, mix, _with_min_len(classified, min_seq_len), min_seq_len, criterion)
         rows.append(
             {
@@ -301,6 +306,9 @@ def comparison(
                 "buildable": buildable,
             }
         )
+        built.append(option)
+    if kept is None:
+        _OPTIONS.put(key, (weakref.ref(mix), tuple(built)))
     return rows
 
 
@@ -312,28 +320,20 @@ def comparison(
 _OPTIONS = Kept(4)
 
 
-def _options(sc: Scenario, mix: Mix, link_ids: tuple, compressions: tuple, layerwise: tuple,
-             criterion: str) -> tuple:  # fmt: skip
+def _options(sc: Scenario, mix: Mix, link_ids, compressions, layerwise, criterion: str):
     """Each option's (link id, link, compression, layer-wise, scenario, ``_bound``,
-    buildable)."""
-    key = (sc, link_ids, compressions, layerwise, criterion, id(mix))
-    hit = _OPTIONS.get(key)
-    if hit is not None and hit[0]() is mix:
-        return hit[1]
-    out = []
+    buildable), made one at a time."""
     volume = length_volume(sc, mix.tokens, mix.prefix)  # the same bytes and prefill each row
     for lid in link_ids:
         link = catalog.get_link(lid)
-        buildable = not unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, [link])
         for comp in compressions:
             for lw in layerwise:
                 s = replace(sc, link=link, compression=comp, layerwise=lw)
                 classified = _bound(s, mix.tokens, criterion, volume, mix.prefix)
                 for a in classified:
                     a.flags.writeable = False  # shared by every later call
-                out.append((lid, link, comp, lw, s, classified, buildable))
-    _OPTIONS.put(key, (weakref.ref(mix), tuple(out)))
-    return tuple(out)
+                buildable = not unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, [link])
+                yield lid, link, comp, lw, s, classified, buildable
 
 
 @dataclass(frozen=True)

@@ -101,9 +101,27 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
         return None
 
 
+RESULTS = "capacity_results"  # the fragment below the controls (``_results``)
+
+
+def _results_only(old, new) -> None:
+    """A control's callback: rerun the results below the controls only (``_results``); the
+    controls stay as drawn, and the sidebar and the router do not run (bench/README.md,
+    Session 15, page controls)."""
+    st.rerun(RESULTS)
+
+
+def _rate_changed(old, new) -> None:
+    """The rate's callback: the results only, unless it moves to or from 0 (the trace's own
+    rate, which the note under the box names: the whole page then)."""
+    if old and new:
+        st.rerun(RESULTS)
+
+
 def _inputs(sc):
-    """Draw the page's inputs; (source, requests, traffic label, fallback note, the slot
-    under the rate box)."""
+    """Draw the page's inputs, outside the results (``_results``): a change of the traffic
+    reruns the page; of the rate, the targets, the prices and the TP choice the results only.
+    (source, requests, traffic label, fallback note)."""
     c = st.columns(4)
     source = widgets.page_widget(
         c[0].radio,
@@ -123,16 +141,17 @@ def _inputs(sc):
         c[2].number_input,
         "rps",
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
+        then=_rate_changed,
     )
-    rate_note = c[2].empty()
+    _rate_note(c[2], source, req)
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
-    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs,
+    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs, then=_results_only,
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
     c = st.columns(6)
     for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price", "priced"), strict=False):
-        widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
+        widgets.input_widget(box.number_input, name, then=_results_only)  # the rest: the row
     widgets.page_widget(
         c[5].radio,
         "Tensor parallelism",
@@ -146,14 +165,21 @@ def _inputs(sc):
         help="Search: the plan tries the smallest TPs that hold the weights (and, for a MoE "
         "model, expert-parallel sizes with data-parallel attention) and keeps those that need "
         "fewest GPUs. Sidebar: prefill and decode TP (and EP) as set there.",
+        then=_results_only,
     )
-    return source, req, label, fallback, rate_note
+    return source, req, label, fallback
 
 
-def _rate_note(slot, source: str, rps: float, rate: float) -> None:
-    """Under the rate box: the rate a 0 means with a trace ("0.00" alone reads as no traffic)."""
-    if source == TRACE and not rps:
-        slot.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
+def _rate_note(box, source: str, req) -> None:
+    """Under the rate box: the rate a 0 means with a trace ("0.00" alone reads as no traffic);
+    none when the trace has no rate (the results say why)."""
+    if source != TRACE or st.session_state["rps"] or req is None:
+        return
+    try:
+        rate = perf.cached(cap.Workload.trace_rps, req)
+    except ValueError:
+        return
+    box.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
 
 
 def _plan_options(sc, price) -> dict:
@@ -172,17 +198,17 @@ def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Capacity")
     urlstate.show_notices()
-    _page(urlstate.scenario_or_stop())
+    sc = urlstate.scenario_or_stop()
+    _results(sc, *_inputs(sc))
 
 
-@st.fragment
-def _page(sc) -> None:
-    """The page below its title: its controls, the plan, the sweep, the expanders.  A fragment:
-    a change of the page's own controls (the targets, the rate, the traffic) reruns this alone,
-    as the sidebar and the router do not change with it (bench/README.md, Session 15, page
-    controls); a sidebar change reruns the whole app, and this with the new scenario."""
-    urlstate.sync_url_in_fragment()  # the link holds these controls
-    source, req, label, fallback, rate_note = _inputs(sc)
+@st.fragment(key=RESULTS)
+def _results(sc, source: str, req, label: str, fallback) -> None:
+    """The page below its controls: the plan, the sweep, the expanders.  A fragment: the
+    rate, the targets, the prices and the TP choice rerun this alone (their callbacks), as
+    neither the controls nor the sidebar change with them (bench/README.md, Session 15, page
+    controls); the traffic or a sidebar change reruns the whole app, and this with them."""
+    urlstate.sync_url_in_fragment()  # the link holds the controls
     ss = st.session_state
     rps = float(ss["rps"] or 0.0)
     price = float(ss["price"]) or None
@@ -193,7 +219,6 @@ def _page(sc) -> None:
     if sized is None:
         st.stop()
     lengths, rate = sized
-    _rate_note(rate_note, source, rps, rate)
     slo = cap.Slo(
         ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
