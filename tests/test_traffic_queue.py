@@ -151,9 +151,9 @@ def test_percentiles_are_numpys_to_the_bit():
 
 
 def test_the_bandwidth_search_is_the_plain_search():
-    # the search shares its volume and gathers between tries, counts instead of partitioning
-    # and skips the waits where the transfers alone exceed the target: the same bandwidth as
-    # trying each bandwidth on a scenario of its own with np.percentile
+    # the search shares its volume and gathers between tries (and rates) and counts instead
+    # of partitioning: the same bandwidth as trying each bandwidth on a scenario of its own
+    # with np.percentile
     from dataclasses import replace
 
     from kvmodel.traffic import queue as Q
@@ -185,5 +185,6 @@ def test_the_bandwidth_search_is_the_plain_search():
         mix = mix_from_requests(requests_like(tokens))
         for rate in (0.5, 5.0, 40.0):
             idx, _, gaps = Q.draws(mix, Q.SIM_REQUESTS, rate, Q.TARGET_REQUESTS)
-            args = (SC, mix, rate, idx[: Q.TARGET_REQUESTS], gaps)
-            assert Q.bandwidth_for_target(*args) == plain(*args)
+            want = plain(SC, mix, rate, idx[: Q.TARGET_REQUESTS], gaps)
+            assert Q.bandwidth_for_target(SC, mix, rate) == want
+            assert load(SC, mix, rps=rate).bandwidth_for_target_bytes_per_s == want

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..kept import Kept
-from ..transfer import Scenario, transfer
+from ..transfer import Scenario, Volume, transfer
 from .analysis import Mix, length_volume, per_length, per_request_scenario
 
 SIM_REQUESTS = 200_000  # Lindley recursion length for percentiles
@@ -132,28 +132,24 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     rate = arrival_rate(mix, rps)
     if rate is None:
         return None
-    uniq, inverse, exposed, prefill, wire, whole = per_length(sc, mix.tokens, prefix=mix.prefix)
-    w = mix.weights / mix.weights.sum()
-    x = whole[inverse]  # each request holds the link for its whole transfer
-    ex, ex2 = float((w * x).sum()), float((w * x * x).sum())
-    rho = rate * ex
+    d = _drawn(sc, mix, sim_requests, TARGET_REQUESTS)
+    rho = rate * d.ex
     stable = rho < 1
-    mean_wait = rate * ex2 / (2 * (1 - rho)) if stable else float("inf")
-    idx, gaps, target_gaps = draws(mix, sim_requests, rate, TARGET_REQUESTS)
-    svc = x[idx]
+    mean_wait = rate * d.ex2 / (2 * (1 - rho)) if stable else float("inf")
+    scale = 1.0 / rate  # the gaps ``draws`` gives: exponential(1.0 / rate)
     if stable:
-        wait = waits_after(svc, gaps)
-        total = wait + exposed[inverse][idx]
-        share = total / (prefill[inverse][idx] + total + sc.decode_step_s)
+        total = waits_after(d.service, d.unit * scale) + d.exposed
+        share = total / (d.prefill + total + sc.decode_step_s)
         p50, p90, p99 = percentiles(total, (50, 90, 99))
         (p99_share,) = percentiles(share, (99,))
         idle = rate * float(np.mean(total))
     else:  # the queue grows without bound
         p50 = p90 = p99 = idle = float("inf")
         p99_share = 1.0
+    search = _ShareSearch(sc, d, rate, d.target_unit * scale)
     return Load(
         rps=rate,
-        bytes_per_s=rate * float((w * wire[inverse]).sum()),
+        bytes_per_s=rate * d.wire,
         capacity_bytes_per_s=sc.effective_bandwidth_bytes_per_s,
         utilization=rho,
         stable=stable,
@@ -164,46 +160,83 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
         p99_share_of_ttft=p99_share,
         decode_idle_s_per_s=idle,
         decode_steps_lost_per_s=idle / sc.decode_step_s,
-        bandwidth_for_target_bytes_per_s=bandwidth_for_target(
-            sc, mix, rate, idx[:TARGET_REQUESTS], target_gaps
-        ),
+        bandwidth_for_target_bytes_per_s=_search_bandwidth(search, sc.share_target),
     )
 
 
-class _ShareSearch:
-    """What the bandwidth search's tries share (the lengths drawn, their prefill, the bytes
-    moved: none depends on the bandwidth), and each try's p99 share of TTFT, computed as
-    before from the same arrays in the same order (``per_length`` at that bandwidth)."""
+@dataclass(frozen=True)
+class _Drawn:
+    """What ``load`` reads of the traffic's draws that no rate changes, on one scenario: each
+    drawn request's transfer time (how long it holds the link), exposed transfer and prefill,
+    in draw order, the draws' unit gaps, the mix's moments, and the bandwidth search's
+    volume and draws (the first ``TARGET_REQUESTS``)."""
 
-    def __init__(self, sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
+    service: np.ndarray
+    exposed: np.ndarray
+    prefill: np.ndarray
+    unit: np.ndarray
+    target_unit: np.ndarray
+    ex: float  # mean and mean square of the transfer time, and the mean wire bytes
+    ex2: float
+    wire: float
+    weights: np.ndarray  # the mix's weights, summing to 1
+    inverse: np.ndarray  # mix entry -> distinct length
+    volume: Volume  # bytes and prefill per distinct length (per_length's)
+    drawn: np.ndarray  # distinct length of each of the search's draws
+    drawn_prefill: np.ndarray
+
+
+_DRAWN = Kept(1)  # ~5 MB (three gathers of 200,000): the Traffic page's scenario and mix
+
+
+def _drawn(sc: Scenario, mix: Mix, n: int, target_n: int) -> _Drawn:
+    """``_Drawn`` of ``sc`` and ``mix`` (kept: a new arrival rate reuses it, ~1 ms a load)."""
+    key = (sc, _mix_key(mix), n, target_n)
+    hit = _DRAWN.get(key)
+    if hit is not None:
+        return hit
+    _, inverse, exposed, prefill, wire, whole = per_length(sc, mix.tokens, prefix=mix.prefix)
+    w = mix.weights / mix.weights.sum()
+    x = whole[inverse]  # each request holds the link for its whole transfer
+    idx, unit, target_unit = unit_draws(mix, n, target_n)
+    volume = length_volume(sc, mix.tokens, mix.prefix)  # what per_length builds
+    drawn = inverse[idx[:target_n]]  # ``x[inverse][idx]`` = ``x[inverse[idx]]``
+    made = _Drawn(service=x[idx], exposed=exposed[inverse][idx], prefill=prefill[inverse][idx],
+                  unit=unit, target_unit=target_unit, ex=float((w * x).sum()),
+                  ex2=float((w * x * x).sum()), wire=float((w * wire[inverse]).sum()),
+                  weights=w, inverse=inverse, volume=volume, drawn=drawn,
+                  drawn_prefill=np.atleast_1d(volume.prefill)[drawn])  # fmt: skip
+    for a in (made.service, made.exposed, made.prefill, made.drawn, made.drawn_prefill):
+        a.flags.writeable = False  # shared by every load of this scenario and mix
+    _DRAWN.put(key, made)
+    return made
+
+
+class _ShareSearch:
+    """The bandwidth search's tries: each try's p99 share of TTFT on the first
+    ``TARGET_REQUESTS`` draws, computed as before from the same arrays in the same order
+    (``per_length`` at that bandwidth), with what no bandwidth changes shared (``_Drawn``)."""
+
+    def __init__(self, sc: Scenario, d: _Drawn, rate: float, gaps: np.ndarray):
         self.sc1 = per_request_scenario(sc)
-        self.volume = length_volume(sc, mix.tokens, mix.prefix)  # what per_length builds
-        _, self.inverse = np.unique(mix.tokens, return_inverse=True)
-        self.drawn = self.inverse[idx]  # inverse[idx] of each draw: ``x[inverse][idx]``
-        self.prefill = np.atleast_1d(self.volume.prefill)[self.drawn]
-        self.w = mix.weights / mix.weights.sum()
-        self.rate, self.gaps, self.step = rate, gaps, sc.decode_step_s
+        self.d, self.rate, self.gaps, self.step = d, rate, gaps, sc.decode_step_s
 
     def at_most(self, bw: float, target: float) -> bool | None:
         """Whether the p99 share of TTFT at ``bw`` [bytes/s] is at most ``target`` (None: it
         is NaN, neither at most nor over), as ``np.percentile`` of the shares at ``bw``
-        (``per_length`` at that bandwidth, the same arrays in the same order) says.  Decided
-        by counting when the 99th percentile's order statistics lie clearly on one side
-        (numpy's linear interpolation stays between them); first on the shares without the
-        queue's waits, which no wait makes smaller: a bandwidth whose transfers alone exceed
-        the target needs no Lindley recursion.  The scenario is a copy with only the link's
-        bandwidth changed (building one validates every field, ~0.2 ms a try)."""
+        says, decided by counting when the 99th percentile's order statistics lie clearly
+        on one side (numpy's linear interpolation stays between them).  The scenario is a
+        copy with only the link's bandwidth changed (building one validates every field,
+        ~0.2 ms a try)."""
+        d = self.d
         other = copy.copy(self.sc1)
         object.__setattr__(other, "link", replace(self.sc1.link, bandwidth_bytes_per_s=bw))
-        t = transfer(other, volume=self.volume)
+        t = transfer(other, volume=d.volume)
         whole, exposed = np.atleast_1d(t.transfer_s), np.atleast_1d(t.exposed_s)
-        if self.rate * float((self.w * whole[self.inverse]).sum()) >= 1:
+        if self.rate * float((d.weights * whole[d.inverse]).sum()) >= 1:
             return False  # the link is overloaded: an infinite share
-        moved = exposed[self.drawn]
-        if p99_within(moved / (self.prefill + moved + self.step), target) is False:
-            return False  # over the target before any wait (with one, every share grows)
-        total = waits_after(whole[self.drawn], self.gaps) + moved
-        share = total / (self.prefill + total + self.step)
+        total = waits_after(whole[d.drawn], self.gaps) + exposed[d.drawn]
+        share = total / (d.drawn_prefill + total + self.step)
         decided = p99_within(share, target)
         if decided is not None:
             return decided
@@ -231,11 +264,17 @@ def p99_within(values: np.ndarray, limit: float) -> bool | None:
     return None
 
 
-def bandwidth_for_target(sc: Scenario, mix: Mix, rate: float, idx: np.ndarray, gaps):
+def bandwidth_for_target(sc: Scenario, mix: Mix, rate: float):
     """Smallest per-direction bandwidth whose p99 transfer share of TTFT ≤ the target (on the
-    first ``TARGET_REQUESTS`` lengths drawn, ``gaps`` their inter-arrival times)."""
-    search = _ShareSearch(sc, mix, rate, idx, gaps)
-    target = sc.share_target
+    first ``TARGET_REQUESTS`` lengths drawn, and their inter-arrival gaps at ``rate``); None
+    when latency or the codec alone exceed it."""
+    d = _drawn(sc, mix, SIM_REQUESTS, TARGET_REQUESTS)
+    return _search_bandwidth(_ShareSearch(sc, d, rate, d.target_unit * (1.0 / rate)),
+                             sc.share_target)  # fmt: skip
+
+
+def _search_bandwidth(search: _ShareSearch, target: float) -> float | None:
+    """The bisection of ``bandwidth_for_target`` (geometric, from 1 MB/s to 1 PB/s, to 1 %)."""
     lo, hi = 1e6, 1e15
     if search.at_most(hi, target) is False:
         return None  # latency or codec alone exceed the target
