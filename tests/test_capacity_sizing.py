@@ -208,3 +208,21 @@ def test_network_plans_are_the_plan_on_each_link():
     slow = plan(replace(SC, link=get_link("25gbe")), w, slo)
     assert slow.limits["decode"] == "link" and slow.ttft_s == df.ttft_s.iloc[2]
     assert df.bandwidth_bytes_per_s.iloc[2] == 3.125e9  # 25 Gb/s = 3.125 GB/s per direction
+
+
+def test_tpot_targets_that_make_the_same_decode_side_share_its_values(monkeypatch):
+    """Two TPOT targets that make the same decode batch B* make the same decode side (by
+    content), and share what is kept of it; past the bound the sides are made and numbered
+    again (never a number twice): the plans stay those of a fresh basis."""
+    a = Sizing(SC, CODE, Slo(1.5, 0.0600))
+    b = Sizing(SC, CODE, Slo(1.5, 0.06001))
+    assert all(a._prep.decodes[k] is b._prep.decodes[k] for k in a._prep.decodes)
+    monkeypatch.setattr(capacity_prep, "VARIANTS", 3)
+    got = []
+    for tpot in (0.03, 0.04, 0.05, 0.06, 0.04):
+        s = Sizing(SC, CODE, Slo(1.5, tpot))
+        got.append((tpot, s.plan(4.0), s.sweep(sweep_rates(4.0))))
+    for tpot, p, sweep in got:
+        capacity_prep.clear_bases()
+        alone = Sizing(SC, CODE, Slo(1.5, tpot))
+        assert p == alone.plan(4.0) and sweep.equals(alone.sweep(sweep_rates(4.0)))

@@ -183,7 +183,8 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         # the TTFT target (which the plan does not hold), is kept by the basis (a new target
         # that leaves a rate's sizes as they were gives the same plan object: bench/README.md,
         # Session 15, page controls)
-        return prep.kept(("plan", rps, price, price_decode, pools, c),
+        dpar = (pools.decode_tp, pools.decode_ep)  # its decode side: the plan's TTFT parts
+        return prep.kept(("plan", rps, price, price_decode, pools, c, prep.decode_number(dpar)),
                          lambda: _plan_of(prep, rps, pools, c, price, price_decode))  # fmt: skip
     near = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
     return _plan_of(prep, rps, pools, c, price, price_decode, network=network, near=near,

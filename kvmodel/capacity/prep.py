@@ -5,6 +5,7 @@ last few), and what one set of targets adds before any rate is sized (:class:`Pr
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import weakref
 
@@ -134,12 +135,17 @@ class Basis:
         self._pairs: dict[tuple, Prefill] = {}
         self._by_tpot: dict[tuple, tuple[Decode, tuple]] = {}
         self._steps: dict[tuple, dict] = {}  # (TP, EP) -> the steps by batch (at_tpot)
-        # (TPOT target, TTFT percentile, pair or colocated shape[, rate]) -> its TTFT floor,
-        # or its TTFT percentile by instances: neither depends on the TTFT target, so a new
-        # target searches the same curves (bench/README.md, Session 15, page controls)
+        # decode sides and colocated shapes by their content, each with a number: two TPOT
+        # targets that make the same one (the same batch B*) share what is kept below
+        self._variants: dict[tuple, tuple] = {}  # content -> (the object, its number)
+        self._numbers: dict[int, int] = {}  # id(object) -> its number
+        self._count = itertools.count()
+        # (TTFT percentile, decode side or shape number, pair or colocated shape[, rate]) ->
+        # its TTFT floor, or its TTFT percentile by instances: neither depends on the TTFT
+        # target, so a new target searches the same curves (bench/README.md, Session 15)
         self._floors: dict[tuple, float] = {}
         self._curves: dict[tuple, dict] = {}
-        self._sized: dict[tuple, list] = {}  # (TPOT, percentile, candidate, rate) -> sizes
+        self._sized: dict[tuple, list] = {}  # (percentile, number, candidate, rate) -> sizes
         self._kept: dict[tuple, object] = {}  # results of sizes found (Prepared.kept)
         self._volumes: dict[tuple, tuple] = {}  # pair -> (its pair scenario, its Volume)
         self._relinked = Kept(RELINKED)  # (pair, bandwidth) -> its prefill side there
@@ -225,13 +231,50 @@ class Basis:
                 self._by_tpot.clear()
             tp, ep = par
             kept = self._steps.setdefault(par, {})  # steps by batch: the same at any target
-            opts = tuple(colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept))
-            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp, ep, kept=kept),
-                                  opts)  # fmt: skip
+            opts = tuple(self._one(o, _option_content(o))
+                         for o in colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept))
+            dec = decode_side(self.sc, self.shp, tpot_s, tp, ep, kept=kept)
+            self._by_tpot[key] = (self._one(dec, _decode_content(dec)), opts)  # fmt: skip
         return self._by_tpot[key]
+
+    def _one(self, made, content: tuple):
+        """``made``, or the one made before with the same content (at another TPOT target)."""
+        hit = self._variants.get(content)
+        if hit is None:
+            if len(self._variants) >= VARIANTS:  # bounded: a user trying many targets
+                self._variants.clear()  # (the numbers go on: none is ever given twice)
+                self._numbers.clear()
+                self._by_tpot.clear()  # what it holds is made, and numbered, again
+            hit = self._variants[content] = (made, next(self._count))
+            self._numbers[id(made)] = hit[1]
+        return hit[0]
+
+    def number(self, made) -> int:
+        """The number of a decode side or colocated shape of ``at_tpot`` (``_one``; one
+        forgotten since, past the bound, is numbered again)."""
+        hit = self._numbers.get(id(made))
+        if hit is not None:
+            return hit
+        content = _decode_content(made) if isinstance(made, Decode) else _option_content(made)
+        self._one(made, content)
+        return self._variants[content][1]
 
 
 BASES = 4
+VARIANTS = 1024  # decode sides and colocated shapes kept by content per basis
+
+
+def _decode_content(d: Decode) -> tuple:
+    """Everything a decode side holds (what its pools, TTFT and TPOT are made of)."""
+    return ("decode", d.tp, d.ep, d.batch, d.step_s, d.limit, d.feasible, d.max_concurrent,
+            d.compute_bound, d.note, d.batches.tobytes(), d.steps_s.tobytes())  # fmt: skip
+
+
+def _option_content(o) -> tuple:
+    """Everything a colocated shape holds (what its sizes are made of)."""
+    return ("colocated", o.tp, o.ep, o.chunk, o.batch, o.iteration_s, o.slot_limit,
+            o.mean_s, o.cs2, o.feasible, o.latency_s.tobytes(), o.batches.tobytes(),
+            o.steps_s.tobytes())  # fmt: skip
 CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
 RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
 SIZES = 4  # sizes kept per candidate and rate, of the latest TTFT targets
@@ -276,6 +319,11 @@ class Prepared:
         self.decodes = {tp: basis.at_tpot(slo.tpot_s, tp)[0] for tp in dtps}
         self.prefill_mean_s = {tp: basis.prefill_mean_s(tp) for tp in ptps}
         self.options = tuple(o for tp in ctps for o in basis.at_tpot(slo.tpot_s, tp)[1])
+        # the number of each decode side and shape (Basis._one): what the kept values of a
+        # pair or shape depend on beyond the basis, as the TPOT target makes it
+        self.numbers = {dpar: basis.number(d) for dpar, d in self.decodes.items()}
+        self.numbers.update({("colocated", o.tp, o.ep, o.chunk): basis.number(o)
+                             for o in self.options})  # fmt: skip
         # results of each pair and colocated shape by rate, (rates rising, results): counts
         # only grow with the rate, so a search starts from the result at the next rate below
         # and prunes with it
@@ -285,30 +333,43 @@ class Prepared:
         """The prefill side of (prefill, decode) parallelisms, each (TP, EP), and the decode."""
         return self.basis.prefill(par, par_decode), self.decodes[par_decode]
 
+    def _scope(self, key) -> tuple:
+        """What the values kept of ``key`` depend on beyond the basis and itself: the TTFT
+        percentile, and the decode side of a pair (``(prefill, decode)``, ``(pair, rate)``
+        or ``("bandwidth", prefill, decode, bandwidth)``) or the colocated shape
+        (``("colocated", TP, EP, chunk)``) as this TPOT target makes it, by its number:
+        another target that makes the same one shares them."""
+        head = key[0]
+        if head == "colocated":
+            return (self.slo.ttft_percentile, self.numbers[key])
+        decode = key[2] if head == "bandwidth" else key[1] if _is_par(key[1]) else key[0][1]
+        return (self.slo.ttft_percentile, self.numbers[decode])
+
     def floor(self, key, compute, *args) -> float:
-        """``compute(*args)``, once per ``key`` (a pair or colocated shape, by value) at these
-        TPOT target and TTFT percentile: the TTFT percentile without queues, which depends on
-        neither the rate nor the TTFT target (kept by the basis for every target)."""
-        slo = self.slo
-        return self.basis.floor((slo.tpot_s, slo.ttft_percentile, key), compute, *args)
+        """``compute(*args)``, once per ``key`` (a pair or colocated shape, by value, ``_scope``):
+        the TTFT percentile without queues, which depends on neither the rate nor the TTFT
+        target (kept by the basis for every target)."""
+        return self.basis.floor((*self._scope(key), key), compute, *args)
 
     def curve(self, key, rps: float) -> dict:
         """The TTFT percentiles by instances known of ``key`` (a pair or colocated shape, by
-        value) at ``rps`` and these TPOT target and TTFT percentile: the searches' values,
-        which do not depend on the TTFT target (a new target looks them up; the search finds
-        the same counts, from the same numbers)."""
-        slo = self.slo
-        return self.basis.curve((slo.tpot_s, slo.ttft_percentile, key, rps))
+        value, ``_scope``) at ``rps``: the searches' values, which do not depend on the TTFT
+        target (a new target looks them up; the search finds the same counts, from the same
+        numbers)."""
+        return self.basis.curve((*self._scope(key), key, rps))
+
+    def decode_number(self, par_decode) -> int:
+        """The number of this TPOT target's decode side at ``par_decode`` (``Basis._one``)."""
+        return self.numbers[par_decode]
 
     def relinked(self, par, par_decode, bw: float) -> Prefill:
         """The pair's prefill side at per-link bandwidth ``bw`` (``Basis.relinked``)."""
         return self.basis.relinked(par, par_decode, bw)
 
     def kept(self, key: tuple, compute):
-        """``compute()``, once per ``key`` at these TPOT target, TTFT percentile and TPs
-        searched, for every TTFT target (``key`` must hold all else the result depends on)."""
-        slo = self.slo
-        return self.basis.kept((slo.tpot_s, slo.ttft_percentile, self.tps, *key), compute)
+        """``compute()``, once per ``key`` at this TTFT percentile and TPs searched, for every
+        target (``key`` must hold all else the result depends on: the decode side's number)."""
+        return self.basis.kept((self.slo.ttft_percentile, self.tps, *key), compute)
 
     def sized(self, key, rps: float, compute, holds):
         """``compute()``: the size of ``key`` (a pair or colocated shape, by value) at ``rps``
@@ -316,7 +377,7 @@ class Prepared:
         percentile) when ``holds(size, target then)`` says the search gives it here too
         (``retarget``: a new TTFT target re-sizes only what it changes)."""
         slo = self.slo
-        found = self.basis.sizes((slo.tpot_s, slo.ttft_percentile, key, rps))
+        found = self.basis.sizes((*self._scope(key), key, rps))
         for was, size in reversed(found):
             if holds(size, was):
                 return size
@@ -365,6 +426,11 @@ class Prepared:
         if not out:
             raise too_many_instances(math.ceil(most) if math.isfinite(most) else math.inf)
         return sorted(out)
+
+
+def _is_par(x) -> bool:
+    """Whether ``x`` is a parallelism (TP, EP)."""
+    return isinstance(x, tuple) and len(x) == 2 and all(isinstance(v, int) for v in x)
 
 
 def tps(sc: Scenario, tp: int | None, gpu=None) -> tuple[int, ...]:
