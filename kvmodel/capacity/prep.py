@@ -231,8 +231,10 @@ class Basis:
                 self._by_tpot.clear()
             tp, ep = par
             kept = self._steps.setdefault(par, {})  # steps by batch: the same at any target
-            opts = tuple(self._one(o, _option_content(o))
-                         for o in colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept))
+            opts = tuple(
+                self._one(o, _option_content(o))
+                for o in colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept)
+            )
             dec = decode_side(self.sc, self.shp, tpot_s, tp, ep, kept=kept)
             self._by_tpot[key] = (self._one(dec, _decode_content(dec)), opts)  # fmt: skip
         return self._by_tpot[key]
@@ -262,6 +264,11 @@ class Basis:
 
 BASES = 4
 VARIANTS = 1024  # decode sides and colocated shapes kept by content per basis
+CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
+RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
+SIZES = 4  # sizes kept per candidate and rate, of the latest TTFT targets
+SIZED = 4096  # candidates and rates whose sizes are kept per basis (a few KB each, at most)
+KEPT = 2048  # sweep plans (~2 KB) and sweep frames (~10 KB) kept per basis
 
 
 def _decode_content(d: Decode) -> tuple:
@@ -275,11 +282,8 @@ def _option_content(o) -> tuple:
     return ("colocated", o.tp, o.ep, o.chunk, o.batch, o.iteration_s, o.slot_limit,
             o.mean_s, o.cs2, o.feasible, o.latency_s.tobytes(), o.batches.tobytes(),
             o.steps_s.tobytes())  # fmt: skip
-CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
-RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
-SIZES = 4  # sizes kept per candidate and rate, of the latest TTFT targets
-SIZED = 4096  # candidates and rates whose sizes are kept per basis (a few KB each, at most)
-KEPT = 2048  # sweep plans (~2 KB) and sweep frames (~10 KB) kept per basis
+
+
 # (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
 # first: a workload is keyed by identity (its arrays are not compared), and the weak
 # reference tells a live workload from a new one that reuses a dead one's id
