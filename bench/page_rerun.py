@@ -14,7 +14,8 @@ them all alike), three kinds of rerun are timed (``at.run()`` only, wall clock):
               target and the request rate (a new target re-sizes every rate drawn, a new rate
               only the rates it has not drawn before); on Traffic the "too short" length and
               the arrival rate (the batch does not reach its analysis).  Its ratio is to the
-              trivial page's ``change``.
+              trivial page's ``change``.  A control inside an ``st.fragment`` is timed as the
+              browser reruns it: that fragment alone (``fragments.py``), not the whole script.
 
 The pages are those app.py hands to ``st.navigation`` (recorded in one AppTest run), so new
 pages are included without editing the bench.
@@ -42,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fragments  # noqa: E402
 from common import (  # noqa: E402
     APP,
     RERUN_MEDIAN_MS,
@@ -84,9 +86,9 @@ def new_app(path: Path, page: str | None):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(path), default_timeout=120)
-    at.run()
+    fragments.run(at)
     if page:
-        at.switch_page(page).run()
+        fragments.run(at.switch_page(page))
     check(at, path, page)
     return at
 
@@ -113,21 +115,32 @@ def page_control(label: str, r: int) -> tuple[str, float] | None:
 
 
 def timed_set(at, key: str, value) -> float:
+    """Set a page control and time the rerun the browser would ask for: the fragment that holds
+    the control when it is inside one (``fragments.py``: what a user waits for), else the whole
+    script (which the control's callback may turn into a named fragment's rerun).  After a
+    fragment rerun the whole page runs once more, untimed, so that the next change finds every
+    widget in AppTest's element tree."""
     at.number_input(key=key).set_value(value)
+    fragment = fragments.holding(at, key)
     t0 = time.perf_counter()
-    at.run()
+    fragments.run(at, fragment)
+    ms = (time.perf_counter() - t0) * 1e3
     if at.exception:
         raise BenchError(f"{key} = {value}: exception {[e.value for e in at.exception]}")
+    if fragment or fragments.partial(at):  # a fragment only: the whole page again, untimed
+        fragments.run(at)
+        if at.exception:
+            raise BenchError(f"{key} = {value}: the whole page after the fragment raised")
     if at.number_input(key=key).value != value:
         raise BenchError(f"{key} did not change to {value}")
-    return (time.perf_counter() - t0) * 1e3
+    return ms
 
 
 def timed_run(at, batch: int | None) -> float:
     if batch is not None:
         at.number_input(key="batch").set_value(batch)
     t0 = time.perf_counter()
-    at.run()
+    fragments.run(at)  # the whole script (it records which widgets sit in a fragment)
     return (time.perf_counter() - t0) * 1e3
 
 

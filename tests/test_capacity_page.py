@@ -135,6 +135,9 @@ def test_moving_the_rate_back_and_forth_shows_each_rates_plan():
         x = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["x"]
         drawn = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"])  # plotly's binary
         np.testing.assert_allclose(drawn, cap.sweep_rates(rps), rtol=1e-12)
+        # the rate reruns the results only (its callback): AppTest's tree then holds them
+        # alone, where a browser keeps the controls drawn; the whole page, for the next one
+        at.run()
 
 
 @pytest.mark.parametrize(
@@ -397,3 +400,23 @@ def test_issue_24_a_100_ms_ttft_neither_side_meets_shows_no_saving_and_no_green(
     assert "3,080" not in tiles["Colocated GPUs"].value
     assert "no disaggregated plan meets the targets" in at.info[0].value
     assert "so no saving is counted" in at.info[0].value
+
+
+def test_a_target_reruns_the_results_only_and_rewrites_the_link():
+    """The targets, the rate, the prices and the TP choice rerun the results below the
+    controls only (their callbacks name the fragment): not the controls, the sidebar or the
+    router; the link is written all the same.  The rate moving to or from 0 (the trace's own
+    rate, named under its box) reruns the whole page."""
+    at = app(FIXED, PAGE, article=False)
+    at.number_input(key="w_ttft_slo").set_value(1234.0).run()
+    assert not at.exception
+    assert at.query_params["ttft_slo"] == "1234"
+    assert not at.sidebar.number_input and not at.get("number_input")  # the results alone
+    assert any(m.label == "Disaggregated GPUs" for m in at.metric)
+    at.run()
+    assert at.number_input(key="w_ttft_slo").value == 1234.0  # the whole page: as set
+    trace = app({"stack": "mooncake"}, PAGE, article=False)  # a trace at its own rate (0)
+    assert any(c.value.startswith("0: the trace's own rate") for c in trace.caption)
+    trace.number_input(key="w_rps").set_value(3.0).run()  # from 0: the whole page
+    assert trace.number_input(key="w_rps").value == 3.0
+    assert not any(c.value.startswith("0: the trace's own rate") for c in trace.caption)

@@ -90,6 +90,39 @@ def test_a_new_target_reuses_the_rate_free_basis():
     assert capacity_prep.kept_bases() <= capacity_prep.BASES
 
 
+@settings(max_examples=6, deadline=None)
+@given(targets=st.lists(st.tuples(st.floats(0.3, 3.0), st.sampled_from([0.03, 0.04, 0.06]),
+                                  st.sampled_from([2.0, 4.0, 4.4, 30.0])),
+                        min_size=2, max_size=4),
+       q=st.sampled_from([90.0, 99.0]))  # fmt: skip
+def test_targets_tried_one_after_another_give_the_plans_of_a_fresh_basis(targets, q):
+    """What the basis keeps for every TTFT target (each pair's and colocated shape's TTFT
+    percentile by instances at a rate, their floors, the NIC search's prefill sides, the sizes
+    found at other targets when the search gives them again, the sweep's plans and frames of
+    the same sizes, the steps by batch of each TPOT target's search): a target tried after
+    others gives exactly the plans and the sweep it gives alone, with nothing kept."""
+    got = []
+    for ttft, tpot, rate in targets:
+        sizing = Sizing(SC, CODE, Slo(ttft, tpot, ttft_percentile=q))
+        got.append((sizing.plan(rate), sizing.sweep(sweep_rates(rate))))
+    for (ttft, tpot, rate), (p, sweep) in zip(targets, got, strict=True):
+        capacity_prep.clear_bases()
+        alone = Sizing(SC, CODE, Slo(ttft, tpot, ttft_percentile=q))
+        assert p == alone.plan(rate)  # every field, the NIC bandwidth needed included
+        assert sweep.equals(alone.sweep(sweep_rates(rate)))
+
+
+def test_a_new_ttft_target_that_changes_no_size_gives_the_same_sweep_object():
+    """A target that leaves every rate's sizes as they were (a few ms more) gives the same plan
+    objects and the same frame: a page draws its charts from it by a lookup."""
+    rates = sweep_rates(5.0)
+    a = Sizing(SC, CODE, Slo(1.500, 0.06)).sweep(rates)
+    b = Sizing(SC, CODE, Slo(1.5001, 0.06)).sweep(rates)
+    assert b is a
+    c = Sizing(SC, CODE, Slo(0.4, 0.06)).sweep(rates)  # a much tighter one changes sizes
+    assert c is not a and not c.equals(a)
+
+
 def test_a_kept_basis_does_not_keep_its_workload_alive():
     import gc
     import weakref
@@ -175,3 +208,21 @@ def test_network_plans_are_the_plan_on_each_link():
     slow = plan(replace(SC, link=get_link("25gbe")), w, slo)
     assert slow.limits["decode"] == "link" and slow.ttft_s == df.ttft_s.iloc[2]
     assert df.bandwidth_bytes_per_s.iloc[2] == 3.125e9  # 25 Gb/s = 3.125 GB/s per direction
+
+
+def test_tpot_targets_that_make_the_same_decode_side_share_its_values(monkeypatch):
+    """Two TPOT targets that make the same decode batch B* make the same decode side (by
+    content), and share what is kept of it; past the bound the sides are made and numbered
+    again (never a number twice): the plans stay those of a fresh basis."""
+    a = Sizing(SC, CODE, Slo(1.5, 0.0600))
+    b = Sizing(SC, CODE, Slo(1.5, 0.06001))
+    assert all(a._prep.decodes[k] is b._prep.decodes[k] for k in a._prep.decodes)
+    monkeypatch.setattr(capacity_prep, "VARIANTS", 3)
+    got = []
+    for tpot in (0.03, 0.04, 0.05, 0.06, 0.04):
+        s = Sizing(SC, CODE, Slo(1.5, tpot))
+        got.append((tpot, s.plan(4.0), s.sweep(sweep_rates(4.0))))
+    for tpot, p, sweep in got:
+        capacity_prep.clear_bases()
+        alone = Sizing(SC, CODE, Slo(1.5, tpot))
+        assert p == alone.plan(4.0) and sweep.equals(alone.sweep(sweep_rates(4.0)))

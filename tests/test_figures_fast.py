@@ -99,3 +99,42 @@ def test_every_pages_charts_are_sent_as_their_figures_json(monkeypatch, page, qu
     assert sent, "the page drew no chart"
     for ours, plotly_own in sent:
         assert ours == plotly_own
+
+
+def test_a_figure_drawn_from_its_dicts_is_the_built_figures_json():
+    """``Fig.sent`` (Capacity's and Traffic's charts): the JSON made straight from the dicts,
+    without the go.Figure, parses as the built figure's (values, arrays in base64, a None left
+    out, the template shared); the figure itself is built only for an export, once."""
+    fig = kit.Fig()
+    fig.add_scatter(x=np.geomspace(1, 10, 50), y=np.arange(50, dtype=np.int64), name="s",
+                    customdata=np.arange(100.0).reshape(50, 2), hovertemplate=None,
+                    marker_color=None, line={"dash": "dot", "width": None})  # fmt: skip
+    fig.add_bar(x=np.array([1.0, 2.5]), y=["a", "b"], base=np.array([0.5, 1.25]))
+    kit.base_layout(fig, "Title", "x [s]", "y")
+    fig.update_layout(xaxis_range=np.array([0.0, 2.0]), yaxis2={"title": "second"})
+    fig.add_vline(2.0, annotation_text="here")
+    sent = fig.sent()
+    assert fig.sent() is sent and isinstance(sent, go.Figure)
+    assert json.loads(pio.to_json(sent, validate=False)) == _spec(fig.build())
+    assert sent.to_dict()["layout"]["template"] is kit.Fig().sent().to_dict()["layout"]["template"]
+    assert fig.figure() is fig.figure() and _spec(fig.figure()) == _spec(fig.build())
+
+
+SENT_FROM_DICTS = {"pages/traffic.py", "pages/capacity.py"}
+
+
+@pytest.mark.parametrize("page, query", PAGES)
+def test_every_chart_drawn_from_its_dicts_is_its_figures_json(monkeypatch, page, query):
+    seen = []
+    made = kit.Fig.sent
+
+    def checked(self):
+        out = made(self)
+        seen.append((json.loads(pio.to_json(out, validate=False)), _spec(self.build())))
+        return out
+
+    monkeypatch.setattr(kit.Fig, "sent", checked)
+    app(query, page, article=False)
+    assert seen or page not in SENT_FROM_DICTS, "the page drew no chart from its dicts"
+    for ours, built in seen:
+        assert ours == built

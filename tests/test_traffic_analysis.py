@@ -155,3 +155,27 @@ def test_a_cached_prefix_lengthens_the_prefill_the_share_criterion_sees():
     without = regions(sc, replace(deep, prefix=None), criterion="share")
     with_prefix = regions(sc, deep, criterion="share")
     assert without.fraction_transfer_bound == 1.0 and with_prefix.fraction_transfer_bound == 0.0
+
+
+def test_the_comparison_at_another_too_short_length_is_tallied_afresh_from_kept_options():
+    # the options' transfer-bound lengths are kept per scenario, mix and criterion: the
+    # Traffic page's "too short" control re-tallies them; each row equals regions() of that
+    # option's scenario at that length
+    from kvmodel import catalog
+    from kvmodel.traffic import comparison, regions
+
+    mix = mix_from_requests(requests_like([100, 300, 900, 2000, 5000, 12000, 12000]))
+    links = ["100gbe", "ib-ndr"]
+    first = comparison(SC, mix, link_ids=links, min_seq_len=128)
+    for minlen in (128, 129, 1000, 4096):
+        for crit in ("step", "share"):
+            rows = comparison(SC, mix, link_ids=links, min_seq_len=minlen, criterion=crit)
+            assert len(rows) == len(first) == 12
+            for row in rows:
+                link, lw = catalog.get_link(row["link"]), row["layerwise"]
+                s = replace(SC, link=link, compression=row["compression"], layerwise=lw)
+                r = regions(s, mix, min_seq_len=minlen, criterion=crit)
+                assert row["fraction_requests_gain"] == r.fraction_gain
+                assert row["fraction_tokens_gain"] == r.fraction_tokens_gain
+                assert row["fraction_transfer_bound"] == r.fraction_transfer_bound
+                assert row["critical_seq_len"] == r.critical_seq_len

@@ -23,13 +23,14 @@ def static_export_problem() -> str | None:
     return export.UNAVAILABLE + "."
 
 
-def table_download(table, name: str) -> None:
+def table_download(table, name: str, link: str | None = None) -> None:
     """A "Table as CSV" button: ``table`` is a DataFrame, or a function making one when pressed
     (a ``kvview.csv_tables`` builder over the page's SI table).  The file's first line is the
-    scenario's share link, captured now: the button's callback runs without the session."""
+    scenario's share link (``link``, when the page has it already), captured now: the button's
+    callback runs without the session."""
     from ui.urlstate import share_url
 
-    link = share_url()
+    link = share_url() if link is None else link
 
     def build() -> bytes:
         df = table() if callable(table) else table
@@ -70,6 +71,10 @@ def figure_downloads(fig, name: str) -> None:
     )
     if not menu.open:
         return
+    from kvview.figures.kit import Fig
+
+    if isinstance(fig, Fig):
+        fig = fig.figure()  # a kit figure drawn from its dicts: built for the files, once
     problem = static_export_problem()
     subtitle = scenario_subtitle()  # captured now: the buttons' callbacks run without it
     with menu:
@@ -102,15 +107,19 @@ def figure_downloads(fig, name: str) -> None:
 def chart(fig, name: str, container=None) -> None:
     """A chart with its Export menu (in ``container``, e.g. a column; default the page).
 
-    In presentation mode the chart is drawn at projector scale and without the menu."""
+    ``fig``: a ``go.Figure``, or a kit figure not built yet (a builder's ``unbuilt``, memoised:
+    its JSON is made straight from its dicts, ``Fig.sent``, and the ``go.Figure`` only for an
+    export).  In presentation mode the chart is drawn at projector scale and without the menu."""
     from kvview.figures import scale as figscale
-    from kvview.figures.kit import sent
+    from kvview.figures.kit import Fig, sent
     from ui import perf, present
 
     target = container if container is not None else st.container()
     if present.active():  # memoised by the figure's identity: pages pass cached figures
-        target.plotly_chart(sent(perf.cached(figscale.presentation, fig)), width="stretch")
+        built = fig.figure() if isinstance(fig, Fig) else fig
+        target.plotly_chart(sent(perf.cached(figscale.presentation, built)), width="stretch")
         return
-    target.plotly_chart(sent(fig), width="stretch")  # its JSON made once per figure
+    # its JSON made once per figure
+    target.plotly_chart(fig.sent() if isinstance(fig, Fig) else sent(fig), width="stretch")
     with target:
         figure_downloads(fig, name)

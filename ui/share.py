@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.urlstate import scenario, share_url, version1_implied
+from ui.urlstate import SHARE_OPEN, scenario, share_url, version1_implied
 
 
 def share_box() -> None:
@@ -17,7 +17,7 @@ def share_box() -> None:
         "link with present=1 opens this way.",
     )
     box = st.sidebar.expander(
-        "Share this scenario", icon=":material/link:", key="sb_share_open", on_change="rerun"
+        "Share this scenario", icon=":material/link:", key=SHARE_OPEN, on_change="rerun"
     )
     # drawn only while open: the link is built when someone wants it (a lazy menu: bench/README.md,
     # "What made the difference" item 9, 2-4 ms per page)

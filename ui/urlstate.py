@@ -156,6 +156,30 @@ def sync_url() -> None:
     st.query_params.from_dict(query)
 
 
+def fragment_rerun() -> bool:
+    """True when this run reruns fragments only: a control inside an ``st.fragment`` changed,
+    and the router (``sync_url``, the sidebar) did not run.  Streamlit (1.67) sets the run's
+    fragments on its context; there is no public API for it yet."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return bool(getattr(get_script_run_ctx(), "fragment_ids_this_run", None))
+
+
+SHARE_OPEN = "sb_share_open"  # the sidebar's "Share this scenario" expander (ui.share)
+
+
+def sync_url_in_fragment() -> None:
+    """At the top of a page's fragment: on a fragment rerun, write the link as ``sync_url``
+    does on every whole run (the fragment's controls are inputs of the link).  The sidebar's
+    share box, when open, shows the link: then the whole app reruns, so it shows the new one."""
+    if not fragment_rerun():
+        return
+    before = st.query_params.to_dict()
+    sync_url()
+    if st.session_state.get(SHARE_OPEN) and st.query_params.to_dict() != before:
+        st.rerun(scope="app")
+
+
 def share_url() -> str:
     """The current page's address with the scenario in its query string (the short link:
     what differs from the defaults, ``params.to_link_query``)."""

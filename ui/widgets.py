@@ -72,10 +72,13 @@ def est_widgets(name: str) -> None:
         input_widget(st.number_input, name, key=f"{name}_ms", label=row.label_unit, help=None)
 
 
-def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, **kwargs):
+def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=None, then=None,
+                **kwargs):  # fmt: skip
     """A page-level input stored under its URL name, so it survives pages that do not draw it.
 
-    The widget gets the key ``w_<name>``; its value is copied to ``name`` on change.
+    The widget gets the key ``w_<name>``; its value is copied to ``name`` on change, and then
+    ``then(old value, new value)`` is called (a callback: ``st.rerun`` of a named fragment
+    there reruns that fragment only, not the app).
     """
     ss = st.session_state
     to_widget = to_widget or (lambda v: v)
@@ -84,7 +87,10 @@ def page_widget(widget, label: str, name: str, *, to_widget=None, from_widget=No
     ss[wkey] = to_widget(ss[name])
 
     def _store():
+        old = ss[name]
         ss[name] = from_widget(ss[wkey])
+        if then is not None:
+            then(old, ss[name])
 
     kind = getattr(widget, "__name__", "")
     if kind in NUMBER_WIDGETS:

@@ -37,7 +37,9 @@ from kvmodel.capacity.pools import (
     request_cost_s,
 )
 from kvmodel.capacity.queue import (
+    MAX_SERVERS,
     batch_grid,
+    kept_points,
     largest_within,
     moments,
     percentile,
@@ -88,9 +90,11 @@ class Option:
         return max(self.tp, self.ep)
 
 
-def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> list[Option]:
+def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1, *,
+            kept: dict | None = None) -> list[Option]:  # fmt: skip
     """The colocated shapes at TP ``tp`` (EP ``ep``), one per chunk that leaves room for a
-    decode batch."""
+    decode batch.  ``kept``: each chunk's iterations at the batches asked before
+    (``kept_points``: they do not depend on the target)."""
     model = sc.model
     ctx = shp.decode_context
     taken = memory_context(sc, shp)  # what a slot takes in memory (the framework's admission)
@@ -109,9 +113,10 @@ def options(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> li
     out = []
     for chunk in CHUNKS:
 
-        def step(b, chunk=chunk):
+        def iteration(b, chunk=chunk):
             return mixed_step_s(sc, ctx, b, chunk, fpt, tp, ep)
 
+        step = kept_points(iteration, None if kept is None else kept.setdefault(chunk, {}))
         fit, it = largest_within(step, tpot_s, top)
         b = max(fit, 1)
         if fit == 0:
@@ -156,24 +161,42 @@ def bound(opt: Option, shp: Shape, rps: float) -> int:
     return max(slots, math.ceil(rps * opt.mean_s - 1e-9), 1) * opt.gpus
 
 
+def may_raise(opt: Option, shp: Shape, rps: float) -> bool:
+    """Whether ``size`` of ``opt`` at ``rps`` may ask a pool over ``MAX_SERVERS`` instances
+    (a ValueError): its fewest stable count, its fallback count or its decode slots are over
+    it (its search asks no more than that many)."""
+    a = rps * opt.mean_s
+    slots = math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9)
+    return max(slots, at_least(a), math.ceil(a / FALLBACK_UTILIZATION - 1e-9)) > MAX_SERVERS
+
+
 def ttft_floor(opt: Option, q: float) -> float:
     """The TTFT percentile [s] of a shape without the prefill queue."""
     return percentile(opt.latency_s, q)
 
 
-def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
-         start: int = 1, floor_s: float | None = None) -> Colocated:  # fmt: skip
-    """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
-    lower rate needed (where a sweep starts its search; the answer is the same); ``floor_s``:
-    ``ttft_floor`` when the caller has it."""
+def ttft_function(opt: Option, shp: Shape, rps: float, q: float, seen: dict | None = None):
+    """TTFT percentile [s] of the shape at n instances (``remembered``; ``seen``: its values
+    known already, which do not depend on the TTFT target)."""
     u = shp.draws.tail[0]
     a = rps * opt.mean_s
-    slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
 
-    @remembered
     def ttft(n: int) -> float:
         return sum_percentile(opt.latency_s, q, ((u, n, a, opt.mean_s, opt.cs2),))
 
+    return remembered(ttft, seen)
+
+
+def size(opt: Option, shp: Shape, rps: float, ttft_slo_s: float, q: float, *,
+         start: int = 1, floor_s: float | None = None,
+         seen: dict | None = None) -> Colocated:  # fmt: skip
+    """Instances of one colocated shape for rate ``rps`` (module doc); ``start``: instances a
+    lower rate needed (where a sweep starts its search; the answer is the same); ``floor_s``:
+    ``ttft_floor`` when the caller has it; ``seen``: TTFT percentiles of this shape at this
+    rate and percentile known already, by instances (``remembered``; filled here)."""
+    a = rps * opt.mean_s
+    slots = max(1, math.ceil(rps * shp.mean_output * opt.iteration_s / opt.batch - 1e-9))
+    ttft = ttft_function(opt, shp, rps, q, seen)
     lo = at_least(a)
     meets = opt.feasible
     if (ttft_floor(opt, q) if floor_s is None else floor_s) > ttft_slo_s:

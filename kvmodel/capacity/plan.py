@@ -30,8 +30,6 @@ from kvmodel.capacity.pools import (
     Pools,
     decode_receivers,
     lanes,
-    pair_scenario,
-    relinked,
     ttft_function,
     ttft_parts,
 )
@@ -47,7 +45,6 @@ from kvmodel.capacity.workload import Slo, Workload
 from kvmodel.catalog import get_link
 from kvmodel.scenario import Scenario
 from kvmodel.topology import domain_gpus, is_scale_up
-from kvmodel.wire import Volume
 
 __all__ = [
     "NETWORK_COLUMNS",
@@ -71,16 +68,17 @@ def _bandwidth_needed(prep: Prepared, pools: Pools, rps: float) -> float | None:
     receiving decode NICs stay at most ``RECEIVER_UTILIZATION`` busy (so the plan on a link
     of this speed has the same decode instances, not more).  A search on a 1 % grid from
     1 MB/s (None: no bandwidth is enough)."""
-    sc, slo, shp = prep.sc, prep.slo, prep.shp
-    pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
-    s1 = pair_scenario(sc, pf.tp, pf.tp_decode, pf.ep, pf.ep_decode)
-    volume = Volume(s1, seq_len=shp.moved, prefix=shp.prefix)
+    slo, shp = prep.slo, prep.shp
+    par, dpar = (pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep)
+    dec = prep.pair(par, dpar)[1]
 
     def ok(bw: float) -> bool:
-        other = relinked(pf, s1, shp, bw, volume)
+        other = prep.relinked(par, dpar, bw)  # kept: the first tries are those of every search
         if decode_receivers(rps * other.mean_x, lanes(other, dec.gpus)) > pools.decode_instances:
             return False
-        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile)  # sending end, and TTFT
+        # sending end, and TTFT; its values do not depend on the TTFT target (Prepared.curve)
+        f = ttft_function(other, dec, shp, rps, slo.ttft_percentile,
+                          prep.curve(("bandwidth", par, dpar, bw), rps))  # fmt: skip
         return f(pools.prefill_instances) <= slo.ttft_s
 
     lo, hi = 1e6, 1e15
@@ -178,10 +176,27 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
              price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
     """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
     nearest parallelism at which a side that misses the targets meets them."""
-    sc, slo, shp = prep.sc, prep.slo, prep.shp
     pools = best_pools(prep, rps)
     c = best_colocated(prep, rps)
-    near_p, near_c = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+    if not network and not nearest:
+        # a sweep's row: the plan of the same pools and colocated size at this rate, whatever
+        # the TTFT target (which the plan does not hold), is kept by the basis (a new target
+        # that leaves a rate's sizes as they were gives the same plan object: bench/README.md,
+        # Session 15, page controls)
+        dpar = (pools.decode_tp, pools.decode_ep)  # its decode side: the plan's TTFT parts
+        return prep.kept(("plan", rps, price, price_decode, pools, c, prep.decode_number(dpar)),
+                         lambda: _plan_of(prep, rps, pools, c, price, price_decode))  # fmt: skip
+    near = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+    return _plan_of(prep, rps, pools, c, price, price_decode, network=network, near=near,
+                    nearest=nearest)  # fmt: skip
+
+
+def _plan_of(prep: Prepared, rps: float, pools, c, price, price_decode, *, network=False,
+             near=(None, None), nearest=False) -> CapacityPlan:  # fmt: skip
+    """The plan of the best ``pools`` and colocated size ``c`` at ``rps`` (``_plan_at``);
+    ``near``: the nearest parallelisms found, ``network``: with the NIC-bandwidth search."""
+    sc, slo, shp = prep.sc, prep.slo, prep.shp
+    near_p, near_c = near
     notes = _plan_notes(sc, shp, pools, c)
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
@@ -334,13 +349,21 @@ class Sizing:
         sized in rising order (each search starts where the rate below ended)."""
         rates = [_rate(r) for r in rates]
         plans = {r: self.plan(r, network=False) for r in sorted(set(rates))}
-        rows = []
-        for r in rates:
-            p = plans[r]
-            row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
-            row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
-            rows.append(row)
-        return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
+        chosen = tuple(plans[r] for r in rates)
+        # the same plans (kept across TTFT targets: _plan_at) make the same frame, the same
+        # object: what a page draws from it is looked up, not drawn again
+        key = ("sweep", tuple(rates), self.price, self.price_decode, *map(id, chosen))
+        return self._prep.kept(key, lambda: (chosen, _sweep_frame(chosen)))[1]
+
+
+def _sweep_frame(plans) -> pd.DataFrame:
+    """One row per plan (``SWEEP_COLUMNS``: the plan's fields, limits by pool)."""
+    rows = []
+    for p in plans:
+        row = {k: getattr(p, k) for k in SWEEP_COLUMNS if hasattr(p, k)}
+        row.update({f"{pool}_limit": limit for pool, limit in p.limits.items()})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(SWEEP_COLUMNS))
 
 
 def plan(sc: Scenario, workload: Workload, slo: Slo, *, prefill_tp: int | None = None,

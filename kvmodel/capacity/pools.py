@@ -36,6 +36,7 @@ import numpy as np
 
 from kvmodel.capacity.queue import (
     batch_grid,
+    kept_points,
     kth_smallest,
     largest_within,
     moments,
@@ -143,7 +144,11 @@ def memory_batch(max_concurrent: int, shp: Shape, context: tuple[int, float] | N
     return max(1, min(n, math.floor(root * root + 1e-9)))
 
 
-def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -> Decode:
+def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1, *,
+                kept: dict | None = None) -> Decode:  # fmt: skip
+    """The decode instance at ``tp`` (``ep``) for the target ``tpot_s`` (module doc).
+    ``kept``: its steps at the batches asked before (``kept_points``: they do not depend on
+    the target)."""
     model, gpu = sc.model, sc.decode_gpu  # the decode instances' GPU
     ctx = shp.decode_context
     dp = sc.data_parallel_attention or ep > tp  # EP runs attention data-parallel
@@ -156,10 +161,11 @@ def decode_side(sc: Scenario, shp: Shape, tpot_s: float, tp: int, ep: int = 1) -
     fw = getattr(sc, "framework", None)
     kw = {} if fw is None else {"framework": fw}
 
-    def step(b):
+    def estimate(b):
         return estimate_decode_step_s(model, ctx, b, gpu=gpu, tp=tp, kv_dtype=sc.kv_dtype,
                                       ep=ep, data_parallel_attention=dp, **kw)  # fmt: skip
 
+    step = kept_points(estimate, None if kept is None else kept.setdefault("decode", {}))
     fit, step_fit = largest_within(step, tpot_s, top)
     note = ""
     at = par_text(tp, ep)
@@ -377,20 +383,26 @@ def first_step_s(dec: Decode, shp: Shape, rps: float) -> float:
     return step * (1.0 + 0.5 * (1.0 - math.exp(-batch)))
 
 
-def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float):
-    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits)."""
-    base = pf.base + first_step_s(dec, shp, rps)
+def ttft_function(pf: Prefill, dec: Decode, shp: Shape, rps: float, q: float,
+                  seen: dict | None = None):  # fmt: skip
+    """TTFT percentile [s] at c prefill instances (None: without the prefill and link waits).
+    ``seen``: values of this same function known already (``remembered``; it does not depend
+    on the TTFT target, so a search at another target finds them: ``Prepared.curve``)."""
     u = shp.draws.tail
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
+    made: list = []  # the unloaded TTFT of each draw, made on the first value not seen
 
     def ttft(cp: int | None) -> float:
+        if not made:
+            made.append(pf.base + first_step_s(dec, shp, rps))
+        base = made[0]
         if cp is None:
             return percentile(base, q)
         return sum_percentile(base, q, ((u[0], cp, a_p, pf.mean_s, pf.cs2),
                                         (u[1], lanes(pf), a_x / cp, pf.mean_x,
                                          pf.cx2)))  # fmt: skip
 
-    return remembered(ttft)
+    return remembered(ttft, seen)
 
 
 def decode_receivers(transfer_load: float, lanes_: int = 1) -> int:
@@ -439,15 +451,15 @@ def ttft_floor(pf: Prefill, dec: Decode, q: float, first_s: float | None = None)
 
 
 def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: float,
-               q: float, *, start: int = 1, floor_s: float | None = None) -> Pools:  # fmt: skip
+               q: float, *, start: int = 1, floor_s: float | None = None,
+               seen: dict | None = None) -> Pools:  # fmt: skip
     """Instances of each pool for rate ``rps`` (module doc); never loops without bound.
 
     The decode count depends on the rate, the TPOT target and the link only, the prefill count
     on the rate, the TTFT target and the link only: more traffic, a tighter target or a slower
     link never lowers either.  ``start``: prefill instances a lower rate needed (a sweep
     starts its search there; the answer is the same).  ``floor_s``: ``ttft_floor`` when the
-    caller has it (it does not depend on the rate).
-    """
+    caller has it (it does not depend on the rate).  ``seen``: ``ttft_function``'s."""
     notes = [n for n in (pf.note, dec.note) if n]
     a_p, a_x = rps * pf.mean_s, rps * pf.mean_x
     slots = max(1, math.ceil(rps * shp.mean_output * dec.step_s / dec.batch - 1e-9))
@@ -459,7 +471,7 @@ def size_pools(pf: Prefill, dec: Decode, shp: Shape, rps: float, ttft_slo_s: flo
         decode_limit = "memory" if dec.max_concurrent < 1 else "tpot"
     cp_compute, cp_link = at_least(a_p), at_least(a_x / lanes(pf))
     cp_lo = max(cp_compute, cp_link)
-    ttft = ttft_function(pf, dec, shp, rps, q)
+    ttft = ttft_function(pf, dec, shp, rps, q, seen)
     meets = dec.feasible and not pf.note
     floor_s = ttft_floor(pf, dec, q) if floor_s is None else floor_s
     if floor_s > ttft_slo_s:  # B*'s floor misses: this rate's own first step may not
@@ -508,10 +520,10 @@ def mean_batch(batches: np.ndarray, steps_s: np.ndarray, tokens_per_s: float,
     interpolated; the last batch when it never does."""
     k = tokens_per_s / instances
     gap = batches - k * steps_s
-    above = np.flatnonzero(gap >= 0)
-    if not above.size:
+    above = gap >= 0
+    j = int(above.argmax())  # the first crossing (a plan asks ~7 of these a rate)
+    if not above[j]:
         return float(batches[-1])
-    j = int(above[0])
     if j == 0:
         return float(min(k * steps_s[0], batches[0]))  # under one request on average
     g0, g1 = float(gap[j - 1]), float(gap[j])

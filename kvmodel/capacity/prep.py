@@ -5,6 +5,7 @@ last few), and what one set of targets adds before any rate is sized (:class:`Pr
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import weakref
 
@@ -17,6 +18,7 @@ from kvmodel.capacity.pools import (
     pass_fixed_s,
     prefill_side,
     prefill_work_s,
+    relinked,
 )
 from kvmodel.capacity.queue import MAX_SERVERS, too_many_instances
 from kvmodel.capacity.workload import Slo, Workload, shape
@@ -24,7 +26,7 @@ from kvmodel.kept import Kept
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
 from kvmodel.size import shard_heads
-from kvmodel.wire import prefill_time_s
+from kvmodel.wire import Volume, prefill_time_s
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TPS = 4  # the smallest TPs that hold the weights are searched
@@ -132,6 +134,58 @@ class Basis:
         self._work: dict[tuple, float] = {}  # keys: (TP, EP) of a side
         self._pairs: dict[tuple, Prefill] = {}
         self._by_tpot: dict[tuple, tuple[Decode, tuple]] = {}
+        self._steps: dict[tuple, dict] = {}  # (TP, EP) -> the steps by batch (at_tpot)
+        # decode sides and colocated shapes by their content, each with a number: two TPOT
+        # targets that make the same one (the same batch B*) share what is kept below
+        self._variants: dict[tuple, tuple] = {}  # content -> (the object, its number)
+        self._numbers: dict[int, int] = {}  # id(object) -> its number
+        self._count = itertools.count()
+        # (TTFT percentile, decode side or shape number, pair or colocated shape[, rate]) ->
+        # its TTFT floor, or its TTFT percentile by instances: neither depends on the TTFT
+        # target, so a new target searches the same curves (bench/README.md, Session 15)
+        self._floors: dict[tuple, float] = {}
+        self._curves: dict[tuple, dict] = {}
+        self._sized: dict[tuple, list] = {}  # (percentile, number, candidate, rate) -> sizes
+        self._kept: dict[tuple, object] = {}  # results of sizes found (Prepared.kept)
+        self._volumes: dict[tuple, tuple] = {}  # pair -> (its pair scenario, its Volume)
+        self._relinked = Kept(RELINKED)  # (pair, bandwidth) -> its prefill side there
+
+    def floor(self, key: tuple, compute, *args) -> float:
+        """``compute(*args)``, once per ``key`` (``Prepared.floor``)."""
+        hit = self._floors.get(key)
+        if hit is None:
+            if len(self._floors) >= CURVES:
+                self._floors.clear()
+            hit = self._floors[key] = compute(*args)
+        return hit
+
+    def sizes(self, key: tuple) -> list:
+        """The sizes found of ``key`` at TTFT targets tried before, (target, size), the
+        latest last (``Prepared.sized``)."""
+        hit = self._sized.get(key)
+        if hit is None:
+            if len(self._sized) >= SIZED:
+                self._sized.clear()
+            hit = self._sized[key] = []
+        return hit
+
+    def kept(self, key: tuple, compute):
+        """``compute()``, once per ``key`` (``Prepared.kept``)."""
+        hit = self._kept.get(key)
+        if hit is None:
+            if len(self._kept) >= KEPT:
+                self._kept.clear()
+            hit = self._kept[key] = compute()
+        return hit
+
+    def curve(self, key: tuple) -> dict:
+        """The TTFT percentiles known of ``key`` by instances (``Prepared.curve``)."""
+        hit = self._curves.get(key)
+        if hit is None:
+            if len(self._curves) >= CURVES:  # bounded: a user trying many targets and rates
+                self._curves.clear()
+            hit = self._curves[key] = {}
+        return hit
 
     def prefill_mean_s(self, par: tuple[int, int]) -> float:
         """The mean prefill work of a request at ``par`` = (TP, EP) [s] (the lower bounds)."""
@@ -151,6 +205,24 @@ class Basis:
                                             par_decode[1])  # fmt: skip
         return self._pairs[key]
 
+    def relinked(self, par: tuple[int, int], par_decode: tuple[int, int], bw: float) -> Prefill:
+        """The pair's prefill side at another per-link bandwidth ``bw`` [bytes/s]
+        (``pools.relinked``), kept for the last :data:`RELINKED` pairs and bandwidths: the
+        NIC-bandwidth search tries the same bandwidths first whatever the rate and targets
+        (a bisection on a fixed grid), and each try is a transfer over every length."""
+        key = (par, par_decode, bw)
+        hit = self._relinked.get(key)
+        if hit is None:
+            pair = (par, par_decode)
+            if pair not in self._volumes:
+                s1 = pair_scenario(self.sc, par[0], par_decode[0], par[1], par_decode[1])
+                self._volumes[pair] = (s1, Volume(s1, seq_len=self.shp.moved,
+                                                  prefix=self.shp.prefix))  # fmt: skip
+            s1, volume = self._volumes[pair]
+            hit = relinked(self.prefill(par, par_decode), s1, self.shp, bw, volume)
+            self._relinked.put(key, hit)
+        return hit
+
     def at_tpot(self, tpot_s: float, par: tuple[int, int]) -> tuple[Decode, tuple]:
         """(decode side, colocated shapes) at ``par`` = (TP, EP) for the target ``tpot_s``."""
         key = (tpot_s, par)
@@ -158,12 +230,60 @@ class Basis:
             if len(self._by_tpot) >= 64:  # bounded: a user trying many targets
                 self._by_tpot.clear()
             tp, ep = par
-            opts = tuple(colo.options(self.sc, self.shp, tpot_s, tp, ep))
-            self._by_tpot[key] = (decode_side(self.sc, self.shp, tpot_s, tp, ep), opts)
+            kept = self._steps.setdefault(par, {})  # steps by batch: the same at any target
+            opts = tuple(
+                self._one(o, _option_content(o))
+                for o in colo.options(self.sc, self.shp, tpot_s, tp, ep, kept=kept)
+            )
+            dec = decode_side(self.sc, self.shp, tpot_s, tp, ep, kept=kept)
+            self._by_tpot[key] = (self._one(dec, _decode_content(dec)), opts)  # fmt: skip
         return self._by_tpot[key]
+
+    def _one(self, made, content: tuple):
+        """``made``, or the one made before with the same content (at another TPOT target)."""
+        hit = self._variants.get(content)
+        if hit is None:
+            if len(self._variants) >= VARIANTS:  # bounded: a user trying many targets
+                self._variants.clear()  # (the numbers go on: none is ever given twice)
+                self._numbers.clear()
+                self._by_tpot.clear()  # what it holds is made, and numbered, again
+            hit = self._variants[content] = (made, next(self._count))
+            self._numbers[id(made)] = hit[1]
+        return hit[0]
+
+    def number(self, made) -> int:
+        """The number of a decode side or colocated shape of ``at_tpot`` (``_one``; one
+        forgotten since, past the bound, is numbered again)."""
+        hit = self._numbers.get(id(made))
+        if hit is not None:
+            return hit
+        content = _decode_content(made) if isinstance(made, Decode) else _option_content(made)
+        self._one(made, content)
+        return self._variants[content][1]
 
 
 BASES = 4
+VARIANTS = 1024  # decode sides and colocated shapes kept by content per basis
+CURVES = 20_000  # TTFT curves (a few values each) and floors kept per basis, then forgotten
+RELINKED = 32  # prefill sides at another bandwidth kept per basis (~0.1 MB each)
+SIZES = 4  # sizes kept per candidate and rate, of the latest TTFT targets
+SIZED = 4096  # candidates and rates whose sizes are kept per basis (a few KB each, at most)
+KEPT = 2048  # sweep plans (~2 KB) and sweep frames (~10 KB) kept per basis
+
+
+def _decode_content(d: Decode) -> tuple:
+    """Everything a decode side holds (what its pools, TTFT and TPOT are made of)."""
+    return ("decode", d.tp, d.ep, d.batch, d.step_s, d.limit, d.feasible, d.max_concurrent,
+            d.compute_bound, d.note, d.batches.tobytes(), d.steps_s.tobytes())  # fmt: skip
+
+
+def _option_content(o) -> tuple:
+    """Everything a colocated shape holds (what its sizes are made of)."""
+    return ("colocated", o.tp, o.ep, o.chunk, o.batch, o.iteration_s, o.slot_limit,
+            o.mean_s, o.cs2, o.feasible, o.latency_s.tobytes(), o.batches.tobytes(),
+            o.steps_s.tobytes())  # fmt: skip
+
+
 # (scenario, id(workload)) -> (weak reference to the workload, basis), least recently used
 # first: a workload is keyed by identity (its arrays are not compared), and the weak
 # reference tells a live workload from a new one that reuses a dead one's id
@@ -203,8 +323,11 @@ class Prepared:
         self.decodes = {tp: basis.at_tpot(slo.tpot_s, tp)[0] for tp in dtps}
         self.prefill_mean_s = {tp: basis.prefill_mean_s(tp) for tp in ptps}
         self.options = tuple(o for tp in ctps for o in basis.at_tpot(slo.tpot_s, tp)[1])
-        # the TTFT percentile without queues, of each pair and colocated shape (rate-free)
-        self.floors: dict = {}
+        # the number of each decode side and shape (Basis._one): what the kept values of a
+        # pair or shape depend on beyond the basis, as the TPOT target makes it
+        self.numbers = {dpar: basis.number(d) for dpar, d in self.decodes.items()}
+        self.numbers.update({("colocated", o.tp, o.ep, o.chunk): basis.number(o)
+                             for o in self.options})  # fmt: skip
         # results of each pair and colocated shape by rate, (rates rising, results): counts
         # only grow with the rate, so a search starts from the result at the next rate below
         # and prunes with it
@@ -214,11 +337,58 @@ class Prepared:
         """The prefill side of (prefill, decode) parallelisms, each (TP, EP), and the decode."""
         return self.basis.prefill(par, par_decode), self.decodes[par_decode]
 
+    def _scope(self, key) -> tuple:
+        """What the values kept of ``key`` depend on beyond the basis and itself: the TTFT
+        percentile, and the decode side of a pair (``(prefill, decode)``, ``(pair, rate)``
+        or ``("bandwidth", prefill, decode, bandwidth)``) or the colocated shape
+        (``("colocated", TP, EP, chunk)``) as this TPOT target makes it, by its number:
+        another target that makes the same one shares them."""
+        head = key[0]
+        if head == "colocated":
+            return (self.slo.ttft_percentile, self.numbers[key])
+        decode = key[2] if head == "bandwidth" else key[1] if _is_par(key[1]) else key[0][1]
+        return (self.slo.ttft_percentile, self.numbers[decode])
+
     def floor(self, key, compute, *args) -> float:
-        """``compute(*args)``, once per ``key`` (a TTFT floor: it does not depend on the rate)."""
-        if key not in self.floors:
-            self.floors[key] = compute(*args)
-        return self.floors[key]
+        """``compute(*args)``, once per ``key`` (a pair or colocated shape, by value, ``_scope``):
+        the TTFT percentile without queues, which depends on neither the rate nor the TTFT
+        target (kept by the basis for every target)."""
+        return self.basis.floor((*self._scope(key), key), compute, *args)
+
+    def curve(self, key, rps: float) -> dict:
+        """The TTFT percentiles by instances known of ``key`` (a pair or colocated shape, by
+        value, ``_scope``) at ``rps``: the searches' values, which do not depend on the TTFT
+        target (a new target looks them up; the search finds the same counts, from the same
+        numbers)."""
+        return self.basis.curve((*self._scope(key), key, rps))
+
+    def decode_number(self, par_decode) -> int:
+        """The number of this TPOT target's decode side at ``par_decode`` (``Basis._one``)."""
+        return self.numbers[par_decode]
+
+    def relinked(self, par, par_decode, bw: float) -> Prefill:
+        """The pair's prefill side at per-link bandwidth ``bw`` (``Basis.relinked``)."""
+        return self.basis.relinked(par, par_decode, bw)
+
+    def kept(self, key: tuple, compute):
+        """``compute()``, once per ``key`` at this TTFT percentile and TPs searched, for every
+        target (``key`` must hold all else the result depends on: the decode side's number)."""
+        return self.basis.kept((self.slo.ttft_percentile, self.tps, *key), compute)
+
+    def sized(self, key, rps: float, compute, holds):
+        """``compute()``: the size of ``key`` (a pair or colocated shape, by value) at ``rps``
+        at this TTFT target, or one found at another target (these TPOT target and
+        percentile) when ``holds(size, target then)`` says the search gives it here too
+        (``retarget``: a new TTFT target re-sizes only what it changes)."""
+        slo = self.slo
+        found = self.basis.sizes((*self._scope(key), key, rps))
+        for was, size in reversed(found):
+            if holds(size, was):
+                return size
+        size = compute()
+        found.append((slo.ttft_s, size))
+        del found[:-SIZES]  # the latest few targets
+        return size
 
     def earlier(self, key, rps: float):
         """The result for ``key`` at the highest rate ≤ ``rps`` sized so far (None: none)."""
@@ -260,6 +430,11 @@ class Prepared:
         if not out:
             raise too_many_instances(math.ceil(most) if math.isfinite(most) else math.inf)
         return sorted(out)
+
+
+def _is_par(x) -> bool:
+    """Whether ``x`` is a parallelism (TP, EP)."""
+    return isinstance(x, tuple) and len(x) == 2 and all(isinstance(v, int) for v in x)
 
 
 def tps(sc: Scenario, tp: int | None, gpu=None) -> tuple[int, ...]:

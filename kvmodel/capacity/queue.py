@@ -202,9 +202,11 @@ def sum_percentile(base: np.ndarray, q: float, queues) -> float:
     return kth_smallest(buf, rank(len(buf), q))
 
 
-def remembered(f):
-    """``f`` of one whole argument, each value computed once (a search asks some twice)."""
-    seen: dict = {}
+def remembered(f, seen: dict | None = None):
+    """``f`` of one whole argument, each value computed once (a search asks some twice);
+    ``seen``: the values known already, filled as new ones are computed (a caller that keeps
+    it shares them between searches of the same ``f``)."""
+    seen = {} if seen is None else seen
 
     def g(n):
         if n not in seen:
@@ -254,6 +256,33 @@ def largest_within(f, limit: float, top: int) -> tuple[int, float]:
             return int(grid[k]), float(vals[k])
         lo, hi = int(grid[k]), int(grid[k + 1]) - 1
     return lo, float(f(np.array([lo]))[0])
+
+
+KEPT_POINTS = 64  # point arrays whose values ``kept_points`` keeps per function
+
+
+def kept_points(f, kept: dict | None):
+    """``f`` of an array of points (a step against the batch), each array's values computed
+    once: ``kept`` holds them by the points' bytes (None: not kept).  A search over batches
+    at another TPOT target asks the same grids first (``largest_within``'s are fixed by its
+    range), and ``f`` is elementwise, so a value is the same whatever array it came in.  The
+    values are shared: read-only."""
+    if kept is None:
+        return f
+
+    def g(points):
+        arr = np.asarray(points)
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        hit = kept.get(key)
+        if hit is None:
+            if len(kept) >= KEPT_POINTS:
+                kept.clear()
+            hit = np.asarray(f(points))
+            hit.flags.writeable = False
+            kept[key] = hit
+        return hit
+
+    return g
 
 
 def batch_grid(top: int, points: int = 96) -> np.ndarray:

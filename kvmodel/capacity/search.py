@@ -19,6 +19,7 @@ from dataclasses import replace
 from kvmodel.capacity import colocated as colo
 from kvmodel.capacity.pools import Pools, par_text, size_pools, ttft_floor
 from kvmodel.capacity.prep import Prepared, gpus_of
+from kvmodel.capacity.retarget import colocated_hold, pools_hold
 from kvmodel.capacity.workload import Slo
 
 
@@ -51,17 +52,30 @@ def best_pools(prep: Prepared, rps: float, pairs=None) -> Pools | None:
             continue
         if best is not None and best.meets_slo and bound > best.gpus:
             break  # the rest need more GPUs than the best already found
-        pf, dec = prep.pair(tp, tpd)
         before = prep.earlier((tp, tpd), rps)
-        start = before.prefill_instances if before else 1
-        floor = prep.floor((tp, tpd), ttft_floor, pf, dec, slo.ttft_percentile)
-        p = size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
-                       floor_s=floor)  # fmt: skip
+        p = _sized_pair(prep, (tp, tpd), rps, before.prefill_instances if before else 1)
         prep.remember((tp, tpd), rps, p)
         sized.append(p)
         if _better(p, best, slo):
             best = p
     return None if best is None else _with_split_note(best, sized)
+
+
+def _sized_pair(prep: Prepared, pair: tuple, rps: float, start: int) -> Pools:
+    """``size_pools`` of ``pair`` at ``rps``, its search from ``start`` (or the pools found
+    at another TTFT target, when the search gives them here too: ``retarget``)."""
+    slo = prep.slo
+    pf, dec = prep.pair(*pair)
+    floor = prep.floor(pair, ttft_floor, pf, dec, slo.ttft_percentile)
+
+    def size() -> Pools:
+        return size_pools(pf, dec, prep.shp, rps, slo.ttft_s, slo.ttft_percentile, start=start,
+                          floor_s=floor, seen=prep.curve(pair, rps))  # fmt: skip
+
+    def holds(found: Pools, was: float) -> bool:
+        return pools_hold(prep, pair, rps, start, found, was, slo.ttft_s)
+
+    return prep.sized(pair, rps, size, holds)
 
 
 def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
@@ -85,23 +99,50 @@ def _with_split_note(best: Pools, sized: list[Pools]) -> Pools:
 
 def best_colocated(prep: Prepared, rps: float, tps=None) -> colo.Colocated | None:
     """The best (``rank``) colocated size of the shapes ``prep`` holds, or of those at a TP in
-    ``tps`` only (None: no shape)."""
-    best = None
+    ``tps`` only (None: no shape); of shapes of equal rank, the first of ``prep.options``.
+
+    The shapes are sized fewest GPUs first by their lower bound, so that once one meets the
+    targets the rest, whose bound is over its GPUs, are not sized at all: they cannot be
+    better (the same best as sizing them in order: a shape left out needs more GPUs than
+    one that meets the targets, so it ranks below it and ties with none).  When a shape's
+    sizing may fail (a pool over the instance limit: ``colocated.may_raise``) they are sized
+    in order, as the first to fail names its count in the error."""
+    shapes = []
     for i, opt in enumerate(prep.options):
         if tps is not None and (opt.tp, opt.ep) not in tps:
             continue
         before = prep.earlier(("colocated", i), rps)
         bound = max(colo.bound(opt, prep.shp, rps), before.gpus if before else 0)
+        shapes.append((bound, i, opt, before))
+    if not any(colo.may_raise(opt, prep.shp, rps) for _, _, opt, _ in shapes):
+        shapes.sort(key=lambda s: s[:2])
+    best, first = None, None
+    for bound, i, opt, before in shapes:
         if best is not None and best.meets_slo and bound > best.gpus:
-            continue
-        start = before.prefill_instances if before else 1
-        q = prep.slo.ttft_percentile
-        floor = prep.floor(("colocated", i), colo.ttft_floor, opt, q)
-        c = colo.size(opt, prep.shp, rps, prep.slo.ttft_s, q, start=start, floor_s=floor)
+            continue  # sorted: so are the rest; in order: the next may be fewer
+        c = _sized_shape(prep, opt, rps, before.prefill_instances if before else 1)
         prep.remember(("colocated", i), rps, c)
-        if _better(c, best, prep.slo):
-            best = c
+        if best is None or (rank(c, prep.slo), i) < (rank(best, prep.slo), first):
+            best, first = c, i
     return best
+
+
+def _sized_shape(prep: Prepared, opt, rps: float, start: int) -> colo.Colocated:
+    """``colocated.size`` of shape ``opt`` at ``rps``, its search from ``start`` (or the size
+    found at another TTFT target, when the search gives it here too: ``retarget``)."""
+    slo = prep.slo
+    q = slo.ttft_percentile
+    shape = ("colocated", opt.tp, opt.ep, opt.chunk)  # the same at any TTFT target
+    floor = prep.floor(shape, colo.ttft_floor, opt, q)
+
+    def size() -> colo.Colocated:
+        return colo.size(opt, prep.shp, rps, slo.ttft_s, q, start=start, floor_s=floor,
+                         seen=prep.curve(shape, rps))  # fmt: skip
+
+    def holds(found: colo.Colocated, was: float) -> bool:
+        return colocated_hold(prep, opt, shape, rps, start, found, was, slo.ttft_s)
+
+    return prep.sized(shape, rps, size, holds)
 
 
 def _steps(par, chosen) -> int:

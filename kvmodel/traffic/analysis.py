@@ -13,6 +13,7 @@ What the link has to carry under load is in :mod:`.queue`.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from .. import catalog
 from ..inputs import CRITERIA, DEFAULT_MIN_SEQ_LEN  # defined once, with every input
+from ..kept import Kept
 from ..topology import unbuildable_links
 from ..transfer import Scenario, Volume, critical_seq_len, transfer
 
@@ -114,7 +116,7 @@ def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None,
                prefix: np.ndarray | None = None):  # fmt: skip
     """Transfer quantities per unique length (estimated prefill per length), and the inverse.
 
-    ``volume``: from ``_length_volume`` of a scenario differing from ``sc`` only per link;
+    ``volume``: from ``length_volume`` of a scenario differing from ``sc`` only per link;
     ``prefix``: cached tokens ahead of each entry of ``tokens`` (``Mix.prefix``), whose
     attention the prefill computes too.
     """
@@ -141,7 +143,7 @@ def unique_prefix(prefix: np.ndarray | None, inverse: np.ndarray, n: int) -> np.
     return total / np.maximum(counts, 1)
 
 
-def _length_volume(sc: Scenario, tokens: np.ndarray, prefix: np.ndarray | None = None) -> Volume:
+def length_volume(sc: Scenario, tokens: np.ndarray, prefix: np.ndarray | None = None) -> Volume:
     """Bytes and prefill per unique length: shared by scenarios that differ only per link."""
     uniq, inverse = np.unique(tokens, return_inverse=True)
     return Volume(per_request_scenario(sc), seq_len=np.minimum(uniq, sc.model.max_context_tokens),
@@ -159,14 +161,27 @@ def classify(
 ) -> np.ndarray:
     """Region per entry: 0 too short, 1 gains, 2 transfer-bound (``prefix``: ``Mix.prefix``,
     the cached tokens ahead of each entry)."""
+    return _with_min_len(_bound(sc, tokens, criterion, _volume, prefix), min_seq_len)
+
+
+def _bound(sc: Scenario, tokens: np.ndarray, criterion: str, volume: Volume | None,
+           prefix: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """(distinct lengths, entry → length, whether each length is transfer-bound): what
+    ``classify`` finds whatever the "too short" length."""
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    uniq, inverse, exposed, prefill, _, _ = per_length(sc, tokens, _volume, prefix)
+    uniq, inverse, exposed, prefill, _, _ = per_length(sc, tokens, volume, prefix)
     if criterion == "step":
         bound = exposed >= sc.k * sc.decode_step_s
     else:
         share = exposed / (prefill + exposed + sc.decode_step_s)
         bound = share > sc.share_target
+    return uniq, inverse, bound
+
+
+def _with_min_len(classified: tuple, min_seq_len: int) -> np.ndarray:
+    """``classify``'s regions from ``_bound``'s answer and the "too short" length."""
+    uniq, inverse, bound = classified
     region = np.where(uniq < min_seq_len, 0, np.where(bound, 2, 1))
     return region[inverse]
 
@@ -228,6 +243,11 @@ def regions(
     """
     reg = classify(sc, mix.tokens, min_seq_len=min_seq_len, criterion=criterion, _volume=_volume,
                    prefix=mix.prefix)  # fmt: skip
+    return _tally(sc, mix, reg, min_seq_len, criterion)
+
+
+def _tally(sc: Scenario, mix: Mix, reg: np.ndarray, min_seq_len: int, criterion: str) -> Regions:
+    """``regions`` of the regions per entry ``reg`` (``classify``)."""
     w = mix.weights
     ctx = sc.model.max_context_tokens
     tok = np.minimum(mix.tokens, ctx) * w
@@ -265,29 +285,55 @@ def comparison(
     ``buildable`` False for a scale-up link whose domain cannot hold the scenario's prefill and
     decode instances together (``topology.unbuildable_links``)."""
     rows = []
-    volume = _length_volume(sc, mix.tokens, mix.prefix)  # the same bytes and prefill each row
+    key = (sc, tuple(link_ids), tuple(compressions), tuple(layerwise), criterion, id(mix))
+    hit = _OPTIONS.get(key)
+    kept = hit[1] if hit is not None and hit[0]() is mix else None
+    built = []
+    # each option tallied as it is made (an error comes from the same option as before)
+    for option in kept or _options(sc, mix, link_ids, compressions, layerwise, criterion):
+        lid, link, comp, lw, s, classified, buildable = option
+        r = _tally(s, mix, _with_min_len(classified, min_seq_len), min_seq_len, criterion)
+        rows.append(
+            {
+                "link": lid,
+                "link_name": link.name,
+                "compression": comp,
+                "layerwise": lw,
+                "fraction_requests_gain": r.fraction_gain,
+                "fraction_tokens_gain": r.fraction_tokens_gain,
+                "fraction_transfer_bound": r.fraction_transfer_bound,
+                "critical_seq_len": r.critical_seq_len,
+                "buildable": buildable,
+            }
+        )
+        built.append(option)
+    if kept is None:
+        _OPTIONS.put(key, (weakref.ref(mix), tuple(built)))
+    return rows
+
+
+# comparison's options, whatever the "too short" length: (scenario, links, compressions,
+# layer-wise, criterion, id(mix)) -> (weak reference to the mix, options).  The Traffic page's
+# "too short" control re-tallied 24 options, each a transfer over the trace's lengths and a
+# validated Scenario (~5 ms a change); a mix is keyed by identity, as a plan's basis is
+# (kvmodel.capacity.prep), the weak reference telling a live mix from a new one at its id.
+_OPTIONS = Kept(4)
+
+
+def _options(sc: Scenario, mix: Mix, link_ids, compressions, layerwise, criterion: str):
+    """Each option's (link id, link, compression, layer-wise, scenario, ``_bound``,
+    buildable), made one at a time."""
+    volume = length_volume(sc, mix.tokens, mix.prefix)  # the same bytes and prefill each row
     for lid in link_ids:
         link = catalog.get_link(lid)
         for comp in compressions:
             for lw in layerwise:
                 s = replace(sc, link=link, compression=comp, layerwise=lw)
-                r = regions(s, mix, min_seq_len=min_seq_len, criterion=criterion, _volume=volume)
-                rows.append(
-                    {
-                        "link": lid,
-                        "link_name": link.name,
-                        "compression": comp,
-                        "layerwise": lw,
-                        "fraction_requests_gain": r.fraction_gain,
-                        "fraction_tokens_gain": r.fraction_tokens_gain,
-                        "fraction_transfer_bound": r.fraction_transfer_bound,
-                        "critical_seq_len": r.critical_seq_len,
-                        "buildable": not unbuildable_links(
-                            sc.gpu, sc.tp_prefill, sc.tp_decode, [link]
-                        ),
-                    }
-                )
-    return rows
+                classified = _bound(s, mix.tokens, criterion, volume, mix.prefix)
+                for a in classified:
+                    a.flags.writeable = False  # shared by every later call
+                buildable = not unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, [link])
+                yield lid, link, comp, lw, s, classified, buildable
 
 
 @dataclass(frozen=True)

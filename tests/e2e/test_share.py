@@ -95,3 +95,36 @@ def test_a_click_right_after_opening_a_link_keeps_its_scenario(browser, app_url,
         expect(batch).to_have_value("4096")
         assert "model=llama-2-7b" in page.url and "batch=4096" in page.url
         context.close()
+
+
+def test_a_page_control_rewrites_the_link_and_the_open_share_box(page, app_url, wait_ready):
+    """Capacity's and Traffic's own controls rerun their page's fragment only (the sidebar and
+    the router do not run): the fragment writes the link itself, and with the share box open
+    the whole app reruns so that the box shows the new link too."""
+    page.goto(f"{app_url}/traffic?minlen=200")
+    wait_ready(page)
+    _open_share_box(page)
+    code = page.get_by_test_id("stSidebar").locator("code").first
+    expect(code).to_contain_text("minlen=200")
+    box = page.get_by_role("spinbutton", name=re.compile("too short", re.I))
+    box.fill("333")
+    box.press("Enter")
+    page.wait_for_function("() => location.search.includes('minlen=333')")
+    expect(code).to_contain_text("minlen=333")
+    rate = page.get_by_role("spinbutton", name=re.compile("Arrival rate"))
+    rate.fill("4.5")
+    rate.press("Enter")
+    page.wait_for_function("() => location.search.includes('rps=4.5')")
+    expect(code).to_contain_text("rps=4.5")
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    # Capacity's controls sit outside its results fragment; their callbacks rerun it alone
+    page.goto(f"{app_url}/capacity?wl=fixed&rps=20")
+    wait_ready(page)
+    _open_share_box(page)
+    ttft = page.get_by_role("spinbutton", name=re.compile("TTFT target"))
+    ttft.fill("1234")
+    ttft.press("Enter")
+    page.wait_for_function("() => location.search.includes('ttft_slo=1234')")
+    expect(page.get_by_test_id("stSidebar").locator("code").first).to_contain_text("ttft_slo=1234")
+    expect(ttft).to_have_value("1234.00")  # as typed: the box is not redrawn
+    expect(page.get_by_test_id("stException")).to_have_count(0)

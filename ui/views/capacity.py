@@ -101,9 +101,27 @@ def _workload(source: str, req, rps: float, seq_len: int, out: int):
         return None
 
 
+RESULTS = "capacity_results"  # the fragment below the controls (``_results``)
+
+
+def _results_only(old, new) -> None:
+    """A control's callback: rerun the results below the controls only (``_results``); the
+    controls stay as drawn, and the sidebar and the router do not run (bench/README.md,
+    Session 15, page controls)."""
+    st.rerun(RESULTS)
+
+
+def _rate_changed(old, new) -> None:
+    """The rate's callback: the results only, unless it moves to or from 0 (the trace's own
+    rate, which the note under the box names: the whole page then)."""
+    if old and new:
+        st.rerun(RESULTS)
+
+
 def _inputs(sc):
-    """Draw the page's inputs; (source, requests, traffic label, fallback note, the slot
-    under the rate box)."""
+    """Draw the page's inputs, outside the results (``_results``): a change of the traffic
+    reruns the page; of the rate, the targets, the prices and the TP choice the results only.
+    (source, requests, traffic label, fallback note)."""
     c = st.columns(4)
     source = widgets.page_widget(
         c[0].radio,
@@ -123,16 +141,17 @@ def _inputs(sc):
         c[2].number_input,
         "rps",
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
+        then=_rate_changed,
     )
-    rate_note = c[2].empty()
+    _rate_note(c[2], source, req)
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
-    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs,
+    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs, then=_results_only,
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip
     c = st.columns(6)
     for box, name in zip(c, ("ttft_slo", "ttft_pct", "tpot_slo", "price", "priced"), strict=False):
-        widgets.input_widget(box.number_input, name)  # label, range, step, help: the row
+        widgets.input_widget(box.number_input, name, then=_results_only)  # the rest: the row
     widgets.page_widget(
         c[5].radio,
         "Tensor parallelism",
@@ -146,14 +165,21 @@ def _inputs(sc):
         help="Search: the plan tries the smallest TPs that hold the weights (and, for a MoE "
         "model, expert-parallel sizes with data-parallel attention) and keeps those that need "
         "fewest GPUs. Sidebar: prefill and decode TP (and EP) as set there.",
+        then=_results_only,
     )
-    return source, req, label, fallback, rate_note
+    return source, req, label, fallback
 
 
-def _rate_note(slot, source: str, rps: float, rate: float) -> None:
-    """Under the rate box: the rate a 0 means with a trace ("0.00" alone reads as no traffic)."""
-    if source == TRACE and not rps:
-        slot.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
+def _rate_note(box, source: str, req) -> None:
+    """Under the rate box: the rate a 0 means with a trace ("0.00" alone reads as no traffic);
+    none when the trace has no rate (the results say why)."""
+    if source != TRACE or st.session_state["rps"] or req is None:
+        return
+    try:
+        rate = perf.cached(cap.Workload.trace_rps, req)
+    except ValueError:
+        return
+    box.caption(f"0: the trace's own rate, {rate:,.2f} requests/s")
 
 
 def _plan_options(sc, price) -> dict:
@@ -173,7 +199,16 @@ def render() -> None:
     st.title("Capacity")
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
-    source, req, label, fallback, rate_note = _inputs(sc)
+    _results(sc, *_inputs(sc))
+
+
+@st.fragment(key=RESULTS)
+def _results(sc, source: str, req, label: str, fallback) -> None:
+    """The page below its controls: the plan, the sweep, the expanders.  A fragment: the
+    rate, the targets, the prices and the TP choice rerun this alone (their callbacks), as
+    neither the controls nor the sidebar change with them (bench/README.md, Session 15, page
+    controls); the traffic or a sidebar change reruns the whole app, and this with them."""
+    urlstate.sync_url_in_fragment()  # the link holds the controls
     ss = st.session_state
     rps = float(ss["rps"] or 0.0)
     price = float(ss["price"]) or None
@@ -184,7 +219,6 @@ def render() -> None:
     if sized is None:
         st.stop()
     lengths, rate = sized
-    _rate_note(rate_note, source, rps, rate)
     slo = cap.Slo(
         ttft_s=I.get("ttft_slo").to_si(ss["ttft_slo"]),
         tpot_s=I.get("tpot_slo").to_si(ss["tpot_slo"]),
@@ -203,9 +237,9 @@ def render() -> None:
 
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
-    sweep = _rates_section(sizing, rate, slo)
-
-    _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"])
+    link = urlstate.share_url()  # the inputs are settled: one link for the downloads below
+    sweep = _rates_section(sizing, rate, slo, link)
+    _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"], link)
     _networks(sc, lengths, rate, slo, kw)
     key = plan_key(sc)
     capacity_replay.decode_gpus(sc, key, lengths, rate, slo, kw)
@@ -222,11 +256,11 @@ def render() -> None:
         partial(capacity_report_html, plan, sweep, sc=sc, slo=slo, rps=rate, price=price,
                 traffic=source_caption(label, fallback).removeprefix("Traffic: "), tp_mode=tp_mode,
                 replayed=replayed, version1=urlstate.version1_implied(),
-                price_decode=kw["gpu_price_decode_per_hour"])
+                price_decode=kw["gpu_price_decode_per_hour"]), link
     )  # fmt: skip
 
 
-def _rates_section(sizing, rate: float, slo):
+def _rates_section(sizing, rate: float, slo, link: str):
     """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
     rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
     st.subheader("Across request rates")
@@ -236,14 +270,20 @@ def _rates_section(sizing, rate: float, slo):
         st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
         return None
     st.markdown(perf.cached(crossover_sentence, sweep, rate))  # ~1.4 ms a rerun before
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate, sweep, rps=rate), "capacity-gpus")
+    # unbuilt: the charts' JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less
+    # a chart; a new target or rate redraws all three)
+    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
+                     "capacity-gpus")  # fmt: skip
     exports_ui.table_download(  # the numbers of the three charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
         "capacity-rates",
+        link=link,
     )
     left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split, sweep, rps=rate), "capacity-split", left)
-    exports_ui.chart(perf.cached(figs.figure_limits, sweep, rps=rate), "capacity-limits", right)
+    exports_ui.chart(perf.cached(figs.figure_pd_split.unbuilt, sweep, rps=rate), "capacity-split",
+                     left)  # fmt: skip
+    exports_ui.chart(perf.cached(figs.figure_limits.unbuilt, sweep, rps=rate), "capacity-limits",
+                     right)  # fmt: skip
     return sweep
 
 
@@ -284,10 +324,9 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
         exports_ui.table_download(lambda: table, "capacity-networks")
 
 
-def _report_button(build) -> None:
-    """The plan as one standalone HTML page, made when pressed; the link back is captured now
-    (the button's callback runs without the session)."""
-    link = urlstate.share_url()
+def _report_button(build, link: str) -> None:
+    """The plan as one standalone HTML page, made when pressed; the link back (``link``, the
+    page's share link) is captured now (the button's callback runs without the session)."""
     st.download_button(
         "Download capacity plan (HTML)",
         lambda: build(share_url=link if link.startswith("http") else None),
@@ -309,7 +348,7 @@ def _no_plan(exc: Exception) -> None:
     st.stop()
 
 
-def _plan_per_pool(plan, slo, rate, price, price_decode) -> None:
+def _plan_per_pool(plan, slo, rate, price, price_decode, link: str) -> None:
     """The plan per pool: its table, CSV and notes."""
     st.subheader("The plan per pool")
     table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
@@ -318,6 +357,7 @@ def _plan_per_pool(plan, slo, rate, price, price_decode) -> None:
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price,
                 price_decode=price_decode),
         "capacity-plan",
+        link=link,
     )  # fmt: skip
     for note in plan.notes:
         st.caption(f"Note: {note}.")

@@ -87,6 +87,16 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     req, key, label = _traffic()
+    _analysis(sc, req, key, label)
+
+
+@st.fragment
+def _analysis(sc, req, key, label) -> None:
+    """The page below the traffic chosen: its thresholds, the regions, what moves them and the
+    load on the link.  A fragment: a change of its controls reruns this alone (the sidebar, the
+    router and the source do not change with them; bench/README.md, Session 15, page
+    controls); the load on the link is a fragment of its own inside it."""
+    urlstate.sync_url_in_fragment()  # the link holds these controls
     minlen, crit, hit_ratio = _controls(sc)
     mix = traffic_ui.mix(key, hit_ratio, req)
     tsc = tr.per_request_scenario(sc)
@@ -196,9 +206,9 @@ def _regions(req, reg, res, mix, minlen) -> None:
             "requests' cached prefix. The critical length is that of a request without one: "
             "a length behind a long prefix can gain above it."
         )
-    exports_ui.chart(
+    exports_ui.chart(  # unbuilt: its JSON straight from the dicts (kit.Fig.sent, ~1 ms less)
         perf.cached(
-            figures.figure_traffic_histogram,
+            figures.figure_traffic_histogram.unbuilt,
             mix.tokens,
             mix.weights,
             res["region"],
@@ -231,8 +241,11 @@ def _what_moves(res, sc) -> None:
     )
 
 
+@st.fragment
 def _load_on_link(sc, tsc, mix) -> None:
-    """Load on the link: arrival rate, utilisation, queueing, decode time lost."""
+    """Load on the link: arrival rate, utilisation, queueing, decode time lost.  A fragment
+    inside ``_analysis``: the arrival rate reruns this alone (nothing above reads it)."""
+    urlstate.sync_url_in_fragment()
     st.subheader("Load on the link")
     widgets.input_widget(st.number_input, "rps", help=None,
                          label="Arrival rate [requests/s] (0 = from the timestamps)")  # fmt: skip
