@@ -256,15 +256,16 @@ def _comparison(labelled, evs, table, cmp_table) -> None:
         labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
     )
     exports_ui.chart(
-        perf.cached(figures_compare.figure_compare_transfer, cmp_table), "transfer-per-scenario"
+        perf.cached(figures_compare.figure_compare_transfer.unbuilt, cmp_table),
+        "transfer-per-scenario",
     )
     if len(labelled) > 1:
         exports_ui.chart(
-            perf.cached(figures_compare.figure_compare_change, cmp_changes),
+            perf.cached(figures_compare.figure_compare_change.unbuilt, cmp_changes),
             "change-vs-a",
         )
     exports_ui.chart(
-        perf.cached(figures.figure_ttft, table, title="TTFT per scenario"),
+        perf.cached(figures.figure_ttft.unbuilt, table, title="TTFT per scenario"),
         "ttft-per-scenario",
     )
 

@@ -105,7 +105,8 @@ def _table_and_sweep(sc, links, batches, table, lo_hi, blocked: dict) -> None:
     sweep = perf.cached(in_ms, sweep)
     exports_ui.chart(
         perf.cached(
-            figures.figure_batch_sweep, sweep, lo_hi, seq_len=sc.seq_len, blocked=tuple(blocked)
+            figures.figure_batch_sweep.unbuilt, sweep, lo_hi, seq_len=sc.seq_len,
+            blocked=tuple(blocked),
         ),
         "transfer-vs-batch",
     )

@@ -275,11 +275,12 @@ def _scrape_vs_model(sc, d, cmp, gap) -> None:
         if getattr(cmp, key).measured is not None
     ]
     if rows:
-        exports_ui.chart(perf.cached(figures.figure_model_vs_measured, rows), "model-vs-measured")
+        exports_ui.chart(perf.cached(figures.figure_model_vs_measured.unbuilt, rows),
+                         "model-vs-measured")
     if gap is not None and (gap.buckets or gap.samples):
         exports_ui.chart(
             perf.cached(
-                figures.figure_gap_distribution,
+                figures.figure_gap_distribution.unbuilt,
                 gap.buckets,
                 gap.samples,
                 model_s=cmp.exposed_transfer_s.model,
@@ -341,11 +342,12 @@ def _fit_charts(res, fit, link) -> None:
     sizes, bws = mu.fit_points(res)
     if res.kind == "pairs":
         seconds = list(m.data.seconds)
-        exports_ui.chart(perf.cached(figures.figure_time_fit, sizes, seconds, fit), "fit-time")
+        exports_ui.chart(perf.cached(figures.figure_time_fit.unbuilt, sizes, seconds, fit),
+                         "fit-time")
     else:
         exports_ui.chart(
             perf.cached(
-                figures.figure_bandwidth_fit,
+                figures.figure_bandwidth_fit.unbuilt,
                 sizes,
                 bws,
                 fit,
@@ -356,7 +358,7 @@ def _fit_charts(res, fit, link) -> None:
         )
     exports_ui.chart(
         perf.cached(
-            figures.figure_efficiency_curve,
+            figures.figure_efficiency_curve.unbuilt,
             sizes,
             bws,
             fit,
@@ -424,14 +426,15 @@ def _nsys(sc, res) -> None:
     if nsys.durations_s:
         exports_ui.chart(
             perf.cached(
-                figures.figure_transfer_durations, nsys.durations_s, model_s=cmp.per_layer_s.model
+                figures.figure_transfer_durations.unbuilt, nsys.durations_s,
+                model_s=cmp.per_layer_s.model,
             ),  # fmt: skip
             "transfer-durations",
         )
     else:
         exports_ui.chart(
             perf.cached(
-                figures.figure_model_vs_measured,
+                figures.figure_model_vs_measured.unbuilt,
                 [
                     ("mean per transfer", cmp.per_layer_s.model, nsys.mean_s),
                     ("median per transfer", cmp.per_layer_median_s.model, nsys.median_s),

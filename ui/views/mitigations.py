@@ -28,7 +28,8 @@ def render() -> None:
         )
 
     exports_ui.chart(
-        perf.cached(figures.figure_mitigation_panels, table, step_ms=sc.decode_step_s * 1e3),
+        perf.cached(figures.figure_mitigation_panels.unbuilt, table,
+                    step_ms=sc.decode_step_s * 1e3),
         "mitigations-per-option",
     )
     _options_table(table)
@@ -98,7 +99,7 @@ def _timeline(options) -> None:
     chosen = options[pick].scenario
     exports_ui.chart(
         perf.cached(
-            figures.figure_timeline,
+            figures.figure_timeline.unbuilt,
             perf.cached(in_ms, perf.cached(timeline, chosen)),
             title=f"Timeline: {labels[pick]}".replace(" (not buildable)", ""),  # a phone's width
         ),

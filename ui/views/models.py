@@ -26,7 +26,8 @@ def render() -> None:
     st.info(perf.cached(models_takeaway, table, sc.model.id), icon=":material/lightbulb:")
     exports_ui.chart(
         perf.cached(
-            figures.figure_bytes_per_token, table, highlight=sc.model.id, kv_dtype=sc.kv_dtype
+            figures.figure_bytes_per_token.unbuilt, table, highlight=sc.model.id,
+            kv_dtype=sc.kv_dtype,
         ),
         "bytes-per-token",
     )

@@ -133,7 +133,7 @@ def _charts(sc, ev) -> None:
     left, right = st.columns(2)
     exports_ui.chart(
         perf.cached(
-            figures.figure_transfer_vs_step,
+            figures.figure_transfer_vs_step.unbuilt,
             ev.exposed_s * 1e3,
             ev.decode_step_s * 1e3,
             link=sc.link.name,
@@ -144,7 +144,7 @@ def _charts(sc, ev) -> None:
     )
     exports_ui.chart(
         perf.cached(
-            figures.figure_ttft_waterfall,
+            figures.figure_ttft_waterfall.unbuilt,
             ev.prefill_s * 1e3,
             ev.exposed_s * 1e3,
             ev.decode_step_s * 1e3,

@@ -117,7 +117,7 @@ def _sensitivity(sc) -> None:
         "others kept; bars run from the low to the high setting."
     )
     table = perf.cached(tornado, sc)
-    exports_ui.chart(perf.cached(figures.figure_tornado_panels, table), "sensitivity")
+    exports_ui.chart(perf.cached(figures.figure_tornado_panels.unbuilt, table), "sensitivity")
     exports_ui.table_download(partial(csv_tables.sensitivity_frame, table), "sensitivity")
 
 

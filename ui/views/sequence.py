@@ -31,7 +31,7 @@ def render() -> None:
     st.info(text, icon=":material/lightbulb:")
     exports_ui.chart(
         perf.cached(
-            figures.figure_seq_sweep,
+            figures.figure_seq_sweep.unbuilt,
             curves,
             critical,
             threshold_ms=threshold_ms,
@@ -51,7 +51,7 @@ def render() -> None:
     grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
     exports_ui.chart(
         perf.cached(
-            figures.figure_models_seq,
+            figures.figure_models_seq.unbuilt,
             perf.cached(in_ms, perf.cached(model_seq_sweep, sc, models, grid)),
             threshold_ms=threshold_ms,
             link=sc.link.name,
