@@ -74,7 +74,15 @@ def test_interconnects_page_table_is_the_articles():
 def test_sequence_page_takeaway_lists_critical_lengths():
     at = app({"links": "100gbe,ib-ndr"}, "pages/sequence.py")
     assert "1,145 tokens" in at.info[0].value
-    assert len(at.get("plotly_chart")) == 2
+    # the tabs draw only the open one: the interconnects' chart; the layouts' on opening it
+    assert len(at.get("plotly_chart")) == 1
+    assert "w_models" not in [m.key for m in at.multiselect]
+    at.session_state["seq_tab"] = "Per attention layout"
+    at.run()
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(at.get("plotly_chart")) == 1 and "layout" in spec
+    assert "w_models" in [m.key for m in at.multiselect]
+    assert not at.info and at.query_params["links"] in ("100gbe,ib-ndr", ["100gbe,ib-ndr"])
 
 
 def test_mitigations_page_rows_and_timeline():
@@ -82,6 +90,10 @@ def test_mitigations_page_rows_and_timeline():
     df = at.dataframe[0].value
     assert list(df["option"])[:4] == ["Baseline", "FP8 transfer", "INT8 transfer", "INT4 transfer"]
     assert "Baseline TTFT" in at.info[0].value
+    assert len(at.get("plotly_chart")) == 1  # the timeline's tab is drawn when opened
+    at.session_state["mit_tab"] = "Timeline of one option"
+    at.run()
+    assert not at.dataframe  # the options' tab is closed now
     at.selectbox(key="w_tl").set_value(0).run()
     assert at.query_params["tl"] in ("0", ["0"])
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)

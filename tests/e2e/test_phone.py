@@ -8,6 +8,7 @@ headings crowded at 1280 px), and the tornado's input names ran into its bar lab
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -61,37 +62,64 @@ def clashes(chart) -> list[str]:
     return out
 
 
+TITLES_JS = """() => [...document.querySelectorAll('.js-plotly-plot .gtitle')]
+  .map((t) => t.textContent).join('|')"""
+
+
+def _open_tab(page, tab: str, wait_ready) -> None:
+    """Open one of the page's tabs (its content is drawn on opening: a rerun) and wait until
+    the charts on the page are that tab's (their titles change), not the last tab's."""
+    before = page.evaluate(TITLES_JS)
+    page.get_by_role("tab", name=tab).click()
+    expect(page.get_by_role("tab", name=tab)).to_have_attribute("aria-selected", "true")
+    page.wait_for_function(f"() => ({TITLES_JS})() !== {json.dumps(before)} && "
+                           f"({TITLES_JS})() !== ''", timeout=30_000)  # fmt: skip
+    wait_ready(page)
+
+
 @pytest.mark.parametrize(
     ("path", "viewport", "charts"),
     [
-        ("/mitigations", PHONE, 2),
+        ("/mitigations", PHONE, 1),
+        ("/mitigations#Timeline of one option", PHONE, 1),
         ("/plan", PHONE, 1),
-        ("/mitigations", LAPTOP, 2),
+        ("/mitigations", LAPTOP, 1),
+        ("/mitigations#Timeline of one option", LAPTOP, 1),
         ("/plan", LAPTOP, 1),
         ("/", PHONE, 2),
         ("/capacity", PHONE, 3),
         ("/capacity", LAPTOP, 3),
-        ("/compare", PHONE, 3),
+        ("/compare", PHONE, 1),
+        ("/compare#Change against A", PHONE, 1),
+        ("/compare#TTFT", PHONE, 1),
     ],
     ids=[
         "mitigations-390",
+        "mitigations-timeline-390",
         "plan-390",
         "mitigations-1280",
+        "mitigations-timeline-1280",
         "plan-1280",
         "overview-390",
         "capacity-390",
         "capacity-1280",
         "compare-390",
+        "compare-change-390",
+        "compare-ttft-390",
     ],  # fmt: skip
 )
 def test_chart_texts_do_not_overlap(browser, app_url, wait_ready, screenshot, path, viewport,
                                     charts):  # fmt: skip
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
+    path, _, tab = path.partition("#")  # a page's tab to open first (drawn only while open)
     try:
         page.goto(f"{app_url}{path}")
         wait_ready(page)
         expect(page.get_by_test_id("stException")).to_have_count(0)
+        if tab:
+            _open_tab(page, tab, wait_ready)
+            path = f"{path}-{tab.split()[0].lower()}"
         expect(page.locator(".js-plotly-plot .main-svg").nth(charts - 1)).to_be_attached()
         page.wait_for_timeout(1500)  # let plotly finish laying its text out
         found = page.evaluate(CHART_TEXTS_JS)
@@ -127,23 +155,30 @@ PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map
 @pytest.mark.parametrize(
     ("path", "charts"),
     [
-        ("/sequence", 2),
+        ("/sequence", 1),
+        ("/sequence#Per attention layout", 1),
         ("/interconnects", 1),
         ("/models", 1),
         ("/traffic", 1),
         ("/capacity", 3),
         ("/", 2),
-        ("/mitigations", 2),
+        ("/mitigations", 1),
+        ("/mitigations#Timeline of one option", 1),
     ],
-    ids=["sequence", "interconnects", "models", "traffic", "capacity", "overview", "mitigations"],
+    ids=["sequence", "sequence-layouts", "interconnects", "models", "traffic", "capacity",
+         "overview", "mitigations", "mitigations-timeline"],  # fmt: skip
 )
 def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, path, charts):
     context = browser.new_context(viewport=PHONE)
     page = context.new_page()
+    path, _, tab = path.partition("#")  # a page's tab to open first (drawn only while open)
     try:
         page.goto(f"{app_url}{path}?stack=mooncake")
         wait_ready(page)
         expect(page.get_by_test_id("stException")).to_have_count(0)
+        if tab:
+            _open_tab(page, tab, wait_ready)
+            path = f"{path}-{tab.split()[0].lower()}"
         expect(page.locator(".js-plotly-plot .main-svg").nth(charts - 1)).to_be_attached()
         page.wait_for_timeout(1500)  # let plotly finish laying out
         found = page.evaluate(PLOT_WIDTHS_JS)

@@ -255,19 +255,35 @@ def _comparison(labelled, evs, table, cmp_table) -> None:
     share.report_download(
         labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
     )
-    exports_ui.chart(
-        perf.cached(figures_compare.figure_compare_transfer.unbuilt, cmp_table),
-        "transfer-per-scenario",
-    )
-    if len(labelled) > 1:
-        exports_ui.chart(
-            perf.cached(figures_compare.figure_compare_change.unbuilt, cmp_changes),
-            "change-vs-a",
-        )
-    exports_ui.chart(
-        perf.cached(figures.figure_ttft.unbuilt, table, title="TTFT per scenario"),
-        "ttft-per-scenario",
-    )
+    _charts(labelled, table, cmp_table, cmp_changes)
+
+
+TAB = "cmp_tab"  # session key: the open chart's tab
+
+
+def _charts(labelled, table, cmp_table, cmp_changes) -> None:
+    """The three charts in tabs, each drawn only while open."""
+    names = ["Exposed transfer", "Change against A", "TTFT"] if len(labelled) > 1 else [
+        "Exposed transfer", "TTFT"]  # fmt: skip
+    tabs = dict(zip(names, st.tabs(names, key=TAB, on_change="rerun"), strict=True))
+    if tabs["Exposed transfer"].open:
+        with tabs["Exposed transfer"]:
+            exports_ui.chart(
+                perf.cached(figures_compare.figure_compare_transfer.unbuilt, cmp_table),
+                "transfer-per-scenario",
+            )
+    if "Change against A" in tabs and tabs["Change against A"].open:
+        with tabs["Change against A"]:
+            exports_ui.chart(
+                perf.cached(figures_compare.figure_compare_change.unbuilt, cmp_changes),
+                "change-vs-a",
+            )
+    if tabs["TTFT"].open:
+        with tabs["TTFT"]:
+            exports_ui.chart(
+                perf.cached(figures.figure_ttft.unbuilt, table, title="TTFT per scenario"),
+                "ttft-per-scenario",
+            )
 
 
 def _traffic_gains(labelled, gains, cmp_table) -> None:

@@ -27,13 +27,23 @@ def render() -> None:
             "shown for reference and never recommended. Lossy rows change the KV values."
         )
 
-    exports_ui.chart(
-        perf.cached(figures.figure_mitigation_panels.unbuilt, table,
-                    step_ms=sc.decode_step_s * 1e3),
-        "mitigations-per-option",
-    )
-    _options_table(table)
-    _timeline(options)
+    # tabs drawn only while open (the timeline is asked for, not shown by default)
+    options_tab, timeline_tab = st.tabs(["Options", "Timeline of one option"], key=TAB,
+                                        on_change="rerun")  # fmt: skip
+    if options_tab.open:
+        with options_tab:
+            exports_ui.chart(
+                perf.cached(figures.figure_mitigation_panels.unbuilt, table,
+                            step_ms=sc.decode_step_s * 1e3),
+                "mitigations-per-option",
+            )  # fmt: skip
+            _options_table(table)
+    if timeline_tab.open:
+        with timeline_tab:
+            _timeline(options)
+
+
+TAB = "mit_tab"  # session key: the open tab
 
 
 def _options_table(table) -> None:
@@ -87,7 +97,6 @@ OPTION_COLUMNS = {
 
 def _timeline(options) -> None:
     """The timeline of one chosen option."""
-    st.subheader("Timeline")
     labels = [o.label for o in options]
     pick = widgets.page_widget(
         st.selectbox,

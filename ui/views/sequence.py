@@ -16,7 +16,22 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     threshold_ms = sc.k * sc.decode_step_s * 1e3
+    # tabs drawn only while open: the second is asked for, not shown by default
+    per_link, per_layout = st.tabs(["Per interconnect", "Per attention layout"], key=TAB,
+                                   on_change="rerun")  # fmt: skip
+    if per_link.open:
+        with per_link:
+            _per_link(sc, threshold_ms)
+    if per_layout.open:
+        with per_layout:
+            _per_layout(sc, threshold_ms)
 
+
+TAB = "seq_tab"  # session key: the open tab
+
+
+def _per_link(sc, threshold_ms: float) -> None:
+    """Transfer vs prompt length on the chosen interconnects, and their critical lengths."""
     links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
@@ -41,7 +56,9 @@ def render() -> None:
         "transfer-vs-sequence",
     )
 
-    st.subheader("Attention layouts side by side")
+
+def _per_layout(sc, threshold_ms: float) -> None:
+    """Transfer vs prompt length of several attention layouts on the scenario's link."""
     models = widgets.id_multiselect(
         "Models",
         "models",
