@@ -3,6 +3,7 @@ objects, epoch times, bad lines skipped and named by line."""
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from traffic_helpers import MOONCAKE, load_text, load_traffic, reference_prefix_hits
@@ -59,7 +60,7 @@ def test_bad_json_lines_are_skipped_by_line():
     assert r.prompt_tokens.tolist() == [5, 7] and r.skipped_rows == 3
     assert r.skipped_examples[0].startswith("line 2: is not valid JSON")
     assert r.skipped_examples[1] == "line 4: input_length is 'x' (expected a whole number >= 0)"
-    assert r.skipped_examples[2] == "line 5: is a JSON list, expected an object"
+    assert r.skipped_examples[2] == "line 5: is a JSON array, expected an object"
     r = load_text('{"isl": 1}\n\n{"isl": -1}\n', "t.jsonl")  # blank line: still the right line
     assert r.skipped_examples == ("line 3: isl is -1 (expected a whole number >= 0)",)
 
@@ -69,3 +70,36 @@ def test_gzip_jsonl():
     r = load_traffic(gzip.compress(b"".join(lines)), name="trace.jsonl.gz")
     assert r.fmt == "mooncake" and len(r.prompt_tokens) == 100
     assert r.columns["container"] == "jsonl+gzip"
+
+
+@pytest.mark.parametrize("text", [b"null", b"  null\n", b"null\n{}", b"5\nnull"])
+def test_a_top_level_null_is_a_message_not_a_crash(text):
+    # pyarrow 26's JSON reader kills the process (SIGSEGV) on a leading top-level null: a
+    # user's upload must never take the server down, so such files are read line by line.
+    # In a child process, so a crash fails this test instead of the whole run.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kvmodel.traffic.reader import load_traffic\n"
+        "from kvmodel.traffic.result import TrafficError\n"
+        "try:\n"
+        "    load_traffic(sys.stdin.buffer.read(), name='t.jsonl')\n"
+        "except TrafficError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
+                         cwd=Path(__file__).parents[1], timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-500:]
+    msg = out.stdout.decode()
+    assert msg.startswith("t.jsonl: no JSON objects with fields found"), msg
+    assert "expected one object per request" in msg
+
+
+def test_a_null_line_among_objects_is_skipped_and_named():
+    text = (b'{"prompt_tokens": 5, "output_tokens": 3}\nnull\n'
+            b'{"prompt_tokens": 7, "output_tokens": 2}\n')  # fmt: skip
+    r = load_text(text, name="t.jsonl")
+    assert list(r.prompt_tokens) == [5, 7]
+    assert "line 2: is null, expected an object" in r.skipped_examples

@@ -57,11 +57,29 @@ class JsonTable:
     dropped: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
 
 
+# A line whose first non-blank character does not open an object.  Arrow would refuse such a
+# file anyway, and pyarrow 26's JSON reader crashes the whole process (a segmentation fault, no
+# exception) when the first value is a top-level ``null``: those files go line by line.
+_NOT_AN_OBJECT_LINE = re.compile(rb"(?m)^[ \t\r]*[^{ \t\r\n]")
+
+
+def json_kind(value) -> str:
+    """What a parsed JSON value is, in JSON's words ("a JSON array", "null", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a JSON true/false"
+    kinds = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+    return f"a JSON {kinds.get(type(value), type(value).__name__)}"
+
+
 def read_json_lines(data: bytes, name: str) -> JsonTable:
     import pyarrow.json as pajson
 
     check_nesting(data, name, lines=True, error=TrafficError)  # before pyarrow (C stack)
     try:
+        if _NOT_AN_OBJECT_LINE.search(data):
+            raise pa.ArrowInvalid("a line is not an object")  # see _NOT_AN_OBJECT_LINE
         block = max(1 << 20, min(len(data) + 1, 1 << 26))
         table = pajson.read_json(pa.BufferReader(data), pajson.ReadOptions(block_size=block))
         rows_are_lines = not re.search(rb"\n\s*\n|^\s*\n", data)
@@ -83,7 +101,7 @@ def read_json_lines(data: bytes, name: str) -> JsonTable:
             dropped.append((n, f"is not valid JSON ({exc.msg}, column {exc.colno})"))
             continue
         if not isinstance(rec, dict):
-            dropped.append((n, f"is a JSON {type(rec).__name__}, expected an object"))
+            dropped.append((n, f"is {json_kind(rec)}, expected an object"))
             continue
         records.append(rec)
         numbers.append(n)

@@ -136,6 +136,14 @@ def _load_source(source, kind, picks, step, per_request) -> Requests:
         return result
     columns, rest = _table_columns(source, kind)
     if not columns:
+        if kind in ("jsonl", "json"):
+            dropped = getattr(rest, "dropped", None) or []
+            unit = "line" if kind == "jsonl" else "item"
+            first = f" ({unit} {dropped[0][0]} {dropped[0][1]})" if dropped else ""
+            raise TrafficError(
+                f"{name}: no JSON objects with fields found{first}; expected "
+                "one object per request, e.g. {\"prompt_tokens\": 812, \"output_tokens\": 128}"
+            )
         raise TrafficError(f"{name}: no columns found; expected a header row naming the columns")
     where = "line 1" if kind == "jsonl" else "row 1 (the header)"
     det, needed = plan(columns, name, where, prompt_column, output_column, time_column)
