@@ -122,6 +122,19 @@ def _load(src, name, columns, max_bytes, progress, per_request) -> Requests:
         source.close()
 
 
+def _no_columns(name: str, kind: str, rest) -> TrafficError:
+    """The error of a table without columns: for JSON, what its first skipped value was."""
+    if kind in ("jsonl", "json"):
+        dropped = getattr(rest, "dropped", None) or []
+        unit = "line" if kind == "jsonl" else "item"
+        first = f" ({unit} {dropped[0][0]} {dropped[0][1]})" if dropped else ""
+        return TrafficError(
+            f"{name}: no JSON objects with fields found{first}; expected "
+            'one object per request, e.g. {"prompt_tokens": 812, "output_tokens": 128}'
+        )
+    return TrafficError(f"{name}: no columns found; expected a header row naming the columns")
+
+
 def _load_source(source, kind, picks, step, per_request) -> Requests:
     name = source.name
     prompt_column, output_column, time_column = picks
@@ -136,15 +149,7 @@ def _load_source(source, kind, picks, step, per_request) -> Requests:
         return result
     columns, rest = _table_columns(source, kind)
     if not columns:
-        if kind in ("jsonl", "json"):
-            dropped = getattr(rest, "dropped", None) or []
-            unit = "line" if kind == "jsonl" else "item"
-            first = f" ({unit} {dropped[0][0]} {dropped[0][1]})" if dropped else ""
-            raise TrafficError(
-                f"{name}: no JSON objects with fields found{first}; expected "
-                "one object per request, e.g. {\"prompt_tokens\": 812, \"output_tokens\": 128}"
-            )
-        raise TrafficError(f"{name}: no columns found; expected a header row naming the columns")
+        raise _no_columns(name, kind, rest)
     where = "line 1" if kind == "jsonl" else "row 1 (the header)"
     det, needed = plan(columns, name, where, prompt_column, output_column, time_column)
     step(0.25)
