@@ -213,6 +213,7 @@ def _link_from_row(r: _Row) -> LinkSpec:
 
 def _gpu_from_row(r: _Row) -> GpuSpec:
     fp8 = r.number("fp8_dense_tflops", required=False)
+    moe = r.number("moe_gemm_tflops", required=False)
     return r.build(
         GpuSpec,
         id=r.text("id"),
@@ -229,6 +230,7 @@ def _gpu_from_row(r: _Row) -> GpuSpec:
         nvlink_domain_gpus=r.number("nvlink_domain_gpus", integer=True),
         hbm_efficiency=r.number("hbm_efficiency", required=False) or 0.8,
         flops_efficiency=r.number("flops_efficiency", required=False) or 0.7,
+        moe_gemm_flops=None if moe is None else moe * 1e12,
     )
 
 

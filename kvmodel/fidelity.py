@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import catalog
+from . import catalog, steps
 from .build import build_scenario
 from .calibrate import fit_latency_bandwidth
 from .evaluation import evaluate
@@ -160,6 +160,23 @@ def fit_stack(stack_id: str, base: StackSpec) -> StackSpec:
 
 ENGINE_OF = {"NIM": "trtllm"}  # NVIDIA NIM for LLMs serves Llama through TensorRT-LLM
 
+# Runs served by a precompiled TensorRT engine rather than an eager, Python-driven one.  NIM
+# for LLMs "downloads pre-compiled TensorRT-LLM engines for optimized profiles" (NIM docs,
+# "Model Profiles", 1.5.0 and 1.12.0; "Optimization", 1.0.0), so its prefill launches its
+# layers as one compiled graph: their per-layer floor is the graph replay's
+# (steps.DECODE_KERNEL_S_PER_LAYER), not the eager prefill's (steps.PREFILL_KERNEL_S_PER_LAYER,
+# fitted on vLLM, SGLang and TensorRT-LLM's PyTorch backend, the engine `--framework trtllm`
+# stands for).  No constant is new; docs/model.md, "Fidelity", has the rows this moves.
+COMPILED_ENGINE_RUNS = ("NIM",)
+
+
+def compiled_engine_credit_s(model, framework_label: str) -> float:
+    """What a precompiled engine's prefill saves on the eager per-layer floor [s]
+    (:data:`COMPILED_ENGINE_RUNS`; 0 for any other run)."""
+    if framework_label not in COMPILED_ENGINE_RUNS:
+        return 0.0
+    return model.layers * (steps.PREFILL_KERNEL_S_PER_LAYER - steps.DECODE_KERNEL_S_PER_LAYER)
+
 # The KV cache the measured runs held.  TensorRT-LLM runs an FP8 model from NVIDIA's Model
 # Optimizer checkpoint, and its KvCacheConfig dtype "auto" keeps the KV quantization the
 # checkpoint declares (kv_cache_quant_algo FP8 for nvidia/Llama-3.1-70B-Instruct-FP8:
@@ -183,6 +200,29 @@ def served_kv_dtype(model, weight_dtype: str, engine: str) -> str:
     return "bf16"
 
 
+# vLLM runs whose block-FP8 MoE experts went through DeepGEMM's contiguous grouped GEMM at
+# every batch size, padding rows included (timing.padded_grouped_gemm_s).  vLLM PR 29346
+# (2025-11-24) made DeepGEMM the FP8 MoE backend on Hopper except at an expert TP of 8, and
+# with E8M0 scales on by default (PR 26197) it bypassed the M >= 128 check at decode sizes;
+# vLLM PR 39327 ("pads each expert's token batch to BLOCK_M (128) ... wastes up to 94 % of
+# compute" at decode) adds the Triton fallback.  vllm-project/recipes PRs 112 and 120 measured
+# the cost: MiniMax-M2 on 4 H100, TPOT 32.2 ms with DeepGEMM and 16.4 ms without.  The rows
+# here are vLLM 0.12.0's (the version column of compute.csv and silicon_agg.csv); later
+# releases in the data serve no block-FP8 MoE, so the range is not drawn wider than that.
+DEEPGEMM_MOE_VERSIONS = ("0.12.",)
+HOPPER = ("h100-sxm", "h100-pcie", "h200", "h800", "h20", "h20-3e")
+
+
+def deepgemm_padded_moe(model, gpu, *, engine: str, version: str, tp: int, ep: int,
+                        weight_dtype: str) -> bool:  # fmt: skip
+    """Whether a measured run paid DeepGEMM's padded grouped GEMM
+    (:data:`DEEPGEMM_MOE_VERSIONS`): vLLM of those releases, a Hopper GPU, an FP8 MoE and its
+    experts split over a TP other than 8 (PR 29346 kept Triton at 8)."""
+    return (engine == "vllm" and version.startswith(DEEPGEMM_MOE_VERSIONS)
+            and gpu.id in HOPPER and weight_dtype == "fp8" and bool(model.experts)
+            and (tp if ep <= 1 else 1) != 8)  # fmt: skip
+
+
 # The prompt tokens one iteration may carry (the scheduler's token budget): vLLM V1's
 # max_num_batched_tokens for an API server on a GPU of 70 GB or more, SGLang's
 # chunked_prefill_size on such GPUs and TensorRT-LLM's max_num_tokens all default to 8,192
@@ -201,6 +241,7 @@ def served_times_s(
     ep: int,
     weight_dtype: str,
     framework,
+    padded_moe: bool = False,
 ) -> tuple[float, float, float]:
     """(TPOT, prefill, decode step) [s] of aggregated serving at ``concurrency`` requests of
     ``isl`` prompt and ``osl`` output tokens on one instance of ``max(tp, ep)`` GPUs.
@@ -214,8 +255,10 @@ def served_times_s(
     iteration is ``kvmodel.timing.decode_step_parts`` with ``chunk_tokens``: the piece's FLOPs
     join the GEMMs, its tokens pick experts, the weights are read once for both.  The decode
     step is at the mean context ``isl + osl ÷ 2``; the prefill is one request's own.
+    ``padded_moe``: the run's experts went through DeepGEMM's padded grouped GEMM
+    (:func:`deepgemm_padded_moe`), whose padding rows every pass pays on top.
     """
-    from .timing import decode_step_parts, prefill_flops
+    from .timing import decode_step_parts, padded_grouped_gemm_s, prefill_flops
 
     ctx = min(isl + osl // 2, model.max_context_tokens)
     groups = max(1, ep // tp)
@@ -228,10 +271,21 @@ def served_times_s(
     per_token = float(prefill_flops(model, isl, 1)) / isl
     mixed = float(decode_step_parts(model, ctx, concurrency, chunk_tokens=piece,
                                     chunk_flops_per_token=per_token, **kw).total_s)  # fmt: skip
-    tpot = step + per_iteration / piece * (mixed - step)
     prefill = float(estimate_prefill_s(model, isl, 1, gpu=gpu, tp=tp, ep=ep,
                                        weight_dtype=weight_dtype))  # fmt: skip
+    if padded_moe:
+        def pad(tokens):
+            return float(padded_grouped_gemm_s(model, gpu, tokens, weight_dtype, tp=tp, ep=ep))
+
+        b = float(_graph_batch(framework, concurrency / groups))
+        step, mixed, prefill = step + pad(b), mixed + pad(b + piece), prefill + pad(isl)
+    tpot = step + per_iteration / piece * (mixed - step)
     return tpot, prefill, step
+
+
+def _graph_batch(framework, batch: float) -> float:
+    """The decode batch the framework runs (its CUDA-graph padding) [requests]."""
+    return float(framework.padded_batch(np.ceil(batch)))
 
 
 def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, ep: int,
@@ -263,14 +317,32 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
     if row["kind"] == "batch":
         return _batch_per_token_s(model, gpu, isl=isl, osl=osl, batch=batch, tp=tp, ep=ep,
                                   weight_dtype=wd, framework=fw), "decode step"  # fmt: skip
+    padded = deepgemm_padded_moe(model, gpu, engine=fw.id, version=row.get("version") or "",
+                                 tp=tp, ep=ep, weight_dtype=wd)  # fmt: skip
     tpot, prefill, step = served_times_s(model, gpu, isl=isl, osl=osl, concurrency=batch,
-                                         tp=tp, ep=ep, weight_dtype=wd, framework=fw)  # fmt: skip
+                                         tp=tp, ep=ep, weight_dtype=wd, framework=fw,
+                                         padded_moe=padded)  # fmt: skip
     if row["kind"] == "prefill":
         # TTFT at low concurrency: the request's own cost and its prefill, whose last pass
         # emits the first token; with other requests decoding, the prefill also waits for the
         # iteration in flight and shares its own with their decodes: one step more.
+        prefill -= compiled_engine_credit_s(model, row["framework"])
         return fw.request_s + prefill + (step if batch > 1 else 0.0), "prefill"
     return tpot, "decode step"
+
+
+def _software_note(row: dict, model, gpu) -> str:
+    """What of the run's own software the model's value includes (docs/model.md, Fidelity):
+    vLLM 0.12's padded DeepGEMM experts, a precompiled engine's prefill floor."""
+    tp, ep = int(row["tp"]), int(row.get("ep") or 1)
+    wd = "fp8" if row["precision"].startswith("fp8") else model.weight_dtype
+    engine = ENGINE_OF.get(row["framework"], row["framework"])
+    if deepgemm_padded_moe(model, gpu, engine=engine, version=row.get("version") or "", tp=tp,
+                           ep=ep, weight_dtype=wd):  # fmt: skip
+        return f" [vllm {row['version']}: DeepGEMM padded experts]"
+    if row["kind"] == "prefill" and row["framework"] in COMPILED_ENGINE_RUNS:
+        return " [precompiled TensorRT engine]"
+    return ""
 
 
 def compute_points() -> list[Point]:
@@ -296,6 +368,7 @@ def compute_points() -> list[Point]:
             f"{model.name} {row['precision']}, {gpu.name}, {par}, {load}, "
             f"{int(row['input_tokens']):,} in / {int(row['output_tokens']):,} out "
             f"({row['framework']}{', P/D' if row.get('mode') == 'pd' else ''})"
+            f"{_software_note(row, model, gpu)}"
         )
         prec = (
             row["precision"].upper() if not row["precision"].startswith("unknown") else "(dtype ?)"
@@ -360,8 +433,8 @@ def markdown_table() -> str:
 HELD_OUT_BAND = {
     "transfer": (0.5, 2.0),
     "posting": (0.5, 2.0),
-    "prefill": (0.4, 1.8),
-    "decode step": (0.4, 1.6),
+    "prefill": (0.4, 1.35),
+    "decode step": (0.5, 1.4),
     "TTFT": (0.65, 1.35),
 }
 
@@ -429,10 +502,13 @@ def sweep_points() -> list[dict]:
         model = catalog.get_model(row["model"])
         gpu = catalog.get_gpu(row["gpu"])
         fw = catalog.get_framework(row["framework"])
+        tp, ep, wd = int(row["tp"]), int(row["ep"]), _sweep_dtype(row, model)
+        padded = deepgemm_padded_moe(model, gpu, engine=fw.id, version=row["version"], tp=tp,
+                                     ep=ep, weight_dtype=wd)  # fmt: skip
         tpot, _, _ = served_times_s(
             model, gpu, isl=int(row["input_tokens"]), osl=int(row["output_tokens"]),
-            concurrency=int(row["concurrency"]), tp=int(row["tp"]), ep=int(row["ep"]),
-            weight_dtype=_sweep_dtype(row, model), framework=fw,
+            concurrency=int(row["concurrency"]), tp=tp, ep=ep, weight_dtype=wd, framework=fw,
+            padded_moe=padded,
         )  # fmt: skip
         measured = float(row["tpot_ms"]) / 1e3
         out.append(dict(id=row["id"], model=row["model"], gpu=row["gpu"],

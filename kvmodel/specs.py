@@ -306,6 +306,9 @@ class GpuSpec:
     # Achievable fractions of the datasheet peaks in serving kernels (data/gpus.csv sources)
     hbm_efficiency: float = 0.8
     flops_efficiency: float = 0.7
+    # FLOP/s grouped MoE GEMMs approach as an expert's slice per GPU grows wide (None: not
+    # measured; routed experts then run at the dense rate): kvmodel.timing.routed_gemm_flops
+    moe_gemm_flops: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
@@ -321,6 +324,8 @@ class GpuSpec:
         _check_pos(self, "memory_bytes")
         if self.fp8_flops is not None:
             _check_pos(self, "fp8_flops")
+        if self.moe_gemm_flops is not None:
+            _check_pos(self, "moe_gemm_flops")
 
 
 STACK_MESSAGES = ("block", "layer")

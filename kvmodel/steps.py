@@ -54,7 +54,9 @@ ALLREDUCE_BW_EFFICIENCY = 0.75
 # silicon row of compute.csv): 0.7 centres the Hopper rows (471) at 0.94× and the Blackwell rows
 # (549) at 0.99× of measured; by mean |log ratio| over 0.55-1.0 it is the best on Hopper and
 # 0.3 % behind 0.75 on Blackwell.  The compute.csv fit rows alone give 0.56.  Not refitted by
-# fit_compute.py.
+# fit_compute.py.  Re-scanned in session 16 (routed experts' prefill rate, the vLLM 0.12 runs'
+# DeepGEMM padding): the best is now 0.75 on Hopper (1.2 % better) and 0.8 on Blackwell (3 %);
+# 0.7 is kept, within 3 % of both and inside the kernels' reported 50-70 %.
 MOE_READ_EFFICIENCY = 0.7
 # A prefill pass also streams its activations through HBM in the kernels that are not GEMMs
 # (RMSNorm, residual adds, rotary, SiLU, the all-reduce's copies): per token and layer about

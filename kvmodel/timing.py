@@ -147,6 +147,85 @@ def routed_share(model: ModelSpec) -> float:
     return model.params_active / model.params_total
 
 
+# Per-GPU expert width at which grouped MoE GEMMs reach half their wide-slice rate
+# (aiconfigurator-core 0.12.0 moe_perf.parquet: one knee fits H100, H200, B200, GB200, L40S).
+MOE_GEMM_HALF_WIDTH = 300.0
+
+
+def expert_width_per_gpu(model: ModelSpec, *, tp: int = 1, ep: int = 1) -> float:
+    """Columns of one routed expert's FFN that one GPU holds [count]: the expert's intermediate
+    size (routed weights ÷ experts ÷ layers ÷ 3 × hidden: gate, up and down) split over the TP
+    ranks that share an expert (``max(tp, ep) ÷ ep``; whole experts with EP ≥ TP)."""
+    if not model.experts or model.routed_expert_params <= 0:
+        return 0.0
+    per_expert = model.routed_expert_params / model.experts / model.layers / (3 * model.hidden)
+    return per_expert * max(ep, 1) / max(tp, ep, 1)
+
+
+def routed_gemm_flops(model: ModelSpec, gpu: GpuSpec, weight_dtype: str, *, tp: int = 1,
+                      ep: int = 1, efficiency: float | None = None) -> float:  # fmt: skip
+    """FLOP/s the routed experts' grouped GEMMs run at [FLOP/s].
+
+    The dense rate (peak × ``efficiency``, the GPU's ``flops_efficiency`` by default) or,
+    lower, the rate grouped MoE kernels sustain at the expert's width per GPU: narrow slices
+    give each tile too little work, so the SM array, not the tensor peak, sets the pace,
+    ``moe_gemm_flops × w ÷ (w + MOE_GEMM_HALF_WIDTH)`` (data/gpus.csv; block-FP8 and BF16
+    kernels alike reach it).  A GPU without a measured ``moe_gemm_flops`` runs them at the
+    dense rate.
+    """
+    eff = gpu.flops_efficiency if efficiency is None else efficiency
+    dense = peak_flops(gpu, weight_dtype) * min(eff, 1.0)
+    width = expert_width_per_gpu(model, tp=tp, ep=ep)
+    if gpu.moe_gemm_flops is None or width <= 0:
+        return dense
+    scale = min(eff / gpu.flops_efficiency, 1.0)  # a lowered MFU lowers this rate alike
+    return min(dense, gpu.moe_gemm_flops * scale * width / (width + MOE_GEMM_HALF_WIDTH))
+
+
+def routed_slowdown_s_per_token(model: ModelSpec, gpu: GpuSpec, weight_dtype: str, *,
+                                gpus: int, tp: int = 1, ep: int = 1,
+                                efficiency: float | None = None) -> float:  # fmt: skip
+    """Time one prompt token's routed-expert GEMMs take beyond the dense rate, on one of
+    ``gpus`` GPUs [s/token]: 2 × top-k ÷ E of the routed weights, at
+    :func:`routed_gemm_flops` instead of the dense rate (0 for a dense model or a GPU without
+    a measured ``moe_gemm_flops``).
+
+    Prompt tokens only (a prefill pass, a chunk riding a decode step): the kernel tables
+    behind ``moe_gemm_flops`` hold passes of thousands of tokens.  A decode step's few tokens
+    per expert are bound by reading the experts' weights (``MOE_READ_EFFICIENCY``) instead."""
+    if not model.experts or gpu.moe_gemm_flops is None:
+        return 0.0
+    eff = gpu.flops_efficiency if efficiency is None else efficiency
+    dense = peak_flops(gpu, weight_dtype) * min(eff, 1.0)
+    routed = routed_gemm_flops(model, gpu, weight_dtype, tp=tp, ep=ep, efficiency=eff)
+    flops = 2.0 * model.routed_expert_params * routed_share(model) / gpus
+    return flops * (1.0 / routed - 1.0 / dense)
+
+
+def padded_grouped_gemm_s(model: ModelSpec, gpu: GpuSpec, tokens, weight_dtype: str, *,
+                          tp: int = 1, ep: int = 1, alignment: int = 128):  # fmt: skip
+    """Time a contiguous-layout grouped GEMM spends on padding rows for ``tokens`` tokens of
+    one attention group [s].
+
+    DeepGEMM's contiguous layout gives every local expert a segment of whole ``alignment``-row
+    blocks; sized without the per-expert counts on the host, it holds the worst case,
+    ``round_up(tokens × k + E_local × (alignment − 1), alignment)`` rows, and computes them all
+    (vllm-project/vllm ``fused_moe/deep_gemm_utils.py``, ``compute_aligned_M``).  The rows
+    beyond ``tokens × k`` cost the routed FFN's FLOPs (gate, up, down: ``2 × 3 × hidden ×``
+    the expert's columns per GPU) in every layer, at the dense rate (whole blocks tile fully).
+    Only :mod:`kvmodel.fidelity` uses it, for the runs of the vLLM releases that took this path
+    (``fidelity.DEEPGEMM_MOE_RUNS``)."""
+    if not model.experts or model.routed_expert_params <= 0:
+        return np.zeros(np.shape(tokens))
+    t = np.asarray(tokens, dtype=float)
+    k = model.experts_per_token or 1
+    local = model.experts / max(ep, 1)
+    rows = np.ceil((t * k + local * (alignment - 1)) / alignment) * alignment - t * k
+    width = expert_width_per_gpu(model, tp=tp, ep=ep)
+    flops = rows * 2.0 * 3 * model.hidden * width * model.layers
+    return flops / (peak_flops(gpu, weight_dtype) * gpu.flops_efficiency)
+
+
 def weights_read_bytes_per_gpu(model: ModelSpec, tokens, *, tp: int = 1, ep: int = 1,
                                weight_dtype: str | None = None) -> np.ndarray:  # fmt: skip
     """Weight bytes one GPU reads for ``tokens`` tokens in one pass [bytes].
@@ -229,6 +308,8 @@ def decode_step_parts(
     attention = attn_flops / (gpu.bf16_flops * gpu.flops_efficiency)
     gemm_flops = 2.0 * model.params_active * pad + chunk * chunk_flops_per_token
     gemm = gemm_flops / tp / (peak_flops(gpu, wd) * gpu.flops_efficiency)
+    if model.experts:  # the chunk's routed experts at the grouped-GEMM rate, as a prefill's
+        gemm = gemm + chunk * routed_slowdown_s_per_token(model, gpu, wd, gpus=tp, tp=tp, ep=ep)
     (weights, kv_s), (attention, gemm) = steps.split_exposed((weights, kv_s), (attention, gemm))
     allreduce, exchange = _comm_s(model, gpu, pad + chunk, tp=tp, ep=ep)
     shape = np.broadcast(np.asarray(weights), np.asarray(kv_s)).shape
@@ -287,6 +368,8 @@ def prefill_parts(
     hbm = gpu.hbm_bytes_per_s * gpu.hbm_efficiency
     weights = weights_read_bytes_per_gpu(model, tokens, tp=tp, ep=ep, weight_dtype=wd) / hbm
     gemm = 2.0 * model.params_active * tokens / gpus / (peak_flops(gpu, wd) * min(eff, 1.0))
+    gemm = gemm + tokens * routed_slowdown_s_per_token(model, gpu, wd, gpus=gpus, tp=tp, ep=ep,
+                                                       efficiency=eff)  # fmt: skip
     attn_flops = (prefill_flops(model, s, b, prefix) - 2.0 * model.params_active * tokens) / gpus
     attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
     group_tokens = tokens / max(1, ep // tp)

@@ -181,3 +181,60 @@ def test_an_nvl72_rack_exchanges_experts_over_nvlink():
 
     want = 61 * (64 * 7168 * 8 * 71 / 72 * 3 / catalog_up(gb) + 40e-6)
     assert float(rack.ep_dispatch_combine_s) == pytest.approx(want, rel=1e-9)
+
+
+def test_routed_experts_prefill_at_the_grouped_gemm_rate():
+    """A prefill's routed experts run at min(dense, moe_gemm_tflops × w ÷ (w + 300)), w the
+    expert's columns per GPU (docs/model.md, aiconfigurator-core 0.12.0 moe_perf.parquet)."""
+    from kvmodel.timing import (
+        expert_width_per_gpu,
+        prefill_parts,
+        routed_gemm_flops,
+        routed_slowdown_s_per_token,
+    )
+
+    qwen, ds = catalog.get_model("qwen3-235b-a22b"), catalog.get_model("deepseek-r1")
+    h200, h20 = catalog.get_gpu("h200"), catalog.get_gpu("h20-3e")
+    # from the routed weights: 213e9 × 128/120 ÷ 128 ÷ 94 ÷ (3 × 4096) = 1,536.7; the HF config's
+    # moe_intermediate_size is 1,536 (shared/data/model-configs/Qwen--Qwen3-235B-A22B.json)
+    assert expert_width_per_gpu(qwen) == pytest.approx(1536, rel=1e-3)
+    # DeepSeek-R1: 634e9 × 256/248 ÷ 256 ÷ 61 ÷ (3 × 7168) = 1,949 (config: 2,048 on 58 MoE
+    # layers of 61); TP 8 splits each expert 8 ways, EP 8 keeps them whole, TP 8 × EP 2 4 ways
+    w = 634e9 * 256 / 248 / 256 / 61 / (3 * 7168)
+    assert expert_width_per_gpu(ds, tp=8) == pytest.approx(w / 8)
+    assert expert_width_per_gpu(ds, tp=1, ep=8) == pytest.approx(w)
+    assert expert_width_per_gpu(ds, tp=8, ep=2) == pytest.approx(w / 4)
+    assert expert_width_per_gpu(catalog.get_model("llama-3.1-70b")) == 0
+    # H200 at TP 8: 620 TFLOP/s × 243.6 ÷ 543.6 = 277.9 TFLOP/s, below the dense 0.7 × 1,979
+    assert routed_gemm_flops(ds, h200, "fp8", tp=8) == pytest.approx(
+        620e12 * (w / 8) / (w / 8 + 300), rel=1e-9)  # fmt: skip
+    # wide slices reach the dense rate's cap no sooner than R_moe itself allows
+    assert routed_gemm_flops(ds, h200, "fp8", tp=1, ep=8) < 0.7 * 1979e12
+    # H20-3e has no table: its experts run at its dense rate, nothing added
+    assert routed_gemm_flops(qwen, h20, "bf16", tp=8) == pytest.approx(0.7 * 148e12)
+    assert routed_slowdown_s_per_token(qwen, h20, "bf16", gpus=8, tp=8) == 0
+    # the slowdown per prompt token: 2 × 8/256 of the routed weights ÷ 8 GPUs at 277.9 minus
+    # at 1,385.3 TFLOP/s
+    flops = 2 * 634e9 * 256 / 248 * 8 / 256 / 8
+    extra = flops * (1 / (620e12 * (w / 8) / (w / 8 + 300)) - 1 / (0.7 * 1979e12))
+    assert routed_slowdown_s_per_token(ds, h200, "fp8", gpus=8, tp=8) == pytest.approx(extra)
+    # ... and only prompt tokens of an MoE pay it: a prefill slows, a dense model's does not,
+    # nor does a decode step without a chunk
+    import dataclasses
+
+    untabled = dataclasses.replace(h200, moe_gemm_flops=None)
+    with_t = prefill_parts(ds, 8192, 1, gpu=h200, tp=8, weight_dtype="fp8")
+    without = prefill_parts(ds, 8192, 1, gpu=untabled, tp=8, weight_dtype="fp8")
+    # (compute and memory combine as a p-norm, so the sum grows by less than the GEMMs did)
+    grew = float(with_t.total_s) - float(without.total_s)
+    assert 0.5 * 8192 * extra < grew <= 8192 * extra
+    llama = catalog.get_model("llama-3.1-70b")
+    assert float(prefill_parts(llama, 8192, 1, gpu=h200, tp=8).total_s) == float(
+        prefill_parts(llama, 8192, 1, gpu=untabled, tp=8).total_s)  # fmt: skip
+    kw = dict(gpu=h200, tp=8, kv_dtype="bf16", weight_dtype="fp8")
+    assert float(decode_step_parts(ds, 2048, 64, **kw).total_s) == float(
+        decode_step_parts(ds, 2048, 64, **{**kw, "gpu": untabled}).total_s)  # fmt: skip
+    chunked = dict(kw, chunk_tokens=256, chunk_flops_per_token=2 * 37e9)
+    grew = float(decode_step_parts(ds, 2048, 64, **chunked).total_s) - float(
+        decode_step_parts(ds, 2048, 64, **{**chunked, "gpu": untabled}).total_s)  # fmt: skip
+    assert 0 < grew <= 256 * extra  # mostly hidden under the weights and KV read (p-norm)
