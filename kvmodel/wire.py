@@ -18,7 +18,7 @@ compute, otherwise what is left once compute stops.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import numpy as np
@@ -43,7 +43,13 @@ class Transfer:
     codec_s: np.ndarray  # quantize + dequantize
     transfer_s: np.ndarray  # the whole transfer after prefill, no overlap
     exposed_s: np.ndarray  # what the decode node waits after prefill ends
-    prefill_s: np.ndarray
+    volume: Volume = field(repr=False, compare=False)
+
+    @cached_property
+    def prefill_s(self) -> np.ndarray:
+        """The prefill before it [s] (the volume's, computed when first asked: a sweep of the
+        exposed transfer alone never needs it unless sent layer by layer)."""
+        return np.asarray(self.volume.prefill, dtype=float)
 
 
 def wire_ratio(sc: Scenario) -> float:
@@ -96,7 +102,18 @@ class Volume:
             tp_prefill=sc.tp_prefill,
             tp_decode=sc.kv_tp_decode,
         ).wire
-        self.prefill = prefill_time_s(sc, self.s, self.b, prefix)
+        self.prefix = prefix
+        self.frozen = False  # a kept volume's arrays are read-only (``_kept_volume``)
+
+    @cached_property
+    def prefill(self) -> np.ndarray:
+        """The prefill [s] at these S and B (``prefill_time_s``), computed when first asked: a
+        sweep of the exposed transfer needs it only when sent layer by layer (about 40 % of a
+        scalar ``transfer`` call otherwise, bench/README.md session 16)."""
+        out = prefill_time_s(self.scenario, self.s, self.b, self.prefix)
+        if self.frozen and isinstance(out, np.ndarray):
+            out.flags.writeable = False
+        return out
 
     def fits(self, sc: Scenario) -> bool:
         """True when ``sc`` differs from this volume's scenario only in per-link fields."""
@@ -165,7 +182,8 @@ def _kept_volume(sc: Scenario, seq_len, batch) -> Volume:
     if hit is not None:
         return hit
     made = Volume(sc, seq_len, batch)  # raises as before on a bad input
-    for arr in (made.s, made.b, made.raw, made.prefill):
+    made.frozen = True
+    for arr in (made.s, made.b, made.raw):
         if isinstance(arr, np.ndarray):
             arr.flags.writeable = False
     _VOLUMES.put(key, made)
@@ -319,9 +337,8 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
     else:
         desc = np.zeros_like(raw)
     whole = sc.link.latency_s + stack.chunk_s + fixed + ser + desc + codec
-    prefill = vol.prefill
     if sc.layerwise:  # the stack's per-request cost is paid once, its per-chunk cost per layer
-        whole, exposed = _layerwise(sc, vol, prefill)
+        whole, exposed = _layerwise(sc, vol, vol.prefill)
         whole, exposed = whole + fixed, exposed + fixed
     else:
         exposed = whole
@@ -334,7 +351,7 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
         codec_s=codec,
         transfer_s=whole,
         exposed_s=exposed,
-        prefill_s=np.asarray(prefill, dtype=float),
+        volume=vol,
     )
 
 

@@ -19,7 +19,8 @@ QUERIES = [
 
 
 def _numbers(t) -> dict:
-    return {f.name: np.asarray(getattr(t, f.name)).tolist() for f in fields(t)}
+    names = [f.name for f in fields(t) if f.name != "volume"] + ["prefill_s"]  # prefill: lazy
+    return {name: np.asarray(getattr(t, name)).tolist() for name in names}
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -53,6 +54,11 @@ def test_volumes_are_shared_only_between_link_variants_and_read_only():
     assert len(kept_volumes()) == 3
     for vol in kept_volumes():
         assert not vol.raw.flags.writeable and not vol.s.flags.writeable
+    # the prefill is computed when first asked (a sweep of the exposed transfer sent whole
+    # never asks), and read-only then too
+    vol = kept_volumes()[-1]
+    assert "prefill" not in vars(vol)
+    assert not vol.prefill.flags.writeable and "prefill" in vars(vol)
     with pytest.raises(ValueError):
         transfer(sc, seq_len=-1)  # a bad input still raises, and is not kept
     assert len(kept_volumes()) == 3
