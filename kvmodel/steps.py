@@ -12,6 +12,8 @@ A decode step of ``B`` requests holding ``S`` tokens each, on one instance of ``
                + EP dispatch/combine
 
 e_hbm and e_flop are the GPU's achievable fractions of its datasheet peaks (``data/gpus.csv``).
+A prompt token's routed-expert GEMMs (a prefill pass, a chunk riding a step) run at the grouped
+MoE kernels' rate when that is lower (``timing.routed_gemm_flops``: narrow expert slices per GPU).
 The TP all-reduce is a ring over the scale-up link (NVLink), 2 per layer (1 with EP: the MoE
 output is combined instead): ``2 (TP−1)/TP × bytes ÷ bandwidth + latency``.  EP's dispatch and
 combine move ``tokens × hidden × top_k × (EP−1)/EP`` values each way per MoE layer (FP8 out,

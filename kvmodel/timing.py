@@ -214,7 +214,7 @@ def padded_grouped_gemm_s(model: ModelSpec, gpu: GpuSpec, tokens, weight_dtype: 
     beyond ``tokens × k`` cost the routed FFN's FLOPs (gate, up, down: ``2 × 3 × hidden ×``
     the expert's columns per GPU) in every layer, at the dense rate (whole blocks tile fully).
     Only :mod:`kvmodel.fidelity` uses it, for the runs of the vLLM releases that took this path
-    (``fidelity.DEEPGEMM_MOE_RUNS``)."""
+    (``fidelity.DEEPGEMM_MOE_VERSIONS``)."""
     if not model.experts or model.routed_expert_params <= 0:
         return np.zeros(np.shape(tokens))
     t = np.asarray(tokens, dtype=float)
