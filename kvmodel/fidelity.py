@@ -471,12 +471,37 @@ def kind_summary(points: list[Point] | None = None) -> list[dict]:
     return out
 
 
+# Held-out points known to leave the band, by source and row (docs/model.md names each with
+# what is known of its cause).  They stay in every table and summary; the band test skips them,
+# and tests/test_fidelity.py fails once one comes back in (so the list says what is true).
+KNOWN_OUT_OF_BAND = {
+    ("tenstorrent/tt-inference-server issue 356", "ISL 128, OSL 1024"):
+        "two-node TP 16 decode: measured 23 ms a token against ~10 ms on one 8-GPU node",
+    ("tenstorrent/tt-inference-server issue 356", "ISL 4096, OSL 128"):
+        "two-node TP 16 decode (as above)",
+    ("tenstorrent/tt-inference-server issue 356", "ISL 8192, OSL 128"):
+        "two-node TP 16 decode (as above)",
+}  # fmt: skip
+
+
+def known_miss(p: Point) -> str | None:
+    """Why ``p`` is known to leave the band (:data:`KNOWN_OUT_OF_BAND`), else None."""
+    for (source, row), why in KNOWN_OUT_OF_BAND.items():
+        if p.source.startswith(source) and row in p.source_ref and p.what == "decode step":
+            return why
+    return None
+
+
+def in_band(p: Point) -> bool:
+    """Whether ``p``'s ratio (model ÷ measured) lies in :data:`HELD_OUT_BAND`."""
+    lo, hi = HELD_OUT_BAND[p.what]
+    return lo <= p.predicted_s / p.measured_s <= hi
+
+
 def out_of_band(points: list[Point] | None = None) -> list[Point]:
-    """Held-out points whose ratio leaves :data:`HELD_OUT_BAND`."""
+    """Held-out points whose ratio leaves :data:`HELD_OUT_BAND`, but for the known ones."""
     pts = all_points() if points is None else points
-    return [p for p in pts if p.part == "holdout"
-            and not HELD_OUT_BAND[p.what][0] <= p.predicted_s / p.measured_s
-            <= HELD_OUT_BAND[p.what][1]]  # fmt: skip
+    return [p for p in pts if p.part == "holdout" and not in_band(p) and not known_miss(p)]
 
 
 # aiconfigurator's measured silicon table (data/fidelity/silicon_agg.csv, bench/silicon_extract.py):

@@ -111,15 +111,23 @@ def scaleup_links(kind: str, gpus: int, domain: int) -> int:
 
 @lru_cache(maxsize=64)
 def link_rates(gpu: GpuSpec, gpus: int) -> tuple[float, float]:
-    """(scale-up, scale-out) bytes/s per direction one GPU of a ``gpus``-GPU group has in a
-    collective: its NVLink (a mesh's links to the group's peers, :func:`scaleup_links`; its
-    NICs when the group spans more than one NVLink domain) and its NICs' share."""
+    """(ring, scale-out) bytes/s per direction one GPU of a ``gpus``-GPU group has in a
+    collective, and its NICs' share.
+
+    Within one NVLink domain the ring runs on the GPU's NVLink (a mesh's links to the group's
+    peers, :func:`scaleup_links`).  Across domains it still moves every byte over NVLink inside
+    each domain, and between domains over all of a domain's NICs at once: NCCL splits a ring
+    all-reduce into channels and crosses each channel between nodes on a NIC of its own, so a
+    ring of ``n`` GPUs moves ``2 (n−1)/n × bytes`` through the slower of the GPU's NVLink and
+    its domain's NICs together (NICs per GPU × the domain's GPUs)."""
     from . import catalog
 
     nic = catalog.get_link(gpu.nic).bandwidth_bytes_per_s * gpu.nics_per_node / gpu.gpus_per_node
     link = catalog.get_link(gpu.nvlink)
     up = link.bandwidth_bytes_per_s * scaleup_links(link.kind, gpus, gpu.nvlink_domain_gpus)
-    return (up if gpus <= gpu.nvlink_domain_gpus else nic), nic
+    if gpus <= gpu.nvlink_domain_gpus:
+        return up, nic
+    return min(up, nic * gpu.nvlink_domain_gpus), nic
 
 
 def decode_attention_flops_per_token(model: ModelSpec, seq_len) -> np.ndarray:

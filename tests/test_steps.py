@@ -238,3 +238,22 @@ def test_routed_experts_prefill_at_the_grouped_gemm_rate():
     grew = float(decode_step_parts(ds, 2048, 64, **chunked).total_s) - float(
         decode_step_parts(ds, 2048, 64, **{**chunked, "gpu": untabled}).total_s)  # fmt: skip
     assert 0 < grew <= 256 * extra  # mostly hidden under the weights and KV read (p-norm)
+
+
+def test_a_tp_across_nodes_rings_through_all_of_the_nodes_nics():
+    # NCCL crosses each ring channel between nodes on a NIC of its own: a DGX H100's 8 × 400
+    # Gb/s (8 × 50 GB/s = 400 GB/s) together, below its NVLink's 450 GB/s; inside a node the
+    # ring runs on NVLink.  Until session 16 one GPU's NIC share (50 GB/s) carried it all.
+    from kvmodel.steps import ALLREDUCE_BW_EFFICIENCY, ALLREDUCE_LATENCY_S
+    from kvmodel.timing import link_rates
+
+    h100 = catalog.get_gpu("h100-sxm")
+    assert link_rates(h100, 8) == (450e9, 50e9)
+    assert link_rates(h100, 16) == (400e9, 50e9)
+    # Mooncake's H20-3e nodes: 4 × 400 GbE for 8 GPUs, 200 GB/s between nodes
+    assert link_rates(catalog.get_gpu("h20-3e"), 16)[0] == pytest.approx(200e9)
+    # DeepSeek-R1 at TP 16, a 4,096-token prefill: 2 all-reduces a layer of 4,096 × 7,168 × 2 B
+    ds = catalog.get_model("deepseek-r1")
+    parts = prefill_parts(ds, 4096, 1, gpu=h100, tp=16)
+    one = 2 * 15 / 16 * 4096 * 7168 * 2 / (400e9 * ALLREDUCE_BW_EFFICIENCY) + ALLREDUCE_LATENCY_S
+    assert float(parts.tp_allreduce_s) == pytest.approx(2 * 61 * one)
