@@ -322,6 +322,7 @@ def _framework_from_row(r: _Row) -> FrameworkSpec:
         graph_batch_multiple=r.number("graph_batch_multiple", integer=True),
         graph_max_batch=r.number("graph_max_batch", integer=True),
         kv_admission=r.text("kv_admission"),
+        mla_prefill_floor_s=(r.number("mla_prefill_floor_ms", required=False) or 0.0) * 1e-3,
         source=r.text("source"),
     )
 

@@ -272,7 +272,7 @@ def served_times_s(
     mixed = float(decode_step_parts(model, ctx, concurrency, chunk_tokens=piece,
                                     chunk_flops_per_token=per_token, **kw).total_s)  # fmt: skip
     prefill = float(estimate_prefill_s(model, isl, 1, gpu=gpu, tp=tp, ep=ep,
-                                       weight_dtype=weight_dtype))  # fmt: skip
+                                       weight_dtype=weight_dtype, framework=framework))  # fmt: skip
     if padded_moe:
         def pad(tokens):
             return float(padded_grouped_gemm_s(model, gpu, tokens, weight_dtype, tp=tp, ep=ep))
@@ -295,7 +295,7 @@ def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, e
     then ``osl − 1`` decode steps at the batch and its mean context, ÷ ``osl``."""
     kv = served_kv_dtype(model, weight_dtype, framework.id)
     prefill = float(estimate_prefill_s(model, isl, batch, gpu=gpu, tp=tp, ep=ep,
-                                       weight_dtype=weight_dtype))  # fmt: skip
+                                       weight_dtype=weight_dtype, framework=framework))  # fmt: skip
     step = float(estimate_decode_step_s(model, isl + osl // 2, batch, gpu=gpu, tp=tp, ep=ep,
                                         kv_dtype=kv, weight_dtype=weight_dtype,
                                         framework=framework))  # fmt: skip

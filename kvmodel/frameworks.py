@@ -35,12 +35,15 @@ class FrameworkSpec:
     graph_batch_multiple: int = 8
     graph_max_batch: int = 512
     kv_admission: str = "on_demand"
+    # a prefill pass of an MLA model takes at least this long (the host launching an eager
+    # MLA + MoE layer's kernels bounds a short prompt; the GPU works under it) [s]
+    mla_prefill_floor_s: float = 0.0
     source: str = ""
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
-        for name in ("request_s", "step_s", "pd_request_s"):
+        for name in ("request_s", "step_s", "pd_request_s", "mla_prefill_floor_s"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ValueError(f"{name} must be a finite number, got {v!r}")

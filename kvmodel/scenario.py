@@ -80,8 +80,9 @@ def decode_step_parts_of(sc) -> StepParts | None:
 
 
 @lru_cache(maxsize=1024)
-def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu) -> PrefillParts:
-    parts = prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu)
+def _prefill_cached(model, gpu, tp, ep, seq_len, batch, mfu, framework=None) -> PrefillParts:
+    parts = prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu,
+                          framework=framework)  # fmt: skip
     return type(parts)(**{k: float(v) for k, v in vars(parts).items()})
 
 
@@ -97,7 +98,7 @@ def prefill_parts_of(sc) -> PrefillParts | None:
     if sc.prefill_s is not None:
         return None
     return _prefill_cached(sc.model, sc.gpu, sc.tp_prefill, sc.ep_prefill, int(sc.seq_len),
-                           int(sc.batch), float(sc.mfu))  # fmt: skip
+                           int(sc.batch), float(sc.mfu), sc.framework)  # fmt: skip
 
 
 def check_expert_parallel(model: ModelSpec, ep, tp: int, field: str = "decode EP") -> None:

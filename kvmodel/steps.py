@@ -114,6 +114,8 @@ class PrefillParts(Parts):
     tp_allreduce_s: object
     ep_dispatch_combine_s: object
     kernel_floor_s: object
+    # what a host-bound pass takes beyond the GPU's work (``timing.prefill_host_floor_s``)
+    host_floor_s: object = 0.0
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ LABELS = {  # short names for tables (the docstrings above say what each is)
     "tp_allreduce": "TP all-reduce",
     "ep_dispatch_combine": "EP all-to-all",
     "kernel_floor": "Kernel floor",
+    "host_floor": "Host floor",
     "framework_floor": "Framework/step",
     "request": "Framework/request",
     "queue": "Queue",

@@ -15,6 +15,7 @@ constants).  ``decode_step_lower_bound_s`` is the bare roofline.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -349,6 +350,15 @@ def estimate_decode_step_s(
                              data_parallel_attention=data_parallel_attention).total_s  # fmt: skip
 
 
+def prefill_host_floor_s(model: ModelSpec, framework=None) -> float:
+    """The least a prefill pass takes under ``framework`` [s]: its ``mla_prefill_floor_s`` for
+    an MLA model (the host launching an eager MLA + MoE layer's kernels bounds a short prompt's
+    pass while the GPU works under it), else 0.  None: no framework, no floor."""
+    if framework is None or model.attention != "mla":
+        return 0.0
+    return _framework(framework).mla_prefill_floor_s
+
+
 def prefill_parts(
     model: ModelSpec,
     seq_len,
@@ -360,11 +370,13 @@ def prefill_parts(
     mfu: float = DEFAULT_MFU,
     weight_dtype: str | None = None,
     prefix=None,
+    framework=None,
 ) -> steps.PrefillParts:
     """The parts of one prefill pass of ``batch`` requests of ``seq_len`` tokens on an instance
     of ``max(tp, ep)`` GPUs [s].  ``mfu`` scales the GPU's achievable FLOP/s (``DEFAULT_MFU``:
     the GPU's own, data/gpus.csv); ``prefix``: cached tokens before them
-    (:func:`prefill_flops`)."""
+    (:func:`prefill_flops`).  ``framework``: the engine whose host floor bounds the pass from
+    below (:func:`prefill_host_floor_s`; the part ``host_floor_s`` is what it adds)."""
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}")
     s = as_tokens(seq_len, "seq_len")
@@ -388,11 +400,15 @@ def prefill_parts(
     )
     allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep, per_node=True)
     shape = np.broadcast(np.asarray(gemm), np.asarray(attention)).shape
-    return steps.PrefillParts(
+    parts = steps.PrefillParts(
         weights_read_s=weights, activations_s=activations, attention_s=attention, gemm_s=gemm,
         tp_allreduce_s=allreduce * np.ones(shape), ep_dispatch_combine_s=exchange * np.ones(shape),
         kernel_floor_s=np.full(shape, steps.PREFILL_KERNEL_S_PER_LAYER * model.layers),
     )  # fmt: skip
+    floor = prefill_host_floor_s(model, framework)
+    if floor > 0:  # the pass takes max(floor, GPU work): the parts still add up
+        return replace(parts, host_floor_s=np.maximum(floor - parts.total_s, 0.0))
+    return parts
 
 
 def estimate_prefill_s(
@@ -406,12 +422,14 @@ def estimate_prefill_s(
     weight_dtype: str | None = None,
     ep: int = 1,
     prefix=None,
+    framework=None,
 ) -> np.ndarray:
     """Prefill of ``batch`` requests of ``seq_len`` tokens [s]: the sum of
     :func:`prefill_parts`.  ``weight_dtype``: the checkpoint's by default; ``prefix``: cached
-    tokens before them (:func:`prefill_flops`)."""
+    tokens before them (:func:`prefill_flops`); ``framework``: its host floor, if any."""
     return prefill_parts(model, seq_len, batch, gpu=gpu, tp=tp, ep=ep, mfu=mfu,
-                         weight_dtype=weight_dtype, prefix=prefix).total_s  # fmt: skip
+                         weight_dtype=weight_dtype, prefix=prefix,
+                         framework=framework).total_s  # fmt: skip
 
 
 def decode_step_lower_bound_s(

@@ -68,7 +68,7 @@ def prefill_time_s(sc: Scenario, seq_len=None, batch=None, prefix=None) -> np.nd
             np.asarray(sc.prefill_s, dtype=float), np.broadcast(np.asarray(s), np.asarray(b)).shape
         )
     return estimate_prefill_s(sc.model, s, b, gpu=sc.gpu, tp=sc.tp_prefill, mfu=sc.mfu,
-                              ep=sc.ep_prefill, prefix=prefix)  # fmt: skip
+                              ep=sc.ep_prefill, prefix=prefix, framework=sc.framework)  # fmt: skip
 
 
 # Scenario fields a transfer's link-independent parts do not depend on (see ``Volume``).

@@ -257,3 +257,34 @@ def test_a_tp_across_nodes_rings_through_all_of_the_nodes_nics():
     parts = prefill_parts(ds, 4096, 1, gpu=h100, tp=16)
     one = 2 * 15 / 16 * 4096 * 7168 * 2 / (400e9 * ALLREDUCE_BW_EFFICIENCY) + ALLREDUCE_LATENCY_S
     assert float(parts.tp_allreduce_s) == pytest.approx(2 * 61 * one)
+
+
+def test_an_eager_engine_holds_an_mla_prefill_to_its_host_floor():
+    # SGLang's mla_prefill_floor_ms (data/frameworks.csv, 165 ms): an MLA model's pass takes
+    # max(GPU work, floor); the part host_floor_s is the difference, so the parts still add up
+    from dataclasses import replace as copy
+
+    from kvmodel.capacity.pools import pass_fixed_s
+    from kvmodel.timing import prefill_host_floor_s
+
+    ds, llama = catalog.get_model("deepseek-r1"), catalog.get_model("llama-3.1-70b")
+    h200 = catalog.get_gpu("h200")
+    assert prefill_host_floor_s(ds, "sglang") == pytest.approx(0.165)
+    assert prefill_host_floor_s(ds, "vllm") == prefill_host_floor_s(ds, None) == 0
+    assert prefill_host_floor_s(llama, "sglang") == 0  # GQA: not an MLA layer
+    bare = prefill_parts(ds, 1024, 1, gpu=h200, tp=8)
+    held = prefill_parts(ds, 1024, 1, gpu=h200, tp=8, framework="sglang")
+    assert float(bare.total_s) < 0.165
+    assert float(held.total_s) == pytest.approx(0.165)
+    assert float(held.host_floor_s) == pytest.approx(0.165 - float(bare.total_s))
+    assert held.as_ms()["host_floor"] == pytest.approx(float(held.host_floor_s) * 1e3)
+    long = prefill_parts(ds, 32768, 1, gpu=h200, tp=8, framework="sglang")  # GPU work longer
+    assert float(long.host_floor_s) == 0
+    assert float(long.total_s) == float(prefill_parts(ds, 32768, 1, gpu=h200, tp=8).total_s)
+    # a capacity plan's pass pays it once for all its prompts, like the kernel floor
+    sc = build_scenario(model="deepseek-r1", gpu="h200", tp=8, tp_decode=8, framework="sglang")
+    lens = np.array([512, 1024])
+    with_floor = pass_fixed_s(sc, lens, 8)
+    without = pass_fixed_s(copy(sc, framework="vllm"), lens, 8)
+    gpu_work = prefill_parts(ds, lens, 1, gpu=h200, tp=8).total_s
+    assert np.allclose(with_floor - without, 0.165 - gpu_work)

@@ -263,7 +263,8 @@ def prefill_work_s(model, moved: np.ndarray, prefill_s: np.ndarray, gpus: int = 
 def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1,
                  prefix=None) -> np.ndarray:  # fmt: skip
     """The part of each length's batch-1 prefill [s] that a pass of several prompts pays
-    once: the kernel floor and the weights read (``timing.prefill_parts``); at EP 32 the
+    once: the kernel floor, the weights read and the engine's host floor, if any
+    (``timing.prefill_parts``); at EP 32 the
     weights read is most of a short prompt's prefill (21 ms of 41 ms for DeepSeek-V3's 2,000
     tokens on H100 at EP 16), so without sharing it a wide instance is planned as if it
     prefilled one prompt at a time.  ``prefix``: each length's cached tokens (the shares shown
@@ -271,8 +272,10 @@ def pass_fixed_s(sc: Scenario, moved: np.ndarray, tp: int, ep: int = 1,
     if sc.prefill_s is not None:
         return np.full(np.shape(moved), PREFILL_FLOOR_S_PER_LAYER * sc.model.layers)
     parts = prefill_parts(sc.model, moved, 1, gpu=sc.gpu, tp=tp, ep=ep, mfu=sc.mfu,
-                          prefix=prefix)  # fmt: skip
-    return np.asarray(parts.kernel_floor_s + parts.weights_read_s, dtype=float)
+                          prefix=prefix, framework=sc.framework)  # fmt: skip
+    # the host floor is the pass's too: a pass of many prompts waits it out once
+    return np.asarray(parts.kernel_floor_s + parts.weights_read_s + parts.host_floor_s,
+                      dtype=float)  # fmt: skip
 
 
 def prefill_side(sc: Scenario, shp: Shape, tp: int, tp_decode: int, ep: int = 1,
