@@ -185,12 +185,18 @@ def _breakdowns(ev) -> None:
         "(HBM) overlap with attention and GEMM FLOPs: the larger side is shown whole, the "
         "smaller by the share that is not hidden. EP all-to-all: expert-parallel dispatch and "
         "combine; TP all-reduce: over the GPU's scale-up link."
-        + (" A prompt's routed experts run at the grouped MoE kernels' rate, lower than a dense "
-           "GEMM's when each GPU holds a narrow slice of every expert." if ev.scenario.model.experts
-           else "")
-        + (" Host floor: an eager engine launching an MLA layer's kernels keeps a short prompt's "
-           "prefill at its minimum while the GPU works under it." if ev.prefill_parts is not None
-           and float(ev.prefill_parts.host_floor_s) > 0 else "")  # fmt: skip
+        + (
+            " A prompt's routed experts run at the grouped MoE kernels' rate, lower than a dense "
+            "GEMM's when each GPU holds a narrow slice of every expert."
+            if ev.scenario.model.experts
+            else ""
+        )
+        + (
+            " Host floor: an eager engine launching an MLA layer's kernels keeps a short prompt's "
+            "prefill at its minimum while the GPU works under it."
+            if ev.prefill_parts is not None and float(ev.prefill_parts.host_floor_s) > 0
+            else ""
+        )
     )
     cols = st.columns(3)
     shown = (("Decode step", ev.step_parts), ("Prefill", ev.prefill_parts),
