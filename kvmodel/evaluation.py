@@ -4,7 +4,7 @@ length, memory) as one frozen ``Evaluation`` in SI units."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from . import catalog
 from .critical import critical_seq_len
@@ -50,9 +50,6 @@ class Evaluation:
     over_share_target: bool
     critical_seq_len: int | None
     notes: tuple[str, ...] = field(default=())
-    # the same transfer at wire speed (stack "ideal"): the source article's arithmetic
-    ideal_transfer_s: float = 0.0
-    ideal_exposed_s: float = 0.0
     scale_up_feasible: bool = True  # prefill + decode GPUs fit in one NVLink domain
     weights_bytes_per_gpu: float = 0.0  # decode instance
     weights_bytes_per_gpu_prefill: float = 0.0
@@ -64,6 +61,24 @@ class Evaluation:
     framework_request_s: float = 0.0  # the serving framework's per-request cost (in ttft_s)
     step_parts: StepParts | None = None  # the estimated decode step's terms (None: given)
     prefill_parts: PrefillParts | None = None  # the estimated prefill's terms (None: given)
+
+    @cached_property
+    def _ideal(self):
+        """The same transfer at wire speed (stack "ideal"): the source article's arithmetic.
+        Computed when first asked: tables of many scenarios (Mitigations, Compare) never show
+        it, and it is a scenario copy and a transfer each."""
+        sc = self.scenario
+        return transfer(sc if sc.stack.is_ideal else replace(sc, stack=IDEAL_STACK))
+
+    @property
+    def ideal_transfer_s(self) -> float:
+        """The whole transfer at wire speed [s]."""
+        return float(self._ideal.transfer_s)
+
+    @property
+    def ideal_exposed_s(self) -> float:
+        """The exposed transfer at wire speed [s]."""
+        return float(self._ideal.exposed_s)
 
     @property
     def ttft_parts(self) -> TtftParts:
@@ -118,7 +133,6 @@ def evaluate(sc: Scenario) -> Evaluation:
         )
     if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
         notes.append("replicated KV heads cross the link once per decode GPU")
-    ideal = t if sc.stack.is_ideal else transfer(replace(sc, stack=IDEAL_STACK))
     problems, scale_up_ok, mem_p, mem_d = _deployment(sc)
     notes.extend(problems)
     return Evaluation(
@@ -158,8 +172,6 @@ def evaluate(sc: Scenario) -> Evaluation:
         notes=tuple(notes),
         problems=problems,
         max_concurrent_requests_prefill=mem_p.max_concurrent_requests,
-        ideal_transfer_s=float(ideal.transfer_s),
-        ideal_exposed_s=float(ideal.exposed_s),
         scale_up_feasible=scale_up_ok,
         weights_bytes_per_gpu=mem_d.weights_bytes_per_gpu,
         weights_bytes_per_gpu_prefill=mem_p.weights_bytes_per_gpu,
