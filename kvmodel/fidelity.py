@@ -277,15 +277,10 @@ def served_times_s(
         def pad(tokens):
             return float(padded_grouped_gemm_s(model, gpu, tokens, weight_dtype, tp=tp, ep=ep))
 
-        b = float(_graph_batch(framework, concurrency / groups))
+        b = float(framework.padded_batch(np.ceil(concurrency / groups)))  # its graph batch
         step, mixed, prefill = step + pad(b), mixed + pad(b + piece), prefill + pad(isl)
     tpot = step + per_iteration / piece * (mixed - step)
     return tpot, prefill, step
-
-
-def _graph_batch(framework, batch: float) -> float:
-    """The decode batch the framework runs (its CUDA-graph padding) [requests]."""
-    return float(framework.padded_batch(np.ceil(batch)))
 
 
 def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, ep: int,
@@ -300,6 +295,14 @@ def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, e
                                         kv_dtype=kv, weight_dtype=weight_dtype,
                                         framework=framework))  # fmt: skip
     return (prefill + (osl - 1) * step) / osl
+
+
+def _row_padded_moe(row: dict, model, gpu) -> bool:
+    """:func:`deepgemm_padded_moe` of a row of compute.csv."""
+    wd = "fp8" if row["precision"].startswith("fp8") else model.weight_dtype
+    return deepgemm_padded_moe(model, gpu, engine=ENGINE_OF.get(row["framework"], row["framework"]),
+                               version=row.get("version") or "", tp=int(row["tp"]),
+                               ep=int(row.get("ep") or 1), weight_dtype=wd)  # fmt: skip
 
 
 def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
@@ -317,11 +320,9 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
     if row["kind"] == "batch":
         return _batch_per_token_s(model, gpu, isl=isl, osl=osl, batch=batch, tp=tp, ep=ep,
                                   weight_dtype=wd, framework=fw), "decode step"  # fmt: skip
-    padded = deepgemm_padded_moe(model, gpu, engine=fw.id, version=row.get("version") or "",
-                                 tp=tp, ep=ep, weight_dtype=wd)  # fmt: skip
     tpot, prefill, step = served_times_s(model, gpu, isl=isl, osl=osl, concurrency=batch,
                                          tp=tp, ep=ep, weight_dtype=wd, framework=fw,
-                                         padded_moe=padded)  # fmt: skip
+                                         padded_moe=_row_padded_moe(row, model, gpu))  # fmt: skip
     if row["kind"] == "prefill":
         # TTFT at low concurrency: the request's own cost and its prefill, whose last pass
         # emits the first token; with other requests decoding, the prefill also waits for the
@@ -334,11 +335,7 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
 def _software_note(row: dict, model, gpu) -> str:
     """What of the run's own software the model's value includes (docs/model.md, Fidelity):
     vLLM 0.12's padded DeepGEMM experts, a precompiled engine's prefill floor."""
-    tp, ep = int(row["tp"]), int(row.get("ep") or 1)
-    wd = "fp8" if row["precision"].startswith("fp8") else model.weight_dtype
-    engine = ENGINE_OF.get(row["framework"], row["framework"])
-    if deepgemm_padded_moe(model, gpu, engine=engine, version=row.get("version") or "", tp=tp,
-                           ep=ep, weight_dtype=wd):  # fmt: skip
+    if _row_padded_moe(row, model, gpu):
         return f" [vllm {row['version']}: DeepGEMM padded experts]"
     if row["kind"] == "prefill" and row["framework"] in COMPILED_ENGINE_RUNS:
         return " [precompiled TensorRT engine]"

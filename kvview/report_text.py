@@ -187,8 +187,9 @@ def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
             f"Prefill time is estimated from its parts on "
             f"{_gpus_text(sc.tp_prefill, sc.ep_prefill)} {gpu.name} (weights read, activations, "
             f"attention and GEMM FLOPs at MFU {_pct(sc.mfu)}, TP all-reduce, EP all-to-all, a "
-            f"kernel floor of {steps.PREFILL_KERNEL_S_PER_LAYER * 1e3:.3g} ms per layer) = "
-            f"{fmt_time(ev.prefill_s)}, calibrated on measured prefills (docs/model.md, Fidelity)."
+            f"kernel floor of {steps.PREFILL_KERNEL_S_PER_LAYER * 1e3:.3g} ms per layer"
+            f"{_host_floor_text(sc)}) = {fmt_time(ev.prefill_s)}, calibrated on measured "
+            "prefills (docs/model.md, Fidelity)."
         )
     else:
         out.append(f"Prefill time is given: {fmt_time(sc.prefill_s)}.")
@@ -212,3 +213,13 @@ def assumptions(sc: Scenario, ev: Evaluation) -> list[str]:
     out.append(f"Model: {m.name}" + (f", from {m.source}." if m.source else "."))
     out.extend(ev.notes)
     return out
+
+
+def _host_floor_text(sc) -> str:
+    """The engine's host floor for the model's prefill, in words ('' when it has none)."""
+    from kvmodel.timing import prefill_host_floor_s
+
+    floor = prefill_host_floor_s(sc.model, sc.framework)
+    if not floor:
+        return ""
+    return f"; at least {fmt_time(floor)} a pass, the serving engine's host floor for an MLA model"

@@ -221,3 +221,21 @@ def test_the_inputs_name_the_decode_gpu_the_framework_and_ep():
     assert rows["Decode GPU"] == "NVIDIA H20 96GB"
     assert rows["Serving framework"] == "SGLang"
     assert rows["EP prefill → decode"] == "8 → 8"
+
+
+def test_the_assumptions_name_an_engines_host_floor_when_it_holds_the_prefill():
+    # DeepSeek-R1 (MLA) under SGLang: a 1,024-token prefill is held at the engine's 165 ms
+    # (data/frameworks.csv mla_prefill_floor_ms); under vLLM, or for a GQA model, no such words
+    from kvmodel.build import build_scenario
+    from kvmodel.evaluation import evaluate
+    from kvview.report_text import assumptions
+
+    def prefill_words(**kw):
+        sc = build_scenario(**kw)
+        return next(a for a in assumptions(sc, evaluate(sc)) if a.startswith("Prefill time"))
+
+    held = prefill_words(model="deepseek-r1", gpu="h200", tp=8, tp_decode=8, framework="sglang")
+    assert "at least 165 ms a pass, the serving engine's host floor" in held
+    assert held.endswith("= 165 ms, calibrated on measured prefills (docs/model.md, Fidelity).")
+    assert "host floor" not in prefill_words(model="deepseek-r1", gpu="h200", framework="vllm")
+    assert "host floor" not in prefill_words(framework="sglang")
