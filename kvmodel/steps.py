@@ -26,6 +26,7 @@ scaled by its exposed share ``(overlap − larger) ÷ smaller``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -39,6 +40,18 @@ PREFILL_KERNEL_S_PER_LAYER = 281e-6  # prefill's launches, syncs and the schedul
 # H100s takes ~10-20 µs (nccl-tests all_reduce_perf), vLLM's custom one-shot all-reduce ~5-10
 # µs (vLLM custom_all_reduce.cuh benchmarks): 10 µs.
 ALLREDUCE_LATENCY_S = 10e-6
+# Across nodes the engines' custom all-reduce turns itself off (it needs one node's shared
+# memory: vLLM's and SGLang's custom_all_reduce.py) and NCCL runs it.  NCCL's own cost model
+# (NVIDIA/nccl src/graph/tuning.cc, 2.26-2.30) picks Tree/LL for a small message across nodes
+# and sets its latency to base + 2 × ((GPUs per node − 1) × NVLink hop + log2(nodes) × network
+# hop), with base 6.8 µs, NVLink hop 0.6 µs and network hop 5.0 µs: 25.2 µs on two 8-GPU
+# nodes, which NCCL's debug log prints for 3 H100 nodes (NVIDIA/nccl issue 1453).  Measured:
+# 25.0 µs at 16 B and 32.7 µs at 16 kB on two healthy 8 × H100 nodes with 8 × 400 Gb/s
+# InfiniBand (NVIDIA/nccl-tests issue 309, NCCL 2.26.2, "your numbers look good"), 22.5 µs at
+# 8 B and 39.6 µs at 16 kB on two 8 × A100 nodes (ABCI user guide, "Using SHARP").
+NCCL_TREE_BASE_S = 6.8e-6
+NCCL_NVLINK_HOP_S = 0.6e-6
+NCCL_NET_HOP_S = 5.0e-6
 # Per MoE layer per direction: DeepEP's low-latency dispatch of 128 tokens at EP 8 takes
 # ~77 µs and combine ~114 µs of which ~15-20 µs is fixed (deepseek-ai/DeepEP README tables);
 # SGLang's large-EP blog (lmsys.org 2025-05-05) shows the same order: 20 µs.
@@ -171,13 +184,27 @@ def split_exposed(memory_parts: tuple, compute_parts: tuple, p: float = OVERLAP_
     return tuple(x * mem_scale for x in memory_parts), tuple(x * comp_scale for x in compute_parts)
 
 
-def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float):
-    """``calls`` ring all-reduces of ``bytes_`` each over ``tp`` GPUs [s]."""
+def allreduce_latency_s(tp: int, node_gpus: int) -> float:
+    """The fixed cost of one all-reduce over ``tp`` GPUs whose scale-up domain (node) holds
+    ``node_gpus`` [s]: the engines' custom all-reduce inside one domain, NCCL's Tree/LL across
+    domains (the constants above)."""
+    if tp <= node_gpus:
+        return ALLREDUCE_LATENCY_S
+    nodes = -(-tp // node_gpus)
+    hops = (node_gpus - 1) * NCCL_NVLINK_HOP_S + math.floor(math.log2(nodes)) * NCCL_NET_HOP_S
+    return NCCL_TREE_BASE_S + 2.0 * hops
+
+
+def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float,
+                     node_gpus: int | None = None):  # fmt: skip
+    """``calls`` ring all-reduces of ``bytes_`` each over ``tp`` GPUs [s]; ``node_gpus``: the
+    GPUs of one scale-up domain (None: all ``tp`` in one), which sets the fixed cost
+    (:func:`allreduce_latency_s`)."""
     if tp <= 1:
         return np.zeros_like(np.asarray(bytes_, dtype=float))
     rate = bandwidth_bytes_per_s * ALLREDUCE_BW_EFFICIENCY
     ring = 2.0 * (tp - 1) / tp * np.asarray(bytes_, dtype=float) / rate
-    return calls * (ring + ALLREDUCE_LATENCY_S)
+    return calls * (ring + allreduce_latency_s(tp, node_gpus or tp))
 
 
 def ep_copies(top_k: int, ep: int, node_gpus: int, per_node: bool) -> tuple[float, float]:

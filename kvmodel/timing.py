@@ -262,7 +262,8 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = Fals
     up_tp, _ = link_rates(gpu, tp)
     up_ep, nic = link_rates(gpu, gpus)
     ar_bytes = np.asarray(tokens_group, dtype=float) * model.hidden * steps.ACTIVATION_BYTES
-    allreduce = steps.ring_allreduce_s(ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2))
+    allreduce = steps.ring_allreduce_s(ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2),
+                                       gpu.nvlink_domain_gpus)
     exchange = steps.ep_exchange_s(
         np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
         top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,

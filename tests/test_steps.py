@@ -255,8 +255,32 @@ def test_a_tp_across_nodes_rings_through_all_of_the_nodes_nics():
     # DeepSeek-R1 at TP 16, a 4,096-token prefill: 2 all-reduces a layer of 4,096 × 7,168 × 2 B
     ds = catalog.get_model("deepseek-r1")
     parts = prefill_parts(ds, 4096, 1, gpu=h100, tp=16)
-    one = 2 * 15 / 16 * 4096 * 7168 * 2 / (400e9 * ALLREDUCE_BW_EFFICIENCY) + ALLREDUCE_LATENCY_S
+    # across the two nodes the fixed cost is NCCL's Tree/LL 25.2 µs (the next test), not 10 µs
+    one = 2 * 15 / 16 * 4096 * 7168 * 2 / (400e9 * ALLREDUCE_BW_EFFICIENCY) + 25.2e-6
     assert float(parts.tp_allreduce_s) == pytest.approx(2 * 61 * one)
+    inside = prefill_parts(ds, 4096, 1, gpu=h100, tp=8)
+    one_node = 2 * 7 / 8 * 4096 * 7168 * 2 / (450e9 * ALLREDUCE_BW_EFFICIENCY) + ALLREDUCE_LATENCY_S
+    assert float(inside.tp_allreduce_s) == pytest.approx(2 * 61 * one_node)
+
+
+def test_an_all_reduce_across_nodes_pays_nccls_tree_latency():
+    # NVIDIA/nccl src/graph/tuning.cc: Tree/LL latency = 6.8 µs + 2 × ((GPUs per node − 1) ×
+    # 0.6 µs + log2i(nodes) × 5.0 µs).  Two 8-GPU nodes: 6.8 + 2 × (4.2 + 5.0) = 25.2 µs, the
+    # value NCCL's own debug log prints (NVIDIA/nccl issue 1453) and nccl-tests measured on two
+    # healthy 8 × H100 nodes (25.0 µs at 16 B, NVIDIA/nccl-tests issue 309).
+    from kvmodel.steps import ALLREDUCE_LATENCY_S, allreduce_latency_s
+
+    assert allreduce_latency_s(16, 8) == pytest.approx(25.2e-6)
+    assert allreduce_latency_s(24, 8) == pytest.approx(25.2e-6)  # log2i(3) = 1
+    assert allreduce_latency_s(32, 8) == pytest.approx(6.8e-6 + 2 * (4.2e-6 + 2 * 5.0e-6))
+    assert allreduce_latency_s(8, 8) == ALLREDUCE_LATENCY_S == 10e-6  # the custom all-reduce
+    assert allreduce_latency_s(16, 72) == ALLREDUCE_LATENCY_S  # inside one NVL72 domain
+    # a DeepSeek-R1 decode step at TP 16 on two H100 nodes: 122 all-reduces of 14,336 B,
+    # each 25.2 µs + the ring's bytes, where one NVLink domain would pay 10 µs
+    ds, h100 = catalog.get_model("deepseek-r1"), catalog.get_gpu("h100-sxm")
+    step = decode_step_parts(ds, 1024, 1, gpu=h100, tp=16, weight_dtype="fp8")
+    ring = 2 * 15 / 16 * 7168 * 2 / (400e9 * 0.75)
+    assert float(step.tp_allreduce_s) == pytest.approx(122 * (ring + 25.2e-6))
 
 
 def test_an_eager_engine_holds_an_mla_prefill_to_its_host_floor():
