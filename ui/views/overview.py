@@ -184,7 +184,8 @@ def _breakdowns(ev) -> None:
         "Each part per GPU in ms; the parts add up to the total. Weights, KV and activations "
         "(HBM) overlap with attention and GEMM FLOPs: the larger side is shown whole, the "
         "smaller by the share that is not hidden. EP all-to-all: expert-parallel dispatch and "
-        "combine; TP all-reduce: over the GPU's scale-up link."
+        "combine; TP all-reduce: over the GPU's scale-up link (a TP wider than one node: "
+        "also over the nodes' NICs, at NCCL's cross-node latency)."
         + (
             " A prompt's routed experts run at the grouped MoE kernels' rate, lower than a dense "
             "GEMM's when each GPU holds a narrow slice of every expert."
