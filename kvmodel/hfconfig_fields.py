@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from .specs import MODEL_LIMITS
-from .textio import check_nesting
+from .textio import check_nesting, json_kind
 from .textio.paths import read_bounded
 
 MAX_CONFIG_BYTES = 10_000_000  # a config.json is a few kB; read no more than this (issue 23)
@@ -69,7 +69,7 @@ def dict_field(cfg: dict, key: str, expected: str, what: str = "config.json") ->
     if value is None:
         return {}
     if not isinstance(value, dict):
-        fail(key, f"is a JSON {type(value).__name__} ({show(value)})", expected, what)
+        fail(key, f"is {json_kind(value)} ({show(value)})", expected, what)
     return value
 
 
@@ -100,7 +100,8 @@ def read_json(src, what: str) -> tuple[dict, str | None]:
         stem = Path(src).name.removesuffix(".json").removesuffix(".hf_quant_config")
     elif not isinstance(src, str):
         raise ValueError(
-            f"{what}: expected a path, JSON text, bytes or a dict, got {type(src).__name__}"
+            f"{what}: expected a path, JSON text, bytes or a dict, got a Python "
+            f"{type(src).__name__}"
         )
     check_nesting(text, what)  # before json.loads, which would raise RecursionError
     try:
@@ -111,7 +112,7 @@ def read_json(src, what: str) -> tuple[dict, str | None]:
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise ValueError(f"{what}: unreadable JSON ({exc}); expected a config.json") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{what}: expected a JSON object at the top, got {type(data).__name__}")
+        raise ValueError(f"{what}: expected a JSON object at the top, got {json_kind(data)}")
     return data, stem
 
 

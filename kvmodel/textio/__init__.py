@@ -7,7 +7,8 @@
   line of the first byte that is not text.
 - :func:`numbered_lines`, :func:`line_at`: lines as an editor numbers them (first line = 1).
 - :func:`check_nesting`: refuse JSON nested deeper than :data:`MAX_JSON_DEPTH` before a parser
-  (pyarrow's overflows the C stack, Python's raises RecursionError) sees it.
+  (pyarrow's overflows the C stack, Python's raises RecursionError) sees it; :func:`json_kind`
+  names a parsed value in JSON's words for a message ("a JSON array", "null").
 - :func:`parse_exposition` → :class:`PromSample`: Prometheus text, every sample with its line.
 
 Every error is a :class:`TextError` (a ``ValueError``), or the subclass the caller passes as
@@ -15,7 +16,7 @@ Every error is a :class:`TextError` (a ``ValueError``), or the subclass the call
 """
 
 from .lines import TextError, decode, find_binary, line_at, not_text, numbered_lines
-from .nesting import MAX_JSON_DEPTH, check_nesting, max_depth
+from .nesting import MAX_JSON_DEPTH, check_nesting, json_kind, max_depth
 from .prometheus import PromSample, labels_text, parse_exposition
 from .source import GZIP_EXPANSION, SNIFF, Source, open_source
 
@@ -29,6 +30,7 @@ __all__ = [
     "check_nesting",
     "decode",
     "find_binary",
+    "json_kind",
     "labels_text",
     "line_at",
     "max_depth",

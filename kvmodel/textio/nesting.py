@@ -96,3 +96,13 @@ def check_nesting(
             f"{name}: line {line}: the JSON nests {depth:,} levels deep (arrays or objects inside "
             f"each other); expected at most {limit} levels (real files use a few)"
         )
+
+
+def json_kind(value) -> str:
+    """What a parsed JSON value is, in JSON's words ("a JSON array", "null", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a JSON true/false"
+    kinds = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
+    return f"a JSON {kinds.get(type(value), type(value).__name__)}"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..textio import check_nesting, numbered_lines
+from ..textio import check_nesting, json_kind, numbered_lines
 from .checks import Part, check
 from .collect import Hints
 from .columns import flatten
@@ -61,16 +61,6 @@ class JsonTable:
 # file anyway, and pyarrow 26's JSON reader crashes the whole process (a segmentation fault, no
 # exception) when the first value is a top-level ``null``: those files go line by line.
 _NOT_AN_OBJECT_LINE = re.compile(rb"(?m)^[ \t\r]*[^{ \t\r\n]")
-
-
-def json_kind(value) -> str:
-    """What a parsed JSON value is, in JSON's words ("a JSON array", "null", ...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a JSON true/false"
-    kinds = {dict: "object", list: "array", str: "string", int: "number", float: "number"}
-    return f"a JSON {kinds.get(type(value), type(value).__name__)}"
 
 
 def read_json_lines(data: bytes, name: str) -> JsonTable:
