@@ -36,7 +36,7 @@ FIDELITY_DIR = catalog.DATA_DIR / "fidelity"
 class Point:
     """One measurement and the model's value for it [s]."""
 
-    what: str  # "transfer", "posting", "prefill" or "decode step"
+    what: str  # "transfer", "posting", EP_FIGURE, "prefill", "decode step" or "TTFT"
     stack: str  # the stack or framework it measures
     part: str  # "fit" or "holdout"
     label: str  # what was measured, for a table row
@@ -105,6 +105,27 @@ def transfer_points(stacks: dict[str, StackSpec] | None = None) -> list[Point]:
             else "vLLM logs"
         )
         out.append(Point(what, row["stack"], row["set"], label, measured, predicted,
+                         row["source"], row["source_ref"], setup))  # fmt: skip
+    return out
+
+
+EP_FIGURE = "EP dispatch + combine"
+
+
+def ep_points() -> list[Point]:
+    """DeepEP's measured low-latency dispatch + combine of one MoE layer (data/fidelity/ep.csv)
+    beside the decode step's expert-parallel term for it (``timing.ep_exchange_layer_s``)."""
+    from .timing import ep_exchange_layer_s
+
+    out = []
+    for row in _read("ep.csv"):
+        model, gpu = catalog.get_model(row["model"]), catalog.get_gpu(row["gpu"])
+        ep, tokens = int(row["ep"]), int(row["tokens_per_rank"])
+        measured = (float(row["dispatch_us"]) + float(row["combine_us"])) / 1e6
+        predicted = float(ep_exchange_layer_s(model, gpu, float(tokens), ep=ep))
+        label = f"EP {ep}, {tokens} tokens per GPU, {model.name} shapes, {gpu.name}"
+        setup = f"{gpu.name}, one CX7 NIC per GPU"
+        out.append(Point(EP_FIGURE, "DeepEP", row["set"], label, measured, predicted,
                          row["source"], row["source_ref"], setup))  # fmt: skip
     return out
 
@@ -395,12 +416,12 @@ def summary(points: list[Point]) -> list[dict]:
     ]
 
 
-WHAT_ORDER = ("transfer", "posting", "prefill", "decode step", "TTFT")
+WHAT_ORDER = ("transfer", "posting", EP_FIGURE, "prefill", "decode step", "TTFT")
 
 
 def markdown_table() -> str:
     """docs/model.md's fidelity table: every group of measurements with its source and errors."""
-    points = transfer_points() + compute_points()
+    points = all_points()
     sources: dict = {}
     setups: dict = {}
     for p in points:
@@ -430,6 +451,7 @@ def markdown_table() -> str:
 HELD_OUT_BAND = {
     "transfer": (0.5, 2.0),
     "posting": (0.5, 2.0),
+    EP_FIGURE: (0.65, 1.35),
     "prefill": (0.4, 1.35),
     "decode step": (0.5, 1.4),
     "TTFT": (0.65, 1.35),
@@ -437,8 +459,9 @@ HELD_OUT_BAND = {
 
 
 def all_points() -> list[Point]:
-    """Every cited measurement with the model's value: transfers, then compute times."""
-    return transfer_points() + compute_points()
+    """Every cited measurement with the model's value: transfers, the expert-parallel exchange,
+    then compute times."""
+    return transfer_points() + ep_points() + compute_points()
 
 
 def point_rows(points: list[Point] | None = None) -> list[dict]:

@@ -264,14 +264,27 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = Fals
     ar_bytes = np.asarray(tokens_group, dtype=float) * model.hidden * steps.ACTIVATION_BYTES
     allreduce = steps.ring_allreduce_s(ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2),
                                        gpu.nvlink_domain_gpus)
-    exchange = steps.ep_exchange_s(
-        np.asarray(tokens_group, dtype=float) / tp, hidden=model.hidden,
-        top_k=model.experts_per_token or 1, ep=ep, layers=model.layers,
-        node_gpus=gpu.nvlink_domain_gpus,  # the GPUs one scale-up domain reaches (NVL72: 72)
+    exchange = model.layers * ep_exchange_layer_s(
+        model, gpu, np.asarray(tokens_group, dtype=float) / tp, ep=ep, gpus=gpus,
+        per_node=per_node, nic_bytes_per_s=nic,
+    )  # fmt: skip
+    return allreduce, exchange
+
+
+def ep_exchange_layer_s(model: ModelSpec, gpu: GpuSpec, tokens_per_gpu, *, ep: int,
+                        gpus: int | None = None, per_node: bool = False,
+                        nic_bytes_per_s: float | None = None):  # fmt: skip
+    """One MoE layer's expert-parallel dispatch + combine of ``tokens_per_gpu`` tokens sent by
+    each GPU of an instance of ``gpus`` (default ``ep``) GPUs [s] (``steps.ep_exchange_s``:
+    per routed expert for a decode step, ``per_node`` for a prefill pass)."""
+    gpus = gpus or ep
+    nic = link_rates(gpu, gpus)[1] if nic_bytes_per_s is None else nic_bytes_per_s
+    return steps.ep_exchange_s(
+        tokens_per_gpu, hidden=model.hidden, top_k=model.experts_per_token or 1, ep=ep,
+        layers=1, node_gpus=gpu.nvlink_domain_gpus,  # one scale-up domain's GPUs (NVL72: 72)
         scaleup_bytes_per_s=catalog_up(gpu, min(gpus, gpu.nvlink_domain_gpus)),
         nic_bytes_per_s=nic, per_node=per_node,
     )  # fmt: skip
-    return allreduce, exchange
 
 
 def catalog_up(gpu: GpuSpec, peers: int = 1) -> float:

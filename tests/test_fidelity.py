@@ -238,3 +238,22 @@ def test_a_precompiled_engine_prefills_without_the_eager_floor():
     assert compiled_engine_credit_s(llama, "NIM") == pytest.approx(80 * (281e-6 - 43.7e-6),
                                                                    rel=0.01)  # fmt: skip
     assert compiled_engine_credit_s(llama, "trtllm") == 0
+
+
+def test_deepeps_kernel_table_against_the_decode_steps_ep_term():
+    # deepseek-ai/DeepEP's low-latency table (V1 README): EP 16 on H800, 128 tokens per GPU,
+    # hidden 7,168, top-8, dispatch 118 µs + combine 195 µs = 313 µs.  The model: 8 × 7/16 =
+    # 3.5 copies over NVLink (200 GB/s a direction), 8 × 8/16 = 4 over the NIC (50 GB/s), so
+    # the NIC path sets 4 / 50e9 s a byte; 128 × 7,168 values × (1 + 2) bytes × 8e-11 s =
+    # 220.2 µs, + 2 × 20 µs fixed = 260.2 µs: 0.831 × measured.
+    from kvmodel.fidelity import EP_FIGURE, ep_points
+
+    pts = {p.label.split(",")[0]: p for p in ep_points()}
+    ep16 = pts["EP 16"]
+    assert ep16.what == EP_FIGURE and ep16.part == "holdout"
+    assert ep16.measured_s == pytest.approx(313e-6)
+    assert ep16.predicted_s == pytest.approx(128 * 7168 * 3 * 4 / 50e9 + 40e-6)
+    assert ep16.predicted_s / ep16.measured_s == pytest.approx(0.831, abs=5e-4)
+    assert pts["EP 8"].part == "fit"  # EP_LATENCY_S was read off it
+    assert len(pts) == 6 and all(0.65 <= p.predicted_s / p.measured_s <= 1.35
+                                 for p in pts.values() if p.part == "holdout")  # fmt: skip

@@ -38,7 +38,8 @@ def test_models_page_lists_every_cited_measurement():
     # the silicon sweep per setup: 27 model × GPU × framework groups of 2,049 runs
     assert len(sweep) == 27 and sweep["runs"].sum() == 2049
     assert any("2,049 more measured runs" in e.label for e in at.expander)
-    assert set(head["figure"]) == {"transfer", "posting", "prefill", "decode step", "TTFT"}
+    assert set(head["figure"]) == {"transfer", "posting", "EP dispatch + combine", "prefill",
+                                   "decode step", "TTFT"}  # fmt: skip
     assert points["source"].str.len().min() > 20  # every point names its source
 
 
