@@ -110,8 +110,9 @@ def _fidelity() -> None:
     st.subheader("Fidelity: the model against published measurements")
     head, points = perf.cached(_fidelity_frames)
     st.caption(
-        "Transfers, prefills, decode steps and TTFTs measured by others (sources in the last "
-        "column); the model's constants are fitted on the *fitted* rows only."
+        "Transfers, expert-parallel exchanges, prefills, decode steps and TTFTs measured by "
+        "others (sources in the last column); the model's constants are fitted on the "
+        "*fitted* rows only."
     )
     st.dataframe(head, hide_index=True, width="stretch", column_config=_formats(
         {"mean error [%]": "%.1f", "worst error [%]": "%.1f"}))  # fmt: skip
