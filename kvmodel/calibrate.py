@@ -270,13 +270,21 @@ def compare_to_model(scenario: Scenario, metrics: Metrics) -> ScrapeComparison:
     ev = evaluate(scenario)
     share = metrics.transfer_share_of_ttft
     notes = [
-        "model TTFT = prefill + exposed transfer + one decode step; measured TTFT also holds "
-        "queueing and scheduling",
+        "model TTFT = the framework's request cost + prefill + exposed transfer + one decode "
+        "step; measured TTFT also holds queueing",
         "measured bandwidth is per transfer (one NIC path); the model's per-stream bandwidth is "
         "link × efficiency",
     ]
     if metrics.gap_source and metrics.gap_source != "llm_kv_transfer_gap_seconds":
         notes.append(f"measured gap taken from {metrics.gap_source}")
+    measured_bw, line = metrics.effective_bandwidth_bytes_per_s, scenario.link.bandwidth_bytes_per_s
+    if measured_bw is not None and measured_bw > line:
+        notes.append(
+            f"the scrape moved {measured_bw / 1e9:,.4g} GB/s per transfer, "
+            f"{measured_bw / line:,.2g}× the line rate of the sidebar's {scenario.link.name} "
+            f"({line / 1e9:,.4g} GB/s per direction): the cluster ran on a faster link than "
+            "this scenario's; set its interconnect for a like-for-like comparison"
+        )
     return ScrapeComparison(
         exposed_transfer_s=ModelVsMeasured(ev.exposed_s, metrics.gap_mean_s),
         transfer_s=ModelVsMeasured(ev.transfer_s, metrics.nixl_xfer_mean_s),

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
-from . import catalog
 from .critical import critical_seq_len
 from .memory import instance_memory, memory_notes
 from .scenario import Scenario, decode_step_parts_of, prefill_parts_of
@@ -107,9 +106,8 @@ def evaluate(sc: Scenario) -> Evaluation:
     t = transfer(sc)
     prefill = float(t.prefill_s)
     exposed = float(t.exposed_s)
-    fw = catalog.get_framework(sc.framework)
-    request = fw.request_cost_s(disaggregated=True)
-    ttft = request + prefill + exposed + sc.decode_step_s
+    request = sc.request_cost_s
+    ttft = sc.ttft_s(prefill, exposed)
     lb = float(
         decode_step_lower_bound_s(
             sc.model,

@@ -213,6 +213,20 @@ class Scenario:
         return min(n, self.batch) if self.data_parallel_attention else n
 
     @property
+    def request_cost_s(self) -> float:
+        """The serving framework's own cost per P/D request [s] (scheduling, proxy, tokenizer:
+        data/frameworks.csv ``pd_request_ms``); part of every TTFT."""
+        from . import catalog
+
+        return catalog.get_framework(self.framework).request_cost_s(disaggregated=True)
+
+    def ttft_s(self, prefill_s, exposed_s):
+        """TTFT of one P/D request [s]: the framework's request cost + prefill + exposed
+        transfer (a queue's wait included, when given) + the first decode step; arrays welcome.
+        The one definition every page, table and search uses."""
+        return self.request_cost_s + prefill_s + exposed_s + self.decode_step_s
+
+    @property
     def gpus_prefill(self) -> int:
         """GPUs of one prefill instance: its EP when expert-parallel, else its TP."""
         return max(self.tp_prefill, self.ep_prefill)

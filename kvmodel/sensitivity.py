@@ -4,7 +4,8 @@ Numeric inputs are moved to value × (1 − rel) and value × (1 + rel), one at 
 else kept; whole counts are rounded (half up) and clamped to their valid range (S to the model's
 max context, efficiency and MFU to ≤ 100 %).  Categorical inputs (interconnect, compression,
 layer-wise) take every value; their row shows the best (``low``) and worst (``high``) outcome.
-TTFT = prefill + exposed transfer + first decode step, as in ``transfer.evaluate``.
+TTFT = the framework's request cost + prefill + exposed transfer + first decode step
+(``Scenario.ttft_s``), as every page shows it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def outcome(sc: Scenario) -> tuple[float, float]:
     """(TTFT [s], exposed-transfer share of TTFT) of ``sc``."""
     t = transfer(sc)
     exposed = float(t.exposed_s)
-    ttft = float(t.prefill_s) + exposed + sc.decode_step_s
+    ttft = sc.ttft_s(float(t.prefill_s), exposed)
     return ttft, exposed / ttft
 
 

@@ -87,7 +87,7 @@ def _passes(sc: Scenario, criterion: str, *, seq_len=None, batch=None) -> np.nda
     exposed = np.asarray(t.exposed_s, dtype=float)
     if criterion == "step":
         return exposed < sc.k * sc.decode_step_s
-    share = exposed / (np.asarray(t.prefill_s, dtype=float) + exposed + sc.decode_step_s)
+    share = exposed / sc.ttft_s(np.asarray(t.prefill_s, dtype=float), exposed)
     return share <= sc.share_target
 
 
@@ -153,7 +153,7 @@ def unreachable(sc: Scenario, *, criterion: str = "step") -> Unreachable | None:
     return Unreachable(
         criterion=criterion,
         exposed_s=exposed,
-        share_of_ttft=exposed / (float(t.prefill_s) + exposed + sc.decode_step_s),
+        share_of_ttft=exposed / sc.ttft_s(float(t.prefill_s), exposed),
         target_s=sc.k * sc.decode_step_s,
         k=sc.k,
         share_target=sc.share_target,
@@ -342,7 +342,7 @@ def try_mitigations(
     for opt in mitigation_ladder(sc, link_ids=link_ids):
         t = transfer(opt.scenario, volume=volume)
         exposed = float(t.exposed_s)
-        share = exposed / (float(t.prefill_s) + exposed + opt.scenario.decode_step_s)
+        share = exposed / opt.scenario.ttft_s(float(t.prefill_s), exposed)
         if criterion == "step":
             passed = exposed < opt.scenario.k * opt.scenario.decode_step_s
         else:

@@ -24,7 +24,7 @@ from kvview.capacity_words import (
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
 from kvview.figures.replay import figure_replay
-from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_time
 from kvview.link_version import defaults_sentence
 from kvview.replay_words import replay_rows
 from kvview.report import CSS
@@ -74,7 +74,7 @@ def key_rows(
          f"colocated (target {fmt_time(slo.tpot_s)})"),
         ("Meets the targets", f"{'yes' if plan.meets_slo else 'no'} disaggregated, "
          f"{'yes' if plan.colocated_meets_slo else 'no'} colocated"),
-        ("Link utilisation", f"{plan.link_utilization:.0%} of "
+        ("Link utilisation", f"{fmt_busy(plan.link_utilization)} of "
          f"{fmt_bandwidth(plan.link_bandwidth_bytes_per_s)} per NIC"),
         (f"NIC bandwidth the {p} needs", f"{fmt_bandwidth(need)} per NIC" if need else "none"),
         ("Sized by", f"prefill: {limit_text(plan.limits, 'prefill')}; decode: "

@@ -147,6 +147,7 @@ def mitigations_frame(table: pd.DataFrame) -> pd.DataFrame:
         (
             ("option", "option", None),
             ("wire_bytes", "on the wire [GB]", 1e-9),
+            ("framework_request_ms", "framework/request [ms]", 1),
             ("prefill_ms", "prefill [ms]", 1),
             ("exposed_transfer_ms", "exposed transfer [ms]", 1),
             ("codec_ms", "quantize + dequantize [ms]", 1),

@@ -61,6 +61,13 @@ def fmt_ratio(x: float) -> str:
     return f"{x:,.2f}×" if abs(x) < 1000 else f"{x:,.0f}×"
 
 
+def fmt_busy(fraction: float) -> str:
+    """A link's utilisation in whole percent; a load too small for 1 % reads "<1%", not "0%"
+    (a link carrying traffic is never idle)."""
+    shown = f"{fraction:.0%}"
+    return "<1%" if fraction > 0 and shown == "0%" else shown
+
+
 def fmt_bandwidth(bytes_per_s: float) -> str:
     return f"{fmt_sig(bytes_per_s / 1e9)} GB/s"
 

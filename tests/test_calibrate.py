@@ -184,3 +184,15 @@ def test_efficiency_over_nics_and_above_100_percent_is_a_warning():
     assert efficiency_warning(0.8, ndr, nics=4) is None
     with pytest.raises(ValueError, match="nics"):
         link_efficiency(ndr, fit, nics=0)
+
+
+def test_a_scrape_faster_than_the_scenarios_link_is_named_in_the_notes():
+    # the sample scrape moved ~40.8 GB/s per transfer: within NDR's 50 GB/s, 3.3× 100 GbE's 12.5
+    metrics = load_measurement(DATA / "vllm_pd_metrics.prom").data
+    bw = metrics.effective_bandwidth_bytes_per_s
+    assert 12.5e9 < bw < 50e9
+    ndr = compare_to_model(build_scenario(link="ib-ndr", seq_len=4096, tp=8), metrics)
+    assert not [n for n in ndr.notes if "faster link" in n]
+    slow = compare_to_model(build_scenario(link="100gbe", seq_len=4096, tp=8), metrics)
+    (note,) = [n for n in slow.notes if "faster link" in n]
+    assert f"{bw / 12.5e9:,.2g}× the line rate" in note and "12.5 GB/s per direction" in note

@@ -18,7 +18,7 @@ from kvmodel.build import scenario_from_inputs
 from kvmodel.traffic import load_traffic
 from kvview import csv_capacity
 from kvview.capacity_words import capacity_takeaway, gpus
-from kvview.fmt import fmt_time
+from kvview.fmt import fmt_busy, fmt_time
 
 PAGE = "pages/capacity.py"
 # A fixed workload with non-default targets and a price: everything the page reads from a link.
@@ -101,7 +101,7 @@ def test_a_link_with_capacity_inputs_shows_the_models_numbers():
     assert metric(at, "Disaggregation saves") == ("−" if saves < 0 else "") + gpus(abs(saves))
     assert metric(at, "TTFT p99") == fmt_time(plan.ttft_s)
     assert metric(at, "TPOT") == fmt_time(plan.tpot_s)
-    assert metric(at, "Link utilisation") == f"{plan.link_utilization:.0%}"
+    assert metric(at, "Link utilisation") == fmt_busy(plan.link_utilization)
     assert metric(at, "Meets the targets") == ("yes" if plan.meets_slo else "no")
     assert metric(at, "Cost per hour") == f"${plan.cost_per_hour:,.0f}"
     assert at.info[0].value == capacity_takeaway(plan, rps=40.0, slo=slo, price=2.5)

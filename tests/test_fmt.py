@@ -34,3 +34,12 @@ def test_huge_times_and_ratios_fit_their_tiles():
 def test_fmt_tokens_none_and_nan_read_the_same():
     # compare_table keeps numbers: a critical length of None becomes NaN in its DataFrame
     assert fmt_tokens(None) == fmt_tokens(float("nan")) == "none up to max context"
+
+
+def test_a_busy_link_never_reads_zero_percent():
+    from kvview.fmt import fmt_busy
+
+    assert fmt_busy(0.0) == "0%"
+    assert fmt_busy(0.004) == "<1%"  # a link that carries traffic is never "0%" busy
+    assert fmt_busy(0.005) == "<1%"  # Python rounds 0.5 % half to even: "0%" before
+    assert fmt_busy(0.06) == "6%" and fmt_busy(1.0) == "100%"

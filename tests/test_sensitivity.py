@@ -139,3 +139,45 @@ def test_figure_tornado_bad_input():
     with pytest.raises(ValueError, match="base"):
         figure_tornado(bare)
     assert figure_tornado(bare, base=0.3).data[0].base[0] == pytest.approx(300)
+
+
+def test_every_ttft_counts_the_frameworks_request_cost():
+    # One definition (Scenario.ttft_s): the Overview's TTFT, the tornado's base, the share
+    # target's solver, the options table and the timeline all include vLLM's request cost
+    # (data/frameworks.csv: 37.7 ms for a P/D request); the tornado once left it out (a 3.7 %
+    # share on the Overview read 5.25 % on Plan).
+    from kvmodel.evaluation import evaluate
+    from kvmodel.solve import try_mitigations
+    from kvmodel.sweeps import Option, mitigation_table, timeline
+
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe", framework="vllm")
+    ev = evaluate(sc)
+    assert sc.request_cost_s == ev.framework_request_s > 0.03
+    assert ev.ttft_s == pytest.approx(
+        sc.request_cost_s + ev.prefill_s + ev.exposed_s + sc.decode_step_s)
+    df = tornado(sc)
+    assert df.attrs["ttft_s"] == pytest.approx(ev.ttft_s)
+    assert df.attrs["share"] == pytest.approx(ev.transfer_share_of_ttft)
+    first = try_mitigations(sc, criterion="share")[0]  # the ladder starts at the scenario
+    assert first.transfer_share == pytest.approx(ev.transfer_share_of_ttft)
+    row = mitigation_table(sc, [Option("this", sc)]).iloc[0]
+    parts = ("framework_request_s", "prefill_s", "exposed_transfer_s", "decode_step_s")
+    assert sum(row[c] for c in parts) == pytest.approx(row["ttft_s"])
+    tl = timeline(sc)
+    assert tl["lane"].iloc[0] == "Framework/request"
+    assert tl["end_s"].iloc[0] == pytest.approx(sc.request_cost_s)
+    assert tl["end_s"].iloc[-1] == pytest.approx(ev.ttft_s)  # the first decode step ends at TTFT
+
+
+def test_the_ttft_chart_draws_the_request_cost_only_when_there_is_one():
+    from kvmodel.sweeps import Option, mitigation_table, timeline
+    from kvview.figures import figure_timeline, figure_ttft
+    from kvview.fmt import in_ms
+
+    for fw, drawn in (("vllm", True), ("none", False)):
+        sc = build_scenario(framework=fw)
+        names = {t.name for t in figure_ttft(in_ms(mitigation_table(sc, [Option("a", sc)]))).data}
+        assert ("Framework/request" in names) is drawn
+        assert {"Prefill", "KV transfer", "First decode step"} <= names
+        lanes = {t.name for t in figure_timeline(in_ms(timeline(sc)), title="t").data}
+        assert ("Framework/request" in lanes) is drawn

@@ -174,7 +174,7 @@ def _bound(sc: Scenario, tokens: np.ndarray, criterion: str, volume: Volume | No
     if criterion == "step":
         bound = exposed >= sc.k * sc.decode_step_s
     else:
-        share = exposed / (prefill + exposed + sc.decode_step_s)
+        share = exposed / sc.ttft_s(prefill, exposed)
         bound = share > sc.share_target
     return uniq, inverse, bound
 
@@ -202,7 +202,7 @@ def critical_for_traffic(sc: Scenario, *, criterion: str = "step") -> int | None
     else:
         grid = np.arange(1, ctx + 1, dtype=np.int64)
     t = transfer(sc1, seq_len=grid)
-    share = t.exposed_s / (t.prefill_s + t.exposed_s + sc.decode_step_s)
+    share = t.exposed_s / sc.ttft_s(t.prefill_s, t.exposed_s)
     hit = np.nonzero(share > sc.share_target)[0]
     return int(grid[hit[0]]) if hit.size else None
 

@@ -139,7 +139,7 @@ def load(sc: Scenario, mix: Mix, *, rps: float | None = None, sim_requests: int 
     scale = 1.0 / rate  # the gaps ``draws`` gives: exponential(1.0 / rate)
     if stable:
         total = waits_after(d.service, d.unit * scale) + d.exposed
-        share = total / (d.prefill + total + sc.decode_step_s)
+        share = total / sc.ttft_s(d.prefill, total)
         p50, p90, p99 = percentiles(total, (50, 90, 99))
         (p99_share,) = percentiles(share, (99,))
         idle = rate * float(np.mean(total))
@@ -219,7 +219,7 @@ class _ShareSearch:
 
     def __init__(self, sc: Scenario, d: _Drawn, rate: float, gaps: np.ndarray):
         self.sc1 = per_request_scenario(sc)
-        self.d, self.rate, self.gaps, self.step = d, rate, gaps, sc.decode_step_s
+        self.sc, self.d, self.rate, self.gaps = sc, d, rate, gaps
 
     def at_most(self, bw: float, target: float) -> bool | None:
         """Whether the p99 share of TTFT at ``bw`` [bytes/s] is at most ``target`` (None: it
@@ -236,7 +236,7 @@ class _ShareSearch:
         if self.rate * float((d.weights * whole[d.inverse]).sum()) >= 1:
             return False  # the link is overloaded: an infinite share
         total = waits_after(whole[d.drawn], self.gaps) + exposed[d.drawn]
-        share = total / (d.drawn_prefill + total + self.step)
+        share = total / self.sc.ttft_s(d.drawn_prefill, total)
         decided = p99_within(share, target)
         if decided is not None:
             return decided

@@ -90,6 +90,9 @@ __all__ = [  # the builders defined here and those re-exported from the modules 
 ]
 
 
+REQUEST_COLOR = "#a78bfa"  # the framework's per-request cost (API server, tokenizer, P/D proxy)
+
+
 @finished
 def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     """Mitigations page: exposed transfer per option (left) beside its TTFT breakdown (right)."""
@@ -102,23 +105,29 @@ def figure_mitigation_panels(table: pd.DataFrame, *, step_ms: float) -> go.Figur
 
 @finished
 def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> go.Figure:
-    """Stacked horizontal bars per option: prefill, exposed transfer (+codec), first decode [ms].
+    """Stacked horizontal bars per option: the framework's request cost (when any), prefill,
+    exposed transfer (+codec), first decode step [ms]; they add up to the TTFT.
 
-    ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms.
+    ``table`` needs columns option, prefill_ms, exposed_transfer_ms, decode_step_ms, ttft_ms,
+    and framework_request_ms when a framework charges one.
     """
     fig = Fig()
     parts = (
+        ("Framework/request", "framework_request_ms"),
         ("Prefill", "prefill_ms"),
         ("KV transfer", "exposed_transfer_ms"),
         ("First decode step", "decode_step_ms"),
     )
+    colors = {**SEGMENT_COLORS, "Framework/request": REQUEST_COLOR}
     for name, col in parts:
+        if col not in table or not (table[col] > 0).any():
+            continue  # no such cost (framework none, an older table)
         fig.add_bar(
             y=table["option"],
             x=table[col],
             name=name,
             orientation="h",
-            marker_color=SEGMENT_COLORS[name],
+            marker_color=colors[name],
             customdata=table["ttft_ms"],
             hovertemplate=f"{name}: %{{x:,.1f}} ms<br>TTFT: %{{customdata:,.1f}} ms"
             "<extra>%{y}</extra>",
@@ -168,9 +177,6 @@ def figure_option_transfer(table: pd.DataFrame, *, step_ms: float) -> go.Figure:
     legend_stacked(fig)
     fig.update_layout(height=fig.layout["margin"]["t"] + 70 + ROW_PX * len(table))
     return fig
-
-
-REQUEST_COLOR = "#a78bfa"  # the framework's per-request cost (API server, tokenizer, P/D proxy)
 
 
 def _ms_label(ms: float, digits: int = 1) -> str:
@@ -257,8 +263,10 @@ def figure_transfer_vs_step(
 
 @finished
 def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
-    """Gantt of prefill compute, KV transfer chunks and the first decode step [ms]."""
+    """Gantt of the framework's request cost, prefill compute, KV transfer chunks and the first
+    decode step [ms]."""
     colors = {
+        "Framework/request": REQUEST_COLOR,
         "Prefill compute": SEGMENT_COLORS["Prefill"],
         "KV transfer": SEGMENT_COLORS["KV transfer"],
         "Decode": SEGMENT_COLORS["First decode step"],
@@ -279,7 +287,8 @@ def figure_timeline(tl: pd.DataFrame, *, title: str) -> go.Figure:
             "<extra></extra>",
         )
     fig.update_layout(barmode="overlay", showlegend=False)
-    lanes = [n for n in ("Prefill compute", "KV transfer", "Decode") if n in set(tl["lane"])]
+    order = ("Framework/request", "Prefill compute", "KV transfer", "Decode")
+    lanes = [n for n in order if n in set(tl["lane"])]
     lanes += [n for n in dict.fromkeys(tl["lane"]) if n not in lanes]
     fig.update_yaxes(categoryorder="array", categoryarray=lanes)
     names_above(fig, lanes)  # lane names over the bars: a 390 px plot keeps its width

@@ -34,7 +34,7 @@ from kvview.capacity_words import (
     ttft_help,
 )
 from kvview.figures import capacity as figs
-from kvview.fmt import fmt_bandwidth, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_time
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 from ui.views import capacity_replay
 
@@ -465,7 +465,7 @@ def _time_tiles(plan, slo, m) -> None:
     need = plan.nic_bandwidth_needed_bytes_per_s
     m[2].metric(
         "Link utilisation",
-        f"{plan.link_utilization:.0%}",
+        fmt_busy(plan.link_utilization),
         delta=f"{p} needs {fmt_bandwidth(need)} per NIC" if need else f"no NIC speed meets the {p}",
         delta_color="off" if need else "inverse",
         delta_arrow="off",

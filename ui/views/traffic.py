@@ -7,7 +7,7 @@ import streamlit as st
 from kvmodel import traffic as tr
 from kvmodel.traffic import TrafficError, table_columns
 from kvview import csv_tables, figures, params, tables
-from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_sig, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvview.mdtext import md_escape
 from kvview.words import not_buildable, traffic_takeaway, window_sentence
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
@@ -263,7 +263,7 @@ def _load_on_link(sc, tsc, mix) -> None:
         fmt_bandwidth(ld.bytes_per_s),
         help=f"Link capacity {fmt_bandwidth(ld.capacity_bytes_per_s)} per direction",
     )
-    m[2].metric("Link utilisation", f"{ld.utilization:.0%}")
+    m[2].metric("Link utilisation", fmt_busy(ld.utilization))
     m[3].metric("Mean queueing", fmt_time(ld.mean_wait_s) if ld.stable else "unbounded")
     if not ld.stable:
         st.error(
