@@ -51,16 +51,41 @@ def _stack_name(stack_id: str) -> str:
     return f"the {stack.name} stack" if stack else f"stack {stack_id}"
 
 
+ATTENTION_WORDS = {"tp": "tensor-parallel attention", "dp": "data-parallel attention"}
+
+
+def _change_words(key: str, value: str) -> str:
+    """One change of a Compare variant in words: 'INT8 compression', 'InfiniBand NDR …'."""
+    if key == "link":
+        link = catalog.links().get(value)
+        return f"the {link.name} link" if link else f"link {value}"
+    if key == "stack":
+        return _stack_name(value)
+    if key == "comp":
+        return "no compression" if value == "none" else f"{value.upper()} compression"
+    if key == "attn":
+        return ATTENTION_WORDS.get(value, f"{value} attention")
+    try:
+        return f"{I.get(key).label.lower()} {value}"
+    except KeyError:
+        return f"{key} {value}"
+
+
 def _words(name: str, value) -> str:
     """One implied value in words: 'TP 1', 'a 30 ms decode step'."""
     if name == "stack":
         return _stack_name(str(value))
     if name == "attn":
-        return f"{value} attention"
+        return ATTENTION_WORDS.get(str(value), f"{value} attention")
     if name == "step":
         return (
             "an estimated decode step" if value == "est" else f"a {float(value):g} ms decode step"
         )
+    if name == "fw":
+        if value == "none":
+            return "no serving framework's own costs"
+        fw = catalog.frameworks().get(str(value))
+        return f"the {fw.name} serving framework" if fw else f"serving framework {value}"
     if name == "tp":
         return f"prefill TP {value}"
     if name == "tpd":
@@ -68,7 +93,9 @@ def _words(name: str, value) -> str:
     if name == "cmp":
         if value == "auto":
             return "Compare's variants made from A"
-        return f"Compare's variants {str(value).replace(';', ', ')}"
+        variants = [P.parse_overrides(t) for t in str(value).split(";") if t.strip()]
+        said = "; ".join(" and ".join(_change_words(k, v) for k, v in o.items()) for o in variants)
+        return f"Compare's variants ({said})"
     return f"{I.get(name).label} {value}"
 
 

@@ -63,9 +63,15 @@ def test_inputs_changed_since_are_no_longer_implied():
 def test_the_notice_names_what_the_link_implies_and_what_today_gives():
     text = L.notice(L.implied(V1_LINK), P.parse_query(V1_LINK)[0])
     ideal = catalog.get_stack("ideal").name
-    for part in ("version-1 link", ideal, "prefill TP 1", "a 30 ms decode step", "tp attention",
+    for part in ("version-1 link", ideal, "prefill TP 1", "a 30 ms decode step",
+                 "tensor-parallel attention",
                  "prefill TP 8", catalog.get_stack("mooncake").name):  # fmt: skip
         assert part in text, part
+    # Compare's old variants and the framework in words, not link codes ("comp:int8", "fw none")
+    for part in ("INT8 compression", "no serving framework's own costs",
+                 "the vLLM (V1 engine) serving framework"):  # fmt: skip
+        assert part in text, part
+    assert "comp:" not in text and "link:" not in text
     # today's estimated step for Llama-3.1-70B at TP 8 on H100, as the Overview shows it
     step = build_scenario(tp=8, decode_step_ms=None, stack="mooncake").decode_step_s
     assert f"estimated {step * 1e3:.1f} ms step" in text
