@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
+from . import catalog
 from .critical import critical_seq_len
 from .memory import instance_memory, memory_notes
 from .scenario import Scenario, decode_step_parts_of, prefill_parts_of
@@ -15,6 +16,12 @@ from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
 from .topology import domain_gpus, is_scale_up, scale_up_feasible
 from .wire import transfer, wire_ratio
+
+# A transfer library measured under two engines (data/stacks.csv): the engine of each build, so
+# a scenario serving with one engine over the other's build is told which stack is its own.
+STACK_ENGINE = {"mooncake": "vllm", "mooncake-sglang": "sglang"}
+ENGINE_OWN_STACK = {("sglang", "mooncake"): "mooncake-sglang",
+                    ("vllm", "mooncake-sglang"): "mooncake"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,16 @@ def evaluate(sc: Scenario) -> Evaluation:
         )
     if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
         notes.append("replicated KV heads cross the link once per decode GPU")
+    own = ENGINE_OWN_STACK.get((sc.framework, sc.stack.id))
+    if own is not None:
+        fw, other = catalog.get_framework(sc.framework), catalog.get_stack(own)
+        measured_under = catalog.get_framework(STACK_ENGINE[sc.stack.id]).name
+        notes.append(
+            f"the {sc.stack.name} stack was measured under {measured_under}, while "
+            f"{fw.name} serves this scenario; {fw.name}'s own build is the {other.name} stack "
+            f"({other.request_s * 1e3:,.3g} ms per request against "
+            f"{sc.stack.request_s * 1e3:,.3g} ms)"
+        )
     problems, scale_up_ok, mem_p, mem_d = _deployment(sc)
     notes.extend(problems)
     return Evaluation(

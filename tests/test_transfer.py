@@ -294,3 +294,20 @@ def test_volume_reused_across_links_equals_fresh():
             transfer(changed, volume=vol)
     with pytest.raises(ValueError, match="volume"):
         transfer(sc, seq_len=10, volume=vol)
+
+
+def test_a_stack_built_for_another_engine_is_named():
+    # data/stacks.csv has Mooncake measured twice: under vLLM (MooncakeConnector, 0.395 ms a
+    # request) and under SGLang (its own backend, 1.78 ms): serving with SGLang over vLLM's
+    # build says so, and which stack is SGLang's own; matching pairs and other stacks say nothing
+    from kvmodel.build import to_scenario
+    from kvmodel.evaluation import evaluate as ev_of
+
+    (note,) = ev_of(to_scenario({"fw": "sglang", "stack": "mooncake"})).notes
+    assert "measured under vLLM" in note and "SGLang serves this scenario" in note
+    assert "Mooncake Transfer Engine (SGLang backend) stack (1.78 ms per request" in note
+    assert any("measured under SGLang" in n
+               for n in ev_of(to_scenario({"fw": "vllm", "stack": "mooncake-sglang"})).notes)
+    for q in ({"fw": "sglang", "stack": "mooncake-sglang"}, {"fw": "vllm", "stack": "mooncake"},
+              {"fw": "sglang", "stack": "nixl"}, {"fw": "none", "stack": "mooncake"}):
+        assert not [n for n in ev_of(to_scenario(q)).notes if "measured under" in n], q
