@@ -157,8 +157,9 @@ def evaluate(sc: Scenario) -> Evaluation:
         kv_per_token_bytes=float(kv.per_token),
         kv_per_layer_bytes=float(kv.per_attention_layer),
         kv_per_gpu_prefill_bytes=float(kv.per_gpu_prefill),
-        # data-parallel attention: whole requests per rank, the batch spread over the ranks
-        kv_per_gpu_decode_bytes=float(kv.total) / sc.tp_decode
+        # data-parallel attention: whole requests per rank, the batch spread over the ranks, so
+        # the busiest rank receives ⌈batch ÷ TP⌉ requests (at batch 1, one GPU takes it all)
+        kv_per_gpu_decode_bytes=float(kv.total) / sc.batch * -(-sc.batch // sc.tp_decode)
         if sc.data_parallel_attention
         else float(kv.per_gpu_decode),
         raw_wire_bytes=float(t.raw_wire_bytes),

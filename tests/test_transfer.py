@@ -311,3 +311,18 @@ def test_a_stack_built_for_another_engine_is_named():
     for q in ({"fw": "sglang", "stack": "mooncake-sglang"}, {"fw": "vllm", "stack": "mooncake"},
               {"fw": "sglang", "stack": "nixl"}, {"fw": "none", "stack": "mooncake"}):
         assert not [n for n in ev_of(to_scenario(q)).notes if "measured under" in n], q
+
+
+def test_with_data_parallel_attention_one_decode_gpu_takes_whole_requests():
+    # DeepSeek-V3 (MLA, served with data-parallel attention) at TP 8: each request's KV lives
+    # on one decode rank, so at batch 1 one GPU receives all 71,958,528 B (a 1,024-token
+    # cache), at batch 9 the busiest takes 2 requests, at batch 16 two each (the average)
+    from kvmodel.evaluation import evaluate as ev_of
+
+    one = ev_of(build_scenario(model="deepseek-v3", tp=8, batch=1))
+    assert one.scenario.data_parallel_attention
+    assert one.kv_per_gpu_decode_bytes == one.kv_total_bytes == 71_958_528
+    nine = ev_of(build_scenario(model="deepseek-v3", tp=8, batch=9))
+    assert nine.kv_per_gpu_decode_bytes == pytest.approx(2 * 71_958_528)
+    sixteen = ev_of(build_scenario(model="deepseek-v3", tp=8, batch=16))
+    assert sixteen.kv_per_gpu_decode_bytes == pytest.approx(sixteen.kv_total_bytes / 8)

@@ -52,7 +52,9 @@ def _cache_metrics(sc, ev) -> None:
     c[1].metric(
         f"Per decode GPU (TP {sc.tp_decode})",
         fmt_bytes(ev.kv_per_gpu_decode_bytes),
-        help="What one decode GPU must receive (replicated heads included)",
+        help="What the busiest decode GPU must receive: its shard of every request (replicated "
+        "heads included), or with data-parallel attention its whole requests, ⌈batch ÷ TP⌉ of "
+        "them",
     )
     c[2].metric(
         "On the wire",
