@@ -34,9 +34,11 @@ def overview_takeaway(ev: Evaluation) -> str:
 
 
 def interconnect_takeaway(
-    table, batch: int, band_ms: tuple[float, float], scenario_link: str
-) -> str:
-    """Sentence for the link × batch table at one batch size (column ``batch N``)."""
+    table, batch: int, band_ms: tuple[float, float], scenario_link: str,
+    step_ms: float | None = None, step_estimated: bool = False,
+) -> str:  # fmt: skip
+    """Sentence for the link × batch table at one batch size (column ``batch N``); with
+    ``step_ms``, also how many finish within the scenario's own decode step."""
     col = f"batch {batch}"
     lo, hi = band_ms
     below = table[table[col] < lo]
@@ -46,9 +48,17 @@ def interconnect_takeaway(
     if len(row):
         ms = float(row[col].iloc[0])
         own = f" {row['name'].iloc[0]} takes {fmt_ms(ms / 1e3)}."
+    mine = ""
+    if step_ms is not None and not (lo <= step_ms <= hi):
+        within = int((table[col] < step_ms).sum())
+        kind = "estimated " if step_estimated else ""
+        mine = (
+            f" This scenario's own {kind}decode step is {step_ms:,.1f} ms, outside that band: "
+            f"{within} of {len(table)} finish within it."
+        )
     return (
         f"At batch {batch}, {len(below)} of {len(table)} interconnects finish under a "
-        f"{lo:g} ms decode step and {len(above)} take longer than {hi:g} ms.{own}"
+        f"{lo:g} ms decode step and {len(above)} take longer than {hi:g} ms.{own}{mine}"
     )
 
 

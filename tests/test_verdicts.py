@@ -40,6 +40,13 @@ def test_takeaways_carry_the_numbers():
     t = link_batch_table(sc, ["nvlink4", "ib-ndr", "100gbe"], (1, 32))
     it = interconnect_takeaway(t, 32, (20, 50), "100gbe")
     assert "0 of 3" in it and "2 take longer than 50 ms" in it  # NVLink 23.9 ms is within
+    assert "own" not in it  # no step given: the band alone
+    # a step below the band (an estimated 6.8 ms): how many links finish within it too
+    mine = interconnect_takeaway(t, 32, (20, 50), "100gbe", step_ms=30.0)
+    assert "own" not in mine  # inside the band: the band's verdict stands for it
+    small = interconnect_takeaway(t, 1, (20, 50), "100gbe", step_ms=6.8, step_estimated=True)
+    within = int((t["batch 1"] < 6.8).sum())
+    assert f"own estimated decode step is 6.8 ms, outside that band: {within} of 3" in small
     _, crit = seq_sweep(sc, ["100gbe"])
     assert "1,145 tokens" in sequence_takeaway(crit, {"100gbe": "100 GbE"}, 0.03)
     mt = mitigation_takeaway(mitigation_table(sc, mitigation_options(sc)))

@@ -59,6 +59,8 @@ def _takeaway_text(sc, table, batches: tuple, lo_hi, blocked_items: tuple) -> st
         sc.batch if sc.batch in batches else batches[0],
         lo_hi,
         sc.link.id,
+        step_ms=sc.decode_step_s * 1e3,
+        step_estimated=sc.decode_step_estimated,
     ) + (
         " Not counted, as not buildable at this TP: "
         + ", ".join(figures.link_name(i) for i in blocked)
