@@ -263,7 +263,14 @@ def _load_on_link(sc, tsc, mix) -> None:
         fmt_bandwidth(ld.bytes_per_s),
         help=f"Link capacity {fmt_bandwidth(ld.capacity_bytes_per_s)} per direction",
     )
-    m[2].metric("Link utilisation", fmt_busy(ld.utilization))
+    m[2].metric(
+        "Link utilisation",
+        fmt_busy(ld.utilization),
+        help="Arrival rate × mean time one request's KV holds the scenario's link: every "
+        "request crosses this one prefill → decode path, one after another. The Capacity "
+        "page's figure is per NIC of its planned pools, shared by their instances, so the two "
+        "differ",
+    )
     m[3].metric("Mean queueing", fmt_time(ld.mean_wait_s) if ld.stable else "unbounded")
     if not ld.stable:
         st.error(
