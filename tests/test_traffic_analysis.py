@@ -179,18 +179,3 @@ def test_the_comparison_at_another_too_short_length_is_tallied_afresh_from_kept_
                 assert row["fraction_tokens_gain"] == r.fraction_tokens_gain
                 assert row["fraction_transfer_bound"] == r.fraction_transfer_bound
                 assert row["critical_seq_len"] == r.critical_seq_len
-
-
-def test_the_traffic_page_uses_the_decode_step_every_other_page_shows():
-    # an estimated step depends on the scenario's own length and batch; the traffic analysis
-    # once re-estimated it at one token of context, so its critical length (2,555 tokens) was
-    # 4 tokens off the Overview's (2,559) for the default Llama-3.1-70B on 100 GbE
-    from kvmodel.build import to_scenario
-    from kvmodel.critical import critical_seq_len
-    from kvmodel.traffic.analysis import critical_for_traffic, per_request_scenario
-
-    sc = to_scenario({})
-    assert sc.decode_step_estimated
-    one = per_request_scenario(sc)
-    assert one.decode_step_s == sc.decode_step_s and (one.batch, one.seq_len) == (1, 1)
-    assert critical_for_traffic(sc) == critical_seq_len(sc) == 2559

@@ -108,11 +108,8 @@ def _prefix_means(moved, ahead, weights, tokens, counts) -> np.ndarray | None:
 
 
 def per_request_scenario(sc: Scenario) -> Scenario:
-    """The scenario as traffic sees it: one request at a time, prefill estimated per length,
-    and the decode step the other pages show (the decode instance's, estimated at the
-    scenario's own batch and length, not re-estimated at one token of context)."""
-    return replace(sc, batch=1, prefill_s=None, seq_len=1, decode_step_s=sc.decode_step_s,
-                   decode_step_estimated=False)  # fmt: skip
+    """The scenario as traffic sees it: one request at a time, prefill estimated per length."""
+    return replace(sc, batch=1, prefill_s=None, seq_len=1)
 
 
 def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None,
@@ -196,7 +193,7 @@ def critical_for_traffic(sc: Scenario, *, criterion: str = "step") -> int | None
     Memoised per scenario and criterion: the Traffic page asks it for each of the ~24 options
     it compares, on every change of the traffic's own thresholds (the "too short" length, the
     rate), which leave it as it was (``bench/README.md``, Session 12)."""
-    sc1 = per_request_scenario(sc)
+    sc1 = replace(sc, batch=1, prefill_s=None, seq_len=1)
     if criterion == "step":
         return critical_seq_len(sc1)
     ctx = sc.model.max_context_tokens
