@@ -20,8 +20,6 @@ from .wire import transfer, wire_ratio
 # A transfer library measured under two engines (data/stacks.csv): the engine of each build, so
 # a scenario serving with one engine over the other's build is told which stack is its own.
 STACK_ENGINE = {"mooncake": "vllm", "mooncake-sglang": "sglang"}
-ENGINE_OWN_STACK = {("sglang", "mooncake"): "mooncake-sglang",
-                    ("vllm", "mooncake-sglang"): "mooncake"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -138,10 +136,11 @@ def evaluate(sc: Scenario) -> Evaluation:
         )
     if float(t.raw_wire_bytes) > float(kv.total) * (1 + 1e-12) and sc.window_transfer == "window":
         notes.append("replicated KV heads cross the link once per decode GPU")
-    own = ENGINE_OWN_STACK.get((sc.framework, sc.stack.id))
-    if own is not None:
+    built_for = STACK_ENGINE.get(sc.stack.id)
+    own = next((s for s, e in STACK_ENGINE.items() if e == sc.framework), None)
+    if built_for not in (None, sc.framework) and own is not None:
         fw, other = catalog.get_framework(sc.framework), catalog.get_stack(own)
-        measured_under = catalog.get_framework(STACK_ENGINE[sc.stack.id]).name
+        measured_under = catalog.get_framework(built_for).name
         notes.append(
             f"the {sc.stack.name} stack was measured under {measured_under}, while "
             f"{fw.name} serves this scenario; {fw.name}'s own build is the {other.name} stack "
