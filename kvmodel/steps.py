@@ -35,7 +35,7 @@ import numpy as np
 # (bench/fit_compute.py); README's fidelity table gives the fitted and held-out errors.
 OVERLAP_P = 2.5  # smooth-max exponent (memory^p + compute^p)^(1/p); the fit kept 2.5
 DECODE_KERNEL_S_PER_LAYER = 43.7e-6  # ~12-15 kernels per layer at ~3 µs each under CUDA graphs
-PREFILL_KERNEL_S_PER_LAYER = 281e-6  # prefill's launches, syncs and the scheduler per layer
+PREFILL_KERNEL_S_PER_LAYER = 323e-6  # prefill's launches, syncs and the scheduler per layer
 # A ring all-reduce's fixed cost per call on NVLink: NCCL's small-message all-reduce on 8
 # H100s takes ~10-20 µs (nccl-tests all_reduce_perf), vLLM's custom one-shot all-reduce ~5-10
 # µs (vLLM custom_all_reduce.cuh benchmarks): 10 µs.
@@ -73,13 +73,23 @@ ALLREDUCE_BW_EFFICIENCY = 0.75
 # DeepGEMM padding): the best is now 0.75 on Hopper (1.2 % better) and 0.8 on Blackwell (3 %);
 # 0.7 is kept, within 3 % of both and inside the kernels' reported 50-70 %.
 MOE_READ_EFFICIENCY = 0.7
-# A prefill pass also streams its activations through HBM in the kernels that are not GEMMs
-# (RMSNorm, residual adds, rotary, SiLU, the all-reduce's copies): per token and layer about
-# this many hidden-size BF16 vectors, replicated on every TP rank (norms and residuals are not
-# split by TP).  Fitted on the prefill rows: 52, about twice what a count of those kernels'
-# reads and writes gives (~20-25): the term also carries what is left of small per-GPU GEMMs
-# at high TP (Qwen3-8B at TP 8 prefills at ~1/4 of the FLOP rate Llama-70B reaches).
-PREFILL_ACTIVATION_PASSES = 52.0
+# A prefill pass also streams its activations through HBM in the kernels that are not GEMMs,
+# each a kernel of its own that runs between the GEMMs (so its time adds, it does not hide
+# under them).  Counted per token and layer in hidden-size BF16 vectors, from the kernels a
+# vLLM/SGLang decoder layer launches:
+# - replicated on every TP rank (norms and residuals are not split by TP): the two fused
+#   residual-add + RMSNorm kernels, each reading the input and the residual and writing both
+#   back: 2 × 4 = 8 (PREFILL_REPLICATED_PASSES);
+# - split over the TP ranks (each holds its heads and its slice of the MLP): SiLU-and-multiply
+#   reads the gate and up projections and writes their product, 3 × the active MLP width ÷
+#   hidden (``timing.active_mlp_width``), and rotary embedding, Q/K norms and the KV-cache
+#   write read and write the queries and keys, ~5 (PREFILL_SPLIT_PASSES).
+# Session 18 replaced a single fitted count (52 vectors, all replicated, hidden under the GEMMs)
+# by this count: the fitted count had absorbed one run's slow TP 8 (Qwen3-8B on H800) and made
+# every TP 8 prefill of a large model too slow (Llama-3.1-70B on H100: 1.31× of measured at TP 8
+# against 0.86× at TP 2).
+PREFILL_REPLICATED_PASSES = 8.0
+PREFILL_SPLIT_PASSES = 5.0
 DISPATCH_BYTES = 1.0  # FP8 tokens out (DeepEP dispatch)
 COMBINE_BYTES = 2.0  # BF16 back (DeepEP combine)
 ACTIVATION_BYTES = 2.0  # BF16 activations in a TP all-reduce

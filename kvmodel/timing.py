@@ -364,6 +364,26 @@ def estimate_decode_step_s(
                              data_parallel_attention=data_parallel_attention).total_s  # fmt: skip
 
 
+def active_mlp_width(model: ModelSpec) -> float:
+    """The MLP width one token passes through, summed over its active experts [values]: the
+    active parameters per layer less the attention's (~4 × hidden², the Q, K, V and output
+    projections of a model whose heads span its width), over the three matrices (gate, up,
+    down) of ``hidden`` rows.  An estimate from the parameter count (the catalog does not hold
+    the MLP width): Llama-3.1-70B gives 24,986 against its 28,672, Qwen3-8B 13,075 against
+    12,288, DeepSeek-R1 18,649 against its nine active experts' 18,432."""
+    h = model.hidden
+    per_layer = model.params_active / model.layers - 4.0 * h * h
+    return max(per_layer / (3.0 * h), float(h))
+
+
+def activation_bytes_per_token_layer(model: ModelSpec, tp: int = 1) -> float:
+    """HBM bytes one GPU's non-GEMM kernels move per prompt token and layer [bytes]
+    (``steps.PREFILL_REPLICATED_PASSES`` on every rank, the split passes ÷ ``tp``)."""
+    split = steps.PREFILL_SPLIT_PASSES + 3.0 * active_mlp_width(model) / model.hidden
+    passes = steps.PREFILL_REPLICATED_PASSES + split / max(tp, 1)
+    return model.hidden * steps.ACTIVATION_BYTES * passes
+
+
 def prefill_host_floor_s(model: ModelSpec, framework=None) -> float:
     """The least a prefill pass takes under ``framework`` [s]: its ``mla_prefill_floor_s`` for
     an MLA model (the host launching an eager MLA + MoE layer's kernels bounds a short prompt's
@@ -407,11 +427,8 @@ def prefill_parts(
     attn_flops = (prefill_flops(model, s, b, prefix) - 2.0 * model.params_active * tokens) / gpus
     attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
     group_tokens = tokens / max(1, ep // tp)
-    act = group_tokens * model.hidden * steps.ACTIVATION_BYTES * steps.PREFILL_ACTIVATION_PASSES
-    activations = act * model.layers / hbm
-    (weights, activations), (attention, gemm) = steps.split_exposed(
-        (weights, activations), (attention, gemm)
-    )
+    activations = group_tokens * model.layers * activation_bytes_per_token_layer(model, tp) / hbm
+    (weights,), (attention, gemm) = steps.split_exposed((weights,), (attention, gemm))
     allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep, per_node=True)
     shape = np.broadcast(np.asarray(gemm), np.asarray(attention)).shape
     parts = steps.PrefillParts(

@@ -134,11 +134,13 @@ def test_compare_to_model():
     assert isinstance(cmp, ScrapeComparison)
     assert cmp.exposed_transfer_s.measured == metrics.gap_mean_s
     assert cmp.bandwidth_per_stream_bytes_per_s.model == 50e9
-    # both under the line, but 2.9 % measured against 1.3 % modelled: 2.24× apart (2.7× before
+    # both under the line, but 2.9 % measured against 1.4 % modelled: 2.12× apart (2.7× before
     # issue 21's faster prefill estimate raised the modelled share), more than the 1.5× the
     # model is good for, so they do not agree (the old test said they did)
     assert cmp.verdict.measured == cmp.verdict.model == "under"
-    assert cmp.verdict.factor == pytest.approx(2.24, abs=0.01)  # 2.22 before session 8
+    # 2.22 before session 8, 2.24 before session 18 (its faster TP 8 prefill: the activation
+    # passes counted, the split ones ÷ TP)
+    assert cmp.verdict.factor == pytest.approx(2.12, abs=0.01)
     assert cmp.verdict.agree is False
     assert cmp.verdict.share_target == sc.share_target == 0.2
     sparse = parse_prometheus_metrics('sglang:kv_transfer_latency_ms{r="0"} 5\n')

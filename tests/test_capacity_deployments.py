@@ -13,15 +13,19 @@ ROWS = {d.id: d for d in load_deployments()}
 # calibrated step model of issue 21 (kvmodel.steps); re-pin with the reason when the model
 # changes; sources in the CSV
 PINNED = {
-    "aic-qwen3-32b-fp8-32xh200-disagg": (30 / 32, None),
+    # 31 and 16 since session 18 (30 and 15 before): the prefill's activation passes are
+    # counted, 8 replicated + the split ones ÷ TP, and no longer hide under the GEMMs
+    "aic-qwen3-32b-fp8-32xh200-disagg": (31 / 32, None),
     "aic-qwen3-32b-fp8-32xh200-agg": (40 / 32, None),
     "aic-qwen3-32b-fp8-16xh200-agg": (16 / 16, None),
-    "aic-qwen3-32b-fp8-16xh200-disagg": (15 / 16, None),
+    "aic-qwen3-32b-fp8-16xh200-disagg": (16 / 16, None),
     # one EP-32 instance carries the rate, 1.10× the measured per node (session 11: a prefill
     # pass sends a token once per remote node, DeepEP's normal kernels; before, once per
     # expert: 0.67× per node and 2 instances); 1.04× since session 16 (routed experts at the
-    # grouped-GEMM rate of aiconfigurator's MoE kernel tables, timing.routed_gemm_flops)
-    "lmsys-dsv3-96xh100-prefill": (32 / 32, 1.040),
+    # grouped-GEMM rate of aiconfigurator's MoE kernel tables, timing.routed_gemm_flops);
+    # 1.11× since session 18 (counted activation passes: at EP 32 with DP attention each GPU
+    # carries its own tokens' norms, no longer 52 replicated vectors a token)
+    "lmsys-dsv3-96xh100-prefill": (32 / 32, 1.111),
     "lmsys-dsv3-96xh100-decode": (72 / 72, 1.072),
     # 1.04× the measured per node: one EP-144 instance carries the published rate (session 8:
     # MoE weights read at 0.7 of the dense rate, not 0.42, brought it from 2 instances to 1)
@@ -30,8 +34,9 @@ PINNED = {
     # prompts with 2,468 of them cached (56.3 %), the 1,916 computed ones attending to the
     # cached ones too (timing.prefill_flops' prefix). With the per-node exchange but the row's
     # old form (4,384 tokens computed from position 0) it was 2.07×; 1.69× since session 16
-    # (routed experts at the grouped-GEMM rate)
-    "deepseek-v3-h800-prefill": (32 / 32, 1.688),
+    # (routed experts at the grouped-GEMM rate); 1.79× since session 18 (counted activation
+    # passes, as above)
+    "deepseek-v3-h800-prefill": (32 / 32, 1.793),
 }
 # rows outside their band (none now): a strict xfail each, so it fails once the row comes in
 OUT_OF_BAND: set[str] = set()

@@ -87,8 +87,11 @@ def test_compute_errors_stay_as_reported():
     assert kinds[("decode step", "holdout")]["mean_abs_error"] < 0.18
     assert kinds[("prefill", "fit")]["mean_abs_error"] < 0.18
     assert kinds[("prefill", "holdout")]["mean_abs_error"] < 0.25
-    assert kinds[("TTFT", "fit")]["mean_abs_error"] < 0.18
-    assert kinds[("TTFT", "holdout")]["mean_abs_error"] < 0.20
+    # Session 18 counted the prefill's activation passes instead of fitting them (prefill fit
+    # 14.0 → 10.5 %, held out 15.0 → 14.8 %); the P/D TTFT rows paid for it (fit 16.8 → 19.3 %,
+    # held out 18.4 → 20.7 %: Qwen3-8B at TP 8 on H800 now runs 0.67–0.73× past 8k tokens)
+    assert kinds[("TTFT", "fit")]["mean_abs_error"] < 0.20
+    assert kinds[("TTFT", "holdout")]["mean_abs_error"] < 0.22
 
 
 def test_every_held_out_ratio_stays_in_the_band_readme_states():
@@ -193,7 +196,7 @@ def test_fidelity_cli_lists_the_published_deployments(capsys):
     assert main(["fidelity"]) == 0
     text = capsys.readouterr().out
     assert ("lmsys-dsv3-96xh100-prefill (deepseek-v3, h100-sxm, prefill): 32 GPUs published, 32 "
-            "planned (1.00×); 54,543 input tokens/s per node measured, 56,736 planned (1.04×)"
+            "planned (1.00×); 54,543 input tokens/s per node measured, 60,588 planned (1.11×)"
             in text)  # fmt: skip
 
 
@@ -235,7 +238,7 @@ def test_a_precompiled_engine_prefills_without_the_eager_floor():
     llama = catalog.get_model("llama-3.1-70b")
     assert compiled_engine_credit_s(llama, "NIM") == pytest.approx(
         80 * (steps.PREFILL_KERNEL_S_PER_LAYER - steps.DECODE_KERNEL_S_PER_LAYER))  # fmt: skip
-    assert compiled_engine_credit_s(llama, "NIM") == pytest.approx(80 * (281e-6 - 43.7e-6),
+    assert compiled_engine_credit_s(llama, "NIM") == pytest.approx(80 * (323e-6 - 43.7e-6),
                                                                    rel=0.01)  # fmt: skip
     assert compiled_engine_credit_s(llama, "trtllm") == 0
 

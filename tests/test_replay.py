@@ -243,9 +243,10 @@ def test_memory_bound_plan_keeps_room_and_the_replay_confirms_it(sc, monkeypatch
     memory-bound.  B* with room for the batch's fluctuation (pools.memory_batch) gives 4
     decode instances, and a Poisson replay agrees with the formulas with no memory wait;
     with B* at memory's edge (no room: β = 0, the plan before session 13) the pool is 3
-    instances and the replay waits for memory (measured: TTFT p90 1.56 s against the formulas'
-    1.08 s, 26 % of requests waited; 2.07 s and 41 % with the fixed-point rounds before
-    session 15)."""
+    instances and the replay waits for memory (measured: TTFT p90 2.08 s against the formulas'
+    1.96 s and the roomy plan's replayed 1.87 s, 27 % of requests waited; 1.56 s against 1.08 s
+    before session 18, whose slower 4,096-token prefill at low TP lengthened the prefill queue
+    both plans share, 2.07 s and 41 % with the fixed-point rounds before session 15)."""
     wl = cap.Workload.fixed(23.0, 4096, 1024)
     slo = cap.Slo(3.0, 0.2)
     stream = rp.poisson_stream(wl, sc.model.max_context_tokens, 20_000)
@@ -258,7 +259,8 @@ def test_memory_bound_plan_keeps_room_and_the_replay_confirms_it(sc, monkeypatch
     edge = cap.plan(sc, cap.Workload.fixed(23.0, 4096, 1024), slo)  # a new basis (prep)
     r0 = rp.replay_plan(sc, edge, stream, slo).result
     assert edge.decode_instances == 3
-    assert r0.memory_waited_share > 0.2 and r0.ttft_at_slo_s > 1.3 * edge.ttft_s
+    assert r0.memory_waited_share > 0.2 and r0.ttft_at_slo_s > 1.05 * edge.ttft_s
+    assert r0.ttft_at_slo_s > r.ttft_at_slo_s + 0.15  # the memory wait, on the same prefill pool
 
 
 def test_trtllm_replay_reserves_the_whole_output(sc):
