@@ -183,9 +183,10 @@ def _breakdowns(ev) -> None:
     """Where the time goes: the decode step, the prefill and TTFT in their parts [ms]."""
     st.subheader("Where the time goes")
     st.caption(
-        "Each part per GPU in ms; the parts add up to the total. Weights, KV and activations "
-        "(HBM) overlap with attention and GEMM FLOPs: the larger side is shown whole, the "
-        "smaller by the share that is not hidden. EP all-to-all: expert-parallel dispatch and "
+        "Each part per GPU in ms; the parts add up to the total. Weights and KV (HBM reads) "
+        "overlap with attention and GEMM FLOPs: the larger side is shown whole, the smaller by "
+        "the share that is not hidden. Activations: the prefill's norms, SiLU and rotary "
+        "kernels between the GEMMs, added. EP all-to-all: expert-parallel dispatch and "
         "combine; TP all-reduce: over the GPU's scale-up link (a TP wider than one node: "
         "also over the nodes' NICs, at NCCL's cross-node latency)."
         + (
