@@ -96,3 +96,35 @@ def test_a_bad_side_names_the_line(tmp_path):
     bad.write_text(head + "\n" + first + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="d.csv line 2: side must be one of"):
         load_deployments(bad)
+
+
+def test_the_docs_table_shows_what_the_planner_plans():
+    """docs/capacity.md's table of published deployments and README's wide-EP sentence show the
+    planner's numbers: a model change that moves a plan must move them too (they went stale
+    once, session 18)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    lines = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in (root / "docs" / "capacity.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and "data/fidelity/deployments.csv" not in line
+    ]
+    names = {"h100-sxm": "H100", "h800": "H800", "h200": "H200"}
+    pools = {"prefill": "prefill", "decode": "decode", "disaggregated": "disaggregated",
+             "colocated": "colocated"}  # fmt: skip
+    readme = (root / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    for d in ROWS.values():
+        got = compare(d)
+        match = [c for c in lines if len(c) == 9 and c[1].endswith(names[d.gpu])
+                 and c[2] == pools[d.side] and c[3] == str(d.published_gpus)]  # fmt: skip
+        assert len(match) == 1, (d.id, match)
+        cells = match[0]
+        assert cells[4] == str(got["planned_gpus"]), d.id
+        assert cells[5] == f"{got['ratio']:.2f}", d.id
+        if got["throughput_ratio"] is not None:
+            assert cells[7] == f"{got['tokens_per_s_per_node']:,.0f}", d.id
+            assert cells[8] == f"{got['throughput_ratio']:.2f}", d.id
+            if d.id.startswith("lmsys"):
+                assert (f"{got['tokens_per_s_per_node']:,.0f} planned "
+                        f"({got['throughput_ratio']:.2f}×)") in readme, d.id  # fmt: skip
