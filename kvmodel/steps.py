@@ -60,6 +60,32 @@ EP_LATENCY_S = 20e-6
 # on 8 H100s (nccl-tests all_reduce_perf large-message busbw ~ 350-370 GB/s of 450; NVIDIA's
 # NCCL blog posts report the same fraction): 0.75.
 ALLREDUCE_BW_EFFICIENCY = 0.75
+# Inside one scale-up domain the share depends on the link and on how many GPUs take part:
+# NCCL's measured all-reduce bus bandwidth in aiconfigurator-core 0.12.0's system tables
+# (systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet, collected by NVIDIA on each
+# system; the median over 16–128 MB messages, a prefill's all-reduce of 1k–8k tokens, with the
+# 10 µs fixed cost taken off), as a share of the link's per-direction bandwidth:
+# - NVLink 4: H100 SXM (NCCL 2.23–2.29) 0.59 / 0.69 / 0.76 at 2 / 4 / 8 GPUs, H200 (2.26, 2.29)
+#   0.61 / 0.70 / 0.77;
+# - NVLink 5: B200 (2.27–2.29) 0.51 / 0.57 / 0.45, GB200 (2.23, 2.29) 0.53 / 0.57 (8 not
+#   measured);
+# - NVLink 3: A100 SXM (2.27) 0.55 / 0.62 / 0.61;
+# - PCIe Gen4: L40S (2.27) 0.62 / 0.16 / 0.05: past 2 GPUs NCCL goes through host memory across
+#   the CPU sockets (20 GB/s at 2 GPUs, 5 at 4, 2 at 8).
+# The vLLM custom all-reduce tables of the same systems (comm/vllm/0.24.0) agree at these sizes:
+# above 8 MiB the engines hand an all-reduce to NCCL (vLLM's and SGLang's CustomAllreduce
+# max_size, 8 MiB by default), so the shares apply to messages above it (a prefill pass, a
+# chunk riding a step); a decode step's smaller ones keep the custom all-reduce's 0.75 and its
+# fixed cost, which the decode fit calibrated.  Other links and a TP across domains keep 0.75
+# (nccl-tests' large-message ring on 8 H100s, above); a TP of 3, 5–7 GPUs takes the next
+# measured size's share.
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 * 2**20
+ALLREDUCE_BW_EFFICIENCY_BY_LINK = {
+    "nvlink4": {2: 0.60, 4: 0.70, 8: 0.77},
+    "nvlink5": {2: 0.52, 4: 0.57, 8: 0.45},
+    "nvlink3": {2: 0.55, 4: 0.62, 8: 0.61},
+    "pcie4": {2: 0.62, 4: 0.16, 8: 0.05},
+}
 # MoE expert GEMMs read their weights at a lower share of HBM than dense GEMMs (grouped/fused
 # MoE kernels over many small matrices: vLLM's fused_moe tuning tables and SGLang's MoE kernel
 # blog both show ~50-70 % of peak bandwidth where a dense GEMM reaches ~80 %).  Set to 0.7 on
@@ -205,15 +231,31 @@ def allreduce_latency_s(tp: int, node_gpus: int) -> float:
     return NCCL_TREE_BASE_S + 2.0 * hops
 
 
+def allreduce_efficiency(link_id: str | None, tp: int, node_gpus: int | None = None) -> float:
+    """The share of the link's per-direction bandwidth an all-reduce of ``tp`` GPUs reaches as
+    bus bandwidth: measured per link inside one domain (:data:`ALLREDUCE_BW_EFFICIENCY_BY_LINK`,
+    the smallest measured size ≥ ``tp``), else :data:`ALLREDUCE_BW_EFFICIENCY`."""
+    table = ALLREDUCE_BW_EFFICIENCY_BY_LINK.get(link_id or "")
+    if table is None or tp > (node_gpus or tp) or tp > max(table):
+        return ALLREDUCE_BW_EFFICIENCY
+    return table[min(n for n in table if n >= tp)]
+
+
 def ring_allreduce_s(bytes_, tp: int, bandwidth_bytes_per_s: float, calls: float,
-                     node_gpus: int | None = None):  # fmt: skip
+                     node_gpus: int | None = None, efficiency: float | None = None):  # fmt: skip
     """``calls`` ring all-reduces of ``bytes_`` each over ``tp`` GPUs [s]; ``node_gpus``: the
     GPUs of one scale-up domain (None: all ``tp`` in one), which sets the fixed cost
-    (:func:`allreduce_latency_s`)."""
+    (:func:`allreduce_latency_s`); ``efficiency``: the bus bandwidth's share of
+    ``bandwidth_bytes_per_s`` NCCL reaches on messages above the engines' custom all-reduce
+    (:data:`CUSTOM_ALLREDUCE_MAX_BYTES`; :func:`allreduce_efficiency`; None:
+    ``ALLREDUCE_BW_EFFICIENCY``), smaller ones at ``ALLREDUCE_BW_EFFICIENCY``."""
     if tp <= 1:
         return np.zeros_like(np.asarray(bytes_, dtype=float))
-    rate = bandwidth_bytes_per_s * ALLREDUCE_BW_EFFICIENCY
-    ring = 2.0 * (tp - 1) / tp * np.asarray(bytes_, dtype=float) / rate
+    b = np.asarray(bytes_, dtype=float)
+    eff = ALLREDUCE_BW_EFFICIENCY
+    if efficiency is not None:
+        eff = np.where(b > CUSTOM_ALLREDUCE_MAX_BYTES, efficiency, ALLREDUCE_BW_EFFICIENCY)
+    ring = 2.0 * (tp - 1) / tp * b / (bandwidth_bytes_per_s * eff)
     return calls * (ring + allreduce_latency_s(tp, node_gpus or tp))
 
 

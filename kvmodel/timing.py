@@ -262,8 +262,10 @@ def _comm_s(model, gpu, tokens_group, *, tp: int, ep: int, per_node: bool = Fals
     up_tp, _ = link_rates(gpu, tp)
     up_ep, nic = link_rates(gpu, gpus)
     ar_bytes = np.asarray(tokens_group, dtype=float) * model.hidden * steps.ACTIVATION_BYTES
-    allreduce = steps.ring_allreduce_s(ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2),
-                                       gpu.nvlink_domain_gpus)
+    allreduce = steps.ring_allreduce_s(
+        ar_bytes, tp, up_tp, model.layers * (1 if ep > 1 else 2), gpu.nvlink_domain_gpus,
+        efficiency=steps.allreduce_efficiency(gpu.nvlink, tp, gpu.nvlink_domain_gpus),
+    )
     exchange = model.layers * ep_exchange_layer_s(
         model, gpu, np.asarray(tokens_group, dtype=float) / tp, ep=ep, gpus=gpus,
         per_node=per_node, nic_bytes_per_s=nic,

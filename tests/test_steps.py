@@ -258,8 +258,11 @@ def test_a_tp_across_nodes_rings_through_all_of_the_nodes_nics():
     # across the two nodes the fixed cost is NCCL's Tree/LL 25.2 µs (the next test), not 10 µs
     one = 2 * 15 / 16 * 4096 * 7168 * 2 / (400e9 * ALLREDUCE_BW_EFFICIENCY) + 25.2e-6
     assert float(parts.tp_allreduce_s) == pytest.approx(2 * 61 * one)
+    # inside one node a 58.7 MB message is past the custom all-reduce's 8 MiB: NCCL's measured
+    # share on NVLink 4 at 8 GPUs, 0.77 (steps.ALLREDUCE_BW_EFFICIENCY_BY_LINK); across the
+    # nodes no table applies (0.75, above)
     inside = prefill_parts(ds, 4096, 1, gpu=h100, tp=8)
-    one_node = 2 * 7 / 8 * 4096 * 7168 * 2 / (450e9 * ALLREDUCE_BW_EFFICIENCY) + ALLREDUCE_LATENCY_S
+    one_node = 2 * 7 / 8 * 4096 * 7168 * 2 / (450e9 * 0.77) + ALLREDUCE_LATENCY_S
     assert float(inside.tp_allreduce_s) == pytest.approx(2 * 61 * one_node)
 
 
