@@ -214,6 +214,7 @@ def _link_from_row(r: _Row) -> LinkSpec:
 def _gpu_from_row(r: _Row) -> GpuSpec:
     fp8 = r.number("fp8_dense_tflops", required=False)
     moe = r.number("moe_gemm_tflops", required=False)
+    exp = r.number("exp_tops", required=False)
     return r.build(
         GpuSpec,
         id=r.text("id"),
@@ -231,6 +232,7 @@ def _gpu_from_row(r: _Row) -> GpuSpec:
         hbm_efficiency=r.number("hbm_efficiency", required=False) or 0.8,
         flops_efficiency=r.number("flops_efficiency", required=False) or 0.7,
         moe_gemm_flops=None if moe is None else moe * 1e12,
+        exp_ops=None if exp is None else exp * 1e12,
     )
 
 

@@ -309,6 +309,9 @@ class GpuSpec:
     # FLOP/s grouped MoE GEMMs approach as an expert's slice per GPU grows wide (None: not
     # measured; routed experts then run at the dense rate): kvmodel.timing.routed_gemm_flops
     moe_gemm_flops: float | None = None
+    # exponentials per second of the special-function units (None: not known; a prefill's
+    # softmax then costs nothing beyond its FLOPs): kvmodel.timing.prefill_parts
+    exp_ops: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
@@ -326,6 +329,8 @@ class GpuSpec:
             _check_pos(self, "fp8_flops")
         if self.moe_gemm_flops is not None:
             _check_pos(self, "moe_gemm_flops")
+        if self.exp_ops is not None:
+            _check_pos(self, "exp_ops")
 
 
 STACK_MESSAGES = ("block", "layer")

@@ -116,6 +116,16 @@ MOE_READ_EFFICIENCY = 0.7
 # against 0.86× at TP 2).
 PREFILL_REPLICATED_PASSES = 8.0
 PREFILL_SPLIT_PASSES = 5.0
+# A prefill's attention (FlashAttention) computes one exponential per query head and (query,
+# key) pair on the special-function units, beside 4 × head_dim FLOPs on the tensor cores; the
+# kernels overlap the two only in part.  aiconfigurator-core 0.12.0's measured context-attention
+# tables (systems/data/<system>/attention/{vllm,sglang}/*/context_attention_perf.parquet, BF16,
+# head_dim 128, ≥ 8k tokens, causal) put H100 SXM at 0.60 / 0.59 of the BF16 peak (vLLM /
+# SGLang) where its GEMMs reach 0.7: with the exponentials at data/gpus.csv's exp_tops, that is
+# this share of their time exposed.  Fitted on H100 alone; the same tables, held out: H200
+# 0.58 (model 0.60), B200 0.51 (0.46), GB200 0.48 (0.43), L40S 0.53 (0.52), A100 0.55–0.64
+# (0.71).  A GPU with few tensor FLOPs per special-function unit (H20, L40S) pays little.
+EXP_EXPOSED_SHARE = 0.55
 DISPATCH_BYTES = 1.0  # FP8 tokens out (DeepEP dispatch)
 COMBINE_BYTES = 2.0  # BF16 back (DeepEP combine)
 ACTIVATION_BYTES = 2.0  # BF16 activations in a TP all-reduce

@@ -366,6 +366,16 @@ def estimate_decode_step_s(
                              data_parallel_attention=data_parallel_attention).total_s  # fmt: skip
 
 
+def softmax_exposed_s(model: ModelSpec, gpu: GpuSpec, attention_flops):
+    """The part of a prefill's softmax the attention kernel does not hide [s]: one exponential
+    per query head and (query, key) pair, ``attention_flops ÷ (4 × head_dim_qk)`` of them, at the
+    GPU's ``exp_ops`` × ``steps.EXP_EXPOSED_SHARE`` (0 for a GPU without ``exp_ops``)."""
+    if gpu.exp_ops is None:
+        return np.zeros(np.shape(attention_flops))
+    exps = np.asarray(attention_flops, dtype=float) / (4.0 * model.head_dim_qk)
+    return steps.EXP_EXPOSED_SHARE * exps / gpu.exp_ops
+
+
 def active_mlp_width(model: ModelSpec) -> float:
     """The MLP width one token passes through, summed over its active experts [values]: the
     active parameters per layer less the attention's (~4 × hidden², the Q, K, V and output
@@ -427,7 +437,8 @@ def prefill_parts(
     gemm = gemm + tokens * routed_slowdown_s_per_token(model, gpu, wd, gpus=gpus, tp=tp, ep=ep,
                                                        efficiency=eff)  # fmt: skip
     attn_flops = (prefill_flops(model, s, b, prefix) - 2.0 * model.params_active * tokens) / gpus
-    attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0))
+    attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0)) + softmax_exposed_s(
+        model, gpu, attn_flops)
     group_tokens = tokens / max(1, ep // tp)
     activations = group_tokens * model.layers * activation_bytes_per_token_layer(model, tp) / hbm
     (weights,), (attention, gemm) = steps.split_exposed((weights,), (attention, gemm))

@@ -80,10 +80,10 @@ def test_decode_instances_by_littles_law(rps, decode_instances):
 
 def test_prefill_and_transfer_times():
     # prefill = kvmodel.timing's parts at TP 8 (tests/test_transfer.py hand-computes them):
-    # 72.57 ms, of which the per-layer kernel floor is 0.323 ms × 80 = 25.84 ms
+    # 72.61 ms, of which the per-layer kernel floor is 0.323 ms × 80 = 25.84 ms
     pf = prefill_side(SC, SHAPE, 8, 8)
     pre = float(estimate_prefill_s(SC.model, 1024, 1, gpu=SC.gpu, tp=8))
-    assert pf.prefill_s[0] == pytest.approx(pre) == pytest.approx(0.07257, rel=1e-3)
+    assert pf.prefill_s[0] == pytest.approx(pre) == pytest.approx(0.07261, rel=1e-3)
     # it occupies the instance for its work less a pass's fixed cost (the kernel floor, 0.323
     # ms × 80 = 25.84 ms, and the weights read, which a pass of many prompts reads once), plus
     # its share of them: a TP-8 instance's pass carries 8 × 8,192 tokens
@@ -92,7 +92,7 @@ def test_prefill_and_transfer_times():
     fixed = float(parts.kernel_floor_s + parts.weights_read_s)
     assert float(parts.kernel_floor_s) == pytest.approx(0.323e-3 * 80)
     assert pf.mean_s == pytest.approx(pre - fixed + fixed * 1024 / 65536, rel=1e-9)
-    assert pf.mean_s == pytest.approx(0.04681, rel=1e-3)
+    assert pf.mean_s == pytest.approx(0.04686, rel=1e-3)
     # transfer = 4 µs + 335,544,320 B / (12.5 GB/s · 8 NICs) = 3.3594 ms
     assert pf.whole_s[0] == pytest.approx(3.3594e-3, rel=1e-4)
     assert pf.cs2 == 0  # one length: deterministic service
@@ -101,15 +101,15 @@ def test_prefill_and_transfer_times():
 @pytest.mark.parametrize(
     "slo_s, instances, ttft_s",
     [
-        # work per request 46.81 ms; at 5/s a = 0.234 erlang.  One instance: P(W>0) = 0.234,
-        # tail mean ½·0.04681/(1 − 0.234) = 30.6 ms, p90 wait 30.6·ln(2.34) = 26.0 ms; TTFT
+        # work per request 46.86 ms; at 5/s a = 0.234 erlang.  One instance: P(W>0) = 0.234,
+        # tail mean ½·0.04686/(1 − 0.234) = 30.6 ms, p90 wait 30.6·ln(2.34) = 26.0 ms; TTFT
         # p90 = vLLM's per-request cost 18.5 + 19.2 ms (data/frameworks.csv, P/D) + own pass
-        # 72.57 ms + transfer 3.36 + first step 18.26 + 26.0 = 157.9 ms.  The first step:
+        # 72.61 ms + transfer 3.36 + first step 18.26 + 26.1 = 158.0 ms.  The first step:
         # 12.18 ms at the batch of 15.6 that 5 requests/s × 256 tokens keep on one instance,
         # after half a step in flight (busy: 1 − e^−15.6 ≈ 1): 1.5 × 12.18 = 18.26 ms
-        (0.20, 1, 0.1579),
-        # two instances: no wait at p90, TTFT = 37.7 + 72.57 + 3.36 + 18.26 = 131.89 ms
-        (0.15, 2, 0.13189),
+        (0.20, 1, 0.1580),
+        # two instances: no wait at p90, TTFT = 37.7 + 72.61 + 3.36 + 18.26 = 131.93 ms
+        (0.15, 2, 0.13194),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -167,7 +167,7 @@ def test_mean_batch_is_littles_fixed_point():
 
 def test_ttft_parts_add_up_to_the_percentile():
     # one length: every draw is the same request, so the parts are the hand case's own: vLLM's
-    # 37.7 ms, prefill 72.57 ms, transfer 3.36 ms, and one instance's p90 wait 26.0 ms on top
+    # 37.7 ms, prefill 72.61 ms, transfer 3.36 ms, and one instance's p90 wait 26.1 ms on top
     # (test_prefill_instances_from_the_ttft_percentile).  The first step: 5 req/s × 256 output
     # tokens on the one decode instance hold b = 1,280 × step(b) requests (Little's law):
     # b = 15.6, step 12.18 ms: the step TPOT reports, not B*'s (14.84 ms at the 15 ms target),
@@ -178,7 +178,7 @@ def test_ttft_parts_add_up_to_the_percentile():
     pools = size_pools(pf, d, SHAPE, 5, 0.20, 90)
     parts = ttft_parts(pf, d, SHAPE, 90, pools.ttft_s, 5)
     assert parts.request_s == pytest.approx(18.5e-3 + 19.2e-3)
-    assert parts.prefill_s == pytest.approx(0.07257, rel=1e-3)
+    assert parts.prefill_s == pytest.approx(0.07261, rel=1e-3)
     assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
     assert pools.decode_instances == 1
     assert pools.tpot_s == pytest.approx(12.18e-3, rel=1e-3)

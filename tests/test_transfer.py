@@ -135,7 +135,10 @@ def test_prefill_estimate_formula():
     flops_attn = 4 * 64 * 128 * 80 * 1024 * 1025 / 2
     hbm = 3.35e12 * 0.8
     memory = 70.6e9 * 2 / hbm  # the weights, read under the GEMMs
-    compute = (flops_gemm + flops_attn) / (989e12 * 0.7)
+    # the softmax's exponentials, one per query head and (query, key) pair, 0.55 of them exposed
+    # at H100's 132 SMs × 16 × 1.98 GHz = 4.18e12 a second (session 18: steps.EXP_EXPOSED_SHARE)
+    softmax = 0.55 * 64 * 80 * 1024 * 1025 / 2 / 4.18e12
+    compute = (flops_gemm + flops_attn) / (989e12 * 0.7) + softmax
     overlapped = (memory**2.5 + compute**2.5) ** (1 / 2.5)
     # The non-GEMM kernels' own passes (session 18, counted): 8 hidden vectors replicated on every
     # rank (two fused add + RMSNorm) and 5 + 3 × MLP width ÷ hidden split over TP, the width
