@@ -24,7 +24,7 @@ from kvview.capacity_words import (
 from kvview.export import figure_div, plotlyjs_inline
 from kvview.figures import capacity as figs
 from kvview.figures.replay import figure_replay
-from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_dollars, fmt_time
 from kvview.link_version import defaults_sentence
 from kvview.replay_words import replay_rows
 from kvview.report import CSS
@@ -82,8 +82,8 @@ def key_rows(
          f"{limit_text(plan.limits, 'colocated')}"),
     ]  # fmt: skip
     if price and plan.cost_per_hour is not None and plan.colocated_cost_per_hour is not None:
-        rows.append(("Cost per hour", f"${plan.cost_per_hour:,.0f} disaggregated, "
-                     f"${plan.colocated_cost_per_hour:,.0f} colocated at "
+        rows.append(("Cost per hour", f"{fmt_dollars(plan.cost_per_hour)} disaggregated, "
+                     f"{fmt_dollars(plan.colocated_cost_per_hour)} colocated at "
                      f"{price_text(price, price_decode, plan)}"))  # fmt: skip
     return rows
 

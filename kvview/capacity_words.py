@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvmodel import catalog
-from kvview.fmt import fmt_sig, fmt_time
+from kvview.fmt import fmt_dollars, fmt_sig, fmt_time
 
 LIMIT_WORDS = {
     "compute": "compute",
@@ -153,6 +153,30 @@ def limit_text(limits: dict, pool: str) -> str:
     return LIMIT_WORDS.get(what, str(what)) if what else "–"
 
 
+def _missed_text(plan, slo) -> str:
+    """The takeaway when no disaggregated plan meets the targets: the best one, what sized
+    its pools, the nearest TP that meets them, and the colocated side."""
+    dis = plan.disaggregated_gpus
+    binds = ", ".join(f"the {pool} pool {'sized ' if i == 0 else ''}by "
+                      f"{limit_text(plan.limits, pool)}"
+                      for i, pool in enumerate(plan.limits))  # fmt: skip
+    colo_nearest = nearest_text(plan, "colocated")
+    if colo_nearest and colo_nearest == nearest_text(plan, "disaggregated"):
+        colo_nearest = " No TP up to 64 meets them there either."  # not the same line twice
+    colo = (
+        f" Colocated serving meets them with {gpus(plan.colocated_gpus)}."
+        if plan.colocated_meets_slo
+        else " Colocated serving misses them too." + colo_nearest
+    )
+    return (
+        f"no disaggregated plan meets the targets (best: {gpus(dis)}, "
+        f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
+        f"{fmt_time(plan.tpot_s)}; {binds}), so no saving is counted."
+        f"{nearest_text(plan, 'disaggregated')}{colo} Relax the targets, or pick a "
+        "faster GPU or link, or a smaller model."
+    )
+
+
 def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> str:
     """Which option is cheaper for this traffic and these targets, and by how many GPUs."""
     target = (
@@ -162,23 +186,11 @@ def capacity_takeaway(plan, *, rps: float, slo, price: float | None = None) -> s
     head = f"At {fmt_sig(rps, 3)} requests/s with {target}: "
     dis, col = plan.disaggregated_gpus, plan.colocated_gpus
     if not plan.meets_slo:
-        binds = ", ".join(f"{pool} by {limit_text(plan.limits, pool)}" for pool in plan.limits)
-        colo = (
-            f" Colocated serving meets them with {gpus(plan.colocated_gpus)}."
-            if plan.colocated_meets_slo
-            else " Colocated serving misses them too." + nearest_text(plan, "colocated")
-        )
-        return (
-            head + f"no disaggregated plan meets the targets (best: {gpus(dis)}, "
-            f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
-            f"{fmt_time(plan.tpot_s)}; sized by {binds}), so no saving is counted."
-            f"{nearest_text(plan, 'disaggregated')}{colo} Relax the targets, or pick a "
-            "faster GPU or link, or a smaller model."
-        )
+        return head + _missed_text(plan, slo)
     money = ""
     if price and plan.cost_per_hour is not None and plan.colocated_cost_per_hour is not None:
         diff = plan.colocated_cost_per_hour - plan.cost_per_hour
-        money = f" (${abs(diff):,.0f} per hour {'less' if diff >= 0 else 'more'})"
+        money = f" ({fmt_dollars(abs(diff))} per hour {'less' if diff >= 0 else 'more'})"
     if not col:  # kvmodel.capacity: no colocated shape at all
         return (
             head + f"disaggregated serving needs {gpus(dis)} ({split_text(plan)}); colocated "

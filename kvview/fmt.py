@@ -68,6 +68,16 @@ def fmt_busy(fraction: float) -> str:
     return "<1%" if fraction > 0 and shown == "0%" else shown
 
 
+def fmt_dollars(amount: float) -> str:
+    """Dollars as a reader expects them: whole ("$16", "$1,200") when the amount is whole, with
+    cents otherwise ("$8.50", "$0.50"): a half-dollar difference must not read "$0"."""
+    cents = round(abs(amount) * 100)
+    sign = "-" if amount < 0 and cents else ""
+    if cents % 100 == 0:
+        return f"{sign}${cents // 100:,}"
+    return f"{sign}${cents / 100:,.2f}"
+
+
 def fmt_bandwidth(bytes_per_s: float) -> str:
     return f"{fmt_sig(bytes_per_s / 1e9)} GB/s"
 

@@ -193,6 +193,8 @@ def _read_values(q, v, warnings, spec) -> None:
                 q[name], name, lo, hi, integer=integer, warnings=warnings, default=v[name]
             )
     _tensor_parallel(q, v, spec, warnings)
+    _expert_parallel(q, v, spec, warnings)
+    _custom_link(q, v, warnings)
     for row in (r for r in PARAMS if r.est and r.name in q):  # prefill, step
         raw = str(q[row.name]).strip().lower()
         if raw in I.EST_WORDS:
@@ -205,6 +207,7 @@ def _read_values(q, v, warnings, spec) -> None:
                 f"{row.name}={shown(q[row.name])} is neither milliseconds nor 'est'; "
                 "estimating it from the model and GPU."
             )
+            v[row.name] = "est"  # as said, also where a version-1 link would imply a time
             continue
         v[row.name] = _number(
             raw, row.name, row.lo, row.hi, integer=False, warnings=warnings, default=0.0
@@ -238,18 +241,58 @@ def is_version1(query) -> bool:
 
 
 TP_ROWS = ("tp", "tpd")  # a divisor or multiple of every KV-head count (``Input.help``)
+EP_ROWS = ("ep", "epd")
+
+
+def _expert_parallel(q, v, spec, warnings) -> None:
+    """Expert parallelism only for a mixture of experts: on a dense model a link's EP is
+    dropped with a notice (the sidebar has no EP control for it, so a stop would leave the
+    user nothing to change but the link)."""
+    if spec.experts:
+        return
+    for name in (n for n in EP_ROWS if n in q and v[n] != 1):
+        warnings.append(
+            f"{name}={v[name]} ({LABELS[name]}): {spec.name} is a dense model, with no experts "
+            "to spread over GPUs; using 1 (no expert parallelism)."
+        )
+        v[name] = 1
+
+
+def _custom_link(q, v, warnings) -> None:
+    """``bw`` and ``lat`` describe the custom interconnect only: say so when a link gives them
+    with another one (they were dropped without a word)."""
+    given = [n for n in ("bw", "lat") if n in q]
+    if given and v["link"] != "custom":
+        warnings.append(
+            f"{' and '.join(given)} set the custom interconnect only (link=custom); this link "
+            f"uses {v['link']}, so {'they are' if len(given) > 1 else 'it is'} not used."
+        )
+
+
+def _fits_heads(spec, tp) -> bool:
+    try:
+        for g in spec.groups:
+            shard_heads(g.kv_heads, tp)
+    except ValueError:
+        return False
+    return True
 
 
 def _tensor_parallel(q, v, spec, warnings) -> None:
-    """Prefill and decode TP that fit the model's KV heads (1 when not); an absent ``tpd``
-    follows the prefill TP (its row's ``follows``)."""
+    """Prefill and decode TP that fit the model's KV heads (else the row's default, or 1 when
+    that does not fit either); an absent ``tpd`` follows the prefill TP (its row's
+    ``follows``)."""
     for name in (n for n in TP_ROWS if n in q or not I.get(n).follows):
-        try:
-            for g in spec.groups:
-                shard_heads(g.kv_heads, v[name])
-        except ValueError as exc:
-            warnings.append(f"{name}: {exc}; using 1.")
-            v[name] = 1
+        if _fits_heads(spec, v[name]):
+            continue
+        heads = " and ".join(map(str, sorted({g.kv_heads for g in spec.groups})))
+        default = I.V1_DEFAULTS[name] if is_version1(q) else I.get(name).default
+        fallback = default if _fits_heads(spec, default) else 1
+        warnings.append(
+            f"{name}={v[name]} ({LABELS[name]}) does not divide {spec.name}'s {heads} KV "
+            f"heads and is not a multiple of them; using {fallback}."
+        )
+        v[name] = fallback
     for row in (I.get(n) for n in TP_ROWS):
         if row.follows and row.name not in q:
             v[row.name] = row.default_for(spec, v)

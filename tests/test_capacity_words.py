@@ -152,3 +152,11 @@ def test_tiles_keep_large_counts_short():
     assert tile_split(16, 24) == ("16 : 24", None)
     # "28,792 : 14,480" is 15 characters: the ratio instead, the counts below it
     assert tile_split(28_792, 14_480) == ("1.99 : 1", "28,792 : 14,480 GPUs")
+
+
+def test_money_keeps_the_cents_a_difference_lives_in():
+    # session 18's browser review: $8.50 against $8 read "$0 per hour more" and "$8 / $8"
+    from kvview.fmt import fmt_dollars
+
+    assert [fmt_dollars(x) for x in (16, 8.5, 0.5, 1200, 0, -2.25, 7.999)] == [
+        "$16", "$8.50", "$0.50", "$1,200", "$0", "-$2.25", "$8"]  # fmt: skip

@@ -197,3 +197,26 @@ def test_imported_model_link_carries_its_attention_and_dtype():
     short = P.to_link_query(v)
     assert {"cfg", "model", "attn", "kvd"} <= set(short)
     assert P.parse_query(short)[0] == v
+
+
+def test_link_mistakes_that_used_to_stop_or_mislead_are_read_with_a_notice():
+    """Session 18's browser review: a TP that does not fit falls back to the default TP (8 for
+    a version-2 link, not an unbuildable TP 1); a step that is not a number is estimated as
+    the notice says (a version-1 link implied 30 ms); an EP on a dense model is dropped (the
+    page stopped with no sidebar control to undo it); bw/lat without the custom link are
+    named as unused."""
+    v, w, _ = P.parse_query({"stack": "mooncake", "tpd": "3"})
+    assert (v["tp"], v["tpd"]) == (8, 8)
+    assert w == ["tpd=3 (Decode TP [GPUs]) does not divide Llama-3.1-70B's 8 KV heads and is "
+                 "not a multiple of them; using 8."]  # fmt: skip
+    v, w, _ = P.parse_query({"seq": "2048", "step": "abc"})  # version 1: no stack
+    assert v["step"] == "est" and "estimating it" in w[0]
+    v, w, _ = P.parse_query({"stack": "mooncake", "ep": "7", "epd": "16"})
+    assert (v["ep"], v["epd"]) == (1, 1) and len(w) == 2 and "dense model" in w[0]
+    v, w, _ = P.parse_query({"model": "deepseek-v3", "stack": "mooncake", "epd": "16"})
+    assert v["epd"] == 16 and not w
+    v, w, _ = P.parse_query({"stack": "mooncake", "bw": "1", "lat": "9"})
+    assert v["bw"] == 1.0 and w == ["bw and lat set the custom interconnect only (link=custom); "
+                                    "this link uses 100gbe, so they are not used."]  # fmt: skip
+    v, w, _ = P.parse_query({"stack": "mooncake", "link": "custom", "bw": "1"})
+    assert not w

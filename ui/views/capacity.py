@@ -34,7 +34,7 @@ from kvview.capacity_words import (
     ttft_help,
 )
 from kvview.figures import capacity as figs
-from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_dollars, fmt_time
 from ui import exports_ui, perf, traffic_ui, urlstate, widgets
 from ui.views import capacity_replay
 
@@ -482,12 +482,12 @@ def _cost_tile(plan, price, col) -> None:
     if price:
         col.metric(
             "Cost per hour",
-            f"${plan.cost_per_hour:,.0f}",
-            delta=f"colocated ${plan.colocated_cost_per_hour:,.0f}",
+            fmt_dollars(plan.cost_per_hour),
+            delta=f"colocated {fmt_dollars(plan.colocated_cost_per_hour)}",
             delta_color="off",
             delta_arrow="off",
-            help=f"Colocated: ${plan.colocated_cost_per_hour:,.0f} per hour at ${price:,.2f} "
-            "per GPU-hour",
+            help=f"Colocated: {fmt_dollars(plan.colocated_cost_per_hour)} per hour at "
+            f"${price:,.2f} per GPU-hour",
         )
     else:
         value, counts = tile_split(plan.prefill_gpus, plan.decode_gpus)
