@@ -240,7 +240,7 @@ class ScrapeComparison:
     prefill_s: ModelVsMeasured
     ttft_s: ModelVsMeasured
     transfer_share_of_ttft: ModelVsMeasured
-    bandwidth_per_stream_bytes_per_s: ModelVsMeasured  # link × efficiency vs per transfer
+    bandwidth_per_stream_bytes_per_s: ModelVsMeasured  # link × efficiency × stack vs per transfer
     verdict: ShareVerdict  # against the scenario's share target
     notes: tuple[str, ...]  # what differs in what is measured
 
@@ -262,8 +262,9 @@ def compare_to_model(scenario: Scenario, metrics: Metrics) -> ScrapeComparison:
     Each quantity is a :class:`ModelVsMeasured` in seconds / bytes per second:
     ``exposed_transfer_s`` (model exposed transfer vs measured gap), ``transfer_s`` (model
     whole transfer vs NIXL's mean transfer time), ``prefill_s``, ``ttft_s``,
-    ``transfer_share_of_ttft``, ``bandwidth_per_stream_bytes_per_s`` (link × efficiency vs NIXL
-    bytes ÷ time or SGLang's speed, which are per transfer, i.e. per NIC path).  ``verdict``:
+    ``transfer_share_of_ttft``, ``bandwidth_per_stream_bytes_per_s`` (link × efficiency × the
+    stack's share vs NIXL bytes ÷ time or SGLang's speed, which are per transfer, i.e. per NIC
+    path).  ``verdict``:
     :func:`~kvmodel.verdicts.share_verdict` of both shares against the scenario's share target;
     ``notes``: what differs in what is measured.
     """
@@ -273,7 +274,7 @@ def compare_to_model(scenario: Scenario, metrics: Metrics) -> ScrapeComparison:
         "model TTFT = the framework's request cost + prefill + exposed transfer + one decode "
         "step; measured TTFT also holds queueing",
         "measured bandwidth is per transfer (one NIC path); the model's per-stream bandwidth is "
-        "link × efficiency",
+        "link × efficiency × the share of it the stack reaches",
     ]
     if metrics.gap_source and metrics.gap_source != "llm_kv_transfer_gap_seconds":
         notes.append(f"measured gap taken from {metrics.gap_source}")
@@ -292,7 +293,10 @@ def compare_to_model(scenario: Scenario, metrics: Metrics) -> ScrapeComparison:
         ttft_s=ModelVsMeasured(ev.ttft_s, metrics.ttft_mean_s),
         transfer_share_of_ttft=ModelVsMeasured(ev.transfer_share_of_ttft, share),
         bandwidth_per_stream_bytes_per_s=ModelVsMeasured(
-            scenario.link.bandwidth_bytes_per_s * scenario.efficiency,
+            # what one stream moves at in the model's transfer (wire._stack_s): the stack's
+            # share of the link too (the Mooncake stack's 74 %; session 18's browser review)
+            scenario.link.bandwidth_bytes_per_s * scenario.efficiency
+            * scenario.stack.efficiency_max,
             metrics.effective_bandwidth_bytes_per_s,
         ),
         verdict=share_verdict(

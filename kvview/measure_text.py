@@ -45,7 +45,7 @@ PROM_ROWS = (  # key, label, formatter
     ("prefill_s", "Prefill", _ms),
     ("ttft_s", "Time to first token", _ms),
     ("transfer_share_of_ttft", "Transfer share of TTFT", _pct),
-    ("bandwidth_per_stream_bytes_per_s", "Bandwidth per stream (link × efficiency)", _gbs),
+    ("bandwidth_per_stream_bytes_per_s", "Bandwidth per stream (link × efficiency × stack)", _gbs),
 )
 
 

@@ -27,7 +27,7 @@ def overview_takeaway(ev: Evaluation) -> str:
     return (
         f"On {links} with the {sc.stack.name} stack, the KV transfer takes {ratio:,.2f} decode "
         f"steps ({fmt_time(ev.exposed_s)}; {fmt_time(ev.ideal_exposed_s)} at wire speed): "
-        f"{step_verdict(ratio)}; it is {share:.0%} of TTFT "
+        f"{step_verdict(ratio)}; it is {share:.1%} of TTFT "
         f"({'over' if ev.over_share_target else 'under'} the {sc.share_target:.0%} line), "
         f"and {where}."
     )

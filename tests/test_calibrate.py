@@ -1,5 +1,6 @@
 """Fits, applying them, and the model next to a scrape or a profile (kvmodel.calibrate)."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +199,15 @@ def test_a_scrape_faster_than_the_scenarios_link_is_named_in_the_notes():
     slow = compare_to_model(build_scenario(link="100gbe", seq_len=4096, tp=8), metrics)
     (note,) = [n for n in slow.notes if "faster link" in n]
     assert f"{bw / 12.5e9:,.2g}× the line rate" in note and "12.5 GB/s per direction" in note
+
+
+def test_the_models_bandwidth_per_stream_is_what_its_transfer_moves_at():
+    # session 18's browser review: the Measured page compared a scrape with link × efficiency
+    # (12.5 GB/s on 100 GbE) while the model's own transfer moves at the Mooncake stack's
+    # 74.1 % of it (data/stacks.csv efficiency_max 0.741): 9.26 GB/s
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe", stack="mooncake")
+    metrics = load_measurement(DATA / "vllm_pd_metrics.prom").data
+    cmp = compare_to_model(sc, metrics)
+    assert cmp.bandwidth_per_stream_bytes_per_s.model == pytest.approx(12.5e9 * 0.741)
+    ideal = compare_to_model(replace(sc, stack=catalog.get_stack("ideal")), metrics)
+    assert ideal.bandwidth_per_stream_bytes_per_s.model == pytest.approx(12.5e9)

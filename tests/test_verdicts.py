@@ -127,3 +127,16 @@ def test_the_model_side_is_the_evaluations_own_verdict(link):
     )
     assert cmp.verdict.model == ("over" if ev.over_share_target else "under")
     assert cmp.verdict.agree is (cmp.verdict.model == "over")
+
+
+def test_overview_sentence_gives_the_share_as_the_metric_does():
+    # session 18's browser review: the sentence said "1% of TTFT" beside the tile's 0.6%
+    from kvmodel.build import build_scenario
+    from kvmodel.transfer import evaluate
+    from kvview.words import overview_takeaway
+
+    ev = evaluate(build_scenario(model="deepseek-v3", seq_len=8192, batch=8, link="ib-ndr",
+                                 stack="mooncake"))  # fmt: skip
+    share = ev.transfer_share_of_ttft  # 1.3 %: the old sentence rounded it to "1%"
+    assert f"{share:.0%}" != f"{share:.1%}"
+    assert f"it is {ev.transfer_share_of_ttft:.1%} of TTFT" in overview_takeaway(ev)
