@@ -275,11 +275,28 @@ def feasible_both(sweep) -> np.ndarray:
     return np.asarray(dis, dtype=bool) & np.asarray(col, dtype=bool) & some
 
 
+def _runs(fewer: np.ndarray, r: np.ndarray) -> list[tuple[float, float]]:
+    """(first, last) rate of each run of rates where disaggregation needs fewer GPUs."""
+    edges = np.diff(np.concatenate(([0], fewer.astype(int), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    return [(float(r[a]), float(r[b])) for a, b in zip(starts, ends, strict=True)]
+
+
 def _crossing(fewer: np.ndarray, r: np.ndarray, rps: float, drawn: str) -> str:
     if fewer.all():
         return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
     if not fewer.any():
         return f"Disaggregated serving never needs fewer GPUs than colocated {drawn}."
+    runs = _runs(fewer, r)
+    if len(runs) > 1:  # the lines cross more than once: name every range (the chart shades all)
+        spans = [f"{fmt_sig(a, 3)}" if a == b else f"{fmt_sig(a, 3)}–{fmt_sig(b, 3)}"
+                 for a, b in runs]  # fmt: skip
+        if fewer[-1]:
+            spans[-1] = f"from {fmt_sig(runs[-1][0], 3)} up"
+        return (
+            f"Disaggregated serving needs fewer GPUs at about {', '.join(spans[:-1])} and "
+            f"{spans[-1]} requests/s (shaded); elsewhere colocated serving needs as few or fewer."
+        )
     if fewer[-1]:
         start = float(r[len(fewer) - int(np.argmin(fewer[::-1]))])  # the last run of wins
         you = (

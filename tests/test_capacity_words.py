@@ -160,3 +160,18 @@ def test_money_keeps_the_cents_a_difference_lives_in():
 
     assert [fmt_dollars(x) for x in (16, 8.5, 0.5, 1200, 0, -2.25, 7.999)] == [
         "$16", "$8.50", "$0.50", "$1,200", "$0", "-$2.25", "$8"]  # fmt: skip
+
+
+def test_a_crossing_more_than_once_names_every_range():
+    # session 18's browser review: the sentence named only the last range ("from about 17.8
+    # requests/s up") where the chart also shaded 7.5-11
+    import numpy as np
+
+    from kvview.capacity_words import _crossing
+
+    r = np.array([2.0, 5.0, 7.5, 9.0, 11.0, 14.0, 17.8, 25.0])
+    fewer = np.array([False, False, True, True, True, False, True, True])
+    text = _crossing(fewer, r, 10.0, "from 2 to 25 requests/s")
+    assert text.startswith("Disaggregated serving needs fewer GPUs at about 7.5–11 and from 17.8 up")
+    one = _crossing(np.array([False] * 6 + [True, True]), r, 10.0, "")
+    assert one.startswith("Where the lines cross: disaggregated serving needs fewer GPUs from")
