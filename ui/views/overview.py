@@ -90,7 +90,15 @@ def _transfer_metrics(sc, ev) -> None:
     c[3].metric(
         "Critical sequence length",
         fmt_tokens(ev.critical_seq_len),
-        help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}",
+        help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}"
+        + (
+            ", the decode step estimated at this scenario's prompt length: the step grows a "
+            "little with the context it reads, so this length moves a little with the prompt "
+            "length chosen (and the Traffic page, which takes one request's step, can differ "
+            "by a few tokens)"
+            if sc.decode_step_estimated
+            else ""
+        ),
     )
     _ttft_metrics(sc, ev)
 
