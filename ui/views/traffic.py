@@ -267,7 +267,9 @@ def _load_on_link(sc, tsc, mix) -> None:
         "Link utilisation",
         fmt_busy(ld.utilization),
         help="Arrival rate × mean time one request's KV holds the scenario's link: every "
-        "request crosses this one prefill → decode path, one after another. The Capacity "
+        "request crosses this one prefill → decode path, one after another, the too-short ones "
+        "too (they gain little from disaggregation, but a disaggregated deployment still sends "
+        "their KV; the 'Too short' length does not route them elsewhere). The Capacity "
         "page's figure is per NIC of its planned pools, shared by their instances, so the two "
         "differ",
     )
