@@ -253,7 +253,7 @@ def crossover_sentence(sweep, rps: float) -> str:
         )
     gaps = "" if both.all() else (" Where a side misses the targets no saving is counted "
                                   "(gaps in the chart).")  # fmt: skip
-    return _crossing(fewer, r, rps, drawn) + gaps
+    return crossing_text(fewer, r, rps, drawn) + gaps
 
 
 def no_sweep_text(rates, rps: float, exc: Exception) -> str:
@@ -282,7 +282,9 @@ def _runs(fewer: np.ndarray, r: np.ndarray) -> list[tuple[float, float]]:
     return [(float(r[a]), float(r[b])) for a, b in zip(starts, ends, strict=True)]
 
 
-def _crossing(fewer: np.ndarray, r: np.ndarray, rps: float, drawn: str) -> str:
+def crossing_text(fewer: np.ndarray, r: np.ndarray, rps: float, drawn: str) -> str:
+    """Where disaggregation needs fewer GPUs across a rate sweep (``fewer`` per rate ``r``), in
+    a sentence: everywhere, nowhere, from a rate up, up to a rate, or every range."""
     if fewer.all():
         return f"Disaggregated serving needs fewer GPUs at every rate drawn, {drawn}."
     if not fewer.any():

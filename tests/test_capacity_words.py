@@ -167,13 +167,13 @@ def test_a_crossing_more_than_once_names_every_range():
     # requests/s up") where the chart also shaded 7.5-11
     import numpy as np
 
-    from kvview.capacity_words import _crossing
+    from kvview.capacity_words import crossing_text
 
     r = np.array([2.0, 5.0, 7.5, 9.0, 11.0, 14.0, 17.8, 25.0])
     fewer = np.array([False, False, True, True, True, False, True, True])
-    text = _crossing(fewer, r, 10.0, "from 2 to 25 requests/s")
+    text = crossing_text(fewer, r, 10.0, "from 2 to 25 requests/s")
     assert text.startswith(
         "Disaggregated serving needs fewer GPUs at about 7.5–11 and from 17.8 up"
     )
-    one = _crossing(np.array([False] * 6 + [True, True]), r, 10.0, "")
+    one = crossing_text(np.array([False] * 6 + [True, True]), r, 10.0, "")
     assert one.startswith("Where the lines cross: disaggregated serving needs fewer GPUs from")
