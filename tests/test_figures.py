@@ -100,6 +100,9 @@ def test_grouped_figures_keep_each_group_whole():
         part = df[df["model"] == mid]
         (trace,) = [t for n, t in named.items() if n.startswith(mid)]
         assert_allclose(trace.y, part["transfer_ms"])
+    # the threshold says whose decode step it is (session 18's review: it read as every model's)
+    fig = figures.figure_models_seq(df, threshold_ms=30, link="x", threshold_of="Llama-3-70B")
+    assert any(t.name == "threshold 30.0 ms (Llama-3-70B's decode step)" for t in fig.data)
 
 
 @pytest.mark.parametrize(

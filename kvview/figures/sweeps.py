@@ -112,8 +112,10 @@ def figure_seq_sweep(
 
 
 @finished
-def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go.Figure:
-    """Transfer vs S for several models on one link; dash style by attention layout."""
+def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str,
+                      threshold_of: str | None = None) -> go.Figure:  # fmt: skip
+    """Transfer vs S for several models on one link; dash style by attention layout.
+    ``threshold_of``: whose decode step the threshold is (the sidebar's model), named on it."""
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
     fig = Fig()
     for n, (mid, part) in enumerate(
@@ -133,7 +135,8 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str) -> go
         fig,
         (df["seq_len"].min(), df["seq_len"].max()),
         threshold_ms,
-        f"threshold {threshold_ms:,.1f} ms",
+        f"threshold {threshold_ms:,.1f} ms"
+        + (f" ({threshold_of}'s decode step)" if threshold_of else ""),
     )
     fig.update_xaxes(type="log", dtick=1)
     fig.update_yaxes(type="log", dtick=1)

@@ -72,6 +72,7 @@ def _per_layout(sc, threshold_ms: float) -> None:
             perf.cached(in_ms, perf.cached(model_seq_sweep, sc, models, grid)),
             threshold_ms=threshold_ms,
             link=sc.link.name,
+            threshold_of=sc.model.name,
         ),
         "layouts-vs-sequence",
     )
@@ -80,7 +81,9 @@ def _per_layout(sc, threshold_ms: float) -> None:
         "and chunked layers stop growing at their window; hybrid models add a constant state "
         "per request. Same link, stack, batch, dtype and mitigations as the sidebar; each model "
         f"at the sidebar's TP {sc.tp_decode} where its KV heads allow it (else the largest TP "
-        "below that they do), MLA models with data-parallel attention."
+        "below that they do), MLA models with data-parallel attention. The threshold is the "
+        f"sidebar model's ({sc.model.name}) decode step; each model's own step differs (a "
+        "smaller model's is shorter), so read it as the sidebar scenario's line."
     )
 
 
