@@ -70,6 +70,17 @@ def shard_heads(kv_heads: int, tp: int) -> int:
     return 1
 
 
+def splits_heads(model, tp: int) -> bool:
+    """``tp`` GPUs split every KV-head group of ``model`` (:func:`shard_heads` accepts each):
+    a divisor or a multiple of every group's KV heads."""
+    try:
+        for g in model.groups:
+            shard_heads(g.kv_heads, tp)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class KVBytes:
     """KV bytes of one scenario; every field broadcasts over seq_len × batch [bytes]."""

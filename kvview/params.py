@@ -16,7 +16,7 @@ from kvmodel import catalog
 from kvmodel import inputs as I
 from kvmodel.compare import AUTO, default_variants
 from kvmodel.modelcodec import ID_PATTERN, decode_model, slug
-from kvmodel.size import shard_heads
+from kvmodel.size import splits_heads
 from kvview.fmt import fmt_sig
 from kvview.mdtext import md_escape, shown
 
@@ -269,25 +269,16 @@ def _custom_link(q, v, warnings) -> None:
         )
 
 
-def _fits_heads(spec, tp) -> bool:
-    try:
-        for g in spec.groups:
-            shard_heads(g.kv_heads, tp)
-    except ValueError:
-        return False
-    return True
-
-
 def _tensor_parallel(q, v, spec, warnings) -> None:
     """Prefill and decode TP that fit the model's KV heads (else the row's default, or 1 when
     that does not fit either); an absent ``tpd`` follows the prefill TP (its row's
     ``follows``)."""
     for name in (n for n in TP_ROWS if n in q or not I.get(n).follows):
-        if _fits_heads(spec, v[name]):
+        if splits_heads(spec, v[name]):
             continue
         heads = " and ".join(map(str, sorted({g.kv_heads for g in spec.groups})))
         default = I.V1_DEFAULTS[name] if is_version1(q) else I.get(name).default
-        fallback = default if _fits_heads(spec, default) else 1
+        fallback = default if splits_heads(spec, default) else 1
         warnings.append(
             f"{name}={v[name]} ({LABELS[name]}) does not divide {spec.name}'s {heads} KV "
             f"heads and is not a multiple of them; using {fallback}."

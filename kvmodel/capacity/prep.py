@@ -25,7 +25,7 @@ from kvmodel.capacity.workload import Slo, Workload, shape
 from kvmodel.kept import Kept
 from kvmodel.memory import USABLE_FRACTION, weights_bytes_per_gpu
 from kvmodel.scenario import Scenario
-from kvmodel.size import shard_heads
+from kvmodel.size import shard_heads, splits_heads
 from kvmodel.wire import Volume, prefill_time_s
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
@@ -105,16 +105,6 @@ def wide_tps(sc: Scenario) -> tuple[int, ...]:
     the targets looks (``search.nearest_pools``) when the plan's own does not."""
     m = sc.model
     return tuple(tp for tp in TP_CHOICES if splits_heads(m, tp) and holds_weights(m, sc.gpu, tp))
-
-
-def splits_heads(model, tp: int) -> bool:
-    """``tp`` GPUs split every KV-head group of ``model`` (``size.shard_heads``)."""
-    try:
-        for g in model.groups:
-            shard_heads(g.kv_heads, tp)
-    except ValueError:
-        return False
-    return True
 
 
 def holds_weights(model, gpu, tp: int) -> bool:
