@@ -153,13 +153,44 @@ def limit_text(limits: dict, pool: str) -> str:
     return LIMIT_WORDS.get(what, str(what)) if what else "–"
 
 
+def out_of_reach(plan, slo) -> list[str]:
+    """Why the disaggregated pools miss a target at their parallelism whatever their size:
+    the TPOT target under one request's decode step, the TTFT percentile over its target with
+    the prefill pool sized for it (its floor: framework cost, prefill, transfer and first
+    step).  Empty otherwise (more GPUs, a link or memory would have helped: the plan's notes
+    say which)."""
+    why = []
+    if plan.tpot_s > slo.tpot_s:
+        at = par_text(plan.decode_tp, plan.decode_ep)
+        one = "even for one request" if plan.decode_batch <= 1.0 + 1e-9 else "at its batch"
+        why.append(f"one decode step at {at} takes {fmt_time(plan.tpot_s)} {one}, over the "
+                   f"TPOT target of {fmt_time(slo.tpot_s)}")  # fmt: skip
+    if plan.ttft_s > slo.ttft_s and plan.limits.get("prefill") == "ttft":
+        parts = plan.ttft_parts
+        floor = plan.ttft_s - (parts.queue_s if parts is not None else 0.0)
+        why.append(f"at {par_text(plan.prefill_tp, plan.prefill_ep)} a request's framework "
+                   f"cost, prefill, transfer and first decode step alone take "
+                   f"{fmt_time(floor)} at {pct_label(slo.ttft_percentile)}, over the TTFT "
+                   f"target of {fmt_time(slo.ttft_s)}")  # fmt: skip
+    return why
+
+
 def _missed_text(plan, slo) -> str:
-    """The takeaway when no disaggregated plan meets the targets: the best one, what sized
-    its pools, the nearest TP that meets them, and the colocated side."""
-    dis = plan.disaggregated_gpus
-    binds = ", ".join(f"the {pool} pool {'sized ' if i == 0 else ''}by "
-                      f"{limit_text(plan.limits, pool)}"
-                      for i, pool in enumerate(plan.limits))  # fmt: skip
+    """The takeaway when no disaggregated plan meets the targets: why (a target out of reach
+    at this parallelism) or what it reaches and what sized its pools, the nearest TP that
+    meets them, and the colocated side."""
+    why = out_of_reach(plan, slo)
+    if why:
+        head = (f"no disaggregated plan meets the targets: {'; '.join(why)}. No number of GPUs "
+                "meets them at this parallelism, so no saving is counted.")  # fmt: skip
+    else:
+        pools = [pool for pool in ("prefill", "decode") if pool in plan.limits]
+        binds = ", ".join(f"the {pool} pool {'sized ' if i == 0 else ''}by "
+                          f"{limit_text(plan.limits, pool)}"
+                          for i, pool in enumerate(pools))  # fmt: skip
+        head = (f"no disaggregated plan meets the targets (with {gpus(plan.disaggregated_gpus)}"
+                f": {pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
+                f"{fmt_time(plan.tpot_s)}; {binds}), so no saving is counted.")  # fmt: skip
     colo_nearest = nearest_text(plan, "colocated")
     if colo_nearest and colo_nearest == nearest_text(plan, "disaggregated"):
         colo_nearest = " No TP up to 64 meets them there either."  # not the same line twice
@@ -169,10 +200,7 @@ def _missed_text(plan, slo) -> str:
         else " Colocated serving misses them too." + colo_nearest
     )
     return (
-        f"no disaggregated plan meets the targets (best: {gpus(dis)}, "
-        f"{pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
-        f"{fmt_time(plan.tpot_s)}; {binds}), so no saving is counted."
-        f"{nearest_text(plan, 'disaggregated')}{colo} Relax the targets, or pick a "
+        f"{head}{nearest_text(plan, 'disaggregated')}{colo} Relax the targets, or pick a "
         "faster GPU or link, or a smaller model."
     )
 

@@ -98,7 +98,10 @@ def test_a_link_with_capacity_inputs_shows_the_models_numbers():
     assert metric(at, "Disaggregated GPUs") == gpus(plan.disaggregated_gpus)
     assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus)
     saves = plan.disaggregation_saves_gpus
-    assert metric(at, "Disaggregation saves") == ("−" if saves < 0 else "") + gpus(abs(saves))
+    if saves < 0:  # said as a cost (session 19: no "saves −4 GPUs")
+        assert metric(at, "Disaggregation costs") == gpus(-saves)
+    else:
+        assert metric(at, "Disaggregation saves") == gpus(saves)
     assert metric(at, "TTFT p99") == fmt_time(plan.ttft_s)
     assert metric(at, "TPOT") == fmt_time(plan.tpot_s)
     assert metric(at, "Link utilisation") == fmt_busy(plan.link_utilization)
@@ -420,3 +423,35 @@ def test_a_target_reruns_the_results_only_and_rewrites_the_link():
     trace.number_input(key="w_rps").set_value(3.0).run()  # from 0: the whole page
     assert trace.number_input(key="w_rps").value == 3.0
     assert not any(c.value.startswith("0: the trace's own rate") for c in trace.caption)
+
+
+def test_a_costlier_disaggregation_is_a_cost_not_a_negative_saving():
+    """Session 19 (browser review): 'Disaggregation saves −2 GPUs' read as a double negative.
+    At 5.53 req/s of 1,024 + 256 tokens with the default targets the planner's searched TPs
+    give colocated 4 GPUs against 6 disaggregated (kvmodel.capacity.plan, below)."""
+    query = {"stack": "mooncake", "wl": "fixed", "rps": "5.53", "seq": "1024", "out": "256"}
+    at = open_at(query)
+    plan = cap.plan(scenario_from_inputs({}), cap.Workload.fixed(5.53, 1024, 256),
+                    cap.Slo(ttft_s=2.0, tpot_s=0.05, ttft_percentile=90.0))  # fmt: skip
+    assert plan.disaggregation_saves_gpus == plan.colocated_gpus - plan.disaggregated_gpus < 0
+    tiles = _metrics(at)
+    assert "Disaggregation saves" not in tiles
+    cost = tiles["Disaggregation costs"]
+    assert cost.value == gpus(-plan.disaggregation_saves_gpus)
+    assert cost.delta == "more: colocated is cheaper" and "−" not in cost.value
+    assert "disaggregation costs 2 more GPUs" in at.info[0].value
+
+
+def test_a_tpot_target_under_one_requests_step_says_so_and_shows_no_split():
+    """A TPOT target below the batch-1 decode step (11.7 ms at TP 8 on H100 for Llama-3.1-70B,
+    kvmodel.timing; the default scenario) cannot be met by any number of GPUs: the summary
+    leads with that, not with a 'best' count, and the P:D tile shows no split."""
+    query = {"stack": "mooncake", "wl": "fixed", "rps": "5.53", "seq": "1024", "out": "256",
+             "tpot_slo": "5"}  # fmt: skip
+    at = open_at(query)
+    text = at.info[0].value
+    assert "no disaggregated plan meets the targets: one decode step at TP 8 takes " in text
+    assert "even for one request, over the TPOT target of 5.0 ms" in text
+    assert "No number of GPUs meets them at this parallelism" in text and "best" not in text
+    split = _metrics(at)["P:D split"]
+    assert split.value == "–" and split.delta == "misses the targets"

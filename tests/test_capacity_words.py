@@ -177,3 +177,26 @@ def test_a_crossing_more_than_once_names_every_range():
     )
     one = crossing_text(np.array([False] * 6 + [True, True]), r, 10.0, "")
     assert one.startswith("Where the lines cross: disaggregated serving needs fewer GPUs from")
+
+
+def test_a_target_out_of_reach_is_said_with_its_floor():
+    """A TTFT target under one request's own unloaded TTFT (default scenario, 1,024 + 256
+    tokens at 5.53 req/s, p90 TTFT ≤ 80 ms): the summary gives that floor, which is the sum of
+    the plan's TTFT parts without the queue (framework + prefill + transfer + first step), and
+    no 'best' count; a TPOT target under the batch-1 step names the step."""
+    slo = cap.Slo(ttft_s=0.08, tpot_s=0.005, ttft_percentile=90.0)
+    p = cap.plan(scenario_from_inputs({}), cap.Workload.fixed(5.53, 1024, 256), slo)
+    parts = p.ttft_parts
+    floor = parts.request_s + parts.prefill_s + parts.transfer_s + parts.first_step_s
+    assert floor > slo.ttft_s and p.tpot_s > slo.tpot_s
+    from kvview.capacity_words import out_of_reach
+    from kvview.fmt import fmt_time
+
+    why = out_of_reach(p, slo)
+    assert why[0] == (f"one decode step at TP {p.decode_tp} takes {fmt_time(p.tpot_s)} even "
+                      "for one request, over the TPOT target of 5.0 ms")  # fmt: skip
+    assert f"first decode step alone take {fmt_time(floor)} at p90" in why[1]
+    text = capacity_takeaway(p, rps=5.53, slo=slo)
+    assert "best" not in text and "so no saving is counted" in text
+    met = cap.plan(scenario_from_inputs({}), cap.Workload.fixed(5.53, 1024, 256), SLO)
+    assert out_of_reach(met, SLO) == []

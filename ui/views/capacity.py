@@ -426,15 +426,23 @@ def _verdict_tiles(plan, m) -> None:
             help="No saving is counted against a plan that misses a target: see the "
             "nearest TP that meets them in the summary above",
         )
+    elif saves < 0:  # said as a cost, not as a negative saving
+        m[2].metric(
+            "Disaggregation costs",
+            tile_gpus(-saves),
+            delta=f"more: {cheaper_text(saves)}",
+            delta_color="inverse",
+            delta_arrow="off",
+            help=f"{gpus(-saves)} more than colocated: disaggregated GPUs − colocated GPUs",
+        )
     else:
         m[2].metric(
             "Disaggregation saves",
-            ("−" if saves < 0 else "") + tile_gpus(abs(saves)),
+            tile_gpus(saves),
             delta=cheaper_text(saves),
-            delta_color="normal" if saves > 0 else ("inverse" if saves else "off"),
+            delta_color="normal" if saves > 0 else "off",
             delta_arrow="off",
-            help=f"{gpus(saves)}: colocated GPUs − disaggregated GPUs (negative: "
-            "disaggregation needs more)",
+            help=f"{gpus(saves)}: colocated GPUs − disaggregated GPUs",
         )
     m[3].metric(
         "Meets the targets",
@@ -479,7 +487,17 @@ def _time_tiles(plan, slo, m) -> None:
 
 
 def _cost_tile(plan, price, col) -> None:
-    if price:
+    if not plan.disaggregated_feasible:  # no cost or split for pools that miss the targets
+        col.metric(
+            "Cost per hour" if price else "P:D split",
+            "–",
+            delta="misses the targets",
+            delta_color="off",
+            delta_arrow="off",
+            help=f"The disaggregated pools miss the targets (the pools it sized: "
+            f"{split_text(plan)})",
+        )
+    elif price:
         col.metric(
             "Cost per hour",
             fmt_dollars(plan.cost_per_hour),
