@@ -247,8 +247,18 @@ EP_ROWS = ("ep", "epd")
 def _expert_parallel(q, v, spec, warnings) -> None:
     """Expert parallelism only for a mixture of experts: on a dense model a link's EP is
     dropped with a notice (the sidebar has no EP control for it, so a stop would leave the
-    user nothing to change but the link)."""
+    user nothing to change but the link); on a mixture of experts an EP that is not a
+    multiple of its TP becomes the nearest multiple (:func:`ep_multiple`)."""
     if spec.experts:
+        for name, tp_name in zip(EP_ROWS, TP_ROWS, strict=True):
+            ep, tp = v[name], v[tp_name]
+            if name in q and ep != 1 and ep % tp:
+                v[name] = ep_multiple(ep, tp)
+                warnings.append(
+                    f"{name}={ep} ({LABELS[name]}) is not a multiple of its TP ({tp}): "
+                    f"attention runs on EP ÷ TP data-parallel groups of TP GPUs; using "
+                    f"{v[name]}."
+                )
         return
     for name in (n for n in EP_ROWS if n in q and v[n] != 1):
         warnings.append(
@@ -256,6 +266,13 @@ def _expert_parallel(q, v, spec, warnings) -> None:
             "to spread over GPUs; using 1 (no expert parallelism)."
         )
         v[name] = 1
+
+
+def ep_multiple(ep: int, tp: int) -> int:
+    """The multiple of ``tp`` nearest ``ep`` (the larger on a tie, at least ``tp``), kept
+    within the EP row's upper bound."""
+    hi = I.get("ep").hi // tp * tp
+    return min(max(tp, tp * round(ep / tp + 1e-9)), max(hi, tp))
 
 
 def _custom_link(q, v, warnings) -> None:

@@ -220,3 +220,19 @@ def test_link_mistakes_that_used_to_stop_or_mislead_are_read_with_a_notice():
                                     "this link uses 100gbe, so they are not used."]  # fmt: skip
     v, w, _ = P.parse_query({"stack": "mooncake", "link": "custom", "bw": "1"})
     assert not w
+
+
+def test_an_ep_that_is_not_a_multiple_of_its_tp_becomes_the_nearest_one():
+    """Session 18 left it: a link's EP that is not a multiple of its TP stopped every page of
+    an MoE model.  It now becomes the nearest multiple (12 at TP 8 → 16: 12 ÷ 8 = 1.5, the
+    larger on a tie; 20 → 24; 9 → 8), with a notice naming the key; a valid EP is kept."""
+    q = {"stack": "mooncake", "model": "deepseek-v3", "tp": "8", "ep": "12", "epd": "9"}
+    v, w, _ = P.parse_query(q)
+    assert (v["ep"], v["epd"]) == (16, 8)
+    assert w[0] == ("ep=12 (Prefill EP [GPUs]) is not a multiple of its TP (8): attention runs "
+                    "on EP ÷ TP data-parallel groups of TP GPUs; using 16.")  # fmt: skip
+    assert w[1].startswith("epd=9 (Decode EP [GPUs]) is not a multiple") and len(w) == 2
+    assert P.ep_multiple(20, 8) == 24 and P.ep_multiple(3, 8) == 8
+    assert P.ep_multiple(999, 16) == 320  # within the row's bound (320 = 20 × 16)
+    v, w, _ = P.parse_query({**q, "ep": "32", "epd": "64"})
+    assert (v["ep"], v["epd"], w) == (32, 64, [])
