@@ -455,3 +455,21 @@ def test_a_tpot_target_under_one_requests_step_says_so_and_shows_no_split():
     assert "No number of GPUs meets them at this parallelism" in text and "best" not in text
     split = _metrics(at)["P:D split"]
     assert split.value == "–" and split.delta == "misses the targets"
+
+
+def test_an_unbuildable_sidebar_tp_is_a_caption_while_the_plan_searches_its_own():
+    """Session 18's review: the sidebar's 'cannot be built' warning (TP 1: Llama-3.1-70B's
+    141.2 GB of BF16 weights on an 80 GB H100) stood above a plan that searches its own TP.
+    With the search it is a caption that says the plan is not limited by it; with the
+    sidebar's TP chosen it is the warning, as on every other page."""
+    query = {"stack": "mooncake", "tp": "1", "tpd": "1", "wl": "fixed", "rps": "2"}
+    at = open_at(query)
+    assert not at.warning or all("cannot be built" not in w.value for w in at.warning)
+    said = [c.value for c in at.caption if "cannot be built as set" in c.value]
+    assert len(said) == 1 and "(the weights do not fit on the prefill GPUs: " in said[0]
+    assert said[0].endswith("searches its own TP and EP (Tensor parallelism: search), so this "
+                            "does not limit it; pick the sidebar's TP there to plan the "
+                            "deployment as set.")  # fmt: skip
+    at = open_at({**query, "ctp": "sidebar"})
+    assert any("This deployment cannot be built as set" in w.value for w in at.warning)
+    assert not any("cannot be built as set" in c.value for c in at.caption)

@@ -197,25 +197,39 @@ def scenario() -> Scenario:
     return P.scenario_from_values(current_values(), imported_models())
 
 
-def scenario_or_stop() -> Scenario:
+def scenario_or_stop(*, page_shows_problems: bool = False) -> Scenario:
     """The scenario, or a readable error and a stopped page.  Warns (on every page) when the
     scenario cannot be built: weights or the batch do not fit, or a scale-up link joins GPUs
-    that are not in one domain."""
+    that are not in one domain (:func:`show_deployment_problems`; a page that draws them
+    itself, where its controls decide how, passes ``page_shows_problems``)."""
     try:
         sc = scenario()
     except ValueError as exc:
         st.error(f"This scenario cannot be computed: {exc}. Change the inputs in the sidebar.")
         st.stop()
-    problems = deployment_problems(sc)  # evaluate(sc).problems, without the evaluation
-    if problems:
-        st.warning(
-            "This deployment cannot be built as set:\n\n"
-            + "\n".join(f"- {p[0].upper()}{p[1:]}." for p in problems)
-            + "\n\nThe numbers below are computed anyway; raise the TP, pick a larger GPU or "
-            "a scale-out link in the sidebar.",
-            icon=":material/block:",
-        )
+    if not page_shows_problems:
+        show_deployment_problems(sc)
     return sc
+
+
+def show_deployment_problems(sc: Scenario, own_parallelism: str | None = None) -> None:
+    """Why the sidebar's deployment cannot be built, as a warning; as a caption with
+    ``own_parallelism`` (what the page does instead) where the page's numbers pick their own
+    TP and so do not inherit the problem (Capacity's TP search)."""
+    problems = deployment_problems(sc)  # evaluate(sc).problems, without the evaluation
+    if not problems:
+        return
+    if own_parallelism:
+        st.caption(f"The sidebar's deployment cannot be built as set ({'; '.join(problems)}). "
+                   f"{own_parallelism}")  # fmt: skip
+        return
+    st.warning(
+        "This deployment cannot be built as set:\n\n"
+        + "\n".join(f"- {p[0].upper()}{p[1:]}." for p in problems)
+        + "\n\nThe numbers below are computed anyway; raise the TP, pick a larger GPU or "
+        "a scale-out link in the sidebar.",
+        icon=":material/block:",
+    )
 
 
 def feasibility_problems(ev) -> tuple[str, ...]:

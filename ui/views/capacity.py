@@ -194,11 +194,17 @@ def _plan_options(sc, price) -> dict:
     return kw
 
 
+OWN_TP_NOTE = (
+    "The plan below searches its own TP and EP (Tensor parallelism: search), so this does not "
+    "limit it; pick the sidebar's TP there to plan the deployment as set."
+)
+
+
 def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Capacity")
     urlstate.show_notices()
-    sc = urlstate.scenario_or_stop()
+    sc = urlstate.scenario_or_stop(page_shows_problems=True)  # in _results: ctp decides
     _results(sc, *_inputs(sc))
 
 
@@ -210,6 +216,7 @@ def _results(sc, source: str, req, label: str, fallback) -> None:
     controls); the traffic or a sidebar change reruns the whole app, and this with them."""
     urlstate.sync_url_in_fragment()  # the link holds the controls
     ss = st.session_state
+    urlstate.show_deployment_problems(sc, None if ss["ctp"] == "sidebar" else OWN_TP_NOTE)
     rps = float(ss["rps"] or 0.0)
     price = float(ss["price"]) or None
     out = int(ss["out"])
