@@ -174,6 +174,8 @@ def test_every_chart_drawn_from_its_dicts_is_its_figures_json(monkeypatch, page,
         np.array([True, False]),
         np.array([1.5, 2.5], dtype=np.float16),
         np.array(["a", "b"], dtype=object),
+        np.array(["a", None, 1.5], dtype=object),
+        np.array(["x", "yz"]),  # unicode
     ],
 )
 def test_typed_arrays_are_plotlys_own(array):
@@ -184,5 +186,7 @@ def test_typed_arrays_are_plotlys_own(array):
     mine, plotly = kit.typed_array(array), to_typed_array_spec(array)
     if isinstance(plotly, np.ndarray):
         assert isinstance(mine, np.ndarray) and mine.tolist() == plotly.tolist()
+        assert mine.dtype == plotly.dtype and not mine.flags.writeable
+        assert mine is not array  # a copy, as plotly's
     else:
         assert mine == plotly

@@ -218,11 +218,16 @@ def typed_array(v: np.ndarray):
     plotly.js reads as it is (float64, float32, int8-32, uint8-32): plotly's own way first
     passes every array through narwhals and a read-only copy (~40 µs an array, ~0.4 ms a chart
     of a dozen traces, on every rerun that draws a new figure: bench/README.md, Session 19).
-    Anything else (64-bit integers, which it narrows, 2-D, empty, other types) goes to it."""
+    An array of objects (labels) is its read-only copy, as there.  Anything else (64-bit
+    integers, which it narrows, 2-D, empty, other types) goes to it."""
     if type(v) is np.ndarray and v.ndim == 1 and v.size:
         short = _SHORT_TYPES.get(str(v.dtype))
         if short is not None:
             return {"dtype": short, "bdata": b64encode(np.ascontiguousarray(v)).decode("ascii")}
+        if v.dtype.kind == "O":  # labels: plotly keeps a read-only copy (written as a list)
+            out = v.copy()
+            out.flags.writeable = False
+            return out
     from _plotly_utils.utils import to_typed_array_spec
 
     return to_typed_array_spec(v)
