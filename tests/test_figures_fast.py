@@ -154,3 +154,39 @@ def test_every_chart_drawn_from_its_dicts_is_its_figures_json(monkeypatch, page,
     assert seen, "the page drew no chart from its dicts"
     for ours, built in seen:
         assert ours == built
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([1.0, 2.5, np.nan, np.inf]),
+        np.arange(5.0, dtype=np.float32),
+        np.array([1, -2, 3], dtype=np.int8),
+        np.array([1, 70000], dtype=np.int32),
+        np.array([1, 2], dtype=np.uint16),
+        np.array([3, 300, 70000]),  # int64: plotly narrows it
+        np.array([2**40, 1]),  # int64 too wide for int32: sent as is
+        np.array([1, 2], dtype=np.uint64),
+        np.arange(6.0).reshape(2, 3),  # 2-D: with its shape
+        np.arange(10.0)[::3],  # not contiguous
+        np.array([1.0, 2.0]).astype(">f8"),  # big-endian
+        np.array([], dtype=float),
+        np.array([True, False]),
+        np.array([1.5, 2.5], dtype=np.float16),
+        np.array(["a", "b"], dtype=object),
+        np.array(["a", None, 1.5], dtype=object),
+        np.array(["x", "yz"]),  # unicode
+    ],
+)
+def test_typed_arrays_are_plotlys_own(array):
+    """``kit.typed_array``, the chart JSON's arrays made without plotly's detour through
+    narwhals, writes what plotly's ``to_typed_array_spec`` writes."""
+    from _plotly_utils.utils import to_typed_array_spec
+
+    mine, plotly = kit.typed_array(array), to_typed_array_spec(array)
+    if isinstance(plotly, np.ndarray):
+        assert isinstance(mine, np.ndarray) and mine.tolist() == plotly.tolist()
+        assert mine.dtype == plotly.dtype and not mine.flags.writeable
+        assert mine is not array  # a copy, as plotly's
+    else:
+        assert mine == plotly

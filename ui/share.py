@@ -37,14 +37,16 @@ def share_box() -> None:
         report_download([("This scenario", sc)], "kv-transfer-report", key="dl_report")
 
 
-def report_download(labelled, file_stem: str, *, key: str, title: str = "KV transfer report"):
+def report_download(labelled, file_stem: str, *, key: str, title: str = "KV transfer report",
+                    link: str | None = None):  # fmt: skip
     """A button that builds the standalone HTML report when pressed (offline, self-contained).
 
-    ``labelled`` holds (label, Scenario or a zero-argument function returning one).
+    ``labelled`` holds (label, Scenario or a zero-argument function returning one); ``link``:
+    the scenario's share link when the page has it already.
     """
     from kvview.report import report_html
 
-    link = share_url()
+    link = share_url() if link is None else link
     version1 = version1_implied()  # captured now: the callback runs without the session
 
     def build() -> str:

@@ -79,7 +79,10 @@ def _apply(values: dict) -> None:
 def version1_implied() -> dict:
     """The version-1 defaults the scenario still holds (``kvview.link_version``): {} unless
     it came from a version-1 link and the user has not changed those inputs since."""
-    return L.still_implied(st.session_state.get(V1) or {}, current_values())
+    implied = st.session_state.get(V1) or {}
+    if not implied:  # every run of every page: no read of the whole session state for nothing
+        return {}
+    return L.still_implied(implied, current_values())
 
 
 def _use_current_defaults() -> None:

@@ -188,9 +188,9 @@ def render() -> None:
     _takeaway(labelled, table)
     gains = _gains(labelled, base_sc)
     cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
-    _comparison(labelled, evs, table, cmp_table)
+    cmp_changes = _comparison(labelled, evs, table, cmp_table)
     if gains:
-        _traffic_gains(labelled, gains, cmp_table)
+        _traffic_gains(labelled, gains, cmp_changes)
 
 
 def _scenarios(base_sc, variants, base_values, cols) -> list:
@@ -238,8 +238,9 @@ def _takeaway(labelled, table) -> None:
     st.info(said, icon=":material/lightbulb:")
 
 
-def _comparison(labelled, evs, table, cmp_table) -> None:
-    """The comparison table against A, its downloads and the three charts."""
+def _comparison(labelled, evs, table, cmp_table):
+    """The comparison table against A, its downloads and the three charts; returns the
+    changes against A (``kvmodel.compare.changes`` of the table)."""
     cmp_changes = perf.cached(changes, cmp_table)
     rows = perf.cached(compare_cells.compare_rows, cmp_table, cmp_changes)
     st.markdown(
@@ -251,11 +252,17 @@ def _comparison(labelled, evs, table, cmp_table) -> None:
         "gives the direction of the change, the row says which way is better); grey bold: an "
         "input that differs from A."
     )
-    exports_ui.table_download(partial(csv_tables.comparison_frame, evs), "comparison")
+    link = urlstate.share_url()  # one link for both files (each read the session state)
+    exports_ui.table_download(partial(csv_tables.comparison_frame, evs), "comparison", link)
     share.report_download(
-        labelled, "kv-transfer-comparison", key="dl_cmp_report", title="KV transfer comparison"
+        labelled,
+        "kv-transfer-comparison",
+        key="dl_cmp_report",
+        title="KV transfer comparison",
+        link=link,
     )
     _charts(labelled, table, cmp_table, cmp_changes)
+    return cmp_changes
 
 
 TAB = "cmp_tab"  # session key: the open chart's tab
@@ -286,11 +293,11 @@ def _charts(labelled, table, cmp_table, cmp_changes) -> None:
             )
 
 
-def _traffic_gains(labelled, gains, cmp_table) -> None:
+def _traffic_gains(labelled, gains, cmp_changes) -> None:
     """Traffic that gains: each scenario's share of requests that gain, against A's."""
     st.subheader("Traffic that gains")
     st.caption(gains[0])
-    verdicts = perf.cached(_gain_verdicts, cmp_table)
+    verdicts = perf.cached(gain_verdicts, cmp_changes)
     for col, (label, _), frac in zip(st.columns(len(labelled)), labelled, gains[1], strict=True):
         change, relative, verdict = verdicts[label]
         col.metric(
@@ -305,14 +312,15 @@ def _traffic_gains(labelled, gains, cmp_table) -> None:
         )
 
 
-def _gain_verdicts(cmp_table) -> dict:
-    """label -> (change, relative change, verdict) of the share that gains against A; memoised
-    with the table (a frame indexed and looked up per scenario cost ~2 ms of every rerun)."""
-    ch = changes(cmp_table, ("fraction_gain",))
+def gain_verdicts(cmp_changes) -> dict:
+    """label -> (change, relative change, verdict) of the share that gains against A, read
+    from the table's changes against A (``changes(cmp_table)``, which the page has already):
+    the rows of ``changes(cmp_table, ("fraction_gain",))``, which cost ~0.5 ms more a rerun
+    (Session 19). Memoised with the changes (a frame indexed and looked up per scenario cost
+    ~2 ms of every rerun)."""
+    cols = [cmp_changes[c].tolist() for c in ("key", "label", "change", "relative", "verdict")]
     return {
         label: (change, relative, verdict)
-        for label, change, relative, verdict in zip(
-            ch["label"], ch["change"], ch["relative"], ch["verdict"], strict=True
-        )
+        for key, label, change, relative, verdict in zip(*cols, strict=True)
+        if key == "fraction_gain"
     }
-
