@@ -37,7 +37,11 @@ def test_gpus_vs_rate_lines_shading_and_marker():
     assert [s.x0 for s in fig.layout.shapes if s.type == "line"] == [4.0]
     assert fig.layout.xaxis.type == "log"
     assert "requests/s" in fig.layout.xaxis.title.text and fig.layout.yaxis.title.text == "GPUs"
-    assert "GPUs" in fig.data[0].hovertemplate and "req/s" in fig.data[0].hovertemplate
+    # one hover box per rate, titled with the rate and its unit; each line says its option
+    assert fig.layout.hovermode == "x unified"
+    assert fig.layout.xaxis.unifiedhovertitle.text == "%{x:,.3~r} req/s"
+    assert fig.data[0].hovertemplate.startswith("disaggregated: %{y:,.0f} GPUs")
+    assert fig.layout.hoverlabel.bgcolor == "white"  # opaque (kit.HOVER_LABEL)
 
 
 def test_no_shading_where_disaggregation_never_wins():

@@ -113,6 +113,10 @@ def _feasible(sweep: pd.DataFrame, column: str) -> np.ndarray:
     return sweep[column].to_numpy(dtype=bool)
 
 
+# The unified hover box's title: the rate under the cursor with its unit (plotly.js ≥ 3.1)
+RATE_HOVER_TITLE = "%{x:,.3~r} req/s"
+
+
 def _misses(fig: Fig, r, gpus, mask, name: str, color: str) -> None:
     """Open markers at the rates where an option misses the targets (its line has a gap
     there): the GPUs it fell back to, no saving counted (issue 24)."""
@@ -121,8 +125,7 @@ def _misses(fig: Fig, r, gpus, mask, name: str, color: str) -> None:
     fig.add_scatter(
         x=r[mask], y=gpus[mask], mode="markers", name=f"{name}: misses the targets",
         marker={"symbol": "x-open", "size": 8, "color": color},
-        hovertemplate=f"%{{x:,.3~r}} req/s<br>{name} misses the targets even with "
-        "%{y:,.0f} GPUs<extra></extra>",
+        hovertemplate=f"{name} misses the targets even with %{{y:,.0f}} GPUs<extra></extra>",
     )  # fmt: skip
 
 
@@ -161,8 +164,8 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         line_color=DISAGG_COLOR,
         marker_size=5,
         customdata=pd_text,
-        hovertemplate="%{x:,.3~r} req/s<br>disaggregated: %{y:,.0f} GPUs "
-        "(prefill + decode %{customdata})<extra></extra>",
+        hovertemplate="disaggregated: %{y:,.0f} GPUs (prefill + decode %{customdata})"
+        "<extra></extra>",
     )
     fig.add_scatter(
         x=r,
@@ -173,7 +176,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
         line_color=COLOC_COLOR,
         line_dash="dash",
         marker_size=5,
-        hovertemplate="%{x:,.3~r} req/s<br>colocated: %{y:,.0f} GPUs<extra></extra>",
+        hovertemplate="colocated: %{y:,.0f} GPUs<extra></extra>",
     )
     _misses(fig, r, dis_all, ~dis_ok, "disaggregated", DISAGG_COLOR)
     _misses(fig, r, col_all, ~col_ok & (col_all > 0), "colocated", COLOC_COLOR)
@@ -184,7 +187,7 @@ def figure_gpus_vs_rate(sweep: pd.DataFrame, *, rps: float | None = None) -> go.
             hoverinfo="skip",
         )  # fmt: skip
     fig.update_yaxes(rangemode="tozero")
-    fig.update_layout(hovermode="x unified")
+    fig.update_layout(hovermode="x unified", xaxis_unifiedhovertitle_text=RATE_HOVER_TITLE)
     return _finish(fig, r, rps, "GPUs needed against the request rate", "GPUs", height=460)
 
 
@@ -209,10 +212,9 @@ def figure_pd_split(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figu
             name=name,
             line_color=color,
             customdata=extra * 100,
-            hovertemplate=f"%{{x:,.3~r}} req/s<br>{name}: %{{y:,.0f}} "
-            "(%{customdata:.0f} % of the pool)<extra></extra>",
+            hovertemplate=f"{name}: %{{y:,.0f}} (%{{customdata:.0f}} % of the pool)<extra></extra>",
         )
-    fig.update_layout(hovermode="x unified")
+    fig.update_layout(hovermode="x unified", xaxis_unifiedhovertitle_text=RATE_HOVER_TITLE)
     return _finish(fig, r, rps, "Prefill : decode split (disaggregated)", "GPUs", height=400)
 
 

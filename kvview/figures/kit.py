@@ -54,6 +54,11 @@ SEGMENT_COLORS = {
 BAND_COLOR = "rgba(37, 99, 235, 0.18)"
 
 
+# Hover labels opaque, with dark text and full trace names (the app's theme draws them in grey
+# on a see-through box, hard to read over lines and bands; session 18's browser review)
+HOVER_LABEL = {"namelength": -1, "bgcolor": "white", "bordercolor": "#94a3b8",
+               "font": {"color": "#1f2937"}}  # fmt: skip
+
 _COMPOUND = {"marker", "line", "xaxis", "yaxis", "legend", "title", "hoverlabel", "font",
              "textfont", "error"}  # fmt: skip
 
@@ -465,7 +470,7 @@ def base_layout(fig: go.Figure, title: str, x: str, y: str, *, height: int = 420
         yaxis_title=y,
         height=height,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        hoverlabel={"namelength": -1},
+        hoverlabel=HOVER_LABEL,
     )
     legend_below(fig)
     return fig
