@@ -89,13 +89,18 @@ def seed(key: str, name: str, values: dict, base: dict) -> None:
         ss[key] = v if v in opts else opts[0]
 
 
+# The flags' labels in a variant's column ("Send layer by layer" was cut to "Send layer b…"),
+# as the comparison table names their rows (kvview.compare_cells)
+TOGGLE_LABELS = {"lw": "Layer-wise"}
+
+
 def widget(key: str, name: str, values: dict, base: dict, on_change, args) -> None:
     """The widget of one change, labelled with the input's label and unit, with its help."""
     row, k = I.get(name), kind(name)
     helptext = row.help + (f" (range {row.range_text()})" if row.lo is not None else "")
     common = {"key": key, "on_change": on_change, "args": args, "help": helptext}
-    if k == "flag":
-        st.toggle(row.label, **common)
+    if k == "flag":  # a toggle's label has a third of a column: the comparison row's name
+        st.toggle(TOGGLE_LABELS.get(name, row.label), **common)
     elif k == "select":
         fmt = _names().get(name, str)
         st.selectbox(row.label_unit, options(name, base), format_func=fmt, **common)
