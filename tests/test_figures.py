@@ -265,3 +265,7 @@ def test_ttft_waterfall_starts_with_the_framework_cost_and_adds_up_to_the_ttft()
     assert sum(bar.x[:-1]) == pytest.approx(bar.x[-1], rel=1e-12)
     # each bar starts where the one before it ends
     assert list(bar.base[1:4]) == pytest.approx([bar.x[0], bar.x[0] + bar.x[1], sum(bar.x[:3])])
+    # the hover gives each bar's length, not where it ends (a based bar's %{x} is its end)
+    assert "%{customdata[2]:,.2f} ms" in bar.hovertemplate and "%{x" not in bar.hovertemplate
+    assert [c[2] for c in bar.customdata] == pytest.approx(list(bar.x))
+    assert bar.customdata[1][2] == pytest.approx(ev.prefill_s * 1e3)

@@ -213,8 +213,10 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
         text=[_ms_label(w) for w in widths],
         textposition="outside",
         cliponaxis=False,
-        customdata=[[b, b + w] for b, w in zip(bases, widths, strict=True)],
-        hovertemplate="%{y}: %{x:,.2f} ms<br>from %{customdata[0]:,.1f} to "
+        # a based bar's %{x} is where it ends: its length comes from customdata (session 19's
+        # review: the prefill's hover read 110.31 ms for a 72.6 ms bar)
+        customdata=[[b, b + w, w] for b, w in zip(bases, widths, strict=True)],
+        hovertemplate="%{y}: %{customdata[2]:,.2f} ms<br>from %{customdata[0]:,.1f} to "
         "%{customdata[1]:,.1f} ms<extra></extra>",
     )
     names_above(fig, names)  # names over the bars: a 390 px plot keeps its width
