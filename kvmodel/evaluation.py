@@ -14,7 +14,7 @@ from .size import kv_bytes
 from .specs import IDEAL_STACK, WEIGHT_DTYPE_BYTES
 from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
-from .topology import domain_gpus, is_scale_up, scale_up_feasible
+from .topology import domain_gpus, is_scale_up, par_text, scale_up_feasible
 from .wire import transfer, wire_ratio
 
 # A transfer library measured under two engines (data/stacks.csv): the engine of each build, so
@@ -206,13 +206,14 @@ def deployment_problems(sc: Scenario) -> tuple[str, ...]:
 def _deployment(sc: Scenario):
     """(problems, scale-up feasible, prefill memory, decode memory) of ``sc``."""
     scale_up_ok = scale_up_feasible(
-        sc.gpu, sc.tp_prefill, sc.tp_decode, sc.link if is_scale_up(sc.link) else None
+        sc.gpu, sc.gpus_prefill, sc.gpus_decode, sc.link if is_scale_up(sc.link) else None
     )
     problems = []  # why the deployment cannot be built as set (also in ``notes``)
     if is_scale_up(sc.link) and not scale_up_ok:
         problems.append(
-            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill TP "
-            f"{sc.tp_prefill} + decode TP {sc.tp_decode} do not fit in one domain, so this link "
+            f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill "
+            f"{par_text(sc.tp_prefill, sc.ep_prefill)} + decode "
+            f"{par_text(sc.tp_decode, sc.ep_decode)} do not fit in one domain, so this link "
             "cannot carry the transfer"
         )
     mem_kw = dict(seq_len=sc.seq_len, batch=sc.batch, kv_dtype=sc.kv_dtype,

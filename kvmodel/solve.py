@@ -281,7 +281,7 @@ def faster_links(sc: Scenario, link_ids=None) -> list:
         lk
         for lk in links
         if lk.bandwidth_bytes_per_s > sc.link.bandwidth_bytes_per_s
-        and (not is_scale_up(lk) or scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, lk))
+        and (not is_scale_up(lk) or scale_up_feasible(sc.gpu, sc.gpus_prefill, sc.gpus_decode, lk))
     ]
     return sorted(faster, key=lambda lk: lk.bandwidth_bytes_per_s)  # stable: catalog order ties
 

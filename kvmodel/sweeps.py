@@ -188,7 +188,7 @@ def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Op
         opts.append(Option(f"{comp.upper()} transfer", replace(base, compression=comp)))
     opts.append(Option("Layer-wise", replace(base, layerwise=True)))
     opts.append(Option("INT8 + layer-wise", replace(base, compression="int8", layerwise=True)))
-    ok = scale_up_feasible(sc.gpu, sc.tp_prefill, sc.tp_decode, nv)
+    ok = scale_up_feasible(sc.gpu, sc.gpus_prefill, sc.gpus_decode, nv)
     why = "" if ok else " (not buildable)"  # P + D exceed one NVLink domain
     opts.append(Option(f"{nv.name}{why}", replace(base, link=nv), ok))
     opts.append(Option(f"{nv.name} + layer-wise{why}", replace(base, link=nv, layerwise=True), ok))

@@ -4,8 +4,8 @@ A scale-out link (InfiniBand, Ethernet, EFA) is one NIC: an instance of ``tp`` G
 many NICs as its GPUs have (``tp × nics_per_node ÷ gpus_per_node``, at least one), so a node
 with 4 NICs for 8 GPUs gives a TP 8 instance 4 streams, not 8.  A scale-up link (NVLink,
 Infinity Fabric, PCIe inside one host) is per GPU and only joins GPUs of one domain: prefill
-and decode must fit in it together (``tp_prefill + tp_decode ≤ domain``), 8 GPUs on HGX, 72 on
-GB200 NVL72, the host's GPUs over PCIe.
+and decode must fit in it together (their GPUs, max(TP, EP) each: ``gpus_prefill + gpus_decode ≤
+domain``), 8 GPUs on HGX, 72 on GB200 NVL72, the host's GPUs over PCIe.
 """
 
 from __future__ import annotations
@@ -43,17 +43,27 @@ def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: in
     return min(nics(gpu, tp_prefill), nics(gpu_decode or gpu, tp_decode))
 
 
-def scale_up_feasible(gpu: GpuSpec, tp_prefill: int, tp_decode: int, link=None) -> bool:
-    """True when prefill and decode instances fit in one scale-up domain together."""
-    return tp_prefill + tp_decode <= domain_gpus(gpu, link)
+def scale_up_feasible(gpu: GpuSpec, gpus_prefill: int, gpus_decode: int, link=None) -> bool:
+    """True when a prefill and a decode instance of these many GPUs each (max(TP, EP): an
+    expert-parallel instance spans its EP) fit in one scale-up domain together."""
+    return gpus_prefill + gpus_decode <= domain_gpus(gpu, link)
 
 
-def unbuildable_links(gpu: GpuSpec, tp_prefill: int, tp_decode: int, links) -> tuple[str, ...]:
+def par_text(tp: int, ep: int = 1) -> str:
+    """An instance's parallelism in words: 'TP 8', or 'EP 32' (attention TP 1, data-parallel),
+    'EP 32 (attention TP 2)'."""
+    if ep <= 1:
+        return f"TP {tp}"
+    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
+
+
+def unbuildable_links(gpu: GpuSpec, gpus_prefill: int, gpus_decode: int,
+                      links) -> tuple[str, ...]:  # fmt: skip
     """The ids of the scale-up ``links`` (LinkSpecs) whose domain cannot hold a prefill and a
-    decode instance together (``scale_up_feasible``): their rows are not a deployment one can
-    build at these TPs."""
+    decode instance of these many GPUs together (``scale_up_feasible``): their rows are not a
+    deployment one can build at this parallelism."""
     return tuple(
         lk.id
         for lk in links
-        if is_scale_up(lk) and not scale_up_feasible(gpu, tp_prefill, tp_decode, lk)
+        if is_scale_up(lk) and not scale_up_feasible(gpu, gpus_prefill, gpus_decode, lk)
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvmodel import catalog
+from kvmodel.topology import par_text
 from kvview.fmt import fmt_dollars, fmt_sig, fmt_time
 
 LIMIT_WORDS = {
@@ -54,13 +55,6 @@ def tile_split(prefill: int, decode: int) -> tuple[str, str | None]:
 def pct_label(p: float) -> str:
     """90.0 → 'p90', 99.9 → 'p99.9'."""
     return f"p{p:g}"
-
-
-def par_text(tp: int, ep: int = 1) -> str:
-    """'TP 8', or 'EP 32' (attention TP 1, data-parallel), 'EP 32 (attention TP 2)'."""
-    if ep <= 1:
-        return f"TP {tp}"
-    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
 
 
 def pool_gpu_names(plan) -> tuple[str, str] | None:

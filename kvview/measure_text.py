@@ -124,7 +124,8 @@ def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
         agree = "; the model falls on the other side of the line"
     return (
         f"Measured: the KV transfer gap is {share:.1%} of TTFT ({_ms(metrics.gap_mean_s)} of "
-        f"{_ms(metrics.ttft_mean_s)} on average), {verdict}. {model_part}{agree}."
+        f"{_ms(metrics.ttft_mean_s)} on average), {verdict}. {model_part}{agree}"
+        + ("" if agree.endswith(".") else ".")
     )
 
 

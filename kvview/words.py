@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 from kvmodel import catalog, solve
-from kvmodel.topology import domain_gpus, unbuildable_links
+from kvmodel.topology import domain_gpus, par_text, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
-from kvview.fmt import fmt_ms, fmt_time, fmt_tokens
+from kvview.fmt import fmt_ms, fmt_ms_or_s, fmt_time, fmt_tokens
 
 
 def overview_takeaway(ev: Evaluation) -> str:
@@ -101,17 +101,28 @@ def mitigation_takeaway(table) -> str:
     base, rest = rows[0], rows[1:]
     rest = [r for r in rest if r.get("buildable", True)]  # NVLink between unshared domains
     lossless = [r for r in rest if not r.get("lossy", False)]
-    best = min(rest, key=lambda r: r["ttft_ms"])  # the first of equals, as idxmin
+    top = min(r["ttft_ms"] for r in rest)
+    # a tie at the shown precision goes to the lossless option (the first of equals otherwise)
+    tied = [r for r in rest if r["ttft_ms"] - top < TIE_MS]
+    best = next((r for r in tied if not r.get("lossy", False)), tied[0])
     no_link = [r for r in lossless if not re.search("NVLink|Infinity|PCIe", r["option"])]
     pool = no_link or lossless or rest
     cheap = min(pool, key=lambda r: r["ttft_ms"])
     risk = " (lossy: it changes the KV values)" if bool(best.get("lossy", False)) else ""
     return (
-        f"Baseline TTFT is {fmt_ms(base['ttft_ms'] / 1e3)} with {base['transfer_share']:.0%} spent "
-        f"on transfer. Lowest TTFT here: {best['option']}{risk} ({fmt_ms(best['ttft_ms'] / 1e3)}, "
-        f"−{fmt_ms(best['ttft_saving_ms'] / 1e3)}); without changing the network or the values, "
-        f"{cheap['option']} saves {fmt_ms(cheap['ttft_saving_ms'] / 1e3)}. Criterion: TTFT."
+        f"Baseline TTFT is {_t(base['ttft_ms'])} with {base['transfer_share']:.0%} spent "
+        f"on transfer. Lowest TTFT here: {best['option']}{risk} ({_t(best['ttft_ms'])}, "
+        f"−{_t(best['ttft_saving_ms'])}); without changing the network or the values, the best "
+        f"is {cheap['option']} (−{_t(cheap['ttft_saving_ms'])}). Criterion: TTFT."
     )
+
+
+TIE_MS = 0.05  # half the sentence's last shown digit (0.1 ms)
+
+
+def _t(ms: float) -> str:
+    """A time of the Mitigations sentence: 122.5 ms, or 199.2 s past ten seconds."""
+    return fmt_ms_or_s(ms / 1e3, 1)
 
 
 def models_takeaway(table, current: str) -> str:
@@ -197,10 +208,10 @@ def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
     one 8-GPU domain'), for the catalog links of ``link_ids`` that cannot
     (``topology.unbuildable_links``); the pages mark those rows instead of colouring them."""
     links = {i: catalog.get_link(i) for i in link_ids}
-    blocked = unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, links.values())
+    blocked = unbuildable_links(sc.gpu, sc.gpus_prefill, sc.gpus_decode, links.values())
+    pair = f"{par_text(sc.tp_prefill, sc.ep_prefill)} + {par_text(sc.tp_decode, sc.ep_decode)}"
     return {
-        i: f"not buildable: TP {sc.tp_prefill} + TP {sc.tp_decode} > one "
-        f"{domain_gpus(sc.gpu, links[i])}-GPU domain"
+        i: f"not buildable: {pair} > one {domain_gpus(sc.gpu, links[i])}-GPU domain"
         for i in blocked
     }
 

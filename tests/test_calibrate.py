@@ -144,6 +144,10 @@ def test_compare_to_model():
     assert cmp.verdict.factor == pytest.approx(2.12, abs=0.01)
     assert cmp.verdict.agree is False
     assert cmp.verdict.share_target == sc.share_target == 0.2
+    from kvview.measure_text import prometheus_takeaway
+
+    said = prometheus_takeaway(metrics, cmp, sc)  # one full stop after "the button below"
+    assert said.endswith("with the button below.") and not said.endswith("below..")
     sparse = parse_prometheus_metrics('sglang:kv_transfer_latency_ms{r="0"} 5\n')
     assert compare_to_model(sc, sparse).ttft_s.ratio is None
 

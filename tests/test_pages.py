@@ -378,3 +378,35 @@ def test_compare_says_when_a_variant_equals_a():
     at = app({"link": "ib-ndr", "cmp": "comp:int8;link:ib-ndr"}, "pages/compare.py")
     same = [c.value for c in at.caption if "same scenario as A" in c.value]
     assert same == [":material/info: C is the same scenario as A: change one of its inputs."]
+
+
+def test_an_expert_parallel_deployment_counts_its_ep_gpus_against_the_nvlink_domain():
+    """Session 19's review: DeepSeek-V3 at EP 32 (prefill) and EP 72 (decode), TP 1 each, is
+    32 + 72 = 104 GPUs; an H200's NVLink 4 domain holds 8, so NVLink rows are not buildable and
+    never recommended (the check counted TP 1 + 1 = 2 GPUs and Mitigations named NVLink 4 +
+    layer-wise as the lowest TTFT)."""
+    from kvmodel import catalog
+    from kvmodel.build import scenario_from_inputs
+    from kvmodel.evaluation import evaluate
+    from kvmodel.sweeps import mitigation_options
+    from kvmodel.topology import scale_up_feasible, unbuildable_links
+    from kvview.words import not_buildable
+
+    inputs = {"model": "deepseek-v3", "gpu": "h200", "tp": 1, "tpd": 1, "ep": 32, "epd": 72,
+              "seq": 8192, "batch": 8, "stack": "mooncake", "link": "ib-ndr"}  # fmt: skip
+    sc = scenario_from_inputs(inputs)
+    assert (sc.gpus_prefill, sc.gpus_decode) == (32, 72)
+    nv = catalog.get_link("nvlink4")
+    assert not scale_up_feasible(sc.gpu, sc.gpus_prefill, sc.gpus_decode, nv)
+    assert unbuildable_links(sc.gpu, sc.gpus_prefill, sc.gpus_decode, [nv]) == ("nvlink4",)
+    assert not_buildable(sc, ["nvlink4"]) == {
+        "nvlink4": "not buildable: EP 32 + EP 72 > one 8-GPU domain"}
+    assert [o.buildable for o in mitigation_options(sc)][-2:] == [False, False]
+    on_nv = scenario_from_inputs({**inputs, "link": "nvlink4"})
+    assert evaluate(on_nv).problems[0].startswith(
+        "NVLink 4 (H100) joins at most 8 GPUs: prefill EP 32 + decode EP 72 do not fit")
+    at = app({k: str(v) for k, v in inputs.items()}, "pages/mitigations.py", article=False)
+    assert "NVLink" not in at.info[0].value.split("Lowest TTFT here: ")[1].split(";")[0]
+    said = [c.value for c in at.caption if "Not buildable" in c.value]
+    assert said and ("prefill EP 32 + decode EP 72 = 104 GPUs do not fit in one 8-GPU NVLink 4"
+                     in said[0])  # fmt: skip

@@ -54,6 +54,29 @@ def test_takeaways_carry_the_numbers():
     assert "64× spread" in models_takeaway(models_table("fp16", 1024), "llama-3.1-70b")
 
 
+def test_mitigation_takeaway_breaks_a_tie_for_the_lossless_option_and_reads_long_times_in_s():
+    """Session 19's review: INT8 + layer-wise (lossy) and layer-wise alone both give 122.5 ms
+    (the codec's 0.03 ms aside): the sentence names the lossless one; a 199 s TTFT (Llama-3.1-70B
+    at TP 8 on L40S, whose all-reduce goes through host memory) reads in seconds."""
+    import pandas as pd
+
+    rows = [("Baseline", 127.0, 0.039, 0.0, True, False),
+            ("INT8 + layer-wise", 122.47, 0.004, 4.53, True, True),
+            ("Layer-wise", 122.50, 0.004, 4.50, True, False),
+            ("FP8 transfer", 124.8, 0.02, 2.2, True, True)]  # fmt: skip
+    cols = ["option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable", "lossy"]
+    said = mitigation_takeaway(pd.DataFrame(rows, columns=cols))
+    assert "Lowest TTFT here: Layer-wise (122.5 ms, −4.5 ms);" in said and "lossy" not in said
+    assert "without changing the network or the values, the best is Layer-wise (−4.5 ms)" in said
+    apart = [rows[0], rows[1], ("Layer-wise", 122.6, 0.004, 4.4, True, False)]
+    said = mitigation_takeaway(pd.DataFrame(apart, columns=cols))  # 0.13 ms apart: no tie
+    assert "Lowest TTFT here: INT8 + layer-wise (lossy: it changes the KV values)" in said
+    slow = [("Baseline", 199_166.5, 0.003, 0.0, True, False),
+            ("Layer-wise", 198_594.1, 0.0, 572.4, True, False)]  # fmt: skip
+    said = mitigation_takeaway(pd.DataFrame(slow, columns=cols))
+    assert said.startswith("Baseline TTFT is 199.2 s") and "(198.6 s, −572.4 ms)" in said
+
+
 # Two engines' gap histograms and one TTFT histogram (the same numbers as
 # tests/test_measure_prometheus.py's HIST): gap mean = (12.0 + 12.0) s / (40 + 20) = 0.4 s,
 # TTFT mean = 90.0 s / 60 = 1.5 s, so the gap is 0.4 / 1.5 = 26.7 % of TTFT.

@@ -57,6 +57,7 @@ from kvmodel.timing import (
     peak_flops,
     prefill_parts,
 )
+from kvmodel.topology import par_text
 from kvmodel.wire import Volume, transfer
 
 MAX_BATCH = 65_536  # decode batches searched up to here
@@ -92,13 +93,6 @@ class Decode:
     @property
     def gpus(self) -> int:
         return max(self.tp, self.ep)
-
-
-def par_text(tp: int, ep: int = 1) -> str:
-    """'TP 8', or 'EP 32' (attention TP 1, data-parallel) / 'EP 32 × TP 2'."""
-    if ep <= 1:
-        return f"TP {tp}"
-    return f"EP {ep}" + ("" if tp == 1 else f" (attention TP {tp})")
 
 
 # Halfin–Whitt's square-root rule: memory for b + β·√b mean requests' KV leaves about a 1 %

@@ -17,10 +17,11 @@ import math
 from dataclasses import replace
 
 from kvmodel.capacity import colocated as colo
-from kvmodel.capacity.pools import Pools, par_text, size_pools, ttft_floor
+from kvmodel.capacity.pools import Pools, size_pools, ttft_floor
 from kvmodel.capacity.prep import Prepared, gpus_of
 from kvmodel.capacity.retarget import colocated_hold, pools_hold
 from kvmodel.capacity.workload import Slo
+from kvmodel.topology import par_text
 
 
 def rank(p, slo: Slo) -> tuple:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from .. import inputs as I
+from ..topology import par_text
 from .edge import decode_method, fmt_ms, ttft_parts_text
 from .options import add_input, check_input, scenario_from_args, whole
 from .output import emit
@@ -141,12 +142,6 @@ def _saves_row(p) -> str:
     ]
     verb = "misses" if len(sides) == 1 else "miss"
     return f"none counted: {' and '.join(sides)} {verb} the targets"
-
-
-def par_text(tp: int, ep: int = 1) -> str:
-    from ..capacity.pools import par_text as text
-
-    return text(tp, ep)
 
 
 def _parallelism(args) -> tuple:

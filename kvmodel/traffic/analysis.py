@@ -332,7 +332,7 @@ def _options(sc: Scenario, mix: Mix, link_ids, compressions, layerwise, criterio
                 classified = _bound(s, mix.tokens, criterion, volume, mix.prefix)
                 for a in classified:
                     a.flags.writeable = False  # shared by every later call
-                buildable = not unbuildable_links(sc.gpu, sc.tp_prefill, sc.tp_decode, [link])
+                buildable = not unbuildable_links(sc.gpu, sc.gpus_prefill, sc.gpus_decode, [link])
                 yield lid, link, comp, lw, s, classified, buildable
 
 

@@ -11,7 +11,8 @@ import streamlit as st
 from kvmodel import capacity as cap
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario, par_text
+from kvmodel.capacity.pools import RECEIVER_UTILIZATION, pair_scenario
+from kvmodel.topology import par_text
 from kvview import csv_capacity, figures, params, tables
 from kvview.capacity_report import capacity_report_html
 from kvview.capacity_words import (

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from kvmodel.sweeps import batch_free, batch_sweep, link_batch_table
+from kvmodel.topology import par_text
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway, not_buildable
@@ -62,7 +63,7 @@ def _takeaway_text(sc, table, batches: tuple, lo_hi, blocked_items: tuple) -> st
         step_ms=sc.decode_step_s * 1e3,
         step_estimated=sc.decode_step_estimated,
     ) + (
-        " Not counted, as not buildable at this TP: "
+        " Not counted, as not buildable at this TP/EP: "
         + ", ".join(figures.link_name(i) for i in blocked)
         + "."
         if blocked and len(buildable)
@@ -74,13 +75,14 @@ def _table_caption(sc, blocked: dict) -> None:
     """What the table holds, and the scale-up links not buildable at this TP."""
     st.caption(
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
-        f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, TP {sc.tp_prefill} → "
-        f"{sc.tp_decode}: each row runs over {sc.streams} parallel link(s) (the NICs, or per-GPU "
+        f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, "
+        f"{par_text(sc.tp_prefill, sc.ep_prefill)} → {par_text(sc.tp_decode, sc.ep_decode)}: "
+        f"each row runs over {sc.streams} parallel link(s) (the NICs, or per-GPU "
         "links, both instances have). Exposed transfer in ms; green under the band, amber "
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice the article's."
         + (
-            " Hatched grey: not buildable at this TP (prefill + decode exceed one scale-up "
+            " Hatched grey: not buildable at this TP/EP (prefill + decode exceed one scale-up "
             f"domain): {', '.join(figures.link_name(i) for i in blocked)}."
             if blocked
             else ""

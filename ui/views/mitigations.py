@@ -4,7 +4,9 @@ from functools import partial
 
 import streamlit as st
 
+from kvmodel import catalog
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
+from kvmodel.topology import domain_gpus, par_text
 from kvview import csv_tables, figures
 from kvview.fmt import fmt_bytes, fmt_tokens, in_ms
 from kvview.words import mitigation_takeaway
@@ -20,11 +22,14 @@ def render() -> None:
     table = perf.cached(in_ms, perf.cached(mitigation_table, sc, options))  # ~8 ms a rerun
     st.info(perf.cached(mitigation_takeaway, table), icon=":material/lightbulb:")
     if not all(o.buildable for o in options):
+        nv = catalog.get_link(sc.gpu.nvlink)
+        domain, scale_up = domain_gpus(sc.gpu, nv), nv.name
         st.caption(
-            f":material/block: *Not buildable*: prefill TP {sc.tp_prefill} + decode TP "
-            f"{sc.tp_decode} = {sc.tp_prefill + sc.tp_decode} GPUs do not fit in one "
-            f"{sc.gpu.nvlink_domain_gpus}-GPU NVLink domain of {sc.gpu.name}; those rows are "
-            "shown for reference and never recommended. Lossy rows change the KV values."
+            f":material/block: *Not buildable*: prefill {par_text(sc.tp_prefill, sc.ep_prefill)}"
+            f" + decode {par_text(sc.tp_decode, sc.ep_decode)} = "
+            f"{sc.gpus_prefill + sc.gpus_decode} GPUs do not fit in one {domain}-GPU {scale_up} "
+            "domain; those rows are shown for reference and never recommended. Lossy rows "
+            "change the KV values."
         )
 
     # tabs drawn only while open (the timeline is asked for, not shown by default)

@@ -197,7 +197,9 @@ def _regions(req, reg, res, mix, minlen) -> None:
     m[3].metric(
         "Transfer-bound",
         f"{reg.fraction_transfer_bound:.1%}",
-        help=f"From {fmt_tokens(reg.critical_seq_len)}",
+        help=f"From {fmt_tokens(reg.critical_seq_len)}: each request is sent on its own "
+        "(batch 1, its own prompt length), so this critical length can differ from the other "
+        "pages', which use the sidebar's batch",
     )
     if mix.prefix is not None:
         st.caption(
