@@ -257,9 +257,34 @@ def source_caption(label: str, fallback: str | None, output_len: int | None = No
     return text
 
 
-def crossover_sentence(sweep, rps: float) -> str:
+def plan_point(plan) -> tuple:
+    """The plan at the user's own rate as :func:`crossover_sentence` takes it: (rate,
+    disaggregated GPUs, colocated GPUs, disaggregated feasible, colocated feasible)."""
+    return (plan.rps, plan.disaggregated_gpus, plan.colocated_gpus,
+            bool(plan.disaggregated_feasible), bool(plan.colocated_feasible))  # fmt: skip
+
+
+def with_point(sweep, point: tuple | None):
+    """``sweep`` with the plan at the user's rate among its rows (rates ascending), so what
+    the sentence says of that rate is what the plan above it says (session 19's review: at 20
+    req/s between grid rates 17.8 and 21.5 the plan saved 2 GPUs and the sentence put 20 in
+    'elsewhere colocated needs as few or fewer')."""
+    if point is None or point[0] in set(sweep["rps"]):
+        return sweep
+    import pandas as pd
+
+    rate, dis, col, dis_ok, col_ok = point
+    row = {"rps": rate, "disaggregated_gpus": dis, "colocated_gpus": col, "meets_slo": dis_ok,
+           "colocated_meets_slo": col_ok}  # fmt: skip
+    cols = [c for c in row if c in sweep.columns]
+    return pd.concat([sweep[cols], pd.DataFrame([{c: row[c] for c in cols}])]).sort_values("rps")
+
+
+def crossover_sentence(sweep, rps: float, point: tuple | None = None) -> str:
     """Where the two curves of the rate sweep cross: from which rate disaggregation needs fewer
-    GPUs than colocated serving, read off the sweep's rows (rates ascending)."""
+    GPUs than colocated serving, read off the sweep's rows (rates ascending) and, when given,
+    the plan at the user's rate (``point``: :func:`plan_point`)."""
+    sweep = with_point(sweep, point)
     r = sweep["rps"].to_numpy(dtype=float)
     col = sweep["colocated_gpus"].to_numpy(dtype=float)
     drawn = f"from {fmt_sig(r[0], 3)} to {fmt_sig(r[-1], 3)} requests/s"

@@ -200,3 +200,23 @@ def test_a_target_out_of_reach_is_said_with_its_floor():
     assert "best" not in text and "so no saving is counted" in text
     met = cap.plan(scenario_from_inputs({}), cap.Workload.fixed(5.53, 1024, 256), SLO)
     assert out_of_reach(met, SLO) == []
+
+
+def test_the_rates_sentence_counts_the_plan_at_the_users_own_rate():
+    """Session 19's review: at 20 req/s, between the sweep's grid rates 17.8 and 21.5, the
+    plan saved 2 GPUs while the sentence, read off the grid alone, put 20 req/s among the
+    rates where colocated needs as few or fewer.  With the plan's own point among the rows the
+    run of rates where disaggregation wins starts at the user's rate."""
+    from kvview.capacity_words import plan_point, with_point
+
+    sweep = _sweep([40, 40, 42, 44], [38, 40, 46, 50], rates=(14.7, 17.8, 21.5, 26.1))
+    grid_only = crossover_sentence(sweep, rps=20.0)
+    assert "from about 21.5 requests/s up" in grid_only
+    point = (20.0, 38, 40, True, True)  # the plan: 38 disaggregated against 40 colocated
+    said = crossover_sentence(sweep, rps=20.0, point=point)
+    assert "needs fewer GPUs from about 20 requests/s up (your rate; shaded)" in said
+    assert list(with_point(sweep, point)["rps"]) == [14.7, 17.8, 20.0, 21.5, 26.1]
+    assert with_point(sweep, (17.8, 1, 2, True, True)) is sweep  # a grid rate: the grid's row
+    p = cap.plan(scenario_from_inputs({}), cap.Workload.fixed(20.0, 2048, 300), SLO)
+    assert plan_point(p) == (20.0, p.disaggregated_gpus, p.colocated_gpus,
+                             p.disaggregated_feasible, p.colocated_feasible)  # fmt: skip

@@ -28,6 +28,7 @@ from kvview.capacity_words import (
     no_sweep_text,
     optimistic_links,
     pct_label,
+    plan_point,
     source_caption,
     split_text,
     tile_gpus,
@@ -246,7 +247,7 @@ def _results(sc, source: str, req, label: str, fallback) -> None:
     # after the tiles: they are on screen while the sweep computes (a new target or trace);
     # the rates sit on a fixed grid, so a new rate re-sizes only the few new points
     link = urlstate.share_url()  # the inputs are settled: one link for the downloads below
-    sweep = _rates_section(sizing, rate, slo, link)
+    sweep = _rates_section(sizing, rate, slo, link, plan_point(plan))
     _plan_per_pool(plan, slo, rate, price, kw["gpu_price_decode_per_hour"], link)
     _networks(sc, lengths, rate, slo, kw)
     key = plan_key(sc)
@@ -268,8 +269,9 @@ def _results(sc, source: str, req, label: str, fallback) -> None:
     )  # fmt: skip
 
 
-def _rates_section(sizing, rate: float, slo, link: str):
-    """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit."""
+def _rates_section(sizing, rate: float, slo, link: str, point: tuple):
+    """'Across request rates' (the sweep, charts, CSV); None, with an error, past the limit.
+    ``point``: the plan at the user's rate, which the sentence counts among the rates."""
     rates = cap.sweep_rates(rate, SWEEP_SPAN, SWEEP_PER_DECADE)
     st.subheader("Across request rates")
     try:
@@ -277,7 +279,8 @@ def _rates_section(sizing, rate: float, slo, link: str):
     except ValueError as exc:
         st.error(no_sweep_text(rates, rate, exc), icon=":material/block:")
         return None
-    st.markdown(perf.cached(crossover_sentence, sweep, rate))  # ~1.4 ms a rerun before
+    # with the plan at the user's rate among the rows (~1.4 ms a rerun before the memo)
+    st.markdown(perf.cached(crossover_sentence, sweep, rate, point))
     # unbuilt: the charts' JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less
     # a chart; a new target or rate redraws all three)
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
