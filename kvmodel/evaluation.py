@@ -147,6 +147,7 @@ def evaluate(sc: Scenario) -> Evaluation:
             f"({other.request_s * 1e3:,.3g} ms per request against "
             f"{sc.stack.request_s * 1e3:,.3g} ms)"
         )
+    notes.extend(_allreduce_note(sc))
     problems, scale_up_ok, mem_p, mem_d = _deployment(sc)
     notes.extend(problems)
     return Evaluation(
@@ -200,6 +201,27 @@ def deployment_problems(sc: Scenario) -> tuple[str, ...]:
     it can.  ``evaluate(sc).problems``, without the rest of the evaluation (transfers, the
     critical length): every page checks it, most need nothing else of ``evaluate``."""
     return _deployment(sc)[0]
+
+
+# A prefill whose TP all-reduce takes more than this share of it is said to be bound by it
+ALLREDUCE_BOUND_SHARE = 0.5
+
+
+def _allreduce_note(sc: Scenario) -> list[str]:
+    """A note when the estimated prefill is mostly its TP all-reduce (session 19's review:
+    Llama-3.1-70B at TP 8 on L40S spends 96 % of a 199 s prefill all-reducing through host
+    memory, while the page called its transfer 'under the 20 % line' and said no more)."""
+    parts = prefill_parts_of(sc)
+    if parts is None or not parts.total_s > 0:
+        return []
+    share = float(parts.tp_allreduce_s) / float(parts.total_s)
+    if share <= ALLREDUCE_BOUND_SHARE:
+        return []
+    return [
+        f"the prefill spends {share:.0%} of its time in the TP {sc.tp_prefill} all-reduce over "
+        f"{catalog.get_link(sc.gpu.nvlink).name}: a smaller prefill TP or GPUs with a faster "
+        "scale-up link shorten TTFT far more than any change to the KV transfer"
+    ]
 
 
 @lru_cache(maxsize=1024)

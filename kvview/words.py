@@ -216,6 +216,14 @@ def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
     }
 
 
+def pd_parallelism(sc: Scenario) -> str:
+    """Prefill → decode parallelism: 'TP 8 → 8', or with expert parallelism 'EP 32 → EP 72'
+    (session 19's review: an EP deployment read 'TP 1 → 1', as if one GPU a side)."""
+    if sc.ep_prefill == 1 and sc.ep_decode == 1:
+        return f"TP {sc.tp_prefill} → {sc.tp_decode}"
+    return f"{par_text(sc.tp_prefill, sc.ep_prefill)} → {par_text(sc.tp_decode, sc.ep_decode)}"
+
+
 def scenario_line(sc: Scenario) -> str:
     """The scenario in one line, for an exported chart's subtitle: 'Llama-3.1-70B · 1,024
     tokens × 1 · 100 GbE (RoCE) · Mooncake … stack · TP 8 → 8 · tp attention · fp16 KV ·
@@ -226,7 +234,7 @@ def scenario_line(sc: Scenario) -> str:
         f"{sc.seq_len:,} tokens × {sc.batch:,}",
         sc.link.name,
         f"{sc.stack.name} stack",
-        f"TP {sc.tp_prefill} → {sc.tp_decode}",
+        pd_parallelism(sc),
         f"{sc.attention_parallel} attention",
         f"{sc.kv_dtype} KV",
         f"compression {sc.compression}" + (", layer-wise" if sc.layerwise else ""),

@@ -410,3 +410,17 @@ def test_an_expert_parallel_deployment_counts_its_ep_gpus_against_the_nvlink_dom
     said = [c.value for c in at.caption if "Not buildable" in c.value]
     assert said and ("prefill EP 32 + decode EP 72 = 104 GPUs do not fit in one 8-GPU NVLink 4"
                      in said[0])  # fmt: skip
+
+
+def test_an_expert_parallel_scenario_is_described_with_its_ep():
+    """Session 19's review: Compare's A line read 'TP 1 → 1' for a 104-GPU EP deployment."""
+    from kvmodel.build import scenario_from_inputs
+    from kvview.words import pd_parallelism, scenario_line
+
+    moe = {"model": "deepseek-v3", "gpu": "h200", "tp": 1, "tpd": 1, "ep": 32, "epd": 72}
+    sc = scenario_from_inputs(moe)
+    assert pd_parallelism(sc) == "EP 32 → EP 72" and " · EP 32 → EP 72 · " in scenario_line(sc)
+    assert pd_parallelism(scenario_from_inputs({})) == "TP 8 → 8"  # as before without EP
+    at = app({k: str(v) for k, v in moe.items()} | {"stack": "mooncake"}, "pages/compare.py",
+             article=False)  # fmt: skip
+    assert any("EP 32 → EP 72, dp attention" in m.value for m in at.markdown)

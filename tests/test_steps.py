@@ -315,3 +315,22 @@ def test_an_eager_engine_holds_an_mla_prefill_to_its_host_floor():
     without = pass_fixed_s(copy(sc, framework="vllm"), lens, 8)
     gpu_work = prefill_parts(ds, lens, 1, gpu=h200, tp=8).total_s
     assert np.allclose(with_floor - without, 0.165 - gpu_work)
+
+
+def test_a_prefill_bound_by_its_all_reduce_is_said():
+    """Llama-3.1-70B at TP 8 on L40S, 8,192 tokens × 8: NCCL's all-reduce through host memory
+    (0.05 of PCIe Gen4 at 8 GPUs, steps.ALLREDUCE_BW_EFFICIENCY_BY_LINK) is 96 % of the prefill;
+    the evaluation says so (session 19's review: a 199 s TTFT got no word).  The default H100
+    scenario's all-reduce is a fifth of its prefill: no note."""
+    from kvmodel.build import scenario_from_inputs
+    from kvmodel.evaluation import ALLREDUCE_BOUND_SHARE, evaluate
+
+    sc = scenario_from_inputs({"model": "llama-3.1-70b", "gpu": "l40s", "seq": 8192, "batch": 8})
+    ev = evaluate(sc)
+    share = ev.prefill_parts.tp_allreduce_s / ev.prefill_parts.total_s
+    assert share == pytest.approx(0.96, abs=0.005) and share > ALLREDUCE_BOUND_SHARE
+    assert ev.notes[0].startswith("the prefill spends 96% of its time in the TP 8 all-reduce "
+                                  "over PCIe Gen4 x16")  # fmt: skip
+    base = evaluate(scenario_from_inputs({}))
+    assert base.prefill_parts.tp_allreduce_s / base.prefill_parts.total_s < 0.25
+    assert not any("all-reduce" in n for n in base.notes)

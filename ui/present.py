@@ -52,6 +52,7 @@ def active() -> bool:
 def strip_parts(sc) -> list[str]:
     """What the scenario strip names, each value with its unit (``sc``: a ``Scenario``)."""
     from kvview.fmt import fmt_bandwidth, fmt_tokens
+    from kvview.words import pd_parallelism
 
     parts = [
         sc.model.name,
@@ -59,7 +60,7 @@ def strip_parts(sc) -> list[str]:
         f"batch {sc.batch:,} request{'' if sc.batch == 1 else 's'}",
         f"{sc.link.name} ({fmt_bandwidth(sc.link.bandwidth_bytes_per_s)} per direction"
         f" × {sc.streams:,} parallel link{'' if sc.streams == 1 else 's'})",
-        f"TP {sc.tp_prefill} → {sc.tp_decode} (prefill → decode) on {sc.gpu.name}",
+        f"{pd_parallelism(sc)} (prefill → decode) on {sc.gpu.name}",
         f"{sc.stack.name} stack",
     ]
     if sc.compression != "none":

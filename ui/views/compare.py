@@ -19,7 +19,7 @@ from kvview import compare_cells, csv_tables, figures
 from kvview import params as P
 from kvview.figures import compare as figures_compare
 from kvview.fmt import in_ms
-from kvview.words import compare_takeaway
+from kvview.words import compare_takeaway, pd_parallelism
 from ui import compare_edit as E
 from ui import exports_ui, perf, share, traffic_ui, urlstate
 
@@ -197,8 +197,8 @@ def _scenarios(base_sc, variants, base_values, cols) -> list:
     """A and each variant's editor; the (label, Scenario) pairs that build, problems shown."""
     cols[0].markdown(
         f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
-        f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, TP {base_sc.tp_prefill} "
-        f"→ {base_sc.tp_decode}, {base_sc.attention_parallel} attention, compression "
+        f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, "
+        f"{pd_parallelism(base_sc)}, {base_sc.attention_parallel} attention, compression "
         f"{base_sc.compression}, layer-wise {'on' if base_sc.layerwise else 'off'}"
     )
     labelled, problems = [("A (sidebar)", base_sc)], []
