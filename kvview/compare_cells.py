@@ -21,7 +21,15 @@ from html import escape
 import pandas as pd
 
 from kvmodel.compare import DIRECTIONS, changes, compare_frame
-from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_ms, fmt_ratio, fmt_time, fmt_tokens
+from kvview.fmt import (
+    fmt_bandwidth,
+    fmt_bytes,
+    fmt_ms,
+    fmt_ratio,
+    fmt_time,
+    fmt_tokens,
+    records,
+)
 
 VERDICT_CELL = {  # translucent: reads on light and dark themes
     "better": "rgba(0, 114, 178, 0.22)",  # Okabe-Ito blue
@@ -126,22 +134,13 @@ def compare_rows(table: pd.DataFrame, table_changes: pd.DataFrame | None = None)
     """``sweeps.compare_table`` (optionally with a ``fraction_gain`` column: the share of
     traffic that gains) as rows of text, A first; ``table_changes``: ``changes(table)`` when
     the caller has it."""
-    # the cells by column, as Python values (what ``iterrows`` and ``to_dict("records")`` held,
-    # without a Series per row and a box per value: ~0.5 ms a rerun; Session 19)
-    cols = {name: table[name].tolist() for name in table.columns}
-    texts = {
-        label: _value_texts({name: values[i] for name, values in cols.items()})
-        for i, label in enumerate(table.index)
-    }
+    # the cells as Python values (what ``iterrows`` held, without a Series per row and a box
+    # per value: ~0.5 ms a rerun; Session 19)
+    texts = {label: _value_texts(r) for label, r in zip(table.index, records(table), strict=True)}
     labels = list(texts)
     # one dict lookup per cell (a MultiIndex .loc per cell cost ~3 ms a rerun)
     frame = changes(table) if table_changes is None else table_changes
-    names = list(frame.columns)
-    ch = {
-        (c["label"], c["key"]): c
-        for c in (dict(zip(names, cells, strict=True))
-                  for cells in zip(*(frame[n].tolist() for n in names), strict=True))
-    }  # fmt: skip
+    ch = {(c["label"], c["key"]): c for c in records(frame)}
     rows = []
     for name, (_, key) in texts[labels[0]].items():
         shown = [texts[label][name][0] for label in labels]

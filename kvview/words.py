@@ -9,7 +9,7 @@ from kvmodel import catalog, solve
 from kvmodel.topology import domain_gpus, par_text, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
-from kvview.fmt import fmt_ms, fmt_ms_or_s, fmt_time, fmt_tokens
+from kvview.fmt import fmt_ms, fmt_ms_or_s, fmt_time, fmt_tokens, records
 
 
 def overview_takeaway(ev: Evaluation) -> str:
@@ -83,20 +83,12 @@ def sequence_takeaway(critical, names: dict, threshold_s: float) -> str:
     return text + " Prompts past those lengths are transfer-bound."
 
 
-def _records(table, columns) -> list[dict]:
-    """``table.to_dict("records")`` for the ``columns`` it has (the same Python values: a
-    column's ``tolist``), without boxing every cell of the rest (~0.3 ms a rerun; Session 19)."""
-    names = [c for c in columns if c in table.columns]
-    cols = [table[c].tolist() for c in names]
-    return [dict(zip(names, cells, strict=True)) for cells in zip(*cols, strict=True)]
-
-
 def mitigation_takeaway(table) -> str:
     """Sentence from sweeps.mitigation_table (first row is the baseline).
 
     Read as plain records: a dozen pandas selections on an 8-row table cost ~1.2 ms a rerun
     on the Mitigations page, the records ~0.1 ms (bench/README.md, session 16)."""
-    rows = _records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable",
+    rows = records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable",
                             "lossy"))  # fmt: skip
     base, rest = rows[0], rows[1:]
     rest = [r for r in rest if r.get("buildable", True)]  # NVLink between unshared domains
@@ -250,7 +242,7 @@ def compare_takeaway(table, a_label: str) -> str:
     if len(table) == 1:
         return "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
     # plain records (boolean selections, idxmin and a row lookup cost ~0.5 ms a rerun)
-    rows = _records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable"))
+    rows = records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable"))
     built = [r for r in rows if r["buildable"]]
     ok = [r for r in (built or rows) if r["ttft_ms"] == r["ttft_ms"]]  # idxmin skips NaN
     if not ok:  # no TTFT at all: pandas' own answer (an error)
