@@ -13,7 +13,8 @@ rate (:func:`sweep_rates` draws rates on a fixed grid).  The pieces:
 
 Whole instances: GPUs = instances × TP.  A TP given as None is searched (``tp_candidates``):
 the plan keeps the TPs that need fewest GPUs among those that meet the targets (then fewer
-decode GPUs), or when none does the nearest miss.
+decode GPUs); when none does, the TPs across nodes (``prepare_beyond``: the last resort), and
+when none of those does either, the nearest miss.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from kvmodel.capacity.pools import (
     ttft_function,
     ttft_parts,
 )
-from kvmodel.capacity.prep import Prepared, prepare, prepare_wide, tp_candidates
+from kvmodel.capacity.prep import (
+    Prepared,
+    gpus_of,
+    prepare,
+    prepare_beyond,
+    prepare_wide,
+    tp_candidates,
+)
 from kvmodel.capacity.result import CapacityPlan, NearestColocated, NearestPools
 from kvmodel.capacity.search import (
     best_colocated,
@@ -171,13 +179,51 @@ def _costs(sc, notes: list, pgpus, dgpus, cg, tokens_per_s, price, price_decode)
     return costs(pgpus, dgpus, cg, tokens_per_s, price, price_decode, same_gpu=same)
 
 
+def _across_nodes(what: str, par: tuple[int, int], gpu) -> str:
+    """The note of a searched side that only a TP across nodes lets meet the targets."""
+    nodes = -(-gpus_of(par) // gpu.gpus_per_node)
+    return (f"no {what} parallelism within one node of {gpu.gpus_per_node} {gpu.name} GPUs "
+            f"meets the targets: the plan's TP {par[0]} spans {nodes} nodes (tensor "
+            "parallelism across nodes, the search's last resort)")  # fmt: skip
+
+
+def _last_resort(prep: Prepared, beyond, rps: float, pools: Pools, c):
+    """(pools, colocated size, the Prepared of the pools, notes): a side that misses the
+    targets at ``prep``'s own parallelisms takes the best of ``beyond()`` (the TPs across
+    nodes added to the sides searched: ``prep.prepare_beyond``; None: none) when that meets
+    them, with a note; else all as it was."""
+    if beyond is None or (pools.meets_slo and c is not None and c.meets_slo):
+        return pools, c, prep, ()
+    wider = beyond()
+    if wider is None:
+        return pools, c, prep, ()
+    pprep, notes = prep, []
+    if not pools.meets_slo and wider.tps[:2] != prep.tps[:2]:
+        p = best_pools(wider, rps)
+        if p is not None and p.meets_slo:
+            pools, pprep = p, wider
+            sides = (("prefill", (p.prefill_tp, p.prefill_ep), prep.sc.gpu, prep.tps[0]),
+                     ("decode", (p.decode_tp, p.decode_ep), prep.sc.decode_gpu, prep.tps[1]))
+            notes += [_across_nodes(what, par, gpu) for what, par, gpu, own in sides
+                      if par not in own and gpus_of(par) > gpu.gpus_per_node]
+    if (c is None or not c.meets_slo) and wider.tps[2] != prep.tps[2]:
+        w = best_colocated(wider, rps)
+        if w is not None and w.meets_slo:
+            c = w
+            notes.append(_across_nodes("colocated", (w.tp, w.ep), prep.sc.gpu))
+    return pools, c, pprep, tuple(notes)
+
+
 def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
-             wide=None, nearest: bool = False,
-             price_decode: float | None = None) -> CapacityPlan:  # fmt: skip
-    """The plan at ``rps``; ``nearest``: search ``wide()`` (a Prepared over every TP) for the
-    nearest parallelism at which a side that misses the targets meets them."""
-    pools = best_pools(prep, rps)
-    c = best_colocated(prep, rps)
+             wide=None, nearest: bool = False, price_decode: float | None = None,
+             beyond=None) -> CapacityPlan:  # fmt: skip
+    """The plan at ``rps``; ``beyond()``: a Prepared that adds TPs across nodes to the sides
+    searched, where the plan looks when its own parallelisms miss the targets; ``nearest``:
+    search ``wide()`` (a Prepared over every TP) for the nearest parallelism at which a side
+    that still misses them meets them."""
+    own = prep
+    pools, c, prep, extra = _last_resort(prep, beyond, rps, best_pools(prep, rps),
+                                         best_colocated(prep, rps))  # fmt: skip
     if not network and not nearest:
         # a sweep's row: the plan of the same pools and colocated size at this rate, whatever
         # the TTFT target (which the plan does not hold), is kept by the basis (a new target
@@ -185,19 +231,21 @@ def _plan_at(prep: Prepared, rps: float, price: float | None, *, network: bool,
         # Session 15, page controls)
         dpar = (pools.decode_tp, pools.decode_ep)  # its decode side: the plan's TTFT parts
         return prep.kept(("plan", rps, price, price_decode, pools, c, prep.decode_number(dpar)),
-                         lambda: _plan_of(prep, rps, pools, c, price, price_decode))  # fmt: skip
-    near = _nearest(prep, wide, pools, c, rps) if nearest and wide else (None, None)
+                         lambda: _plan_of(prep, rps, pools, c, price, price_decode,
+                                          extra=extra))  # fmt: skip
+    near = _nearest(own, wide, pools, c, rps) if nearest and wide else (None, None)
     return _plan_of(prep, rps, pools, c, price, price_decode, network=network, near=near,
-                    nearest=nearest)  # fmt: skip
+                    nearest=nearest, extra=extra)  # fmt: skip
 
 
 def _plan_of(prep: Prepared, rps: float, pools, c, price, price_decode, *, network=False,
-             near=(None, None), nearest=False) -> CapacityPlan:  # fmt: skip
+             near=(None, None), nearest=False, extra=()) -> CapacityPlan:  # fmt: skip
     """The plan of the best ``pools`` and colocated size ``c`` at ``rps`` (``_plan_at``);
-    ``near``: the nearest parallelisms found, ``network``: with the NIC-bandwidth search."""
+    ``near``: the nearest parallelisms found, ``network``: with the NIC-bandwidth search;
+    ``extra``: notes of the search (``_last_resort``)."""
     sc, slo, shp = prep.sc, prep.slo, prep.shp
     near_p, near_c = near
-    notes = _plan_notes(sc, shp, pools, c)
+    notes = _plan_notes(sc, shp, pools, c) + list(extra)
     pf, dec = prep.pair((pools.prefill_tp, pools.prefill_ep), (pools.decode_tp, pools.decode_ep))
     pgpus, dgpus = pools.prefill_gpus, pools.decode_gpus
     cg = c.gpus if c else 0
@@ -295,6 +343,11 @@ class Sizing:
         self._prep = prepare(sc, workload, slo, prefill_tp, decode_tp, colocated_tp,
                              prefill_ep, decode_ep, colocated_ep)  # fmt: skip
         self._wide = None  # every TP (prep.wide_tps), made when a side first misses
+        self._beyond = None  # the TPs across nodes of the sides searched, made likewise
+        self._searched = (prefill_tp is None and prefill_ep is None,
+                          decode_tp is None and decode_ep is None,
+                          colocated_tp is None and colocated_ep is None
+                          and decode_tp is None and decode_ep is None)  # fmt: skip
         self._plans: dict[tuple[float, bool, bool], CapacityPlan] = {}
         self._lock = threading.Lock()
 
@@ -304,7 +357,7 @@ class Sizing:
         draws, and per rate one plan per TP pair and colocated shape (~2 KB each), of the TPs
         searched and, once a side has missed, of every TP (the nearest search)."""
         per_rate = 2_000
-        for prep in (self._prep, self._wide or None):  # the wide search's results too
+        for prep in (self._prep, self._wide or None, self._beyond or None):  # theirs too
             if prep is not None:
                 per_rate += 2_000 * (len(prep.prefill_mean_s) * len(prep.decodes)
                                      + len(prep.options))  # fmt: skip
@@ -315,6 +368,11 @@ class Sizing:
             prep = self._prep
             self._wide = prepare_wide(prep.sc, self.workload, prep.slo) or False
         return self._wide or None
+
+    def _beyond_prep(self):
+        if self._beyond is None:
+            self._beyond = prepare_beyond(self._prep, self._searched) or False
+        return self._beyond or None
 
     def plan(self, rps: float, *, network: bool = True, nearest: bool | None = None
              ) -> CapacityPlan:  # fmt: skip
@@ -330,8 +388,9 @@ class Sizing:
                 if len(self._plans) >= self.MAX_RATES:
                     self._plans.clear()
                     self._prep.forget()
-                    if self._wide:
-                        self._wide.forget()
+                    for other in (self._wide, self._beyond):
+                        if other:
+                            other.forget()
                 hit = _plan_at(
                     self._prep,
                     key[0],
@@ -340,6 +399,7 @@ class Sizing:
                     wide=self._wide_prep,
                     nearest=nearest,
                     price_decode=self.price_decode,
+                    beyond=self._beyond_prep,
                 )
                 self._plans[key] = hit  # fmt: skip
         return hit

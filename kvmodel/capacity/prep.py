@@ -107,6 +107,30 @@ def wide_tps(sc: Scenario) -> tuple[int, ...]:
     return tuple(tp for tp in TP_CHOICES if splits_heads(m, tp) and holds_weights(m, sc.gpu, tp))
 
 
+def beyond_node_pars(sc: Scenario, gpu=None) -> tuple[tuple[int, int], ...]:
+    """The last resort of a searched side (``tp_candidates`` stops at one node when a TP fits
+    there): each TP of :data:`TP_CHOICES` above the node's GPUs that it left out, splits every
+    KV-head group and holds the weights, as (TP, EP 1)."""
+    gpu = gpu or sc.gpu
+    own = set(tp_candidates(sc, gpu))
+    return tuple((tp, 1) for tp in TP_CHOICES
+                 if tp > gpu.gpus_per_node and tp not in own and splits_heads(sc.model, tp)
+                 and holds_weights(sc.model, gpu, tp))  # fmt: skip
+
+
+def prepare_beyond(own: Prepared, searched: tuple[bool, bool, bool]) -> Prepared | None:
+    """``own``'s parallelisms and, on each side ``searched`` (prefill, decode, colocated), the
+    TPs across nodes (:func:`beyond_node_pars`): where a searched plan looks when none of its
+    own meets the targets (None: no side gains one)."""
+    sc = own.sc
+    sides, grew = [], False
+    for on, pars_, gpu in zip(searched, own.tps, (sc.gpu, sc.decode_gpu, sc.gpu), strict=True):
+        extra = tuple(p for p in beyond_node_pars(sc, gpu) if p not in pars_) if on else ()
+        grew = grew or bool(extra)
+        sides.append(tuple(pars_) + extra)
+    return Prepared(own.basis, own.slo, *sides) if grew else None
+
+
 def holds_weights(model, gpu, tp: int) -> bool:
     """The weights per GPU at ``tp`` leave memory beside them (``USABLE_FRACTION``)."""
     return weights_bytes_per_gpu(model, tp) < gpu.memory_bytes * USABLE_FRACTION
