@@ -261,4 +261,33 @@ class Scenario:
         return self.link.bandwidth_bytes_per_s * self.efficiency * self.streams
 
     def with_link(self, link: LinkSpec) -> Scenario:
-        return replace(self, link=link)
+        return self.with_transfer(link=link)
+
+    def with_transfer(self, **changes) -> Scenario:
+        """``dataclasses.replace(self, **changes)`` for the fields of :data:`TRANSFER_FIELDS`,
+        which neither the decode-step estimate nor any other field's check reads: only the
+        fields changed are checked, as ``__post_init__`` checks them, and the estimated step is
+        kept (~3 µs where a whole copy takes ~16 µs; the mitigation ladder and the bandwidth
+        searches make ~100 a page rerun).  Other fields: ``dataclasses.replace``."""
+        if not changes.keys() <= TRANSFER_FIELDS:
+            return replace(self, **changes)
+        new = object.__new__(Scenario)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        checked = _checked_fields()
+        for name, value in changes.items():
+            if name in checked:
+                check_scenario_field(name, value)
+        if "compression" in changes:
+            compressed_bytes_per_value(new.compression, storage_bytes=2.0, group=new.comp_group)
+        if "stack" in changes and not isinstance(new.stack, StackSpec):
+            raise ValueError(f"stack must be a StackSpec, got {new.stack!r}")
+        return new
+
+
+# The fields a copy changes without a whole check (Scenario.with_transfer): the link, and how
+# the KV crosses it.  None is read by the decode-step estimate or by another field's check.
+TRANSFER_FIELDS = frozenset(
+    {"link", "efficiency", "compression", "layerwise", "codec_bytes_per_s", "stack",
+     "descriptor_s"}
+)  # fmt: skip

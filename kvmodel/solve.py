@@ -99,7 +99,7 @@ def meets_target(sc: Scenario, *, criterion: str = "step") -> bool:
 
 def with_bandwidth(sc: Scenario, bandwidth_bytes_per_s: float) -> Scenario:
     """``sc`` with its link's per-direction bandwidth replaced (latency and the rest kept)."""
-    return replace(sc, link=replace(sc.link, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s)))
+    return sc.with_link(replace(sc.link, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s)))
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,8 @@ def mitigation_ladder(sc: Scenario, *, link_ids=None) -> list[Option]:
     for group, link in rungs:
         on_link = sc if link is sc.link else sc.with_link(link)
         for rung, comp, lw in group:
-            cand = on_link if comp is None else replace(on_link, compression=comp, layerwise=lw)
+            cand = (on_link if comp is None
+                    else on_link.with_transfer(compression=comp, layerwise=lw))  # fmt: skip
             key = (cand.link, cand.compression, cand.layerwise)
             if key in seen:
                 continue

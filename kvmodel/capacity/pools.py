@@ -28,7 +28,6 @@ never depends on the decode count, and every count grows with the rate.
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, replace
 
@@ -310,10 +309,9 @@ def relinked(pf: Prefill, s1: Scenario, shp: Shape, bandwidth: float, volume: Vo
     """``pf`` at another per-link ``bandwidth`` [bytes/s].  ``s1``: its ``pair_scenario``;
     ``volume``: ``Volume(s1, seq_len=shp.moved, prefix=shp.prefix)`` (bytes and prefill do
     not change)."""
-    # A copy of the validated scenario with only the link's bandwidth changed: building a
-    # Scenario re-validates every field (~0.5 ms), and the bandwidth search makes ~20 of them.
-    other = copy.copy(s1)
-    object.__setattr__(other, "link", replace(s1.link, bandwidth_bytes_per_s=bandwidth))
+    # only the link's bandwidth changed (Scenario.with_link: no whole check; the bandwidth
+    # search makes ~20 of them)
+    other = s1.with_link(replace(s1.link, bandwidth_bytes_per_s=bandwidth))
     _, exposed, whole, _ = _times(transfer(other, volume=volume))
     mean_x, cx2 = moments(whole, shp.weights)
     return replace(pf, exposed_s=exposed, whole_s=whole, mean_x=mean_x, cx2=cx2,

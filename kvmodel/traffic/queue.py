@@ -8,7 +8,6 @@ Poisson arrivals and service times drawn from the trace (fixed seed, so results 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 from dataclasses import dataclass, replace
@@ -229,8 +228,7 @@ class _ShareSearch:
         copy with only the link's bandwidth changed (building one validates every field,
         ~0.2 ms a try)."""
         d = self.d
-        other = copy.copy(self.sc1)
-        object.__setattr__(other, "link", replace(self.sc1.link, bandwidth_bytes_per_s=bw))
+        other = self.sc1.with_link(replace(self.sc1.link, bandwidth_bytes_per_s=bw))
         t = transfer(other, volume=d.volume)
         whole, exposed = np.atleast_1d(t.transfer_s), np.atleast_1d(t.exposed_s)
         if self.rate * float((d.weights * whole[d.inverse]).sum()) >= 1:
