@@ -8,7 +8,7 @@ import pytest
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from ui.memo import Memo
+from ui.memo import Memo, approx_bytes
 
 
 def counting():
@@ -228,3 +228,16 @@ def test_number_arrays_key_by_content():
     assert memo(f, big) == memo(f, big) == 5
     assert memo(f, big.copy()) == 6
     assert len(calls) == 6
+
+
+def test_catalog_specs_are_counted_flat_not_walked():
+    """A model, GPU, link or stack spec is shared with the catalog: a flat size, the same for a
+    large model as for a small one (walking them was nine tenths of a Scenario's estimate)."""
+    from kvmodel import catalog
+    from kvmodel.build import scenario_from_inputs
+
+    big, small = catalog.get_model("deepseek-v3"), catalog.get_model("llama-3.1-8b")
+    assert approx_bytes(big) == approx_bytes(small) == approx_bytes(catalog.get_gpu("h100-sxm"))
+    a = scenario_from_inputs({"model": "deepseek-v3"})
+    b = scenario_from_inputs({"model": "llama-3.1-8b"})
+    assert approx_bytes(a) == approx_bytes(b) < 20_000

@@ -27,6 +27,8 @@ import sys
 import threading
 from collections import OrderedDict
 
+from kvmodel.specs import GpuSpec, LinkSpec, ModelSpec, StackSpec
+
 _SCALARS = (type(None), bool, int, float, str)
 
 
@@ -62,6 +64,11 @@ def _is_number_array(value) -> bool:
 _PLAIN = frozenset((str, bytes, int, float, bool, type(None)))
 _WALK = 2_000  # objects looked at per estimate; the rest of a long list is extrapolated
 _TEMPLATE_BYTES = 50_000  # a plotly figure's layout template (plotly_white walks to ~48 KB)
+# A model, GPU, link or stack spec is the catalog's (or an imported model's, kept by its own
+# memo), shared by every scenario that names it, not held by one result: counted at a flat
+# size, not walked (walking a Scenario took ~74 µs, nine tenths of it in its specs; session 20)
+_SHARED = frozenset((ModelSpec, GpuSpec, LinkSpec, StackSpec))
+_SHARED_BYTES = 2_000
 
 
 def approx_bytes(obj) -> int:
@@ -79,6 +86,8 @@ def approx_bytes(obj) -> int:
         kind = type(o)
         if kind in _PLAIN:  # first: most of what a walk meets (a numpy scalar is not plain)
             return sys.getsizeof(o)
+        if kind in _SHARED:
+            return _SHARED_BYTES
         nbytes = getattr(o, "nbytes", None)  # numpy arrays (views count their window)
         if isinstance(nbytes, int):
             return nbytes + 112
