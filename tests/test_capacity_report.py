@@ -126,3 +126,23 @@ def test_decode_on_its_own_gpu_is_named_and_priced_in_the_handout_csv_and_table(
     same = cap.plan(scenario_from_inputs({"link": "100gbe"}), wl, slo, gpu_price_per_hour=3.5)
     assert "GPU" not in pool_table(same, ttft_percentile=90.0).columns
     assert " on " not in split_text(same)
+
+
+def test_each_pool_row_says_whether_its_own_time_meets_its_target():
+    """A plan whose TTFT misses (a 10 ms TTFT target no prefill meets) while its TPOT meets
+    50 ms: the prefill row reads "no", the decode row "yes" (it read "no", the pair's verdict,
+    beside a TPOT under its target: session 19's review); without the targets both rows keep
+    the plan's verdict."""
+    from kvview.figures.capacity import pool_table
+
+    sc = scenario_from_inputs({"gpu": "h100-sxm", "link": "100gbe"})
+    slo = cap.Slo(ttft_s=0.010, tpot_s=0.05, ttft_percentile=90.0)
+    plan = cap.plan(sc, cap.Workload.fixed(5.0, 1024, 256), slo, prefill_tp=8, decode_tp=8)
+    assert not plan.meets_slo and plan.ttft_s > 0.010 and plan.tpot_s <= 0.05
+    rows = pool_table(plan, ttft_percentile=90.0, ttft_target_s=0.010, tpot_target_s=0.05)
+    assert list(rows["Meets the targets"][:2]) == ["no", "yes"]
+    assert list(pool_table(plan, ttft_percentile=90.0)["Meets the targets"][:2]) == ["no", "no"]
+    met = cap.Slo(ttft_s=5.0, tpot_s=0.05, ttft_percentile=90.0)
+    ok = cap.plan(sc, cap.Workload.fixed(5.0, 1024, 256), met, prefill_tp=8, decode_tp=8)
+    both = pool_table(ok, ttft_percentile=90.0, ttft_target_s=5.0, tpot_target_s=0.05)
+    assert ok.meets_slo and list(both["Meets the targets"][:2]) == ["yes", "yes"]

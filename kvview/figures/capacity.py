@@ -265,8 +265,26 @@ def _times_par(instances: int, tp: int, ep: int) -> str:
     return f"{instances} × {tp}" if ep <= 1 else f"{instances} × EP {ep}"
 
 
-def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
-    """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds."""
+def _pool_meets(plan, ttft_target_s, tpot_target_s) -> tuple[bool, bool]:
+    """(prefill row, decode row) of "Meets the targets": each pool against the target of the
+    time its row shows (TTFT, TPOT), when the targets are given and the rows account for the
+    plan's verdict; else the plan's verdict on both (session 19's review: a decode row read
+    "no" beside a TPOT under its target, the TTFT having missed)."""
+    whole = bool(plan.meets_slo)
+    if ttft_target_s is None or tpot_target_s is None:
+        return whole, whole
+    ttft_ok = bool(plan.ttft_s <= ttft_target_s)
+    tpot_ok = bool(plan.tpot_s <= tpot_target_s)
+    if (ttft_ok and tpot_ok) != whole:  # a miss neither time shows (or the reverse)
+        return whole, whole
+    return ttft_ok, tpot_ok
+
+
+def pool_table(plan, *, ttft_percentile: float, ttft_target_s: float | None = None,
+               tpot_target_s: float | None = None) -> pd.DataFrame:  # fmt: skip
+    """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds.
+    ``ttft_target_s``, ``tpot_target_s``: the targets, for each pool's own verdict (the
+    prefill row's TTFT, the decode row's TPOT: :func:`_pool_meets`)."""
     from kvview.capacity_words import limit_text, pct_label, pool_gpu_names
     from kvview.fmt import fmt_time
 
@@ -296,8 +314,7 @@ def pool_table(plan, *, ttft_percentile: float) -> pd.DataFrame:
             ],
             "TPOT": ["", fmt_time(plan.tpot_s), fmt_time(plan.colocated_tpot_s)],
             "Meets the targets": [
-                yes(plan.meets_slo),  # the disaggregated plan as a whole
-                yes(plan.meets_slo),
+                *map(yes, _pool_meets(plan, ttft_target_s, tpot_target_s)),
                 yes(plan.colocated_meets_slo),
             ],
             "Sized by": [

@@ -362,7 +362,8 @@ def _no_plan(exc: Exception) -> None:
 def _plan_per_pool(plan, slo, rate, price, price_decode, link: str) -> None:
     """The plan per pool: its table, CSV and notes."""
     st.subheader("The plan per pool")
-    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile)
+    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile,
+                        ttft_target_s=slo.ttft_s, tpot_target_s=slo.tpot_s)  # fmt: skip
     st.dataframe(table, hide_index=True, width="stretch")  # auto height: three rows, any type size
     exports_ui.table_download(
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price,
