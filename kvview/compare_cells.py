@@ -50,6 +50,13 @@ class Row:
     classes: tuple[str, ...]
 
 
+def _ttft_text(s: float) -> str:
+    """A TTFT or a change of one as the page's sentence says it: ms with one decimal below a
+    second ('122.5 ms', where '123 ms' beside a sentence's 122.5 ms read as two answers), else
+    seconds."""
+    return fmt_ms(s, 1) if abs(s) < 1 else fmt_time(s)
+
+
 def _signed(x: float, text: str) -> str:
     return ("+" if x > 0 else "−" if x < 0 else "±") + text
 
@@ -70,7 +77,7 @@ def change_text(key: str, change: float, relative: float) -> str:
         "kv_bytes": lambda: fmt_bytes(a),
         "wire_bytes": lambda: fmt_bytes(a),
         "exposed_transfer_s": lambda: fmt_ms(a, 2),
-        "ttft_s": lambda: fmt_ms(a, 1) if a < 1 else fmt_time(a),
+        "ttft_s": lambda: _ttft_text(a),
         "transfer_over_decode": lambda: fmt_ratio(a),
         "transfer_share_of_ttft": lambda: _small(a, " pp"),
         "critical_seq_len": lambda: f"{a:,.0f} tokens",
@@ -113,7 +120,7 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
             f"{fmt_ratio(r['transfer_over_decode'])} ({r['step_verdict']})",
             "transfer_over_decode",
         ),
-        "TTFT": (fmt_time(r["ttft_s"]), "ttft_s"),
+        "TTFT": (_ttft_text(r["ttft_s"]), "ttft_s"),
         "Transfer share of TTFT": (
             f"{share:.1%} ({over} {r['share_target']:.0%})",
             "transfer_share_of_ttft",

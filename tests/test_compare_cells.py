@@ -100,3 +100,22 @@ def test_gain_verdicts_are_the_changes_of_the_share_that_gains_alone():
         seen.append(got)
     assert seen[0]["B"][2] == "better" and seen[0]["D"][2] == "worse"
     assert seen[1]["C"][2] == "better" and seen[2]["B"][2] == "same"
+
+
+def test_the_ttft_cell_says_the_number_the_sentence_says():
+    """Compare's sentence gives the lowest TTFT with one decimal ('122.5 ms'); the table's cell
+    read '123 ms' (three significant digits) beside it (session 19's review)."""
+    from kvmodel.sweeps import Option, mitigation_table
+    from kvview.fmt import in_ms
+    from kvview.words import compare_takeaway
+
+    a = build_scenario(stack="mooncake")
+    d = build_scenario(stack="mooncake", layerwise=True)
+    rows, _ = _rows(("A", a), ("D", d))
+    ttft = {r.label: r for r in rows}["TTFT"].cells
+    ms = evaluate(d).ttft_s * 1e3
+    assert ttft[1].startswith(f"{ms:,.1f} ms")
+    table = in_ms(mitigation_table(a, [Option("A", a, True), Option("D", d, True)]))
+    sentence = compare_takeaway(table, "A")
+    assert f"D at {ms:,.1f} ms" in sentence
+    assert C.change_text("ttft_s", -0.0045, -0.035) == "−4.5 ms (−4%)"
