@@ -245,8 +245,9 @@ def compare_takeaway(table, a_label: str) -> str:
     rows = records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable"))
     built = [r for r in rows if r["buildable"]]
     ok = [r for r in (built or rows) if r["ttft_ms"] == r["ttft_ms"]]  # idxmin skips NaN
-    if not ok:  # no TTFT at all: pandas' own answer (an error)
-        table["ttft_ms"].idxmin()
+    if not ok:  # no TTFT at all (every one NaN): nothing to rank
+        return ("No scenario here has a time to first token to compare (every TTFT is "
+                "undefined): check the inputs each variant changes.")  # fmt: skip
     best = min(ok, key=lambda r: r["ttft_ms"])  # the first of equals, as idxmin
     left_out = [str(r["option"]) for r in rows if not r["buildable"]] if built else []
     tail = f" Not buildable as set, so not ranked: {', '.join(left_out)}." if left_out else ""

@@ -119,3 +119,15 @@ def test_the_ttft_cell_says_the_number_the_sentence_says():
     sentence = compare_takeaway(table, "A")
     assert f"D at {ms:,.1f} ms" in sentence
     assert C.change_text("ttft_s", -0.0045, -0.035) == "−4.5 ms (−4%)"
+
+
+def test_no_ttft_to_rank_is_said_not_raised():
+    import pandas as pd
+
+    from kvview.words import compare_takeaway
+
+    nan = float("nan")
+    table = pd.DataFrame({"option": ["A", "B"], "ttft_ms": [nan, nan],
+                          "transfer_share": [nan, nan], "ttft_saving_ms": [nan, nan],
+                          "buildable": [True, True]})  # fmt: skip
+    assert "No scenario here has a time to first token" in compare_takeaway(table, "A")
