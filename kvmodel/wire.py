@@ -104,6 +104,7 @@ class Volume:
         ).wire
         self.prefix = prefix
         self.frozen = False  # a kept volume's arrays are read-only (``_kept_volume``)
+        self._messages: dict[str, tuple] = {}  # by the stack's message kind (``messages``)
 
     @cached_property
     def prefill(self) -> np.ndarray:
@@ -114,6 +115,25 @@ class Volume:
         if self.frozen and isinstance(out, np.ndarray):
             out.flags.writeable = False
         return out
+
+    def messages(self, message: str) -> tuple[np.ndarray, np.ndarray]:
+        """(per layer of each kind, in the whole cache) the messages of a stack that posts one
+        per ``message`` ("block" or "layer"; ``_kind_messages``): they depend on the volume and
+        the kind only, so the links and mitigations tried on one scenario count them once
+        (~a quarter of a scalar ``transfer`` call; session 20)."""
+        made = self._messages.get(message)
+        if made is None:
+            rows = _kind_messages(self.scenario, self, message)
+            per_layer = Counter(chunk_rows(self.scenario.model))
+            lead = (len(rows),) + (1,) * (rows.ndim - 1)
+            n = np.array([per_layer[k] for k in range(len(rows))], dtype=float).reshape(lead)
+            made = (rows, (rows * n).sum(axis=0))
+            if self.frozen:
+                for arr in made:
+                    if isinstance(arr, np.ndarray):
+                        arr.flags.writeable = False
+            self._messages[message] = made
+        return made
 
     def fits(self, sc: Scenario) -> bool:
         """True when ``sc`` differs from this volume's scenario only in per-link fields."""
@@ -217,14 +237,14 @@ def _streams(sc: Scenario, vol: Volume):
     return sc.streams
 
 
-def _kind_messages(sc: Scenario, vol: Volume) -> np.ndarray:
-    """The stack's messages in one layer of each kind (rows of ``Volume.kind_raw``): KV blocks ×
-    tensors × decode ranks ("block"), or tensors × decode ranks per request ("layer"); a state
-    layer is one message per request and rank."""
+def _kind_messages(sc: Scenario, vol: Volume, message: str) -> np.ndarray:
+    """The messages in one layer of each kind (rows of ``Volume.kind_raw``) of a stack that
+    posts one per ``message``: KV blocks × tensors × decode ranks ("block"), or tensors ×
+    decode ranks per request ("layer"); a state layer is one message per request and rank."""
     shape = np.shape(vol.kind_raw)[1:]
     rows = []
     for g, blocks in zip(sc.wire_model.groups, vol.descriptor_counts, strict=True):
-        n = blocks if sc.stack.message == "block" else g.tensors * vol.b * sc.kv_tp_decode
+        n = blocks if message == "block" else g.tensors * vol.b * sc.kv_tp_decode
         rows.append(np.broadcast_to(n, shape))
     if sc.model.state_layers:
         rows.append(np.broadcast_to(vol.b * sc.kv_tp_decode, shape))
@@ -255,7 +275,7 @@ def _kind_times_s(sc: Scenario, vol: Volume) -> np.ndarray:
     if sc.stack.is_ideal:
         t = sc.link.latency_s + raw * ratio / bandwidth
     else:
-        moved = _stack_s(sc, vol, raw * ratio, _kind_messages(sc, vol), bandwidth)
+        moved = _stack_s(sc, vol, raw * ratio, vol.messages(sc.stack.message)[0], bandwidth)
         t = sc.link.latency_s + sc.stack.chunk_s + moved
     if ratio < 1:
         t = t + 2 * raw / (sc.codec_bytes_per_s * streams)
@@ -323,11 +343,7 @@ def transfer(sc: Scenario, seq_len=None, batch=None, *, volume: Volume | None = 
         ser = wire / bandwidth
         fixed = 0.0
     else:  # every layer's messages and bytes, posted and moved as one chunk
-        rows = _kind_messages(sc, vol)
-        per_layer = Counter(chunk_rows(sc.model))
-        lead = (len(rows),) + (1,) * (rows.ndim - 1)
-        n = np.array([per_layer[k] for k in range(len(rows))], dtype=float).reshape(lead)
-        messages = (rows * n).sum(axis=0)
+        messages = vol.messages(sc.stack.message)[1]
         ser = np.broadcast_to(_stack_s(sc, vol, wire, messages, bandwidth), raw.shape)
         fixed = stack.request_s
     codec = 2 * raw / (sc.codec_bytes_per_s * streams) if ratio < 1 else np.zeros_like(raw)

@@ -62,3 +62,22 @@ def test_volumes_are_shared_only_between_link_variants_and_read_only():
     with pytest.raises(ValueError):
         transfer(sc, seq_len=-1)  # a bad input still raises, and is not kept
     assert len(kept_volumes()) == 3
+
+
+def test_a_volume_counts_each_stacks_messages_once_and_apart():
+    """Volume.messages keeps the messages per kind of stack (session 20): a block-posting and
+    a layer-posting stack tried on one scenario each get their own, equal to a fresh count."""
+    sc = scenario_from_inputs({"model": "deepseek-v3", "batch": "4", "stack": "mooncake"})
+    nccl = replace(sc, stack=catalog.get_stack("nccl"))
+    clear_volumes()
+    block, layer = transfer(sc), transfer(nccl)  # one kept volume serves both
+    assert block.volume is layer.volume
+    rows_b, total_b = block.volume.messages("block")
+    rows_l, total_l = layer.volume.messages("layer")
+    assert float(total_b) != float(total_l)
+    assert block.volume.messages("block")[1] is total_b  # counted once
+    fresh = Volume(sc)
+    assert np.array_equal(fresh.messages("block")[0], rows_b)
+    assert np.array_equal(fresh.messages("layer")[0], rows_l)
+    for s in (sc, nccl):
+        assert _numbers(transfer(s, volume=Volume(s))) == _numbers(transfer(s))

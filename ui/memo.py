@@ -26,8 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-
-from kvmodel.specs import GpuSpec, LinkSpec, ModelSpec, StackSpec
+from functools import cache
 
 _SCALARS = (type(None), bool, int, float, str)
 
@@ -67,8 +66,15 @@ _TEMPLATE_BYTES = 50_000  # a plotly figure's layout template (plotly_white walk
 # A model, GPU, link or stack spec is the catalog's (or an imported model's, kept by its own
 # memo), shared by every scenario that names it, not held by one result: counted at a flat
 # size, not walked (walking a Scenario took ~74 µs, nine tenths of it in its specs; session 20)
-_SHARED = frozenset((ModelSpec, GpuSpec, LinkSpec, StackSpec))
 _SHARED_BYTES = 2_000
+
+
+@cache
+def _shared() -> frozenset:
+    """The spec types (imported when a result is first sized: the router loads no model)."""
+    from kvmodel.specs import GpuSpec, LinkSpec, ModelSpec, StackSpec
+
+    return frozenset((ModelSpec, GpuSpec, LinkSpec, StackSpec))
 
 
 def approx_bytes(obj) -> int:
@@ -77,6 +83,7 @@ def approx_bytes(obj) -> int:
     once; a long list is sampled and scaled up)."""
     seen: set[int] = set()
     budget = [_WALK]
+    shared = _shared()
 
     def size(o) -> int:
         if id(o) in seen or budget[0] <= 0:
@@ -86,7 +93,7 @@ def approx_bytes(obj) -> int:
         kind = type(o)
         if kind in _PLAIN:  # first: most of what a walk meets (a numpy scalar is not plain)
             return sys.getsizeof(o)
-        if kind in _SHARED:
+        if kind in shared:
             return _SHARED_BYTES
         nbytes = getattr(o, "nbytes", None)  # numpy arrays (views count their window)
         if isinstance(nbytes, int):
