@@ -43,17 +43,17 @@ def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame
             for s in summary
         ]  # fmt: skip
     )
-    points = pd.DataFrame(
+    points = pd.DataFrame(  # the source third: last, it lay past the right edge at 1280 px
         [
             {
                 "figure": r["what"],
-                "framework or stack": r["stack"],
                 "set": "fitted" if r["part"] == "fit" else "held out",
-                "measured": r["label"],
+                "source": f"{r['source']}: {r['source_ref']}",
                 "measured [ms]": r["measured_ms"],
                 "model [ms]": r["predicted_ms"],
                 "model ÷ measured": r["ratio"],
-                "source": f"{r['source']}: {r['source_ref']}",
+                "measured": r["label"],
+                "framework or stack": r["stack"],
             }
             for r in rows
         ]  # fmt: skip
@@ -86,21 +86,23 @@ def _side_unit(side: str) -> str:
 
 def deployments_frame(rows: list[dict]) -> pd.DataFrame:
     """Published deployments and peer plans beside this planner's (``capacity.deployments``):
-    GPUs published and planned, and for one pool of a deployment its tokens/s per node."""
+    GPUs published and planned, and for one pool of a deployment its tokens/s per node.  The
+    source second (last, it lay past the right edge at 1280 px), the side (the id names it
+    too) beside the tokens/s it qualifies."""
     return pd.DataFrame(
         [
             {
                 "deployment or plan": r["id"],
-                "side": r["side"],
+                "source": r["source"],
                 "GPUs published": r["published_gpus"],
                 "GPUs planned": r["planned_gpus"],
                 "planned ÷ published": r["ratio"],
+                "side": r["side"],
                 "tokens/s per node measured": r["published_tokens_per_s_per_node"],
                 "tokens/s per node planned": r["tokens_per_s_per_node"],
                 "planned ÷ measured": r["throughput_ratio"],
                 "tokens": _side_unit(r["side"]),
                 "model, GPU": f"{r['model']}, {r['gpu']}",
-                "source": r["source"],
             }
             for r in rows
         ]  # fmt: skip

@@ -102,6 +102,17 @@ def frame_height(rows: int) -> int:
     return 35 * (rows + 1) + 3
 
 
+def text_width(texts, *, most: int = 500) -> int:
+    """The pixel width at which an ``st.dataframe`` column shows the longest of ``texts`` whole
+    (~6 px a character of its 14 px Source Sans, 8 px padding a side), at most ``most``.
+
+    Streamlit sizes a column from its cells but skips one at least twice their mean width
+    (glide-data-grid), so a long label among short ones was cut: 'NVLink 4 (H100) + lay…'.
+    """
+    longest = max((len(str(t)) for t in texts), default=0)
+    return min(most, 6 * longest + 16)
+
+
 def _cell_text(value) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and value != value):
         return "—"  # None, NA (an Int64 column's gap) or NaN

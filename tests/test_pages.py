@@ -100,6 +100,25 @@ def test_mitigations_page_rows_and_timeline():
     assert "Baseline" in spec["layout"]["title"]["text"]
 
 
+@pytest.mark.parametrize(("page", "column"), [("pages/mitigations.py", "option"),
+                                              ("pages/traffic.py", "Option")])  # fmt: skip
+def test_the_longest_option_sets_its_columns_width(page, column):
+    """The last, longest options ('NVLink 4 (H100) + layer-wise (not b…') were cut at 1280 px:
+    Streamlit sizes a column from its cells but skips one twice their mean width."""
+    at = app(article=False, page=page)
+    longest = max(at.dataframe[0].value[column], key=len)
+    assert "not buildable" in longest
+    width = json.loads(at.dataframe[0].proto.columns)[column]["width"]
+    assert width == tables.text_width([longest])
+
+
+def test_mitigations_table_says_never_for_no_critical_length():
+    """'never', as on Traffic: 'none up to max context' made the eight columns too wide."""
+    at = app(article=False, page="pages/mitigations.py")
+    critical = list(at.dataframe[0].value["critical"])
+    assert "never" in critical and not any("max context" in c for c in critical)
+
+
 # ---- Traffic --------------------------------------------------------------------------------
 
 

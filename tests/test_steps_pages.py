@@ -1,5 +1,7 @@
 """The Overview's time breakdown and the Models page's fidelity section (AppTest)."""
 
+import json
+
 import pytest
 from app_helpers import app
 
@@ -41,6 +43,9 @@ def test_models_page_lists_every_cited_measurement():
     assert set(head["figure"]) == {"transfer", "posting", "EP dispatch + combine", "prefill",
                                    "decode step", "TTFT"}  # fmt: skip
     assert points["source"].str.len().min() > 20  # every point names its source
+    # near the left, 200 px wide: last, it lay past the table's right edge at 1280 px
+    assert list(points.columns)[:3] == ["figure", "set", "source"]
+    assert json.loads(at.dataframe[-2].proto.columns)["source"]["width"] == "medium"
 
 
 def test_models_page_plans_the_published_deployments_when_opened():
@@ -59,5 +64,6 @@ def test_models_page_plans_the_published_deployments_when_opened():
     assert (row["GPUs published"], row["GPUs planned"]) == (32, 32)
     assert row["planned ÷ measured"] == pytest.approx(want[4]["throughput_ratio"])
     assert row["tokens"] == "input"
+    assert list(frame.columns)[:2] == ["deployment or plan", "source"]  # on screen, not last
     # a colocated peer plan has no per-node rate
     assert frame["tokens/s per node planned"].isna().sum() == 4

@@ -39,3 +39,13 @@ def test_sideways_table_puts_one_item_per_column_and_marks_notes():
         t.loc["need [GB/s]"].tolist() == ["11.2", "—"] and t.loc["GPUs [GPUs]", "100 GbE"] == "20"
     )
     assert html.count("background-color") == 3  # the noted column's three cells
+
+
+def test_text_width_fits_the_longest_text_up_to_a_bound():
+    """~6 px a character and 16 px of padding (14 px Source Sans: 'NVLink 4 (H100) + layer-wise
+    (not buildable)' measures 253 px in chromium)."""
+    labels = ["Baseline", "NVLink 4 (H100) (not buildable)",
+              "NVLink 4 (H100) + layer-wise (not buildable)"]  # fmt: skip
+    assert tables.text_width(labels) == 6 * 44 + 16 >= 253 + 16
+    assert tables.text_width(["x" * 200]) == 500 and tables.text_width(["x" * 200], most=300) == 300
+    assert tables.text_width([]) == 16

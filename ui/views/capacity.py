@@ -124,30 +124,33 @@ def _inputs(sc):
     """Draw the page's inputs, outside the results (``_results``): a change of the traffic
     reruns the page; of the rate, the targets, the prices and the TP choice the results only.
     (source, requests, traffic label, fallback note)."""
-    c = st.columns(4)
+    # the trace's box under the radio, 3/5 of the row wide: a quarter cut its name to
+    # 'Azure LLM inference 202…' (the longest, Mooncake's, needs ~400 px)
+    c = st.columns([3, 1, 1])
     source = widgets.page_widget(
         c[0].radio,
         "Traffic",
         "wl",
         options=[TRACE, FIXED],
         format_func={TRACE: "A trace", FIXED: "Fixed length and rate"}.get,
+        horizontal=True,
     )
     if source == FIXED:
         req, fallback = None, None
         label = f"every request {sc.seq_len:,} prompt tokens (the sidebar's sequence length)"
-        c[1].caption(f"Prompt: the sidebar's sequence length, {sc.seq_len:,} tokens.")
+        c[0].caption(f"Prompt: the sidebar's sequence length, {sc.seq_len:,} tokens.")
     else:
-        with c[1]:
+        with c[0]:
             req, label, fallback = _traffic()
     widgets.input_widget(
-        c[2].number_input,
+        c[1].number_input,
         "rps",
         help="0 = the trace's own rate, from its timestamps" if source == TRACE else None,
         then=_rate_changed,
     )
-    _rate_note(c[2], source, req)
+    _rate_note(c[1], source, req)
     has_outputs = source == TRACE and req is not None and req.has_output_lengths
-    widgets.input_widget(c[3].number_input, "out", disabled=has_outputs, then=_results_only,
+    widgets.input_widget(c[2].number_input, "out", disabled=has_outputs, then=_results_only,
             help="Every request's output length" if source == FIXED
             else "Not used: the trace has its own output lengths" if has_outputs
             else "Used because the trace has no output lengths")  # fmt: skip

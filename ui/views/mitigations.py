@@ -7,7 +7,7 @@ import streamlit as st
 from kvmodel import catalog
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
 from kvmodel.topology import domain_gpus, par_text
-from kvview import csv_tables, figures
+from kvview import csv_tables, figures, tables
 from kvview.fmt import fmt_bytes, fmt_tokens, in_ms
 from kvview.words import mitigation_takeaway
 from ui import exports_ui, perf, urlstate, widgets
@@ -53,11 +53,13 @@ TAB = "mit_tab"  # session key: the open tab
 
 def _options_table(table) -> None:
     """The options as a table (wire bytes, exposed, codec, TTFT, saving, share, critical)."""
+    # the option's width set: sized from the rows, its longest label (the last) was cut
+    option = st.column_config.TextColumn("Option", width=tables.text_width(table["option"]))
     st.dataframe(
         perf.cached(_shown, table),
         hide_index=True,
         width="stretch",
-        column_config=OPTION_COLUMNS,
+        column_config={**OPTION_COLUMNS, "option": option},
     )
     exports_ui.table_download(partial(csv_tables.mitigations_frame, table), "mitigations")
 
@@ -77,26 +79,32 @@ def _shown(table):
             "ttft_ms": table["ttft_ms"].to_numpy(),
             "ttft_saving_ms": table["ttft_saving_ms"].to_numpy(),
             "share": [f"{x:.1%}" for x in table["transfer_share"].tolist()],
-            "critical": [fmt_tokens(None if s != s or s is None else s) for s in crit],
+            "critical": [NEVER if s != s or s is None else fmt_tokens(s) for s in crit],
         }
     )
 
 
-OPTION_COLUMNS = {
-    "option": "Option",
+NEVER = "never"  # the critical length no prompt up to max context reaches (as on Traffic)
+
+# the unit in the cells, not the headers, and "never" for no critical length: with the
+# longest option whole, eight columns fit 1280 px ("none up to max context" did not)
+OPTION_COLUMNS = {  # and "option", its width from the labels shown (``_options_table``)
     "wire": "On the wire",
     "exposed_transfer_ms": st.column_config.NumberColumn(
-        "Exposed [ms]", format="%.2f", help="Transfer the decode node waits for"
+        "Exposed", format="%.2f ms", help="Transfer the decode node waits for"
     ),
     "codec_ms": st.column_config.NumberColumn(
-        "Codec [ms]", format="%.3f", help="Quantize + dequantize time"
+        "Codec", format="%.3f ms", help="Quantize + dequantize time"
     ),
-    "ttft_ms": st.column_config.NumberColumn("TTFT [ms]", format="%.1f"),
+    "ttft_ms": st.column_config.NumberColumn("TTFT", format="%.1f ms"),
     "ttft_saving_ms": st.column_config.NumberColumn(
-        "Saved [ms]", format="%.1f", help="TTFT saved against the baseline"
+        "Saved", format="%.1f ms", help="TTFT saved against the baseline"
     ),
     "share": st.column_config.TextColumn("Share", help="Transfer share of TTFT"),
-    "critical": st.column_config.TextColumn("Critical length", help="Critical sequence length"),
+    "critical": st.column_config.TextColumn(
+        "Critical length",
+        help="Critical sequence length; never: no prompt up to the model's max context",
+    ),
 }
 
 

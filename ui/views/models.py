@@ -111,8 +111,8 @@ def _fidelity() -> None:
     head, points = perf.cached(_fidelity_frames)
     st.caption(
         "Transfers, expert-parallel exchanges, prefills, decode steps and TTFTs measured by "
-        "others (sources in the last column); the model's constants are fitted on the "
-        "*fitted* rows only."
+        "others (each point's source beside it: double-click a cell to read it whole); the "
+        "model's constants are fitted on the *fitted* rows only."
     )
     st.dataframe(head, hide_index=True, width="stretch", column_config=_formats(
         {"mean error [%]": "%.1f", "worst error [%]": "%.1f"}))  # fmt: skip
@@ -121,7 +121,8 @@ def _fidelity() -> None:
     box = st.expander(f"All {len(points)} points", key=POINTS_OPEN, on_change="rerun")
     if box.open:
         fmt = {"measured [ms]": "%,.2f", "model [ms]": "%,.2f", "model ÷ measured": "%.2f"}
-        box.dataframe(points, hide_index=True, width="stretch", column_config=_formats(fmt))
+        box.dataframe(points, hide_index=True, width="stretch",
+                      column_config={**_formats(fmt), "source": SOURCE})  # fmt: skip
     _sweep()
     _deployments()
 
@@ -140,7 +141,7 @@ def _deployments() -> None:
         return
     box.caption(
         "Each row is planned here with its published workload, targets and parallelism "
-        "(data/fidelity/deployments.csv, sources in the last column). Planned ÷ published above "
+        "(data/fidelity/deployments.csv, its source beside it). Planned ÷ published above "
         "1: the planner asks for more GPUs than were used. Tokens/s per node: input tokens for "
         "a prefill pool, output tokens for a decode pool; the bands are 2× for MoE models and "
         "1.5× for dense ones."
@@ -148,7 +149,12 @@ def _deployments() -> None:
     frame = perf.cached(deployments_frame, perf.cached(deployments.compared))
     fmt = {"planned ÷ published": "%.2f", "tokens/s per node measured": "%,.0f",
            "tokens/s per node planned": "%,.0f", "planned ÷ measured": "%.2f"}  # fmt: skip
-    box.dataframe(frame, hide_index=True, width="stretch", column_config=_formats(fmt))
+    box.dataframe(frame, hide_index=True, width="stretch",
+                  column_config={**_formats(fmt), "source": SOURCE})  # fmt: skip
+
+
+# the sources run to 300 characters: a column of 200 px names each, a double-click reads it all
+SOURCE = st.column_config.TextColumn(width="medium", help="Double-click a cell to read it whole")
 
 
 def _formats(fmt: dict[str, str]) -> dict:

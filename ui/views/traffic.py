@@ -230,7 +230,10 @@ def _what_moves(res, sc) -> None:
     )
     # unbuildable: last, marked; memoised (4 ms of every rerun of the page before)
     table = perf.cached(figures.traffic_comparison_frame, res["comparison"])
-    st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)))
+    # the option's width set: sized from its cells, the longest was cut ('… ⚠ not b…')
+    option = st.column_config.TextColumn(width=tables.text_width(table["Option"]))
+    st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)),
+                 column_config={"Option": option})  # fmt: skip
     blocked = not_buildable(sc, widgets.id_list("links"))
     if blocked:
         st.caption(
