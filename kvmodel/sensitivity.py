@@ -75,7 +75,7 @@ def _numeric_rows(sc: Scenario, rel: float):
             "link bandwidth (per direction)",
             "bytes/s",
             *(
-                (replace(sc, link=replace(link, bandwidth_bytes_per_s=bw * f)), bw * f)
+                (sc.with_link(replace(link, bandwidth_bytes_per_s=bw * f)), bw * f)
                 for f in (lo_f, hi_f)
             ),
         )
@@ -85,7 +85,7 @@ def _numeric_rows(sc: Scenario, rel: float):
         (
             "link latency",
             "s",
-            *((replace(sc, link=replace(link, latency_s=lat * f)), lat * f) for f in (lo_f, hi_f)),
+            *((sc.with_link(replace(link, latency_s=lat * f)), lat * f) for f in (lo_f, hi_f)),
         )
     )
     e_lo, e_hi = sc.efficiency * lo_f, min(1.0, sc.efficiency * hi_f)
@@ -93,8 +93,8 @@ def _numeric_rows(sc: Scenario, rel: float):
         (
             "link efficiency",
             "fraction",
-            (replace(sc, efficiency=e_lo), e_lo),
-            (replace(sc, efficiency=e_hi), e_hi),
+            (sc.with_transfer(efficiency=e_lo), e_lo),
+            (sc.with_transfer(efficiency=e_hi), e_hi),
         )
     )
     step = sc.decode_step_s
@@ -133,7 +133,7 @@ def _numeric_rows(sc: Scenario, rel: float):
             (
                 "quantize/dequantize throughput",
                 "bytes/s",
-                *((replace(sc, codec_bytes_per_s=c * f), c * f) for f in (lo_f, hi_f)),
+                *((sc.with_transfer(codec_bytes_per_s=c * f), c * f) for f in (lo_f, hi_f)),
             )
         )
     return rows
@@ -147,15 +147,15 @@ def _categorical_rows(sc: Scenario):
         (
             "transfer compression",
             [
-                (replace(sc, compression=c), "no compression" if c == "none" else c.upper())
+                (sc.with_transfer(compression=c), "no compression" if c == "none" else c.upper())
                 for c in COMPRESSIONS
             ],
         ),
         (
             "layer-wise sending",
             [
-                (replace(sc, layerwise=False), "layer-wise off"),
-                (replace(sc, layerwise=True), "layer-wise on"),
+                (sc.with_transfer(layerwise=False), "layer-wise off"),
+                (sc.with_transfer(layerwise=True), "layer-wise on"),
             ],
         ),
     ]
