@@ -122,14 +122,15 @@ def nearest_text(plan, side: str) -> str:
     if n is None:
         return " No TP up to 64 meets both targets on this side."
     if side == "colocated":
+        par = par_text(n.tp, n.ep)
         return (
-            f" The nearest TP that meets them is TP {n.tp}: {gpus(n.gpus)} "
-            f"({n.instances:,} × TP {n.tp})."
+            f" The nearest parallelism that meets them is {par}: {gpus(n.gpus)} "
+            f"({n.instances:,} × {par})."
         )
+    pre, dec = par_text(n.prefill_tp, n.prefill_ep), par_text(n.decode_tp, n.decode_ep)
     return (
-        f" The nearest TPs that meet them are prefill TP {n.prefill_tp} and decode TP "
-        f"{n.decode_tp}: {gpus(n.gpus)} ({n.prefill_instances:,} × TP {n.prefill_tp} + "
-        f"{n.decode_instances:,} × TP {n.decode_tp})."
+        f" The nearest parallelisms that meet them are prefill {pre} and decode {dec}: "
+        f"{gpus(n.gpus)} ({n.prefill_instances:,} × {pre} + {n.decode_instances:,} × {dec})."
     )
 
 
@@ -138,8 +139,13 @@ def nearest_delta(plan, side: str) -> str:
     n = plan.colocated_nearest if side == "colocated" else plan.disaggregated_nearest
     if n is None:
         return "misses the targets" if not plan.nearest_searched else "no TP meets them"
-    tps = f"TP {n.tp}" if side == "colocated" else f"TP {n.prefill_tp} / {n.decode_tp}"
-    return f"{tps}: {gpus(n.gpus)} meet them"
+    if side == "colocated":
+        pars = par_text(n.tp, n.ep)
+    elif n.prefill_ep <= 1 and n.decode_ep <= 1:
+        pars = f"TP {n.prefill_tp} / {n.decode_tp}"
+    else:
+        pars = f"{par_text(n.prefill_tp, n.prefill_ep)} / {par_text(n.decode_tp, n.decode_ep)}"
+    return f"{pars}: {gpus(n.gpus)} meet them"
 
 
 def limit_text(limits: dict, pool: str) -> str:
@@ -151,8 +157,9 @@ def out_of_reach(plan, slo) -> list[str]:
     """Why the disaggregated pools miss a target at their parallelism whatever their size:
     the TPOT target under one request's decode step, the TTFT percentile over its target with
     the prefill pool sized for it (its floor: framework cost, prefill, transfer and first
-    step).  Empty otherwise (more GPUs, a link or memory would have helped: the plan's notes
-    say which)."""
+    step); an instance that holds no request beside its weights (the pools' notes) when both
+    times meet their targets.  Empty otherwise (more GPUs, a link or memory would have helped:
+    the plan's notes say which)."""
     why = []
     if plan.tpot_s > slo.tpot_s:
         at = par_text(plan.decode_tp, plan.decode_ep)
@@ -166,6 +173,10 @@ def out_of_reach(plan, slo) -> list[str]:
                    f"cost, prefill, transfer and first decode step alone take "
                    f"{fmt_time(floor)} at {pct_label(slo.ttft_percentile)}, over the TTFT "
                    f"target of {fmt_time(slo.ttft_s)}")  # fmt: skip
+    if not why and plan.ttft_s <= slo.ttft_s and plan.tpot_s <= slo.tpot_s:
+        # both times met, yet missed: an instance holds no request beside its weights (the
+        # pools' own notes say which; more GPUs of this parallelism cannot help)
+        why += [n for n in plan.notes if "cannot hold" in n]
     return why
 
 

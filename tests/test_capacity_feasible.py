@@ -251,3 +251,36 @@ def test_the_sweep_takes_the_last_resort_like_the_plan():
     wl, slo = Workload.fixed(5, 4096, 256), Slo(ttft_s=2.0, tpot_s=0.1)
     df = rate_sweep(sc, wl, slo, [5.0])
     assert int(df["prefill_tp"].iloc[0]) == 16 and bool(df["meets_slo"].iloc[0])
+
+
+def test_a_nearest_expert_parallel_side_is_named_by_its_ep(capsys):
+    """DeepSeek-V3 at TP 8 (its weights do not fit): the nearest pools are prefill EP 16 and
+    decode TP 16, 32 GPUs; the line read 'prefill TP 1 … 1 × TP 1 + 1 × TP 16', 17 GPUs by
+    its own terms (session 20's browser review)."""
+    from kvview.capacity_words import nearest_delta, nearest_text
+
+    argv = "--model deepseek-v3 --tp 8 --tp-decode 8 --rps 5 --seq-len 1024 --output-len 256"
+    code, out = run(capsys, *argv.split())
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("disaggregated nearest"))
+    assert "prefill EP 16, decode TP 16: 32 GPUs = 1 × EP 16 + 1 × TP 16" in line
+    sc = scenario_from_inputs({"model": "deepseek-v3", "seq": 1024})
+    p = plan(sc, Workload.fixed(5, 1024, 256), Slo(ttft_s=2.0, tpot_s=0.05), prefill_tp=8,
+             decode_tp=8)
+    assert "prefill EP 16 and decode TP 16: 32 GPUs (1 × EP 16 + 1 × TP 16)" in nearest_text(
+        p, "disaggregated")
+    assert nearest_delta(p, "disaggregated") == "EP 16 / TP 16: 32 GPUs meet them"
+
+
+def test_a_plan_missed_only_for_memory_says_so_in_its_summary():
+    """Both times under their targets, yet infeasible: the weights leave no room for a request
+    at TP 8. The summary named the pools' limits only (session 20's browser review)."""
+    from kvview.capacity_words import capacity_takeaway
+
+    sc = scenario_from_inputs({"model": "deepseek-v3", "seq": 1024})
+    slo = Slo(ttft_s=2.0, tpot_s=0.05)
+    p = plan(sc, Workload.fixed(5, 1024, 256), slo, prefill_tp=8, decode_tp=8)
+    assert not p.meets_slo and p.ttft_s <= 2.0 and p.tpot_s <= 0.05
+    text = capacity_takeaway(p, rps=5.0, slo=slo)
+    assert "a prefill instance at TP 8 cannot hold the longest prompt" in text
+    assert "No number of GPUs meets them at this parallelism" in text

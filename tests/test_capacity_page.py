@@ -390,7 +390,7 @@ def test_issue_21_colocated_infeasible_at_tp_2_shows_no_saving_and_the_nearest_t
     assert tiles["Colocated GPUs"].delta == f"TP {n.tp}: {gpus(n.gpus)} meet them"
     text = at.info[0].value
     assert "colocated serving at TP 2 does not meet the targets" in text
-    assert f"The nearest TP that meets them is TP {n.tp}: {gpus(n.gpus)}" in text
+    assert f"The nearest parallelism that meets them is TP {n.tp}: {gpus(n.gpus)}" in text
 
 
 def test_issue_24_a_100_ms_ttft_neither_side_meets_shows_no_saving_and_no_green():

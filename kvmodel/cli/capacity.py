@@ -118,14 +118,15 @@ def _nearest_row(p, side: str) -> str:
     if n is None:
         return "no TP up to 64 meets both targets" if p.nearest_searched else "not searched"
     if side == "colocated":
+        par = par_text(n.tp, n.ep)
         return (
-            f"TP {n.tp}: {_gpus(n.gpus)} = {n.instances:,} × TP {n.tp}, chunk "
+            f"{par}: {_gpus(n.gpus)} = {n.instances:,} × {par}, chunk "
             f"{n.chunk_tokens:,} tokens (TTFT {fmt_ms(n.ttft_s)}, TPOT {fmt_ms(n.tpot_s)})"
         )
+    pre, dec = par_text(n.prefill_tp, n.prefill_ep), par_text(n.decode_tp, n.decode_ep)
     return (
-        f"prefill TP {n.prefill_tp}, decode TP {n.decode_tp}: {_gpus(n.gpus)} = "
-        f"{n.prefill_instances:,} × TP {n.prefill_tp} + {n.decode_instances:,} × TP "
-        f"{n.decode_tp} (TTFT {fmt_ms(n.ttft_s)}, TPOT {fmt_ms(n.tpot_s)})"
+        f"prefill {pre}, decode {dec}: {_gpus(n.gpus)} = {n.prefill_instances:,} × {pre} + "
+        f"{n.decode_instances:,} × {dec} (TTFT {fmt_ms(n.ttft_s)}, TPOT {fmt_ms(n.tpot_s)})"
     )
 
 

@@ -439,7 +439,7 @@ def _verdict_tiles(plan, m) -> None:
             delta_color="off",
             delta_arrow="off",
             help="No saving is counted against a plan that misses a target: see the "
-            "nearest TP that meets them in the summary above",
+            "nearest parallelism that meets them in the summary above",
         )
     elif saves < 0:  # said as a cost, not as a negative saving
         m[2].metric(
