@@ -179,3 +179,21 @@ def test_the_comparison_at_another_too_short_length_is_tallied_afresh_from_kept_
                 assert row["fraction_tokens_gain"] == r.fraction_tokens_gain
                 assert row["fraction_transfer_bound"] == r.fraction_transfer_bound
                 assert row["critical_seq_len"] == r.critical_seq_len
+
+
+@pytest.mark.parametrize("query", [{"stack": "mooncake"}, {"stack": "mooncake", "link": "ib-ndr"},
+                                   {"stack": "mooncake", "comp": "int8"},
+                                   {"stack": "mooncake", "batch": "8", "seq": "8192"}])  # fmt: skip
+def test_traffic_sees_the_batch_1_scenarios_decode_step_and_critical_length(query):
+    """Traffic's one-request scenario keeps the sidebar's prompt length, so its estimated step
+    and critical length are the batch-1 scenario's on every other page (its step was estimated
+    at a 1-token context: 2,555 tokens on Traffic beside 2,559 on Overview; session 20)."""
+    from kvmodel.build import scenario_from_inputs
+    from kvmodel.critical import critical_seq_len
+    from kvmodel.traffic import per_request_scenario
+
+    sc = scenario_from_inputs(query)
+    one = scenario_from_inputs({**query, "batch": "1"})
+    tsc = per_request_scenario(sc)
+    assert tsc.batch == 1 and tsc.decode_step_s == one.decode_step_s
+    assert critical_seq_len(tsc) == critical_seq_len(one)

@@ -108,8 +108,11 @@ def _prefix_means(moved, ahead, weights, tokens, counts) -> np.ndarray | None:
 
 
 def per_request_scenario(sc: Scenario) -> Scenario:
-    """The scenario as traffic sees it: one request at a time, prefill estimated per length."""
-    return replace(sc, batch=1, prefill_s=None, seq_len=1)
+    """The scenario as traffic sees it: one request at a time, prefill estimated per length.
+    The sidebar's prompt length stays: an estimated decode step is the one request's at it,
+    as the other pages have it at batch 1 (at length 1 the step was shorter, and Traffic's
+    critical length read 2,555 tokens beside Overview's 2,559: session 20's browser review)."""
+    return replace(sc, batch=1, prefill_s=None)
 
 
 def per_length(sc: Scenario, tokens: np.ndarray, volume: Volume | None = None,
