@@ -14,7 +14,7 @@ from .size import kv_bytes
 from .specs import IDEAL_STACK, WEIGHT_DTYPE_BYTES
 from .steps import PrefillParts, StepParts, TtftParts
 from .timing import decode_step_lower_bound_s
-from .topology import domain_gpus, is_scale_up, par_text, scale_up_feasible
+from .topology import domain_gpus, gpu_has_link, is_scale_up, par_text, scale_up_feasible
 from .wire import transfer, wire_ratio
 
 # A transfer library measured under two engines (data/stacks.csv): the engine of each build, so
@@ -231,7 +231,12 @@ def _deployment(sc: Scenario):
         sc.gpu, sc.gpus_prefill, sc.gpus_decode, sc.link if is_scale_up(sc.link) else None
     )
     problems = []  # why the deployment cannot be built as set (also in ``notes``)
-    if is_scale_up(sc.link) and not scale_up_ok:
+    if not gpu_has_link(sc.gpu, sc.link):
+        problems.append(
+            f"{sc.gpu.name} has no {sc.link.name} (its GPU-to-GPU link is "
+            f"{catalog.get_link(sc.gpu.nvlink).name}), so this link cannot carry the transfer"
+        )
+    elif is_scale_up(sc.link) and not scale_up_ok:
         problems.append(
             f"{sc.link.name} joins at most {domain_gpus(sc.gpu, sc.link)} GPUs: prefill "
             f"{par_text(sc.tp_prefill, sc.ep_prefill)} + decode "

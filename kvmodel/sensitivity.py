@@ -16,6 +16,7 @@ from dataclasses import replace
 import pandas as pd
 
 from . import catalog
+from .topology import unbuildable_links
 from .transfer import Scenario, transfer
 
 COLUMNS = (
@@ -141,7 +142,11 @@ def _numeric_rows(sc: Scenario, rel: float):
 
 def _categorical_rows(sc: Scenario):
     """(input, [(scenario, name), ...]) for each categorical input (names, not quantities)."""
-    links = list(dict.fromkeys(catalog.links().values()))
+    every = list(dict.fromkeys(catalog.links().values()))
+    blocked = set(unbuildable_links(sc.gpu, sc.gpus_prefill, sc.gpus_decode, every))
+    # the links this deployment can be built on (and its own): an option it cannot use is no
+    # setting of this input (an H100 pair was told NVLink 5 was its best interconnect)
+    links = [lk for lk in every if lk.id not in blocked or lk == sc.link]
     return [
         ("interconnect", [(sc.with_link(lk), lk.name) for lk in links]),
         (

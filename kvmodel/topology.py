@@ -43,9 +43,22 @@ def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: in
     return min(nics(gpu, tp_prefill), nics(gpu_decode or gpu, tp_decode))
 
 
+def gpu_has_link(gpu: GpuSpec, link: LinkSpec) -> bool:
+    """Whether ``gpu`` can use ``link``: any scale-out network and PCIe; of the GPU-to-GPU
+    fabrics (NVLink, Infinity Fabric) only its own (``GpuSpec.nvlink``): an H100 has no NVLink
+    5, an L40S or an MI300X no NVLink at all (session 20's browser review: they were offered)."""
+    return link.kind not in FABRIC_KINDS or link.id == gpu.nvlink
+
+
+FABRIC_KINDS = ("nvlink", "fabric")  # scale-up kinds a GPU has only as its own
+
+
 def scale_up_feasible(gpu: GpuSpec, gpus_prefill: int, gpus_decode: int, link=None) -> bool:
     """True when a prefill and a decode instance of these many GPUs each (max(TP, EP): an
-    expert-parallel instance spans its EP) fit in one scale-up domain together."""
+    expert-parallel instance spans its EP) fit in one scale-up domain together, of a
+    ``link`` the GPU has (``gpu_has_link``; None: the GPU's own domain)."""
+    if link is not None and not gpu_has_link(gpu, link):
+        return False
     return gpus_prefill + gpus_decode <= domain_gpus(gpu, link)
 
 

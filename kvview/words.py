@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from kvmodel import catalog, solve
-from kvmodel.topology import domain_gpus, par_text, unbuildable_links
+from kvmodel.topology import domain_gpus, gpu_has_link, par_text, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
 from kvview.fmt import fmt_ms, fmt_ms_or_s, fmt_time, fmt_tokens, records
@@ -203,9 +203,10 @@ def not_buildable(sc: Scenario, link_ids) -> dict[str, str]:
     blocked = unbuildable_links(sc.gpu, sc.gpus_prefill, sc.gpus_decode, links.values())
     pair = f"{par_text(sc.tp_prefill, sc.ep_prefill)} + {par_text(sc.tp_decode, sc.ep_decode)}"
     return {
-        i: f"not buildable: {pair} > one {domain_gpus(sc.gpu, links[i])}-GPU domain"
+        i: (f"not buildable: {pair} > one {domain_gpus(sc.gpu, links[i])}-GPU domain"
+            if gpu_has_link(sc.gpu, links[i]) else f"not buildable: no such link on {sc.gpu.name}")
         for i in blocked
-    }
+    }  # fmt: skip
 
 
 def pd_parallelism(sc: Scenario) -> str:

@@ -354,7 +354,8 @@ def test_interconnects_says_how_many_links_and_what_cannot_be_built():
     at = app(article=False, page="pages/interconnects.py")
     text = " ".join(c.value for c in at.caption)
     assert "over 8 parallel link(s)" in text and "Mooncake" in text
-    assert "not buildable at this TP" in text and "NVLink 4 (H100)" in text
+    assert "prefill + decode exceed one scale-up domain at this TP/EP" in text
+    assert "NVLink 4 (H100)" in text
 
 
 # Issue 24 item 5: at TP 8 → 8 on H100 (an 8-GPU NVLink domain) an NVLink row is no

@@ -82,8 +82,9 @@ def _table_caption(sc, blocked: dict) -> None:
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice the article's."
         + (
-            " Hatched grey: not buildable at this TP/EP (prefill + decode exceed one scale-up "
-            f"domain): {', '.join(figures.link_name(i) for i in blocked)}."
+            " Hatched grey: not buildable (a GPU-to-GPU link this GPU does not have, or "
+            "prefill + decode exceed one scale-up domain at this TP/EP; the row says which): "
+            f"{', '.join(figures.link_name(i) for i in blocked)}."
             if blocked
             else ""
         )

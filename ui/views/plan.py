@@ -113,7 +113,8 @@ def _sensitivity(sc) -> None:
     """Sensitivity: each input moved around this scenario (the tornado)."""
     st.subheader("Sensitivity")
     st.caption(
-        "Each input moved ±50 % (catalog choices: every value) around this scenario, the "
+        "Each input moved ±50 % (catalog choices: every value this deployment can use) around "
+        "this scenario, the "
         "others kept; bars run from the low to the high setting."
     )
     table = perf.cached(tornado, sc)
