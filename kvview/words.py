@@ -54,11 +54,12 @@ def interconnect_takeaway(
         kind = "estimated " if step_estimated else ""
         mine = (
             f" This scenario's own {kind}decode step is {step_ms:,.1f} ms, outside that band: "
-            f"{within} of {len(table)} finish within it."
+            f"{within} of {len(table)} finish within one such step ({step_ms:,.1f} ms)."
         )
+    verb = "takes" if len(above) == 1 else "take"
     return (
         f"At batch {batch}, {len(below)} of {len(table)} interconnects finish under a "
-        f"{lo:g} ms decode step and {len(above)} take longer than {hi:g} ms.{own}{mine}"
+        f"{lo:g} ms decode step and {len(above)} {verb} longer than {hi:g} ms.{own}{mine}"
     )
 
 

@@ -47,6 +47,9 @@ def test_takeaways_carry_the_numbers():
     small = interconnect_takeaway(t, 1, (20, 50), "100gbe", step_ms=6.8, step_estimated=True)
     within = int((t["batch 1"] < 6.8).sum())
     assert f"own estimated decode step is 6.8 ms, outside that band: {within} of 3" in small
+    assert small.endswith("finish within one such step (6.8 ms).")  # not 'within it' (band?)
+    one = interconnect_takeaway(t.iloc[[2]], 32, (20, 50), "100gbe")  # 100 GbE alone: over
+    assert "1 takes longer than 50 ms" in one  # not '1 take'
     _, crit = seq_sweep(sc, ["100gbe"])
     assert "1,145 tokens" in sequence_takeaway(crit, {"100gbe": "100 GbE"}, 0.03)
     mt = mitigation_takeaway(mitigation_table(sc, mitigation_options(sc)))
