@@ -444,3 +444,13 @@ def test_an_expert_parallel_scenario_is_described_with_its_ep():
     at = app({k: str(v) for k, v in moe.items()} | {"stack": "mooncake"}, "pages/compare.py",
              article=False)  # fmt: skip
     assert any("EP 32 → EP 72, dp attention" in m.value for m in at.markdown)
+
+
+def test_overviews_per_gpu_tiles_name_the_ep_of_an_expert_parallel_deployment():
+    """Session 20's review: an EP 32 → EP 72 deployment's tiles read 'Per prefill GPU (TP 1)'."""
+    moe = {"model": "deepseek-v3", "gpu": "h200", "tp": "1", "tpd": "1", "ep": "32",
+           "epd": "72", "stack": "mooncake"}  # fmt: skip
+    labels = [m.label for m in app(moe, article=False).metric]
+    assert "Per prefill GPU (EP 32)" in labels and "Per decode GPU (EP 72)" in labels
+    dense = [m.label for m in app(article=False).metric]
+    assert "Per prefill GPU (TP 8)" in dense and "Per decode GPU (TP 8)" in dense

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from kvmodel.topology import par_text
 from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
@@ -45,12 +46,12 @@ def _cache_metrics(sc, ev) -> None:
     )
     c = st.columns(3)
     c[0].metric(
-        f"Per prefill GPU (TP {sc.tp_prefill})",
+        f"Per prefill GPU ({par_text(sc.tp_prefill, sc.ep_prefill)})",
         fmt_bytes(ev.kv_per_gpu_prefill_bytes),
         help="The shard one prefill GPU holds",
     )
     c[1].metric(
-        f"Per decode GPU (TP {sc.tp_decode})",
+        f"Per decode GPU ({par_text(sc.tp_decode, sc.ep_decode)})",
         fmt_bytes(ev.kv_per_gpu_decode_bytes),
         help="What the busiest decode GPU must receive: its shard of every request (replicated "
         "heads included), or with data-parallel attention its whole requests, ⌈batch ÷ TP⌉ of "
