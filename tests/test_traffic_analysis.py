@@ -197,3 +197,6 @@ def test_traffic_sees_the_batch_1_scenarios_decode_step_and_critical_length(quer
     tsc = per_request_scenario(sc)
     assert tsc.batch == 1 and tsc.decode_step_s == one.decode_step_s
     assert critical_seq_len(tsc) == critical_seq_len(one)
+    from kvmodel.traffic.analysis import critical_for_traffic
+
+    assert critical_for_traffic(sc) == critical_seq_len(one)  # what the Traffic page shows

@@ -196,7 +196,7 @@ def critical_for_traffic(sc: Scenario, *, criterion: str = "step") -> int | None
     Memoised per scenario and criterion: the Traffic page asks it for each of the ~24 options
     it compares, on every change of the traffic's own thresholds (the "too short" length, the
     rate), which leave it as it was (``bench/README.md``, Session 12)."""
-    sc1 = replace(sc, batch=1, prefill_s=None, seq_len=1)
+    sc1 = per_request_scenario(sc)
     if criterion == "step":
         return critical_seq_len(sc1)
     ctx = sc.model.max_context_tokens
