@@ -330,15 +330,20 @@ def test_lazy_menus_draw_their_contents_when_opened():
     at = app({"batch": "8"}, "pages/plan.py")
     buttons = len(at.get("download_button"))
     assert not at.dataframe and not at.sidebar.code  # closed: not drawn
+    assert not at.get("plotly_chart")  # the sensitivity chart waits for its expander
     at.session_state["plan_tried"] = True  # "Options tried" expander
     at.session_state["sb_share_open"] = True  # "Share this scenario"
+    at.session_state["plan_sensitivity"] = True  # "Sensitivity" expander
+    at.run()
+    assert len(at.get("plotly_chart")) == 1
+    # the sensitivity CSV, the options-tried CSV, the report in the share box
+    assert len(at.get("download_button")) == buttons + 3
     at.session_state["export_sensitivity"] = True  # the chart's Export menu
     at.run()
     assert not at.exception
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) >= 2
     assert "batch=8" in at.sidebar.code[0].value
-    # HTML, PNG, SVG in the Export menu, the CSV of the options, the report in the share box
-    assert len(at.get("download_button")) == buttons + 5
+    assert len(at.get("download_button")) == buttons + 6  # and HTML, PNG, SVG in Export
 
 
 def test_compare_marks_an_unbuildable_variant_and_never_picks_it():

@@ -109,7 +109,7 @@ EXPECTED = {"model": "deepseek-v3", "seq": 8192, "batch": 16, "link": "ib-ndr", 
 HANDOUTS = [
     ("/interconnects", "", "link-by-batch", "interconnect", "batch 8 [ms]", None),
     ("/mitigations", "", "mitigations", "option", "TTFT [ms]", None),
-    ("/plan", "", "sensitivity", "input", "TTFT spread [ms]", None),
+    ("/plan", "", "sensitivity", "input", "TTFT spread [ms]", "Sensitivity"),
     ("/plan", "", "options-tried", "option (cheapest first)", "exposed transfer [ms]",
      "Options tried"),
     ("/traffic", "", "traffic-options", "interconnect", "requests that gain [%]", None),
@@ -141,6 +141,7 @@ def test_csv_handouts_carry_the_scenario(
         page.get_by_text(opener).first.click()
         wait_ready(page)
     button = page.locator(f".st-key-dl_{stem}_csv").get_by_role("button", name="Table as CSV")
+    expect(button).to_be_visible(timeout=60_000)  # an opener's content comes with a rerun
     with page.expect_download(timeout=60_000) as dl:
         button.click()
     assert dl.value.suggested_filename == f"{stem}.csv"

@@ -10,7 +10,7 @@ from kvmodel.sensitivity import tornado
 from kvview import csv_tables, figures
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
 from kvview.words import unreachable_reason
-from ui import exports_ui, perf, urlstate, widgets
+from ui import exports_ui, perf, present, urlstate, widgets
 
 
 def render() -> None:
@@ -109,17 +109,32 @@ def _cheapest_option(mit, tried) -> None:
         _tried_table(tried_box, tried)
 
 
+SENSITIVITY = "plan_sensitivity"  # session key: the "Sensitivity" expander is open
+
+
 def _sensitivity(sc) -> None:
-    """Sensitivity: each input moved around this scenario (the tornado)."""
-    st.subheader("Sensitivity")
-    st.caption(
-        "Each input moved ±50 % (catalog choices: every value this deployment can use) around "
-        "this scenario, the "
-        "others kept; bars run from the low to the high setting."
+    """Sensitivity: each input moved around this scenario (the tornado), drawn while its
+    expander is open (open by default in presentation mode: a projector shows the chart).
+
+    It sits below the fold at 1280 x 800 and sweeps ~20 scenarios, a fifth of the page's rerun
+    after a sidebar change (bench/README.md, Session 21)."""
+    box = st.expander(
+        "Sensitivity: which input moves the transfer and TTFT most",
+        expanded=present.active(),
+        key=SENSITIVITY,
+        on_change="rerun",
+        icon=":material/tune:",
     )
-    table = perf.cached(tornado, sc)
-    exports_ui.chart(perf.cached(figures.figure_tornado_panels.unbuilt, table), "sensitivity")
-    exports_ui.table_download(partial(csv_tables.sensitivity_frame, table), "sensitivity")
+    if not box.open:
+        return
+    with box:
+        st.caption(
+            "Each input moved ±50 % (catalog choices: every value this deployment can use) "
+            "around this scenario, the others kept; bars run from the low to the high setting."
+        )
+        table = perf.cached(tornado, sc)
+        exports_ui.chart(perf.cached(figures.figure_tornado_panels.unbuilt, table), "sensitivity")
+        exports_ui.table_download(partial(csv_tables.sensitivity_frame, table), "sensitivity")
 
 
 def _tried_table(box, tried) -> None:
