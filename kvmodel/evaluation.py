@@ -52,7 +52,6 @@ class Evaluation:
     transfer_share_of_ttft: float
     transfer_over_decode: float
     over_share_target: bool
-    critical_seq_len: int | None
     notes: tuple[str, ...] = field(default=())
     scale_up_feasible: bool = True  # prefill + decode GPUs fit in one NVLink domain
     weights_bytes_per_gpu: float = 0.0  # decode instance
@@ -73,6 +72,14 @@ class Evaluation:
         it, and it is a scenario copy and a transfer each."""
         sc = self.scenario
         return transfer(sc if sc.stack.is_ideal else replace(sc, stack=IDEAL_STACK))
+
+    @cached_property
+    def critical_seq_len(self) -> int | None:
+        """The critical sequence length of the scenario (``critical.critical_seq_len``) [tokens],
+        None when no prompt up to the model's max context reaches it.  Computed when first
+        asked: it is a search over prompt lengths (~0.15-1 ms), and a chart of many options
+        (Mitigations) shows none of them (bench/README.md, Session 21)."""
+        return critical_seq_len(self.scenario)
 
     @property
     def ideal_transfer_s(self) -> float:
@@ -184,7 +191,6 @@ def evaluate(sc: Scenario) -> Evaluation:
         transfer_share_of_ttft=exposed / ttft,
         transfer_over_decode=exposed / sc.decode_step_s,
         over_share_target=exposed / ttft > sc.share_target,
-        critical_seq_len=critical_seq_len(sc),
         notes=tuple(notes),
         problems=problems,
         max_concurrent_requests_prefill=mem_p.max_concurrent_requests,

@@ -195,32 +195,34 @@ def mitigation_options(sc: Scenario, *, nvlink_id: str | None = None) -> list[Op
     return opts
 
 
-def mitigation_table(sc: Scenario, options: list[Option]) -> pd.DataFrame:
+def mitigation_table(sc: Scenario, options: list[Option], *, critical: bool = True) -> pd.DataFrame:
     """Per option: wire bytes, the framework's request cost, prefill, exposed transfer, first
-    decode step (they add up to TTFT), share, saving vs the first option [s]."""
+    decode step (they add up to TTFT), share, saving vs the first option [s], and (``critical``)
+    the critical sequence length [tokens], a search per option that a chart of the options
+    does not need."""
     rows = []
     base_ttft = None
     for opt in options:
         ev = evaluate(opt.scenario)
         base_ttft = ev.ttft_s if base_ttft is None else base_ttft
-        rows.append(
-            {
-                "option": opt.label,
-                "wire_bytes": ev.wire_bytes,
-                "framework_request_s": ev.framework_request_s,
-                "prefill_s": ev.prefill_s,
-                "exposed_transfer_s": ev.exposed_s,
-                "codec_s": ev.codec_s,
-                "decode_step_s": ev.decode_step_s,
-                "ttft_s": ev.ttft_s,
-                "transfer_share": ev.transfer_share_of_ttft,
-                "ttft_saving_s": base_ttft - ev.ttft_s,
-                "critical_seq_len": ev.critical_seq_len,
-                "buildable": opt.buildable,
-                "lossy": opt.scenario.compression != "none"
-                and ev.compression_ratio < 1,  # values quantized for the trip
-            }
-        )
+        row = {
+            "option": opt.label,
+            "wire_bytes": ev.wire_bytes,
+            "framework_request_s": ev.framework_request_s,
+            "prefill_s": ev.prefill_s,
+            "exposed_transfer_s": ev.exposed_s,
+            "codec_s": ev.codec_s,
+            "decode_step_s": ev.decode_step_s,
+            "ttft_s": ev.ttft_s,
+            "transfer_share": ev.transfer_share_of_ttft,
+            "ttft_saving_s": base_ttft - ev.ttft_s,
+        }
+        if critical:
+            row["critical_seq_len"] = ev.critical_seq_len
+        row["buildable"] = opt.buildable
+        # values quantized for the trip
+        row["lossy"] = opt.scenario.compression != "none" and ev.compression_ratio < 1
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

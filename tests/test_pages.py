@@ -13,7 +13,7 @@ from html_tables import read_html_table
 from kvmodel.build import build_scenario, scenario_from_inputs
 from kvmodel.transfer import evaluate
 from kvview import tables
-from kvview.fmt import fmt_busy, fmt_bytes, fmt_ms, fmt_time
+from kvview.fmt import fmt_busy, fmt_bytes, fmt_ms, fmt_time, fmt_tokens
 
 
 def test_default_is_a_measured_stack_that_fits_and_names_its_wire_speed_twin():
@@ -85,12 +85,29 @@ def test_sequence_page_takeaway_lists_critical_lengths():
     assert not at.info and at.query_params["links"] in ("100gbe,ib-ndr", ["100gbe,ib-ndr"])
 
 
+MIT_TABLE = "Options as a table"  # Mitigations' tab of the table (drawn when opened)
+
+
+def mitigations_table(query=None, *, article=True):
+    """Mitigations with its table's tab open: (the AppTest, the options table)."""
+    at = app(query, "pages/mitigations.py", article=article)
+    assert not at.dataframe and len(at.get("plotly_chart")) == 1  # the chart's tab
+    at.session_state["mit_tab"] = MIT_TABLE
+    at.run()
+    assert not at.get("plotly_chart")
+    return at, at.dataframe[0].value
+
+
 def test_mitigations_page_rows_and_timeline():
-    at = app(page="pages/mitigations.py")
-    df = at.dataframe[0].value
+    at, df = mitigations_table()
     assert list(df["option"])[:4] == ["Baseline", "FP8 transfer", "INT8 transfer", "INT4 transfer"]
     assert "Baseline TTFT" in at.info[0].value
-    assert len(at.get("plotly_chart")) == 1  # the timeline's tab is drawn when opened
+    # the critical lengths are kvmodel's (Evaluation computes them when first asked)
+    from kvmodel.sweeps import mitigation_options
+
+    sc = build_scenario(model="llama-3.1-70b", link="100gbe")
+    assert df["critical"][0] == fmt_tokens(evaluate(mitigation_options(sc)[0].scenario)
+                                           .critical_seq_len)  # fmt: skip
     at.session_state["mit_tab"] = "Timeline of one option"
     at.run()
     assert not at.dataframe  # the options' tab is closed now
@@ -105,7 +122,10 @@ def test_mitigations_page_rows_and_timeline():
 def test_the_longest_option_sets_its_columns_width(page, column):
     """The last, longest options ('NVLink 4 (H100) + layer-wise (not b…') were cut at 1280 px:
     Streamlit sizes a column from its cells but skips one twice their mean width."""
-    at = app(article=False, page=page)
+    if page == "pages/mitigations.py":
+        at, _ = mitigations_table(article=False)
+    else:
+        at = app(article=False, page=page)
     longest = max(at.dataframe[0].value[column], key=len)
     assert "not buildable" in longest
     width = json.loads(at.dataframe[0].proto.columns)[column]["width"]
@@ -114,8 +134,8 @@ def test_the_longest_option_sets_its_columns_width(page, column):
 
 def test_mitigations_table_says_never_for_no_critical_length():
     """'never', as on Traffic: 'none up to max context' made the eight columns too wide."""
-    at = app(article=False, page="pages/mitigations.py")
-    critical = list(at.dataframe[0].value["critical"])
+    _, df = mitigations_table(article=False)
+    critical = list(df["critical"])
     assert "never" in critical and not any("max context" in c for c in critical)
 
 

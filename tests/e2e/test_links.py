@@ -108,7 +108,7 @@ EXPECTED = {"model": "deepseek-v3", "seq": 8192, "batch": 16, "link": "ib-ndr", 
 # (page path, extra query, CSV file stem, the label column, a number column, what opens it)
 HANDOUTS = [
     ("/interconnects", "", "link-by-batch", "interconnect", "batch 8 [ms]", None),
-    ("/mitigations", "", "mitigations", "option", "TTFT [ms]", None),
+    ("/mitigations", "", "mitigations", "option", "TTFT [ms]", "Options as a table"),
     ("/plan", "", "sensitivity", "input", "TTFT spread [ms]", "Sensitivity"),
     ("/plan", "", "options-tried", "option (cheapest first)", "exposed transfer [ms]",
      "Options tried"),
