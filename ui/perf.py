@@ -30,6 +30,10 @@ MEASUREMENTS = Memo(max_entries=32)
 # the shipped traces, read once per process (ui.traffic_ui, ui.views.capacity_replay): a few
 # as counts per length, two with every request (a replay's timestamps)
 SAMPLES = Memo(max_entries=8)
+# the traffic mixes made from those traces and uploads (ui.traffic_ui.mix), one per trace and
+# prefix-cache hit ratio: their own memo, so the churn of _MEMO never drops one (a new mix
+# object would miss every analysis memoised on the old one's identity)
+MIXES = Memo(max_entries=16)
 
 
 def digest(data: bytes) -> bytes:
@@ -63,7 +67,7 @@ def cached_with_spinner(text: str, fn, *args, **kwargs):
 
 def clear_cache() -> None:
     """Forget every memoised result (tests; a changed catalog file)."""
-    for memo in (_MEMO, UPLOADS, PLANS, MEASUREMENTS, SAMPLES):
+    for memo in (_MEMO, UPLOADS, PLANS, MEASUREMENTS, SAMPLES, MIXES):
         memo.clear()
 
 

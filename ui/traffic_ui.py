@@ -114,9 +114,14 @@ def _read_upload(data: bytes, name: str, columns: tuple, progress):
     )
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def mix(source_key: tuple, hit_ratio: float | None, _req):
-    return mix_from_requests(_req, hit_ratio=hit_ratio)
+def mix(source_key: tuple, hit_ratio: float | None, req):
+    """The traffic mix of ``req`` (``source_key`` names the trace: a sample's id or an upload's
+    key), made once per (trace, prefix-cache hit ratio) and then the same object: the analyses
+    are memoised on its identity.  Not ``st.cache_resource``: its lookup cost ~0.25 ms a call,
+    a twentieth of Compare's rerun after a sidebar change (bench/README.md, Session 21)."""
+    return perf.MIXES.call(
+        mix_from_requests, (req,), {"hit_ratio": hit_ratio}, key=(source_key, hit_ratio)
+    )
 
 
 def _analyse(sc, minlen: int, crit: str, links: tuple, mix):
