@@ -269,3 +269,11 @@ def test_ttft_waterfall_starts_with_the_framework_cost_and_adds_up_to_the_ttft()
     assert "%{customdata[2]:,.2f} ms" in bar.hovertemplate and "%{x" not in bar.hovertemplate
     assert [c[2] for c in bar.customdata] == pytest.approx(list(bar.x))
     assert bar.customdata[1][2] == pytest.approx(ev.prefill_s * 1e3)
+
+
+def test_the_decode_step_band_note_starts_inside_the_plot():
+    """Session 20's review: on a 995 ms transfer the band note, centred on the 20-50 ms band
+    near 0 of the axis, ran past the plot's left edge ('pical decode step 20-50 ms')."""
+    fig = figures.figure_transfer_vs_step(994.8, 11.9)
+    (note,) = [a for a in fig.layout.annotations if "typical decode step" in a.text]
+    assert note.xanchor == "left" and note.x == 20 >= fig.layout.xaxis.range[0] == 0

@@ -40,7 +40,7 @@ def test_overview_default_is_the_article_example():
     ev = evaluate(build_scenario(model="llama-3.1-70b", link="100gbe"))
     assert metric(at, "Whole cache") == "335.5 MB" == fmt_bytes(335_544_320)
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
-    assert metric(at, "Critical sequence length") == "1,145 tokens"
+    assert metric(at, "Critical length [tokens]") == "1,145"
     assert "borderline" in at.info[0].value and "100 GbE" in at.info[0].value
 
 

@@ -6,7 +6,7 @@ from app_helpers import LINK, PAGES, app, metric
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
-from kvview.fmt import fmt_bytes, fmt_ms, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_time
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -47,7 +47,7 @@ def test_link_numbers_on_overview():
     )
     assert metric(at, "Exposed transfer") == fmt_ms(ev.exposed_s, 2)
     assert metric(at, "TTFT") == fmt_time(ev.ttft_s)
-    assert metric(at, "Critical sequence length") == fmt_tokens(ev.critical_seq_len)
+    assert metric(at, "Critical length [tokens]") == f"{ev.critical_seq_len:,}"
 
 
 TAMPERED = {

@@ -6,7 +6,7 @@ from kvmodel.topology import par_text
 from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
-from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time, fmt_tokens
+from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
 from kvview.words import overview_takeaway
 from ui import exports_ui, perf, urlstate
 
@@ -88,10 +88,11 @@ def _transfer_metrics(sc, ev) -> None:
         fmt_ratio(ev.transfer_over_decode),
         help=f"Exposed transfer ÷ the {fmt_ms(ev.decode_step_s)} decode step",
     )
-    c[3].metric(
-        "Critical sequence length",
-        fmt_tokens(ev.critical_seq_len),
-        help=f"Smallest prompt whose transfer ≥ {sc.k:g} × {fmt_ms(sc.decode_step_s)}"
+    c[3].metric(  # the unit in the label: "13,589 tokens" was cut to "13,589 tok…" at 1280 px
+        CRITICAL,
+        NEVER if ev.critical_seq_len is None else f"{ev.critical_seq_len:,}",
+        help=f"The critical sequence length: the smallest prompt whose transfer ≥ {sc.k:g} × "
+        f"{fmt_ms(sc.decode_step_s)}"
         + (
             ", the decode step estimated at this scenario's prompt length: the step grows a "
             "little with the context it reads, so this length moves a little with the prompt "
@@ -99,7 +100,9 @@ def _transfer_metrics(sc, ev) -> None:
             "by a few tokens)"
             if sc.decode_step_estimated
             else ""
-        ),
+        )
+        + f". Never: no prompt up to the model's max context ({sc.model.max_context_tokens:,} "
+        "tokens) reaches it.",
     )
     _ttft_metrics(sc, ev)
 
@@ -137,6 +140,9 @@ def _ttft_metrics(sc, ev) -> None:
         if sc.decode_step_estimated
         else f"Set in the sidebar; roofline lower bound {fmt_ms(ev.decode_step_lower_bound_s)}",
     )
+
+
+CRITICAL, NEVER = "Critical length [tokens]", "never"  # "never" as on Mitigations and Traffic
 
 
 def _charts(sc, ev) -> None:
