@@ -479,3 +479,21 @@ def test_overviews_per_gpu_tiles_name_the_ep_of_an_expert_parallel_deployment():
     assert "Per prefill GPU (EP 32)" in labels and "Per decode GPU (EP 72)" in labels
     dense = [m.label for m in app(article=False).metric]
     assert "Per prefill GPU (TP 8)" in dense and "Per decode GPU (TP 8)" in dense
+
+
+@pytest.mark.parametrize("page", ["pages/interconnects.py", "pages/sequence.py"])
+def test_the_sidebars_interconnect_is_offered_when_not_listed(page):
+    """Session 20's review: with InfiniBand XDR in the sidebar, Interconnects and Sequence
+    showed their default four links and never said why the sidebar's choice was missing."""
+    at = app({"link": "ib-xdr"}, page, article=False)
+    said = [c.value for c in at.caption if "sidebar's interconnect" in c.value]
+    assert said == [":material/info: The sidebar's interconnect, InfiniBand XDR 800G, is not in "
+                    "this list."]  # fmt: skip
+    at.button(key="add_own_link").click().run()
+    assert not at.exception
+    assert at.query_params["links"] in (["nvlink4,ib-ndr,ib-hdr,100gbe,ib-xdr"],
+                                        "nvlink4,ib-ndr,ib-hdr,100gbe,ib-xdr")  # fmt: skip
+    assert not [c for c in at.caption if "sidebar's interconnect" in c.value]
+    assert "add_own_link" not in [b.key for b in at.button]
+    listed = app({"link": "100gbe"}, page, article=False)  # listed: nothing said
+    assert not [c for c in listed.caption if "sidebar's interconnect" in c.value]

@@ -147,6 +147,25 @@ def id_list(name: str) -> list[str]:
     return [i for i in str(st.session_state[name]).split(",") if i]
 
 
+def offer_own_link(link_id: str, link_name: str, links: list[str]) -> None:
+    """Under a page's list of interconnects (``links``): when the sidebar's interconnect is
+    not among them, say so, with a button that adds it (the list is the link's own input and
+    keeps its meaning; Interconnects and Sequence looked as if they ignored the sidebar)."""
+    from ui import present
+
+    if link_id in links or present.active():
+        return
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.caption(f":material/info: The sidebar's interconnect, {md_escape(link_name, inline=True)}, is not "
+                "in this list.")  # fmt: skip
+    row.button(
+        f"Add {link_name}",
+        key="add_own_link",
+        icon=":material/add:",
+        on_click=lambda: st.session_state.update(links=",".join([*links, link_id])),
+    )
+
+
 def id_multiselect(label: str, name: str, options: list[str], format_func=str, **kwargs):
     """Multiselect of ids kept as a comma-separated URL value; never empty."""
 

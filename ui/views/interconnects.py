@@ -22,6 +22,7 @@ def render() -> None:
     links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
+    widgets.offer_own_link(sc.link.id, sc.link.name, links)
     c1, c2 = st.columns([3, 2])
     with c1:
         choices = sorted({2**i for i in range(13)} | set(map(int, widgets.id_list("batches"))))

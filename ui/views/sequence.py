@@ -35,6 +35,7 @@ def _per_link(sc, threshold_ms: float) -> None:
     links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
+    widgets.offer_own_link(sc.link.id, sc.link.name, links)
     curves, critical = perf.cached(seq_sweep, sc, links)
     curves = perf.cached(in_ms, curves)  # the same frame while the sweep is cached
     blocked = not_buildable(sc, links)  # named so in the takeaway and the chart
