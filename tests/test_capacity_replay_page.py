@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from app_helpers import app
@@ -106,3 +108,10 @@ def test_which_decode_gpu_opens_on_demand():
     assert set(table["decode GPU"]) == {g.name for g in catalog.gpus().values()}
     ok = table[table["meets the targets"] == "yes"]
     assert list(ok["GPUs [GPUs]"]) == sorted(ok["GPUs [GPUs]"])  # no price: fewest first
+    # shown with short labels, the unit in the cells and rounded times (the CSV keeps the
+    # headers with units); no price set: no cost columns (session 20's review)
+    shown = json.loads(at.dataframe[-1].proto.columns)
+    assert shown["TTFT p90 [ms]"]["label"] == "TTFT p90"
+    assert shown["TTFT p90 [ms]"]["type_config"]["format"] == "%.0f ms"
+    assert shown["meets the targets"]["label"] == "Meets targets"
+    assert shown["cost [$ per hour]"]["hidden"] is True

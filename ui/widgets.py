@@ -156,8 +156,8 @@ def offer_own_link(link_id: str, link_name: str, links: list[str]) -> None:
     if link_id in links or present.active():
         return
     row = st.container(horizontal=True, vertical_alignment="center")
-    row.caption(f":material/info: The sidebar's interconnect, {md_escape(link_name, inline=True)}, is not "
-                "in this list.")  # fmt: skip
+    name = md_escape(link_name, inline=True)
+    row.caption(f":material/info: The sidebar's interconnect, {name}, is not in this list.")
     row.button(
         f"Add {link_name}",
         key="add_own_link",

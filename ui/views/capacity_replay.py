@@ -18,7 +18,7 @@ from kvmodel import catalog
 from kvmodel import replay as rp
 from kvmodel import traffic as tr
 from kvmodel.capacity.pairs import decode_gpu_plans
-from kvview import csv_capacity
+from kvview import csv_capacity, tables
 from kvview.capacity_words import pct_label
 from kvview.figures.replay import figure_replay
 from kvview.fmt import fmt_time
@@ -51,13 +51,36 @@ def decode_gpus(sc, plan_key: tuple, lengths, rate: float, slo, kw: dict) -> Non
         except ValueError as exc:
             st.error(f"No plan per decode GPU: {exc}.", icon=":material/block:")
             return
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(table, hide_index=True, width="stretch",
+                     column_config=_gpu_columns(table, pct_label(slo.ttft_percentile)))
         priced = "cheapest first at the prices above (the decode price for every decode GPU)"
         st.caption(f"Prefill on {sc.gpu.name}; meeting the targets first, then "
                    + (priced if kw.get("gpu_price_per_hour") or
                       kw.get("gpu_price_decode_per_hour") else "fewest GPUs first")
                    + ". Set the decode GPU in the sidebar (Parallelism and hardware).")  # fmt: skip
         exports_ui.table_download(lambda: table, "capacity-decode-gpus")
+
+
+def _gpu_columns(table, pct: str) -> dict:
+    """How the decode-GPU table shows (its CSV keeps the headers with units): short labels,
+    the unit in the cells, times rounded, the GPU's name whole; the costs only when priced.
+    Session 20's review: 'TTFT p90 [ms]' read 544.1452 and the verdict column was cut."""
+    number = st.column_config.NumberColumn
+    priced = table["cost [$ per hour]"].notna().any()
+    return {
+        "decode GPU": st.column_config.TextColumn(
+            "Decode GPU", width=tables.text_width(table["decode GPU"])),
+        "prefill GPUs [GPUs]": number("Prefill GPUs", format="%d"),
+        "decode GPUs [GPUs]": number("Decode GPUs", format="%d"),
+        "GPUs [GPUs]": number("GPUs", format="%d", help="Prefill and decode GPUs together"),
+        f"TTFT {pct} [ms]": number(f"TTFT {pct}", format="%.0f ms"),
+        "TPOT [ms]": number("TPOT", format="%.1f ms"),
+        "meets the targets": st.column_config.TextColumn("Meets targets"),
+        "cost [$ per hour]": number("Cost per hour", format="$%.2f") if priced else None,
+        "cost [$ per million output tokens]": number(
+            "Cost per M output tokens", format="$%.3f") if priced else None,
+        "note": st.column_config.TextColumn("Note"),
+    }  # fmt: skip
 
 
 def _pair_plans(sc, lengths, rate: float, slo, ids: tuple, kw: dict):
