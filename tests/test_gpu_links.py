@@ -41,3 +41,25 @@ def test_the_tornado_offers_only_links_the_pair_can_use():
     df = tornado(scenario_from_inputs({"stack": "mooncake"}))  # H100, TP 8 + TP 8
     ic = df[df["input"] == "interconnect"].iloc[0]
     assert ic["low"] == "InfiniBand XDR 800G"  # was NVLink 5 (B200), which an H100 has not
+
+
+def test_which_network_leaves_out_a_fabric_the_gpus_do_not_have():
+    """Capacity's 'Which network' planned an MI300X deployment over NVLink 4 (session 20)."""
+    from app_helpers import app
+
+    from kvmodel import capacity as cap
+
+    sc = scenario_from_inputs({"gpu": "mi300x", "link": "400gbe"})
+    links = ("nvlink4", "infinity-fabric", "ib-ndr")
+    assert cap.foreign_links(sc, links) == ("nvlink4",)
+    mixed = scenario_from_inputs({"gpu": "h100-sxm", "gpud": "mi300x", "link": "ib-ndr"})
+    assert cap.foreign_links(mixed, links) == ("nvlink4", "infinity-fabric")  # one GPU lacks
+    wl = cap.Workload.fixed(2.0, 1024, 128)
+    nets = cap.network_plans(sc, wl, cap.Slo(ttft_s=2.0, tpot_s=0.1), links)
+    assert list(nets["link"]) == ["400gbe", "infinity-fabric", "ib-ndr"]
+    at = app({"gpu": "mi300x", "link": "400gbe"}, "pages/capacity.py", article=False)
+    at.session_state["cap_networks_open"] = True
+    at.run()
+    said = [c.value for c in at.caption if "Left out" in c.value]
+    assert said and said[0].endswith(
+        "Left out: NVLink 4 (H100), a GPU-to-GPU link the AMD Instinct MI300X does not have.")

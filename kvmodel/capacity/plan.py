@@ -52,7 +52,7 @@ from kvmodel.capacity.search import (
 from kvmodel.capacity.workload import Slo, Workload
 from kvmodel.catalog import get_link
 from kvmodel.scenario import Scenario
-from kvmodel.topology import domain_gpus, is_scale_up
+from kvmodel.topology import domain_gpus, gpu_has_link, is_scale_up
 
 __all__ = [
     "NETWORK_COLUMNS",
@@ -62,6 +62,7 @@ __all__ = [
     "Slo",
     "Workload",
     "disaggregated_ttft_s",
+    "foreign_links",
     "network_plans",
     "plan",
     "rate_sweep",
@@ -503,6 +504,14 @@ NETWORK_COLUMNS = ("link", "link_name", "bandwidth_bytes_per_s", "nics_per_trans
                    "prefill_tp", "decode_tp", "domain_gpus", "prefill_ep", "decode_ep")  # fmt: skip
 
 
+def foreign_links(sc: Scenario, link_ids) -> tuple[str, ...]:
+    """The ids among ``link_ids`` that the scenario's prefill or decode GPU does not have (another
+    GPU's NVLink or Infinity Fabric, ``topology.gpu_has_link``): ``network_plans`` leaves them
+    out (session 20's review: an MI300X deployment was planned over NVLink 4)."""
+    gpus = (sc.gpu, sc.decode_gpu)
+    return tuple(i for i in link_ids if not all(gpu_has_link(g, get_link(i)) for g in gpus))
+
+
 def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
                   prefill_tp: int | None = None, decode_tp: int | None = None,
                   gpu_price_per_hour: float | None = None,
@@ -512,8 +521,11 @@ def network_plans(sc: Scenario, workload: Workload, slo: Slo, link_ids, *,
     ``link_ids`` (catalog ids; the scenario's own first, once), everything else as given.  One
     row per link (``NETWORK_COLUMNS``, SI units; bandwidth per NIC and direction;
     ``domain_gpus``: the GPUs a scale-up link such as NVLink joins, 0 for a scale-out network:
-    a deployment larger than it sends part of its transfers over the scale-out network)."""
-    links = [sc.link] + [get_link(i) for i in link_ids if i != sc.link.id]
+    a deployment larger than it sends part of its transfers over the scale-out network).
+    A GPU-to-GPU fabric that the prefill or decode GPU does not have is left out
+    (``foreign_links`` names them): no plan can use it."""
+    foreign = foreign_links(sc, link_ids)
+    links = [sc.link] + [get_link(i) for i in link_ids if i != sc.link.id and i not in foreign]
     rows = []
     for link in links:
         p = Sizing(replace(sc, link=link), workload, slo, prefill_tp=prefill_tp,

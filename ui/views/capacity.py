@@ -334,8 +334,16 @@ def _networks(sc, lengths, rate: float, slo, kw: dict) -> None:
             tables.sideways_table(table, label="interconnect", notes=optimistic_links(nets)),
             unsafe_allow_html=True,
         )
-        st.caption(network_caption(nets, sc.link.name))
+        left_out = cap.foreign_links(sc, links)
+        st.caption(network_caption(nets, sc.link.name) + (
+            f" Left out: {', '.join(figures.link_name(i) for i in left_out)}, a GPU-to-GPU link "
+            f"the {_gpu_names(sc)} does not have." if left_out else ""))  # fmt: skip
         exports_ui.table_download(lambda: table, "capacity-networks")
+
+
+def _gpu_names(sc) -> str:
+    """The deployment's GPU, or its two GPUs ('NVIDIA H100 SXM 80GB / AMD Instinct MI300X')."""
+    return sc.gpu.name if sc.decode_gpu == sc.gpu else f"{sc.gpu.name} / {sc.decode_gpu.name}"
 
 
 def _report_button(build, link: str) -> None:
