@@ -303,6 +303,8 @@ def compare_table(labelled) -> pd.DataFrame:
             "layerwise": sc.layerwise,
             "tp_prefill": sc.tp_prefill,
             "tp_decode": sc.tp_decode,
+            "ep_prefill": sc.ep_prefill,
+            "ep_decode": sc.ep_decode,
             "attention_parallel": sc.attention_parallel,
             "window_transfer": sc.window_transfer,
             "efficiency": sc.efficiency,

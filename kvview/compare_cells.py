@@ -21,6 +21,7 @@ from html import escape
 import pandas as pd
 
 from kvmodel.compare import DIRECTIONS, changes, compare_frame
+from kvmodel.topology import par_text
 from kvview.fmt import (
     fmt_bandwidth,
     fmt_bytes,
@@ -104,7 +105,9 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
         "Prompt × batch": (f"{r['seq_len']:,} tokens × {r['batch']}", None),
         "KV dtype / compression": (f"{r['kv_dtype']} / {r['compression']}", None),
         "Layer-wise": ("on" if r["layerwise"] else "off", None),
-        "TP prefill → decode": (f"{r['tp_prefill']} → {r['tp_decode']}", None),
+        # an expert-parallel instance by its EP (session 20's review: 'TP 1 → 1' for EP 32 → 72)
+        PARALLELISM: (f"{par_text(r['tp_prefill'], r['ep_prefill'])} → "
+                      f"{par_text(r['tp_decode'], r['ep_decode'])}", None),  # fmt: skip
         "Attention parallelism": (r["attention_parallel"], None),
         "Sliding layers on the wire": (r["window_transfer"], None),
         "Link efficiency": (f"{r['efficiency']:.0%}", None),
@@ -134,7 +137,8 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
 
 # Inputs shown even when every scenario has the same (the rest appear when one differs).
 ALWAYS = ("Model", "Interconnect", "Transfer stack", "Prompt × batch", "KV dtype / compression",
-          "Layer-wise", "TP prefill → decode", "Prefill", "Decode step")  # fmt: skip
+          "Layer-wise", "Parallelism prefill → decode", "Prefill", "Decode step")  # fmt: skip
+PARALLELISM = ALWAYS[6]
 
 
 def compare_rows(table: pd.DataFrame, table_changes: pd.DataFrame | None = None) -> list[Row]:

@@ -94,6 +94,8 @@ def comparison_frame(evs) -> pd.DataFrame:
         "Layer-wise": table["layerwise"].map({True: "on", False: "off"}),
         "TP prefill [GPUs]": table["tp_prefill"],
         "TP decode [GPUs]": table["tp_decode"],
+        "EP prefill [GPUs]": table["ep_prefill"],
+        "EP decode [GPUs]": table["ep_decode"],
         # a Compare variant may change any scenario input: the rest of them
         "GPU": table["gpu"],
         "Attention parallelism": table["attention_parallel"],

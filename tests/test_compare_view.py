@@ -66,7 +66,7 @@ def test_a_variant_changes_model_tp_and_batch_from_the_ui():
     assert (
         df.loc["Model", "B"] == "Llama-3.1-8B" and df.loc["Model", "A (sidebar)"] != "Llama-3.1-8B"
     )
-    assert df.loc["TP prefill → decode", "B"] == "2 → 2"
+    assert df.loc["Parallelism prefill → decode", "B"] == "TP 2 → TP 2"
     assert df.loc["Prompt × batch", "B"] == "1,024 tokens × 16"
     assert df.loc["Exposed transfer", "B"].startswith(fmt_ms(ev.exposed_s, 2))
     # the link it wrote reads back to the same variant

@@ -469,6 +469,9 @@ def test_an_expert_parallel_scenario_is_described_with_its_ep():
     at = app({k: str(v) for k, v in moe.items()} | {"stack": "mooncake"}, "pages/compare.py",
              article=False)  # fmt: skip
     assert any("EP 32 → EP 72, dp attention" in m.value for m in at.markdown)
+    # and the table's row, which read '1 → 1' (session 20's review)
+    assert shown_table(at, index=True).loc["Parallelism prefill → decode", "A (sidebar)"] == (
+        "EP 32 → EP 72")
 
 
 def test_overviews_per_gpu_tiles_name_the_ep_of_an_expert_parallel_deployment():
