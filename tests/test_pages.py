@@ -337,13 +337,15 @@ def test_plan_page_numbers_follow_the_solver():
     # the page's framework (vLLM, the app's default): the share target counts its request cost
     sc = build_scenario(model="llama-3.1-70b", link="100gbe", batch=8, framework="vllm")
     need = solve.min_bandwidth(sc, criterion="step")
-    assert metric(at, "Minimum bandwidth") == f"{need / 1e9:,.4g} GB/s"
-    assert "falls short" in at.info[0].value
+    assert metric(at, "Minimum bandwidth per link") == f"{need / 1e9:,.4g} GB/s"
+    assert "falls short" in at.info[0].value and "7.2× its 12.5 GB/s" in at.info[0].value
+    eight = app(page="pages/plan.py", article=False).info[0].value  # TP 8: eight NICs a side
+    assert "per direction on each of its 8 parallel links, of the 12.5 GB/s each offers" in eight
     assert "layer-wise" in at.success[0].value
     at.radio(key="w_crit").set_value("share").run()
     assert at.query_params["crit"] in ("share", ["share"])
     need_share = solve.min_bandwidth(sc, criterion="share")
-    assert metric(at, "Minimum bandwidth") == f"{need_share / 1e9:,.4g} GB/s"
+    assert metric(at, "Minimum bandwidth per link") == f"{need_share / 1e9:,.4g} GB/s"
 
 
 def test_lazy_menus_draw_their_contents_when_opened():

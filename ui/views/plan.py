@@ -43,18 +43,22 @@ def render() -> None:
 def _headline(sc, crit, need, mit) -> None:
     """The headline: does the link meet the target, and the cheapest fix."""
     have = sc.link.bandwidth_bytes_per_s
+    # per link: the need is each of the parallel links' bandwidth (session 20's review: a
+    # planner read 5 GB/s against a 100 GB/s deployment of eight 12.5 GB/s NICs)
+    each = f" on each of its {sc.streams} parallel links" if sc.streams > 1 else ""
+    offers = f"the {fmt_bandwidth(have)} each offers" if each else f"its {fmt_bandwidth(have)}"
     if need is None:
         headline = f"No bandwidth meets the target: {unreachable_reason(sc, criterion=crit)}"
     elif need <= have:
         room = "with room to spare" if need < 0.8 * have else "with little margin"
         headline = (
             f"{sc.link.name} meets the target {room}: it needs {fmt_bandwidth(need)} per "
-            f"direction of its {fmt_bandwidth(have)}."
+            f"direction{each}, of {offers}."
         )
     else:
         headline = (
             f"{sc.link.name} falls short: the target needs {fmt_bandwidth(need)} per "
-            f"direction, {need / have:,.1f}× its {fmt_bandwidth(have)}."
+            f"direction{each}, {need / have:,.1f}× {offers}."
         )
     if mit is not None and need is not None and need > have:
         headline += f" Cheapest fix: {mit.label}."
@@ -66,9 +70,10 @@ def _what_do_i_need(sc, crit, need) -> None:
     st.subheader("What do I need")
     c = st.columns(3)
     c[0].metric(
-        "Minimum bandwidth",
+        "Minimum bandwidth per link",
         fmt_bandwidth(need) if need else "unreachable",
-        help="Per direction; efficiency, streams, latency and mitigations kept",
+        help=f"Per link and direction, on each of the {sc.streams} parallel link(s) (the NICs, "
+        "or per-GPU links, both instances have); efficiency, latency and mitigations kept",
     )
     max_s = perf.cached(solve.max_seq_len, sc, criterion=crit)
     max_b = perf.cached(solve.max_batch, sc, criterion=crit)
