@@ -266,7 +266,8 @@ def _load_on_link(sc, tsc, mix) -> None:
     m[1].metric(
         "Demanded",
         fmt_bandwidth(ld.bytes_per_s),
-        help=f"Link capacity {fmt_bandwidth(ld.capacity_bytes_per_s)} per direction",
+        help=f"Link capacity {fmt_bandwidth(ld.capacity_bytes_per_s)} per direction: "
+        f"{_links_text(sc, ld)} together, at the link efficiency",
     )
     m[2].metric(
         "Link utilisation",
@@ -285,6 +286,13 @@ def _load_on_link(sc, tsc, mix) -> None:
             "without bound. Use a faster link, compression or fewer requests per link."
         )
     _queue_and_decode(sc, ld)
+
+
+def _links_text(sc, ld) -> str:
+    """The parallel links a request's KV crosses, in words ('8 parallel links of 12.5 GB/s')."""
+    n = round(ld.capacity_bytes_per_s / (sc.link.bandwidth_bytes_per_s * sc.efficiency))
+    return (f"{n} parallel links of {fmt_bandwidth(sc.link.bandwidth_bytes_per_s)}" if n > 1
+            else f"one link of {fmt_bandwidth(sc.link.bandwidth_bytes_per_s)}")  # fmt: skip
 
 
 def _queue_and_decode(sc, ld) -> None:
@@ -313,13 +321,13 @@ def _queue_and_decode(sc, ld) -> None:
         "the transfer costs, in tokens/s",
     )
     m[2].metric(
-        f"Link for p99 ≤ {sc.share_target:.0%} of TTFT",
+        f"Per link for p99 ≤ {sc.share_target:.0%} of TTFT",
         fmt_bandwidth(ld.bandwidth_for_target_bytes_per_s)
         if ld.bandwidth_for_target_bytes_per_s
         else "not reachable",
-        help=f"The per-direction bandwidth at which the p99 transfer (queueing included) is "
-        f"at most {sc.share_target:.0%} of TTFT. 'Not reachable': latency or quantize time "
-        "alone exceed the target.",
+        help=f"The bandwidth per link and direction ({_links_text(sc, ld)}) at which the p99 "
+        f"transfer (queueing included) is at most {sc.share_target:.0%} of TTFT. 'Not "
+        "reachable': latency or quantize time alone exceed the target.",
     )
     st.caption(
         "Queueing: the link is an M/G/1 queue with the trace's own transfer times "
