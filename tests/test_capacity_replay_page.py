@@ -115,3 +115,24 @@ def test_which_decode_gpu_opens_on_demand():
     assert shown["TTFT p90 [ms]"]["type_config"]["format"] == "%.0f ms"
     assert shown["meets the targets"]["label"] == "Meets targets"
     assert shown["cost [$ per hour]"]["hidden"] is True
+
+
+def test_the_replay_says_which_arrivals_it_plays():
+    """Session 20's review: the expander said 'the trace's own arrivals' for a fixed workload
+    (Poisson arrivals), and a timestamped trace showed the 'Requests (no timestamps)' box."""
+    at = app({"wl": "trace", "trace": "azure-code"}, page=PAGE, article=False)
+    at.session_state["cap_replay_open"] = True
+    at.run()
+    labels = [e.label for e in at.expander]
+    assert "Replay: the plan under the trace's own arrivals" in labels
+    assert "w_rn" not in [n.key for n in at.number_input]
+    assert any("all of its requests are replayed" in c.value for c in at.caption)
+    fixed = app({"wl": "fixed", "rps": "5"}, page=PAGE, article=False)
+    fixed.session_state["cap_replay_open"] = True
+    fixed.run()
+    assert not fixed.exception
+    assert "Replay: the plan under Poisson arrivals at 5 requests/s" in [
+        e.label for e in fixed.expander]
+    assert "w_rn" in [n.key for n in fixed.number_input]
+    disagree = [c.value for c in [*at.caption, *fixed.caption] if "disagree" in c.value]
+    assert len(disagree) <= 2 and all(c.count("Replay and formulas") == 1 for c in disagree)

@@ -21,7 +21,7 @@ from kvmodel.capacity.pairs import decode_gpu_plans
 from kvview import csv_capacity, tables
 from kvview.capacity_words import pct_label
 from kvview.figures.replay import figure_replay
-from kvview.fmt import fmt_time
+from kvview.fmt import fmt_sig, fmt_time
 from kvview.replay_words import replay_frame, replay_rows
 from ui import exports_ui, perf, traffic_ui, widgets
 
@@ -121,10 +121,22 @@ def _run_replay(sc, plan, trace, lengths, rate, slo, size_by, bar):
     return rp.replay_plan(sc, plan, stream, slo, size_by=size_by, progress=progress)
 
 
+def _own_arrivals(trace: bool) -> bool:
+    """True when the replay plays the trace's own timestamps (a shipped sample that has them),
+    not Poisson arrivals (a fixed workload, or an upload kept without its timestamps)."""
+    if not trace or traffic_ui.upload_chosen():
+        return False
+    req = _sample_per_request(st.session_state["trace"])
+    return req.arrival_s is not None and req.weights is None
+
+
 def replay(sc, plan_key: tuple, plan, trace: bool, lengths, rate: float, slo):
-    """The plan replayed over the trace's own arrivals, drawn only while its expander is
-    open (a replay of the shipped traces: ~0.1 s; sizing by replay: a few rounds)."""
-    box = st.expander("Replay the trace: the plan under the trace's own arrivals",
+    """The plan replayed over the trace's own arrivals (or Poisson arrivals at the plan's rate
+    when there are none), drawn only while its expander is open (a replay of the shipped
+    traces: ~0.1 s; sizing by replay: a few rounds)."""
+    own = _own_arrivals(trace)
+    box = st.expander("Replay: the plan under the trace's own arrivals" if own else
+                      f"Replay: the plan under Poisson arrivals at {fmt_sig(rate, 3)} requests/s",
                       icon=":material/replay:", key="cap_replay_open",
                       on_change="rerun")  # fmt: skip
     if not box.open:
@@ -137,7 +149,11 @@ def replay(sc, plan_key: tuple, plan, trace: bool, lengths, rate: float, slo):
             format_func={"analytic": "the formulas (as planned)",
                          "replay": "the replay (grow until it meets the targets)"}.get,
         )  # fmt: skip
-        widgets.input_widget(c[1].number_input, "rn")
+        if own:  # the box would not change anything: every request of the trace is played
+            c[1].caption(":material/schedule: The trace's own timestamps: all of its requests "
+                         "are replayed.")  # fmt: skip
+        else:
+            widgets.input_widget(c[1].number_input, "rn")
         key = (
             "replay",
             plan_key,
@@ -176,8 +192,9 @@ def _replay_body(done, slo) -> None:
                 f"{pct_label(slo.ttft_percentile)} {fmt_time(r.ttft_at_slo_s)} against "
                 f"{fmt_time(slo.ttft_s)}, TPOT p90 {fmt_time(r.tpot_p90_s)} against "
                 f"{fmt_time(slo.tpot_s)}.")  # fmt: skip
-    for why in done.reasons:
-        st.caption(f"Replay and formulas disagree: {why}.")
+    if done.reasons:  # one caption, each reason on its line
+        st.caption("Replay and formulas disagree:\n" + "\n".join(f"- {why}." for why in
+                                                                   done.reasons))  # fmt: skip
     exports_ui.chart(perf.cached(figure_replay, r.series, ttft_slo_s=slo.ttft_s),
                      "capacity-replay")  # fmt: skip
     rows = replay_rows(done, slo=slo)
