@@ -210,12 +210,22 @@ def compiled_engine_credit_s(model, framework_label: str) -> float:
 # TPOT's growth with concurrency is the BF16 KV read's), so only the engines named here take
 # the checkpoint's KV dtype.  docs/model.md, "Fidelity", has the rows this moves.
 CHECKPOINT_KV_ENGINES = ("trtllm",)
+# TensorRT-LLM v0.5's precompiled engines (performance.md's tables, "trtllm-engine") were built
+# with ``--enable_fp8 --fp8_kv_cache`` for every FP8 row, H100 and L40S ("To run the benchmarks
+# below on A100, you will need to remove the `--enable_fp8 --fp8_kv_cache` options"): their
+# FP8 runs held an FP8 KV cache, whatever the checkpoint (NVIDIA/TensorRT-LLM@138f96d
+# docs/source/performance.md, "Llama2-7b" build command and "Running on A100").
+FP8_KV_ENGINES = ("trtllm-engine",)
 
 
-def served_kv_dtype(model, weight_dtype: str, engine: str) -> str:
-    """The KV dtype of a measured run (:data:`CHECKPOINT_KV_ENGINES`): the quantized
-    checkpoint's (the catalog's ``<model>-<weight dtype>`` entry) under an engine that keeps
-    it, else BF16."""
+def served_kv_dtype(model, weight_dtype: str, engine: str, *, run: str | None = None) -> str:
+    """The KV dtype of a measured run: FP8 for an FP8 run of an engine built with an FP8 KV
+    cache (:data:`FP8_KV_ENGINES`); the quantized checkpoint's (the catalog's
+    ``<model>-<weight dtype>`` entry) under an engine that keeps it
+    (:data:`CHECKPOINT_KV_ENGINES`); else BF16.  ``run``: the row's framework label
+    ("trtllm-engine"), where ``engine`` is the catalog framework it maps to."""
+    if run in FP8_KV_ENGINES and weight_dtype == "fp8":
+        return "fp8"
     if engine in CHECKPOINT_KV_ENGINES and weight_dtype != model.weight_dtype:
         quantized = catalog.models().get(f"{model.id}-{weight_dtype}")
         if quantized is not None and quantized.kv_dtype_native:
@@ -265,6 +275,7 @@ def served_times_s(
     weight_dtype: str,
     framework,
     padded_moe: bool = False,
+    run: str | None = None,
 ) -> tuple[float, float, float]:
     """(TPOT, prefill, decode step) [s] of aggregated serving at ``concurrency`` requests of
     ``isl`` prompt and ``osl`` output tokens on one instance of ``max(tp, ep)`` GPUs.
@@ -288,7 +299,7 @@ def served_times_s(
 
     ctx = min(isl + osl // 2, model.max_context_tokens)
     groups = max(1, ep // tp)
-    kv = served_kv_dtype(model, weight_dtype, framework.id)
+    kv = served_kv_dtype(model, weight_dtype, framework.id, run=run)
     kw = dict(gpu=gpu, tp=tp, ep=ep, kv_dtype=kv, weight_dtype=weight_dtype,
               framework=framework, data_parallel_attention=ep > tp)  # fmt: skip
     step = float(estimate_decode_step_s(model, ctx, concurrency, **kw))
@@ -310,11 +321,11 @@ def served_times_s(
 
 
 def _batch_per_token_s(model, gpu, *, isl: int, osl: int, batch: int, tp: int, ep: int,
-                       weight_dtype: str, framework) -> float:
+                       weight_dtype: str, framework, run: str | None = None) -> float:
     """An offline batch (vLLM's ``benchmark_latency``: ``batch`` prompts of ``isl`` tokens
     generated together, no server) per output token [s]: one prefill pass of the whole batch,
     then ``osl − 1`` decode steps at the batch and its mean context, ÷ ``osl``."""
-    kv = served_kv_dtype(model, weight_dtype, framework.id)
+    kv = served_kv_dtype(model, weight_dtype, framework.id, run=run)
     prefill = float(estimate_prefill_s(model, isl, batch, gpu=gpu, tp=tp, ep=ep,
                                        weight_dtype=weight_dtype, framework=framework))  # fmt: skip
     step = float(estimate_decode_step_s(model, isl + osl // 2, batch, gpu=gpu, tp=tp, ep=ep,
@@ -345,10 +356,12 @@ def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
         return float(evaluate(sc).ttft_s), "TTFT"
     if row["kind"] == "batch":
         return _batch_per_token_s(model, gpu, isl=isl, osl=osl, batch=batch, tp=tp, ep=ep,
-                                  weight_dtype=wd, framework=fw), "decode step"  # fmt: skip
+                                  weight_dtype=wd, framework=fw,
+                                  run=row["framework"]), "decode step"  # fmt: skip
     tpot, prefill, step = served_times_s(model, gpu, isl=isl, osl=osl, concurrency=batch,
                                          tp=tp, ep=ep, weight_dtype=wd, framework=fw,
-                                         padded_moe=_row_padded_moe(row, model, gpu))  # fmt: skip
+                                         padded_moe=_row_padded_moe(row, model, gpu),
+                                         run=row["framework"])  # fmt: skip
     if row["kind"] == "prefill":
         # TTFT at low concurrency: the request's own cost and its prefill, whose last pass
         # emits the first token; with other requests decoding, the prefill also waits for the
@@ -515,8 +528,6 @@ KNOWN_OUT_OF_BAND = {
     (ACCELMARK, "nvidia_h100_80gb_hbm3x1_suite_A", "prefill"):
         "a lone short prompt on a small model: the request cost and per-layer floor are fitted "
         "on 70B runs at 4 requests",
-    ("TensorRT-LLM docs performance.md", "NVIDIA L40S, TP 1, offline batch", "decode step"):
-        "TensorRT-LLM v0.5's FP8 static batch on L40S (2023), a step derived from throughput",
 }  # fmt: skip
 
 

@@ -268,3 +268,17 @@ def test_deepeps_kernel_table_against_the_decode_steps_ep_term():
     assert pts["EP 8"].part == "fit"  # EP_LATENCY_S was read off it
     assert len(pts) == 6 and all(0.65 <= p.predicted_s / p.measured_s <= 1.35
                                  for p in pts.values() if p.part == "holdout")  # fmt: skip
+
+
+def test_trtllm_v05_fp8_engines_held_an_fp8_kv_cache():
+    """performance.md builds its FP8 engines with --fp8_kv_cache (A100 without it): the L40S
+    batch of 64 is costed with an FP8 KV read (1.70x with a BF16 one; session 21)."""
+    from kvmodel.fidelity import served_kv_dtype
+
+    m = catalog.get_model("llama-2-7b")
+    assert served_kv_dtype(m, "fp8", "trtllm", run="trtllm-engine") == "fp8"
+    assert served_kv_dtype(m, m.weight_dtype, "trtllm", run="trtllm-engine") == "bf16"  # A100
+    assert served_kv_dtype(m, "fp8", "vllm", run="vllm") == "bf16"
+    (row,) = [p for p in compute_points() if "L40S, TP 1, offline batch of 64" in p.label]
+    assert row.measured_s == pytest.approx(64 / 1622, abs=5e-6)  # 1,622 tokens/s at batch 64
+    assert 0.95 < row.predicted_s / row.measured_s < 1.05
