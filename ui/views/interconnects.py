@@ -81,7 +81,7 @@ def _table_caption(sc, blocked: dict) -> None:
         f"each row runs over {sc.streams} parallel link(s) (the NICs, or per-GPU "
         "links, both instances have). Exposed transfer in ms; green under the band, amber "
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
-        "both directions (450 GB/s each way), so its times are twice the article's."
+        "both directions (450 GB/s each way), so its times are twice those figured at 900 GB/s."
         + (
             " Hatched grey: not buildable (a GPU-to-GPU link this GPU does not have, or "
             "prefill + decode exceed one scale-up domain at this TP/EP; the row says which): "
