@@ -511,3 +511,5 @@ def test_the_sidebars_interconnect_is_offered_when_not_listed(page):
     assert "add_own_link" not in [b.key for b in at.button]
     listed = app({"link": "100gbe"}, page, article=False)  # listed: nothing said
     assert not [c for c in listed.caption if "sidebar's interconnect" in c.value]
+    shown = app({"link": "ib-xdr", "present": "1"}, page, article=False)  # no editing there
+    assert "add_own_link" not in [b.key for b in shown.button]

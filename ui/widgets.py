@@ -150,10 +150,9 @@ def id_list(name: str) -> list[str]:
 def offer_own_link(link_id: str, link_name: str, links: list[str]) -> None:
     """Under a page's list of interconnects (``links``): when the sidebar's interconnect is
     not among them, say so, with a button that adds it (the list is the link's own input and
-    keeps its meaning; Interconnects and Sequence looked as if they ignored the sidebar)."""
-    from ui import present
-
-    if link_id in links or present.active():
+    keeps its meaning; Interconnects and Sequence looked as if they ignored the sidebar).
+    Not called in presentation mode (no editing controls there)."""
+    if link_id in links:
         return
     row = st.container(horizontal=True, vertical_alignment="center")
     name = md_escape(link_name, inline=True)

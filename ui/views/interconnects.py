@@ -10,7 +10,7 @@ from kvmodel.topology import par_text
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
 from kvview.words import interconnect_takeaway, not_buildable
-from ui import exports_ui, perf, urlstate, widgets
+from ui import exports_ui, perf, present, urlstate, widgets
 
 
 def render() -> None:
@@ -22,7 +22,8 @@ def render() -> None:
     links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    widgets.offer_own_link(sc.link.id, sc.link.name, links)
+    if not present.active():  # no editing controls in presentation mode
+        widgets.offer_own_link(sc.link.id, sc.link.name, links)
     c1, c2 = st.columns([3, 2])
     with c1:
         choices = sorted({2**i for i in range(13)} | set(map(int, widgets.id_list("batches"))))

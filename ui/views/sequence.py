@@ -7,7 +7,7 @@ from kvmodel.sweeps import model_seq_sweep, seq_grid, seq_sweep
 from kvview import figures, params
 from kvview.fmt import in_ms
 from kvview.words import not_buildable, sequence_takeaway
-from ui import exports_ui, perf, urlstate, widgets
+from ui import exports_ui, perf, present, urlstate, widgets
 
 
 def render() -> None:
@@ -35,7 +35,8 @@ def _per_link(sc, threshold_ms: float) -> None:
     links = widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
-    widgets.offer_own_link(sc.link.id, sc.link.name, links)
+    if not present.active():  # no editing controls in presentation mode
+        widgets.offer_own_link(sc.link.id, sc.link.name, links)
     curves, critical = perf.cached(seq_sweep, sc, links)
     curves = perf.cached(in_ms, curves)  # the same frame while the sweep is cached
     blocked = not_buildable(sc, links)  # named so in the takeaway and the chart
