@@ -110,6 +110,9 @@ def cheaper_text(saves) -> str:
     return "colocated is cheaper" if saves < 0 else "a tie"
 
 
+NO_TP = " No TP up to 64"  # what nearest_text says when no parallelism meets the targets
+
+
 def nearest_text(plan, side: str) -> str:
     """Where an infeasible side meets the targets: ' At TP 8 it meets them with 32 GPUs
     (4 × TP 8).' ('' when the plan did not search or the side meets them)."""
@@ -120,7 +123,7 @@ def nearest_text(plan, side: str) -> str:
     if ok or not getattr(plan, "nearest_searched", False):
         return ""
     if n is None:
-        return " No TP up to 64 meets both targets on this side."
+        return f"{NO_TP} meets both targets {side}."  # "colocated", "disaggregated"
     if side == "colocated":
         par = par_text(n.tp, n.ep)
         return (
@@ -197,7 +200,7 @@ def _missed_text(plan, slo) -> str:
                 f": {pct_label(slo.ttft_percentile)} TTFT {fmt_time(plan.ttft_s)}, TPOT "
                 f"{fmt_time(plan.tpot_s)}; {binds}), so no saving is counted.")  # fmt: skip
     colo_nearest = nearest_text(plan, "colocated")
-    if colo_nearest and colo_nearest == nearest_text(plan, "disaggregated"):
+    if colo_nearest.startswith(NO_TP) and nearest_text(plan, "disaggregated").startswith(NO_TP):
         colo_nearest = " No TP up to 64 meets them there either."  # not the same line twice
     colo = (
         f" Colocated serving meets them with {gpus(plan.colocated_gpus)}."

@@ -284,3 +284,18 @@ def test_a_plan_missed_only_for_memory_says_so_in_its_summary():
     text = capacity_takeaway(p, rps=5.0, slo=slo)
     assert "a prefill instance at TP 8 cannot hold the longest prompt" in text
     assert "No number of GPUs meets them at this parallelism" in text
+
+
+def test_no_nearest_parallelism_names_the_side():
+    """'No TP up to 64 meets both targets on this side' did not say which side (session 20's
+    review); when neither side has one the summary says so once."""
+    from types import SimpleNamespace
+
+    from kvview.capacity_words import nearest_text
+
+    plan_ = SimpleNamespace(nearest_searched=True, colocated_nearest=None,
+                            colocated_feasible=False, disaggregated_nearest=None,
+                            disaggregated_feasible=False)  # fmt: skip
+    assert nearest_text(plan_, "colocated") == " No TP up to 64 meets both targets colocated."
+    assert nearest_text(plan_, "disaggregated") == (
+        " No TP up to 64 meets both targets disaggregated.")
