@@ -31,6 +31,10 @@ def test_infeasible_scenario_is_warned_on_every_page():
     for page in ("pages/overview.py", "pages/mitigations.py", "pages/plan.py"):
         at = app({"tp": "1"}, page)  # Llama-3.1-70B in BF16 on one H100
         assert any("weights do not fit" in w.value for w in at.warning), page
+    models = app({"tp": "1"}, "pages/models.py")  # its KV sizes do not depend on it: a line
+    assert not models.warning and any(
+        "weights do not fit" in c.value and "do not depend on it" in c.value
+        for c in models.caption)  # fmt: skip
     at = app({"link": "nvlink4", "tp": "8"})  # 8 + 8 GPUs in an 8-GPU NVLink domain
     assert any("cannot carry the transfer" in w.value for w in at.warning)
 

@@ -19,7 +19,10 @@ def render() -> None:
     """Draw the page (see the module docstring)."""
     st.title("Models")
     urlstate.show_notices()
-    sc = urlstate.scenario_or_stop()
+    sc = urlstate.scenario_or_stop(page_shows_problems=True)
+    # a line, not the warning block: this page's KV sizes do not depend on the deployment
+    urlstate.show_deployment_problems(
+        sc, "The KV sizes on this page do not depend on it (they are per model and token).")
     table = perf.cached(
         models_table, sc.kv_dtype, sc.seq_len, extra=tuple(urlstate.imported_models().values())
     )
