@@ -277,3 +277,16 @@ def test_the_decode_step_band_note_starts_inside_the_plot():
     fig = figures.figure_transfer_vs_step(994.8, 11.9)
     (note,) = [a for a in fig.layout.annotations if "typical decode step" in a.text]
     assert note.xanchor == "left" and note.x == 20 >= fig.layout.xaxis.range[0] == 0
+
+
+def test_overview_draws_its_two_charts_as_one_figure():
+    """One plotly figure, not two: the browser drew each in ~25 ms on every input change
+    (session 21: Overview's control -> chart 2.13x -> 1.9x the trivial page's). The band is
+    named in the top panel's axis title, where its note would sit under the panel heading."""
+    fig = figures.figure_overview_panels(4.93, 11.7, 72.6, 37.7, link="100 GbE (RoCE)")
+    assert fig.layout.title.text == "KV transfer and TTFT on 100 GbE (RoCE)"
+    assert {t.xaxis for t in fig.data} == {"x", "x2"}
+    assert fig.layout.xaxis.title.text == "time [ms]; shaded: typical decode step 20–50 ms"
+    assert not [a for a in fig.layout.annotations if "typical decode step" in (a.text or "")]
+    widths = [w for t in fig.data if t.xaxis == "x2" for w in t.x]
+    assert widths[-1] == pytest.approx(37.7 + 72.6 + 4.93 + 11.7)  # the TTFT bar: the sum

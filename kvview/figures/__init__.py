@@ -71,6 +71,7 @@ __all__ = [  # the builders defined here and those re-exported from the modules 
     "figure_efficiency_curve",
     "figure_gap_distribution",
     "figure_mitigation_panels",
+    "figure_overview_panels",
     "figure_model_vs_measured",
     "figure_models_seq",
     "figure_option_transfer",
@@ -229,22 +230,41 @@ def figure_ttft_waterfall(prefill_ms: float, transfer_ms: float, decode_ms: floa
 
 
 @finished
+def figure_overview_panels(transfer_ms: float, step_ms: float, prefill_ms: float,
+                           request_ms: float = 0.0, *, link: str = "", k: float = 1.0,
+                           band_ms=DEFAULT_BAND_MS) -> go.Figure:  # fmt: skip
+    """Overview: the transfer against one decode step (top) over the TTFT waterfall (bottom),
+    as one chart: the browser draws one plotly figure instead of two on every input change
+    (~25 ms each on 2 CPUs; bench/README.md, Session 21). Stacked, each panel as wide as the
+    page (side by side, a phone's panels were under 200 px wide)."""
+    top = figure_transfer_vs_step.unbuilt(transfer_ms, step_ms, band_ms, k=k, band_in_axis=True)
+    bottom = figure_ttft_waterfall.unbuilt(prefill_ms, transfer_ms, step_ms, request_ms)
+    title = f"KV transfer and TTFT{' on ' + link if link else ''}"
+    return panel_figure([top, bottom], title=title, rows=True)
+
+
+@finished
 def figure_transfer_vs_step(
-    transfer_ms: float, step_ms: float, band_ms=DEFAULT_BAND_MS, *, link: str = "", k: float = 1.0
+    transfer_ms: float, step_ms: float, band_ms=DEFAULT_BAND_MS, *, link: str = "", k: float = 1.0,
+    band_in_axis: bool = False,
 ) -> go.Figure:
-    """One bar for the exposed transfer against the decode step and the usual band [ms]."""
+    """One bar for the exposed transfer against the decode step and the usual band [ms].
+    ``band_in_axis``: the band is named in the x axis's title, not in a note above the plot
+    (a panel of ``figure_overview_panels``, whose heading sits where the note would)."""
     fig = Fig()
     fig.add_vrect(x0=band_ms[0], x1=band_ms[1], fillcolor=BAND_COLOR, line_width=0, layer="below")
-    fig.add_annotation(  # from the band's left edge: centred on a band near 0 of a long
-        x=band_ms[0],  # axis, it ran past the plot's left edge ("pical decode step")
-        xanchor="left",
-        y=1,
-        yref="paper",
-        yanchor="bottom",
-        text=f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms",
-        showarrow=False,
-        font={"size": 11},
-    )
+    band = f"typical decode step {band_ms[0]:g}–{band_ms[1]:g} ms"
+    if not band_in_axis:
+        fig.add_annotation(  # from the band's left edge: centred on a band near 0 of a long
+            x=band_ms[0],  # axis, it ran past the plot's left edge ("pical decode step")
+            xanchor="left",
+            y=1,
+            yref="paper",
+            yanchor="bottom",
+            text=band,
+            showarrow=False,
+            font={"size": 11},
+        )
     fig.add_bar(
         y=["KV transfer", "Decode step"],
         x=[transfer_ms, step_ms],
@@ -261,7 +281,8 @@ def figure_transfer_vs_step(
     title = f"KV transfer vs one decode step{' on ' + link if link else ''}"
     fig.update_layout(showlegend=False)
     fig.update_xaxes(range=[0, max(transfer_ms, step_ms, band_ms[1]) * 1.25])
-    return base_layout(fig, title, "time [ms]", "", height=300)
+    xtitle = f"time [ms]; shaded: {band}" if band_in_axis else "time [ms]"
+    return base_layout(fig, title, xtitle, "", height=300)
 
 
 @finished

@@ -80,7 +80,7 @@ def _open(page, url, wait_ready, charts: int):
 
 
 @pytest.mark.parametrize(
-    ("path", "charts"), [("/", 2), ("/mitigations", 1), ("/compare", 1), ("/plan", 1)]
+    ("path", "charts"), [("/", 1), ("/mitigations", 1), ("/compare", 1), ("/plan", 1)]
 )
 def test_presentation_mode_reads_from_the_back(
     projector, app_url, wait_ready, screenshot, path, charts

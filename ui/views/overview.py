@@ -146,29 +146,18 @@ CRITICAL, NEVER = "Critical length [tokens]", "never"  # "never" as on Mitigatio
 
 
 def _charts(sc, ev) -> None:
-    """The transfer against the decode step and the TTFT waterfall; the notes."""
-    left, right = st.columns(2)
+    """The transfer against the decode step over the TTFT waterfall (one chart); the notes."""
     exports_ui.chart(
         perf.cached(
-            figures.figure_transfer_vs_step.unbuilt,
+            figures.figure_overview_panels.unbuilt,
             ev.exposed_s * 1e3,
             ev.decode_step_s * 1e3,
+            ev.prefill_s * 1e3,
+            ev.framework_request_s * 1e3,
             link=sc.link.name,
             k=sc.k,
         ),
-        "transfer-vs-step",
-        left,
-    )
-    exports_ui.chart(
-        perf.cached(
-            figures.figure_ttft_waterfall.unbuilt,
-            ev.prefill_s * 1e3,
-            ev.exposed_s * 1e3,
-            ev.decode_step_s * 1e3,
-            ev.framework_request_s * 1e3,
-        ),
-        "ttft-waterfall",
-        right,
+        "transfer-and-ttft",
     )
     for note in ev.notes:
         if note not in ev.problems:  # those are in the warning above
