@@ -65,43 +65,6 @@ def test_the_html_report_judges_each_number_against_the_first():
     assert "td.cmp-worse { background:" in html  # styled in the report's own CSS
 
 
-def test_gain_verdicts_are_the_changes_of_the_share_that_gains_alone():
-    """Compare's "Traffic that gains" reads its verdicts from the table's changes against A
-    (``ui.views.compare.gain_verdicts``): the same as the changes of that column alone, and
-    other shares give other verdicts."""
-    import math
-
-    from kvmodel.compare import changes
-    from ui.views.compare import gain_verdicts
-
-    kinds = (("A", {}), ("B", {"gpu": "h200"}), ("C", {}), ("D", {"compression": "int8"}))
-    evs = [(label, evaluate(build_scenario(**kw))) for label, kw in kinds]
-
-    def alone(table):
-        ch = changes(table, ("fraction_gain",))
-        return {
-            label: (change, relative, verdict)
-            for label, change, relative, verdict in zip(
-                ch["label"], ch["change"], ch["relative"], ch["verdict"], strict=True
-            )
-        }
-
-    def same(a, b):
-        return a.keys() == b.keys() and all(
-            x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y))
-            for k in a for x, y in zip(a[k], b[k], strict=True)
-        )  # fmt: skip
-
-    seen = []
-    for shares in ((0.5, 0.6, 0.5, 0.4), (0.0, 0.0, 0.25, 0.0), (0.3, 0.3, 0.3, 0.3)):
-        table = compare_frame(evs, shares)
-        got = gain_verdicts(changes(table))
-        assert same(got, alone(table))
-        seen.append(got)
-    assert seen[0]["B"][2] == "better" and seen[0]["D"][2] == "worse"
-    assert seen[1]["C"][2] == "better" and seen[2]["B"][2] == "same"
-
-
 def test_the_ttft_cell_says_the_number_the_sentence_says():
     """Compare's sentence gives the lowest TTFT with one decimal ('122.5 ms'); the table's cell
     read '123 ms' (three significant digits) beside it (session 19's review)."""

@@ -188,9 +188,7 @@ def render() -> None:
     _takeaway(labelled, table)
     gains = _gains(labelled, base_sc)
     cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
-    cmp_changes = _comparison(labelled, evs, table, cmp_table)
-    if gains:
-        _traffic_gains(labelled, gains, cmp_changes)
+    _comparison(labelled, evs, table, cmp_table, gains[0] if gains else None)
 
 
 def _scenarios(base_sc, variants, base_values, cols) -> list:
@@ -238,9 +236,9 @@ def _takeaway(labelled, table) -> None:
     st.info(said, icon=":material/lightbulb:")
 
 
-def _comparison(labelled, evs, table, cmp_table):
-    """The comparison table against A, its downloads and the three charts; returns the
-    changes against A (``kvmodel.compare.changes`` of the table)."""
+def _comparison(labelled, evs, table, cmp_table, gains_caption: str | None) -> None:
+    """The comparison table against A (with the Traffic page's share that gains as its last
+    row, ``gains_caption`` saying of which traffic), its downloads and the three charts."""
     cmp_changes = perf.cached(changes, cmp_table)
     rows = perf.cached(compare_cells.compare_rows, cmp_table, cmp_changes)
     st.markdown(
@@ -251,6 +249,7 @@ def _comparison(labelled, evs, table, cmp_table):
         "Each number of B–D against A's: **blue ▼/▲ better**, **orange ▼/▲ worse** (the arrow "
         "gives the direction of the change, the row says which way is better); grey bold: an "
         "input that differs from A."
+        + (f" Traffic that gains (the last row): {gains_caption}" if gains_caption else "")
     )
     link = urlstate.share_url()  # one link for both files (each read the session state)
     exports_ui.table_download(partial(csv_tables.comparison_frame, evs), "comparison", link)
@@ -262,7 +261,6 @@ def _comparison(labelled, evs, table, cmp_table):
         link=link,
     )
     _charts(labelled, table, cmp_table, cmp_changes)
-    return cmp_changes
 
 
 TAB = "cmp_tab"  # session key: the open chart's tab
@@ -291,36 +289,3 @@ def _charts(labelled, table, cmp_table, cmp_changes) -> None:
                 perf.cached(figures.figure_ttft.unbuilt, table, title="TTFT per scenario"),
                 "ttft-per-scenario",
             )
-
-
-def _traffic_gains(labelled, gains, cmp_changes) -> None:
-    """Traffic that gains: each scenario's share of requests that gain, against A's."""
-    st.subheader("Traffic that gains")
-    st.caption(gains[0])
-    verdicts = perf.cached(gain_verdicts, cmp_changes)
-    for col, (label, _), frac in zip(st.columns(len(labelled)), labelled, gains[1], strict=True):
-        change, relative, verdict = verdicts[label]
-        col.metric(
-            label,
-            f"{frac:.1%}",
-            delta=None
-            if label == labelled[0][0]
-            else f"{compare_cells.change_text('fraction_gain', change, relative)} "
-            f"vs A, {verdict}",
-            delta_color="off",
-            help="Share of requests that gain from disaggregation (higher is better)",
-        )
-
-
-def gain_verdicts(cmp_changes) -> dict:
-    """label -> (change, relative change, verdict) of the share that gains against A, read
-    from the table's changes against A (``changes(cmp_table)``, which the page has already):
-    the rows of ``changes(cmp_table, ("fraction_gain",))``, which cost ~0.5 ms more a rerun
-    (Session 19). Memoised with the changes (a frame indexed and looked up per scenario cost
-    ~2 ms of every rerun)."""
-    cols = [cmp_changes[c].tolist() for c in ("key", "label", "change", "relative", "verdict")]
-    return {
-        label: (change, relative, verdict)
-        for key, label, change, relative, verdict in zip(*cols, strict=True)
-        if key == "fraction_gain"
-    }
