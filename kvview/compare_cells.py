@@ -91,6 +91,11 @@ def change_text(key: str, change: float, relative: float) -> str:
     return out
 
 
+def _critical_text(n) -> str:
+    """A critical length in a cell: '1,145 tokens', or 'never' when no prompt reaches it."""
+    return "never" if n is None or n != n else fmt_tokens(n)
+
+
 def _value_texts(r) -> dict[str, tuple[str, str | None]]:
     """(text, key of DIRECTIONS or None for an input) per shown quantity of one scenario."""
     step = fmt_time(r["decode_step_s"]) + (" (estimated)" if r["decode_step_estimated"] else "")
@@ -128,7 +133,8 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
             f"{share:.1%} ({over} {r['share_target']:.0%})",
             "transfer_share_of_ttft",
         ),
-        "Critical sequence length": (fmt_tokens(r["critical_seq_len"]), "critical_seq_len"),
+        # "never", as on Overview, Mitigations and Traffic ("none up to max context" wrapped)
+        "Critical sequence length": (_critical_text(r["critical_seq_len"]), "critical_seq_len"),
     }
     if "fraction_gain" in r and r["fraction_gain"] is not None:
         out["Traffic that gains"] = (f"{r['fraction_gain']:.1%}", "fraction_gain")

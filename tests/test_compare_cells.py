@@ -94,3 +94,14 @@ def test_no_ttft_to_rank_is_said_not_raised():
                           "transfer_share": [nan, nan], "ttft_saving_ms": [nan, nan],
                           "buildable": [True, True]})  # fmt: skip
     assert "No scenario here has a time to first token" in compare_takeaway(table, "A")
+
+
+def test_a_critical_length_never_reached_reads_never():
+    """As on Overview, Mitigations and Traffic (session 21: the cell read 'none up to max
+    context')."""
+    sc = build_scenario(link="nvlink4", layerwise=True)
+    evs = [("A", evaluate(build_scenario())), ("B", evaluate(sc))]
+    assert evs[1][1].critical_seq_len is None and evs[0][1].critical_seq_len == 1145
+    rows = {r.label: r for r in C.compare_rows(compare_frame(evs, None))}
+    cells = rows["Critical sequence length"].cells
+    assert cells[0] == "1,145 tokens" and cells[1].startswith("never")
