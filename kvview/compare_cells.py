@@ -25,10 +25,10 @@ from kvmodel.topology import par_text
 from kvview.fmt import (
     fmt_bandwidth,
     fmt_bytes,
+    fmt_critical,
     fmt_ms,
     fmt_ratio,
     fmt_time,
-    fmt_tokens,
     records,
 )
 
@@ -91,9 +91,7 @@ def change_text(key: str, change: float, relative: float) -> str:
     return out
 
 
-def _critical_text(n) -> str:
-    """A critical length in a cell: '1,145 tokens', or 'never' when no prompt reaches it."""
-    return "never" if n is None or n != n else fmt_tokens(n)
+PARALLELISM = "Parallelism prefill → decode"  # TP or EP of each instance (``par_text``)
 
 
 def _value_texts(r) -> dict[str, tuple[str, str | None]]:
@@ -133,8 +131,7 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
             f"{share:.1%} ({over} {r['share_target']:.0%})",
             "transfer_share_of_ttft",
         ),
-        # "never", as on Overview, Mitigations and Traffic ("none up to max context" wrapped)
-        "Critical sequence length": (_critical_text(r["critical_seq_len"]), "critical_seq_len"),
+        "Critical sequence length": (fmt_critical(r["critical_seq_len"]), "critical_seq_len"),
     }
     if "fraction_gain" in r and r["fraction_gain"] is not None:
         out["Traffic that gains"] = (f"{r['fraction_gain']:.1%}", "fraction_gain")
@@ -143,8 +140,7 @@ def _value_texts(r) -> dict[str, tuple[str, str | None]]:
 
 # Inputs shown even when every scenario has the same (the rest appear when one differs).
 ALWAYS = ("Model", "Interconnect", "Transfer stack", "Prompt × batch", "KV dtype / compression",
-          "Layer-wise", "Parallelism prefill → decode", "Prefill", "Decode step")  # fmt: skip
-PARALLELISM = ALWAYS[6]
+          "Layer-wise", PARALLELISM, "Prefill", "Decode step")  # fmt: skip
 
 
 def compare_rows(table: pd.DataFrame, table_changes: pd.DataFrame | None = None) -> list[Row]:

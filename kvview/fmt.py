@@ -88,6 +88,15 @@ def fmt_tokens(n: float | None) -> str:
     return "1 token" if int(n) == 1 else f"{int(n):,} tokens"
 
 
+NEVER = "never"  # a critical length that no prompt up to the model's max context reaches
+
+
+def fmt_critical(n: float | None) -> str:
+    """A critical length in a table cell: '1,145 tokens', or 'never' (None or NaN): 'none up
+    to max context' made the tables' columns too wide at 1280 px."""
+    return NEVER if n is None or n != n else fmt_tokens(n)
+
+
 def _count(n: int, unit: str) -> str:
     return f"{n:,} {unit}{'' if n == 1 else 's'}"
 

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kvview.figures.kit import Fig, base_layout, finished
+from kvview.fmt import fmt_critical
 
 REGION_COLORS = {"too short": "#94a3b8", "gains": "#16a34a", "transfer-bound": "#dc2626"}
 REGION_NAMES = ("too short", "gains", "transfer-bound")
@@ -100,9 +101,6 @@ def traffic_comparison_frame(rows) -> pd.DataFrame:
             "Requests gaining": df["fraction_requests_gain"].map("{:.1%}".format),
             "Tokens gaining": df["fraction_tokens_gain"].map("{:.1%}".format),
             "Transfer-bound": df["fraction_transfer_bound"].map("{:.1%}".format),
-            "Critical length": [
-                ("never" if c is None or c != c else f"{int(c):,} tokens")
-                for c in df["critical_seq_len"]
-            ],
+            "Critical length": [fmt_critical(c) for c in df["critical_seq_len"]],
         }
     )

@@ -8,7 +8,7 @@ from kvmodel import catalog
 from kvmodel.sweeps import mitigation_options, mitigation_table, timeline
 from kvmodel.topology import domain_gpus, par_text
 from kvview import csv_tables, figures, tables
-from kvview.fmt import fmt_bytes, fmt_tokens, in_ms
+from kvview.fmt import fmt_bytes, fmt_critical, in_ms
 from kvview.words import mitigation_takeaway
 from ui import exports_ui, perf, urlstate, widgets
 
@@ -73,7 +73,6 @@ def _shown(table):
     lists: three Series.map and an assign cost ~1.4 ms a rerun, this ~0.3 ms)."""
     import pandas as pd
 
-    crit = table["critical_seq_len"].tolist()
     return pd.DataFrame(
         {
             "option": table["option"].tolist(),
@@ -83,12 +82,10 @@ def _shown(table):
             "ttft_ms": table["ttft_ms"].to_numpy(),
             "ttft_saving_ms": table["ttft_saving_ms"].to_numpy(),
             "share": [f"{x:.1%}" for x in table["transfer_share"].tolist()],
-            "critical": [NEVER if s != s or s is None else fmt_tokens(s) for s in crit],
+            "critical": [fmt_critical(s) for s in table["critical_seq_len"].tolist()],
         }
     )
 
-
-NEVER = "never"  # the critical length no prompt up to max context reaches (as on Traffic)
 
 # the unit in the cells, not the headers, and "never" for no critical length: with the
 # longest option whole, eight columns fit 1280 px ("none up to max context" did not)

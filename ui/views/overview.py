@@ -6,7 +6,7 @@ from kvmodel.topology import par_text
 from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
-from kvview.fmt import fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
+from kvview.fmt import NEVER, fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
 from kvview.words import overview_takeaway
 from ui import exports_ui, perf, urlstate
 
@@ -142,7 +142,7 @@ def _ttft_metrics(sc, ev) -> None:
     )
 
 
-CRITICAL, NEVER = "Critical length [tokens]", "never"  # "never" as on Mitigations and Traffic
+CRITICAL = "Critical length [tokens]"
 
 
 def _charts(sc, ev) -> None:
