@@ -36,6 +36,14 @@ def app(query=None, page=None, *, article=True) -> AppTest:
     return at
 
 
+def editing(at) -> AppTest:
+    """Compare with its variants' editor open (the "Edit B–D" toggle; off, the changes are
+    words)."""
+    at.toggle(key="cmp_edit").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def shown_table(at, index=False):
     """The first HTML table (kvview.tables) on the page, as texts."""
     for md in at.markdown:

@@ -5,7 +5,7 @@ without ``cmp`` compares variants that each differ from A."""
 from html.parser import HTMLParser
 
 import pytest
-from app_helpers import app, shown_table
+from app_helpers import app, editing, shown_table
 
 from kvmodel.build import build_scenario
 from kvmodel.transfer import evaluate
@@ -50,7 +50,8 @@ def cmp_of(at) -> str:
 
 
 def test_a_variant_changes_model_tp_and_batch_from_the_ui():
-    at = app({"cmp": "comp:int8"}, "pages/compare.py")  # the article's scenario: TP 1, 30 ms
+    # the article's scenario: TP 1, 30 ms
+    at = editing(app({"cmp": "comp:int8"}, "pages/compare.py"))
     at.selectbox(key="cmp0_add").set_value("model").run()
     at.selectbox(key="cmp0_model").set_value("llama-3.1-8b").run()
     at.selectbox(key="cmp0_add").set_value("tp").run()
@@ -78,7 +79,7 @@ def test_a_variant_changes_model_tp_and_batch_from_the_ui():
 
 
 def test_any_scenario_input_can_be_added_with_a_widget_of_its_kind():
-    at = app({"cmp": "comp:int8"}, "pages/compare.py")
+    at = editing(app({"cmp": "comp:int8"}, "pages/compare.py"))
     offered = at.selectbox(key="cmp0_add").options
     # every scenario input but the one B already changes (custom bandwidth and latency only
     # on a custom link), by its label and unit
@@ -192,7 +193,7 @@ def test_defaults_differ_from_a_when_a_is_on_ib_ndr(stack):
 
 
 def test_editing_a_default_variant_writes_the_comparison_out():
-    at = app({"link": "ib-ndr"}, "pages/compare.py")  # the article's scenario on IB NDR
+    at = editing(app({"link": "ib-ndr"}, "pages/compare.py"))  # the article's scenario on IB NDR
     at.button(key="cmp2_rm").click().run()
     assert cmp_of(at) == "comp:int8;link:ib-xdr"
     next(b for b in at.button if b.label == "Add a scenario").click().run()
@@ -266,3 +267,18 @@ def test_a_variant_slower_than_an_unbuildable_a_is_not_said_to_be_below_it():
     assert said.startswith("Lowest TTFT among the buildable scenarios: B at ")
     assert "above A's (A cannot be built as set)" in said and "below" not in said
     assert "Not buildable as set, so not ranked: A (sidebar)." in said
+
+
+def test_a_comparison_opens_read_only_and_edit_shows_the_editor():
+    """A shared comparison opens with each variant's changes in words; "Edit B–D" brings the
+    widgets (and the link is unchanged by opening them)."""
+    at = app({"cmp": "comp:int8~batch:16;lw:1"}, "pages/compare.py")
+    keys = {getattr(w, "key", None) for w in [*at.selectbox, *at.number_input, *at.button]}
+    assert not any(str(k).startswith("cmp0_") or str(k).startswith("cmp1_") for k in keys)
+    words = [m.value for m in at.markdown if m.value.startswith("**B** · ")]
+    assert words and "int8" in words[0] and "16" in words[0], words
+    before = cmp_of(at)
+    editing(at)
+    assert at.selectbox(key="cmp0_comp").value == "int8"
+    assert at.number_input(key="cmp0_batch").value == 16
+    assert at.selectbox(key="cmp1_add") is not None and cmp_of(at) == before

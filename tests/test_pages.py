@@ -7,7 +7,7 @@ Links (tests/test_urlstate.py), the sidebar (tests/test_sidebar.py), config impo
 import json
 
 import pytest
-from app_helpers import app, metric, shown_table
+from app_helpers import app, editing, metric, shown_table
 from html_tables import read_html_table
 
 from kvmodel.build import build_scenario, scenario_from_inputs
@@ -319,7 +319,7 @@ def test_traffic_upload_and_bad_upload():
 
 
 def test_compare_page_from_link_and_edits():
-    at = app({"cmp": "comp:int8;link:ib-ndr~lw:1", "batch": "8"}, "pages/compare.py")
+    at = editing(app({"cmp": "comp:int8;link:ib-ndr~lw:1", "batch": "8"}, "pages/compare.py"))
     df = shown_table(at, index=True)
     assert list(df.columns) == ["Better", "A (sidebar)", "B", "C"]
     evb = evaluate(
@@ -384,7 +384,7 @@ def test_lazy_menus_draw_their_contents_when_opened():
 
 def test_compare_marks_an_unbuildable_variant_and_never_picks_it():
     # TP 8 + TP 8 over NVLink 4 needs 16 GPUs in one 8-GPU domain: shown, marked, not chosen
-    at = app({"cmp": "link:nvlink4;stack:ideal", "tp": "8"}, "pages/compare.py")
+    at = editing(app({"cmp": "link:nvlink4;stack:ideal", "tp": "8"}, "pages/compare.py"))
     notes = [c.value for c in at.caption if "Not buildable" in c.value]
     assert notes and "cannot carry the transfer" in notes[0]
     assert not at.info[0].value.startswith("Lowest TTFT: B")

@@ -14,6 +14,8 @@ def test_a_change_added_in_the_ui_reaches_the_comparison_csv(
     wait_ready(page)
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("4,096 tokens × 1").first).to_be_visible()
+    expect(main.get_by_role("combobox", name="Add a change")).to_have_count(0)  # read-only
+    main.get_by_text("Edit B–D").click()
     main.get_by_role("combobox", name="Add a change").first.click()
     page.get_by_role("option", name="Batch [requests]").click()
     batch = main.get_by_role("spinbutton", name="Batch [requests]")

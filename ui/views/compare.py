@@ -107,7 +107,9 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
         _write([*variants, fresh[0] if fresh else {"link": base_values["link"]}])
 
     out = []
-    present = bool(ss.get("present"))  # presentation mode: the changes in words, no controls
+    # the changes in words, no controls: in presentation mode, and until "Edit B–D" is on (a
+    # shared comparison opens read-only; its 13 widgets were ~2.7 ms of every rerun)
+    present = bool(ss.get("present")) or not ss.get(EDIT)
     for i, over in enumerate(variants):
         label = chr(ord("B") + i)
         values, warnings = _variant_values(base_values, over)
@@ -182,6 +184,13 @@ def render() -> None:
             else ""
         )
     )
+    if not ss.get("present"):
+        st.toggle(
+            "Edit B–D",
+            key=EDIT,
+            help="Change, add or remove the variants' inputs (the link keeps them). Off: each "
+            "variant's changes in words.",
+        )
     cols = st.columns(P.MAX_COMPARED + 1)
     labelled = _scenarios(base_sc, variants, base_values, cols)
     evs, table = _evaluated(base_sc, labelled)
@@ -264,6 +273,7 @@ def _comparison(labelled, evs, table, cmp_table, gains_caption: str | None) -> N
 
 
 TAB = "cmp_tab"  # session key: the open chart's tab
+EDIT = "cmp_edit"  # session key: the variants' editor is open (not in the link)
 
 
 def _charts(labelled, table, cmp_table, cmp_changes) -> None:
