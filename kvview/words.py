@@ -239,12 +239,19 @@ def scenario_line(sc: Scenario) -> str:
 
 def compare_takeaway(table, a_label: str) -> str:
     """Compare's sentence from ``sweeps.mitigation_table`` of A and its variants (in ms,
-    ``in_ms``): the lowest TTFT among the scenarios that can be built, and what was left out.
-    A variant slower than an unbuildable A is never said to be 'below' it (issue 24)."""
+    ``in_ms``), or from its rows (``sweeps.mitigation_rows``, in seconds): the lowest TTFT
+    among the scenarios that can be built, and what was left out.  A variant slower than an
+    unbuildable A is never said to be 'below' it (issue 24)."""
     if len(table) == 1:
         return "Only the sidebar's scenario (A) is set: add a variant above to compare with it."
-    # plain records (boolean selections, idxmin and a row lookup cost ~0.5 ms a rerun)
-    rows = records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable"))
+    if isinstance(table, list):  # rows in seconds: in ms as in_ms makes them (× 1000)
+        rows = [{"option": r["option"], "ttft_ms": r["ttft_s"] * 1e3,
+                 "transfer_share": r["transfer_share"],
+                 "ttft_saving_ms": r["ttft_saving_s"] * 1e3, "buildable": r["buildable"]}
+                for r in table]  # fmt: skip
+    else:  # plain records (boolean selections, idxmin and a row lookup cost ~0.5 ms a rerun)
+        rows = records(table, ("option", "ttft_ms", "transfer_share", "ttft_saving_ms",
+                               "buildable"))  # fmt: skip
     built = [r for r in rows if r["buildable"]]
     ok = [r for r in (built or rows) if r["ttft_ms"] == r["ttft_ms"]]  # idxmin skips NaN
     if not ok:  # no TTFT at all (every one NaN): nothing to rank

@@ -68,7 +68,7 @@ def test_the_html_report_judges_each_number_against_the_first():
 def test_the_ttft_cell_says_the_number_the_sentence_says():
     """Compare's sentence gives the lowest TTFT with one decimal ('122.5 ms'); the table's cell
     read '123 ms' (three significant digits) beside it (session 19's review)."""
-    from kvmodel.sweeps import Option, mitigation_table
+    from kvmodel.sweeps import Option, mitigation_rows, mitigation_table
     from kvview.fmt import in_ms
     from kvview.words import compare_takeaway
 
@@ -81,6 +81,13 @@ def test_the_ttft_cell_says_the_number_the_sentence_says():
     table = in_ms(mitigation_table(a, [Option("A", a, True), Option("D", d, True)]))
     sentence = compare_takeaway(table, "A")
     assert f"D at {ms:,.1f} ms" in sentence
+    # the page reads the rows in seconds (no frame): the same sentence, the same decimals
+    rows_s = mitigation_rows(a, [Option("A", a, True), Option("D", d, True)], critical=False)
+    assert compare_takeaway(rows_s, "A") == sentence
+    unbuilt = [Option("A", a, True), Option("D", d, False)]
+    said = compare_takeaway(mitigation_rows(a, unbuilt), "A")
+    assert said == compare_takeaway(in_ms(mitigation_table(a, unbuilt)), "A")
+    assert "Not buildable as set, so not ranked: D." in said
     assert C.change_text("ttft_s", -0.0045, -0.035) == "−4.5 ms (−4%)"
 
 

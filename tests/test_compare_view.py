@@ -282,3 +282,31 @@ def test_a_comparison_opens_read_only_and_edit_shows_the_editor():
     assert at.selectbox(key="cmp0_comp").value == "int8"
     assert at.number_input(key="cmp0_batch").value == 16
     assert at.selectbox(key="cmp1_add") is not None and cmp_of(at) == before
+
+
+def test_the_ttft_tab_draws_each_scenario_s_ttft_when_opened():
+    """The TTFT chart's table is made only while its tab is open; opened, it shows A's and each
+    variant's TTFT (kvmodel's evaluate, in ms) and says which one the sentence ranks first."""
+    import base64
+    import json
+
+    import numpy as np
+
+    at = app({"cmp": "comp:int8;lw:1"}, "pages/compare.py")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert not any("TTFT per scenario" in t for t in titles)
+    at.session_state["cmp_tab"] = "TTFT"
+    at.run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert "TTFT per scenario" in spec["layout"]["title"]["text"]
+    a = build_scenario(link="100gbe", framework="vllm")  # a link without fw: vLLM (issue 21)
+    expected = {"A (sidebar)": evaluate(a).ttft_s * 1e3}
+    total = {}
+    for trace in spec["data"]:  # stacked parts add up to each scenario's TTFT
+        x = trace["x"]  # plotly's binary array
+        xs = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"]) if "bdata" in x else x
+        for label, v in zip(trace["y"], xs, strict=True):
+            total[label] = total.get(label, 0.0) + v
+    assert total["A (sidebar)"] == pytest.approx(expected["A (sidebar)"], rel=1e-9)
+    assert set(total) == {"A (sidebar)", "B", "C"}

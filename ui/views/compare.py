@@ -13,7 +13,7 @@ import streamlit as st
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.compare import AUTO, changes, compare_frame, default_variants
-from kvmodel.sweeps import Option, mitigation_table
+from kvmodel.sweeps import Option, mitigation_rows, mitigation_table
 from kvmodel.transfer import evaluate
 from kvview import compare_cells, csv_tables, figures
 from kvview import params as P
@@ -193,11 +193,11 @@ def render() -> None:
         )
     cols = st.columns(P.MAX_COMPARED + 1)
     labelled = _scenarios(base_sc, variants, base_values, cols)
-    evs, table = _evaluated(base_sc, labelled)
-    _takeaway(labelled, table)
+    evs, options, rows = _evaluated(base_sc, labelled)
+    _takeaway(labelled, rows)
     gains = _gains(labelled, base_sc)
     cmp_table = perf.cached(compare_frame, evs, gains[1] if gains else None)
-    _comparison(labelled, evs, table, cmp_table, gains[0] if gains else None)
+    _comparison(labelled, evs, options, cmp_table, gains[0] if gains else None)
 
 
 def _scenarios(base_sc, variants, base_values, cols) -> list:
@@ -231,21 +231,21 @@ def _scenarios(base_sc, variants, base_values, cols) -> list:
 
 
 def _evaluated(base_sc, labelled):
-    """Each scenario evaluated, and the table of them as mitigation options."""
+    """Each scenario evaluated, and their rows as mitigation options (``mitigation_rows``: the
+    sentence reads them; the TTFT chart makes its table only while its tab is open)."""
     evs = [(label, evaluate(sc)) for label, sc in labelled]
     buildable = {label: not urlstate.feasibility_problems(ev) for label, ev in evs}
     options = [Option(label, sc, buildable[label]) for label, sc in labelled]
-    table = perf.cached(in_ms, perf.cached(mitigation_table, base_sc, options))
-    return evs, table
+    return evs, options, perf.cached(mitigation_rows, base_sc, options, critical=False)
 
 
-def _takeaway(labelled, table) -> None:
+def _takeaway(labelled, rows) -> None:
     """Which scenario has the lowest TTFT, in a sentence."""
-    said = perf.cached(compare_takeaway, table, labelled[0][0])  # unbuildable: not ranked
+    said = perf.cached(compare_takeaway, rows, labelled[0][0])  # unbuildable: not ranked
     st.info(said, icon=":material/lightbulb:")
 
 
-def _comparison(labelled, evs, table, cmp_table, gains_caption: str | None) -> None:
+def _comparison(labelled, evs, options, cmp_table, gains_caption: str | None) -> None:
     """The comparison table against A (with the Traffic page's share that gains as its last
     row, ``gains_caption`` saying of which traffic), its downloads and the three charts."""
     cmp_changes = perf.cached(changes, cmp_table)
@@ -269,15 +269,16 @@ def _comparison(labelled, evs, table, cmp_table, gains_caption: str | None) -> N
         title="KV transfer comparison",
         link=link,
     )
-    _charts(labelled, table, cmp_table, cmp_changes)
+    _charts(labelled, options, cmp_table, cmp_changes)
 
 
 TAB = "cmp_tab"  # session key: the open chart's tab
 EDIT = "cmp_edit"  # session key: the variants' editor is open (not in the link)
 
 
-def _charts(labelled, table, cmp_table, cmp_changes) -> None:
-    """The three charts in tabs, each drawn only while open."""
+def _charts(labelled, options, cmp_table, cmp_changes) -> None:
+    """The three charts in tabs, each drawn only while open (``options``: A's and the
+    variants', as ``_evaluated`` made them)."""
     names = ["Exposed transfer", "Change against A", "TTFT"] if len(labelled) > 1 else [
         "Exposed transfer", "TTFT"]  # fmt: skip
     tabs = dict(zip(names, st.tabs(names, key=TAB, on_change="rerun"), strict=True))
@@ -295,7 +296,9 @@ def _charts(labelled, table, cmp_table, cmp_changes) -> None:
             )
     if tabs["TTFT"].open:
         with tabs["TTFT"]:
+            frame = perf.cached(mitigation_table, labelled[0][1], options, critical=False)
+            ttft = perf.cached(in_ms, frame)
             exports_ui.chart(
-                perf.cached(figures.figure_ttft.unbuilt, table, title="TTFT per scenario"),
+                perf.cached(figures.figure_ttft.unbuilt, ttft, title="TTFT per scenario"),
                 "ttft-per-scenario",
             )
