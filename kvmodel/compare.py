@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import catalog
 from .dtypes import COMPRESSION_BITS
+from .frames import column_lists
 from .inputs import MAX_BATCH
 from .topology import SCALE_UP_KINDS
 
@@ -92,11 +93,17 @@ def changes(table: pd.DataFrame, keys=None) -> pd.DataFrame:
     reference, NaN when either is unbounded), relative (change ÷ reference, NaN when the
     reference is 0 or unbounded), verdict (better / worse / same), better (lower / higher).
     """
+    return pd.DataFrame(change_rows(table, keys))
+
+
+def change_rows(table: pd.DataFrame, keys=None) -> list[dict]:
+    """``changes`` as rows of dicts, for a reader that needs no frame (Compare's cells: the
+    frame, its text columns and reading them back cost ~0.6 ms a rerun; session 22)."""
     keys = [k for k in (keys or DIRECTIONS) if k in table.columns]
     table.iloc[0]  # an empty table raises IndexError here, as it always did
     # the cells by column, as Python values: what ``iterrows`` rows held, without a Series
     # per row and a lookup per cell (~2 ms of Compare's rerun; bench/README.md, Session 11)
-    cells = {key: table[key].tolist() for key in keys}
+    cells = dict(zip(keys, column_lists(table, keys), strict=True))
     ref = {key: cells[key][0] for key in keys}
     rows = []
     for i, label in enumerate(table.index):
@@ -117,7 +124,7 @@ def changes(table: pd.DataFrame, keys=None) -> pd.DataFrame:
                     "better": DIRECTIONS[key].better,
                 }
             )
-    return pd.DataFrame(rows)
+    return rows
 
 
 def next_faster_link(link_id: str) -> str | None:

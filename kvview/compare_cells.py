@@ -20,7 +20,7 @@ from html import escape
 
 import pandas as pd
 
-from kvmodel.compare import DIRECTIONS, changes, compare_frame
+from kvmodel.compare import DIRECTIONS, change_rows, compare_frame
 from kvmodel.topology import par_text
 from kvview.fmt import (
     fmt_bandwidth,
@@ -143,17 +143,19 @@ ALWAYS = ("Model", "Interconnect", "Transfer stack", "Prompt × batch", "KV dtyp
           "Layer-wise", PARALLELISM, "Prefill", "Decode step")  # fmt: skip
 
 
-def compare_rows(table: pd.DataFrame, table_changes: pd.DataFrame | None = None) -> list[Row]:
+def compare_rows(table: pd.DataFrame, table_changes=None) -> list[Row]:
     """``sweeps.compare_table`` (optionally with a ``fraction_gain`` column: the share of
-    traffic that gains) as rows of text, A first; ``table_changes``: ``changes(table)`` when
-    the caller has it."""
+    traffic that gains) as rows of text, A first; ``table_changes``: ``change_rows(table)``
+    (or the frame ``changes(table)``) when the caller has it."""
     # the cells as Python values (what ``iterrows`` held, without a Series per row and a box
     # per value: ~0.5 ms a rerun; Session 19)
     texts = {label: _value_texts(r) for label, r in zip(table.index, records(table), strict=True)}
     labels = list(texts)
     # one dict lookup per cell (a MultiIndex .loc per cell cost ~3 ms a rerun)
-    frame = changes(table) if table_changes is None else table_changes
-    ch = {(c["label"], c["key"]): c for c in records(frame)}
+    if table_changes is None:
+        table_changes = change_rows(table)
+    read = table_changes if isinstance(table_changes, list) else records(table_changes)
+    ch = {(c["label"], c["key"]): c for c in read}
     rows = []
     for name, (_, key) in texts[labels[0]].items():
         shown = [texts[label][name][0] for label in labels]

@@ -310,3 +310,22 @@ def test_the_ttft_tab_draws_each_scenario_s_ttft_when_opened():
             total[label] = total.get(label, 0.0) + v
     assert total["A (sidebar)"] == pytest.approx(expected["A (sidebar)"], rel=1e-9)
     assert set(total) == {"A (sidebar)", "B", "C"}
+
+
+def test_the_change_tab_shows_each_variant_against_a_when_opened():
+    """Its frame (``changes``) is made only while the tab is open: each variant's TTFT change
+    against A, in ms, as evaluate gives them."""
+    import json
+
+    at = app({"cmp": "comp:int8;lw:1"}, "pages/compare.py")
+    at.session_state["cmp_tab"] = "Change against A"
+    at.run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert spec["layout"]["title"]["text"].startswith("Change against A")
+    ttft = next(t for t in spec["data"] if t["name"] == "Change in TTFT vs A")
+    a = build_scenario(link="100gbe", framework="vllm")  # a link without fw: vLLM (issue 21)
+    b = build_scenario(link="100gbe", framework="vllm", compression="int8")
+    assert ttft["y"] == ["B", "C"]
+    want = (evaluate(b).ttft_s - evaluate(a).ttft_s) * 1e3
+    assert ttft["x"][0] == pytest.approx(want, rel=1e-9) and want < 0

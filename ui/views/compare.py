@@ -12,7 +12,7 @@ import streamlit as st
 
 from kvmodel import inputs as I
 from kvmodel import traffic as tr
-from kvmodel.compare import AUTO, changes, compare_frame, default_variants
+from kvmodel.compare import AUTO, change_rows, changes, compare_frame, default_variants
 from kvmodel.sweeps import Option, mitigation_rows, mitigation_table
 from kvmodel.transfer import evaluate
 from kvview import compare_cells, csv_tables, figures
@@ -248,7 +248,7 @@ def _takeaway(labelled, rows) -> None:
 def _comparison(labelled, evs, options, cmp_table, gains_caption: str | None) -> None:
     """The comparison table against A (with the Traffic page's share that gains as its last
     row, ``gains_caption`` saying of which traffic), its downloads and the three charts."""
-    cmp_changes = perf.cached(changes, cmp_table)
+    cmp_changes = perf.cached(change_rows, cmp_table)  # rows; the chart's tab makes the frame
     rows = perf.cached(compare_cells.compare_rows, cmp_table, cmp_changes)
     st.markdown(
         compare_cells.compare_html(rows, [label for label, _ in labelled]),
@@ -269,14 +269,14 @@ def _comparison(labelled, evs, options, cmp_table, gains_caption: str | None) ->
         title="KV transfer comparison",
         link=link,
     )
-    _charts(labelled, options, cmp_table, cmp_changes)
+    _charts(labelled, options, cmp_table)
 
 
 TAB = "cmp_tab"  # session key: the open chart's tab
 EDIT = "cmp_edit"  # session key: the variants' editor is open (not in the link)
 
 
-def _charts(labelled, options, cmp_table, cmp_changes) -> None:
+def _charts(labelled, options, cmp_table) -> None:
     """The three charts in tabs, each drawn only while open (``options``: A's and the
     variants', as ``_evaluated`` made them)."""
     names = ["Exposed transfer", "Change against A", "TTFT"] if len(labelled) > 1 else [
@@ -291,7 +291,8 @@ def _charts(labelled, options, cmp_table, cmp_changes) -> None:
     if "Change against A" in tabs and tabs["Change against A"].open:
         with tabs["Change against A"]:
             exports_ui.chart(
-                perf.cached(figures_compare.figure_compare_change.unbuilt, cmp_changes),
+                perf.cached(figures_compare.figure_compare_change.unbuilt,
+                            perf.cached(changes, cmp_table)),
                 "change-vs-a",
             )
     if tabs["TTFT"].open:
