@@ -71,3 +71,26 @@ def test_transfer_over_an_array_is_the_scalar_call_elementwise(query):
     pts = [0, 1, 2, 17, 1145, 4096, sc.model.max_context_tokens - 1, sc.model.max_context_tokens]
     vals = np.asarray(exposed_transfer_s(sc, np.array(pts, dtype=np.int64)), dtype=float)
     assert vals.tolist() == [float(exposed_transfer_s(sc, p)) for p in pts]
+
+
+def test_a_target_on_the_line_at_a_whole_length_is_checked_by_the_values(monkeypatch):
+    """The line through S = 0, 1 and max S decides only when the target lies clearly between
+    two whole lengths; a target equal to the transfer at S = 1,000 is left to the values (the
+    answer is the scalar search's either way), and most targets are decided by the line."""
+    from kvmodel import critical
+
+    sc = scenario_from_inputs({"link": "100gbe", "stack": "ideal", "step": "30", "tp": "1"})
+    assert linear(sc)
+    at_1000 = float(exposed_transfer_s(sc, 1000))
+    on = replace(sc, k=at_1000 / sc.decode_step_s)
+    decided, real = [], critical.line_decides
+
+    def spy(*args):
+        decided.append(real(*args))
+        return decided[-1]
+
+    monkeypatch.setattr(critical, "line_decides", spy)
+    assert critical_seq_len(on) == scalar_critical(on)
+    assert decided == [False]
+    assert critical_seq_len(replace(sc, k=0.77)) == scalar_critical(replace(sc, k=0.77))
+    assert decided == [False, True]
