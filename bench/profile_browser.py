@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from browser import CHROMIUM_ARGS, PageUnderTest, Server, chromium_path  # noqa: E402
-from common import ROOT, median  # noqa: E402
-from control_to_chart import BATCH  # noqa: E402
+from common import ROOT, TRIVIAL, median, pages  # noqa: E402
+from control_to_chart import BATCH, STEP, STEP_QUERY, choose_control  # noqa: E402
 
 
 def bundle(frame: dict) -> str:
@@ -47,6 +47,18 @@ def self_time_by(profile: dict) -> collections.Counter:
     return out
 
 
+def _control(app: Path, page_url: str) -> tuple:
+    """The control ``control_to_chart.py`` changes on this page (the batch on the trivial
+    page; Capacity's TPOT target, whose charts ignore the batch)."""
+    if app.resolve() == TRIVIAL.resolve():
+        return BATCH
+    page_of = {url: page for _label, page, url in pages()}
+    control = choose_control(page_of.get(page_url))
+    if control is None:
+        raise SystemExit(f"profile_browser: no control changes a chart on {page_url}")
+    return control
+
+
 def measure(page_url: str, app: Path, changes: int) -> tuple[collections.Counter, list]:
     path = chromium_path()
     if not path:
@@ -58,15 +70,19 @@ def measure(page_url: str, app: Path, changes: int) -> tuple[collections.Counter
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
             try:
-                put = PageUnderTest(browser, server.url + page_url, page_url, BATCH, 30000)
+                control = _control(app, page_url)
+                query = STEP_QUERY if control is STEP else ""
+                put = PageUnderTest(browser, server.url + page_url + query, page_url, control,
+                                    30000)  # fmt: skip
+                first, step = control[2], control[3]
                 for i in range(3):  # warm-up, unprofiled
-                    put.change(BATCH[2] + i, 300, record=False)
+                    put.change(first + step * i, 300, record=False)
                 cdp = put.page.context.new_cdp_session(put.page)
                 cdp.send("Profiler.enable")
                 cdp.send("Profiler.setSamplingInterval", {"interval": 100})
                 cdp.send("Profiler.start")
                 for i in range(changes):
-                    put.change(BATCH[2] + 10 + i, 300, record=True)
+                    put.change(first + step * (10 + i), 300, record=True)
                 profile = cdp.send("Profiler.stop")["profile"]
                 result = put.close()
             finally:
