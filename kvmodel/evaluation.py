@@ -92,6 +92,21 @@ class Evaluation:
         return float(self._ideal.exposed_s)
 
     @property
+    def transfer_terms(self) -> dict[str, float]:
+        """The whole transfer in its terms [s], as ``wire.transfer`` adds them: they sum to
+        ``transfer_s`` when the cache is sent whole (layer by layer, the chunks' overlap with
+        the prefill sets the whole and the exposed part instead)."""
+        sc = self.scenario
+        return {
+            "link latency": self.latency_s,
+            "stack per request": 0.0 if sc.stack.is_ideal else sc.stack.request_s,
+            "stack per chunk": sc.stack.chunk_s,
+            "bytes and messages through the stack": self.serialization_s,
+            "quantize/dequantize": self.codec_s,
+            "descriptors": self.descriptor_s,
+        }
+
+    @property
     def ttft_parts(self) -> TtftParts:
         """TTFT in its parts; they add up to ``ttft_s`` (no queue: one request alone)."""
         return TtftParts(request_s=self.framework_request_s, queue_s=0.0,

@@ -418,6 +418,22 @@ def compared(text: str, base: dict) -> list[dict[str, str]]:
     return [parse_overrides(t) for t in str(text).split(";") if t.strip()]
 
 
+def _overrides_problem(text: str, over: dict) -> str:
+    """What is wrong with one compared scenario's changes, in words ('' when nothing is)."""
+    unknown = [k for k in over if k not in SCENARIO_KEYS]
+    loose = [p for p in str(text).split("~") if p.strip() and ":" not in p]
+    what = []
+    if unknown:
+        what.append(f"unknown input{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(shown(k) for k in unknown)}")  # fmt: skip
+    if loose:
+        what.append(f"{'parts' if len(loose) > 1 else 'a part'} without a colon "
+                    f"({', '.join(shown(p) for p in loose)})")  # fmt: skip
+    if not what and not over:
+        what.append("no change")
+    return "; ".join(what)
+
+
 def _compare(raw, base: dict, warnings: list[str]) -> str:
     if str(raw).strip().lower() == AUTO:  # variants made from A (kvmodel.compare)
         return AUTO
@@ -428,11 +444,11 @@ def _compare(raw, base: dict, warnings: list[str]) -> str:
             warnings.append(f"cmp: at most {MAX_COMPARED} compared scenarios; dropped {label}.")
             continue
         over = parse_overrides(text)
-        bad = [k for k in over if k not in SCENARIO_KEYS]
-        if bad or not over:
+        problem = _overrides_problem(text, over)
+        if problem:
             warnings.append(
-                f"cmp: scenario {label} {shown(text)} has parts that are not key:value pairs with "
-                f"keys among {', '.join(SCENARIO_KEYS)}; ignored them."
+                f"cmp: scenario {label} {shown(text)}: {problem}, ignored (each change is "
+                f"key:value, the key one of the link's scenario keys: {', '.join(SCENARIO_KEYS)})."
             )
             over = {k: val for k, val in over.items() if k in SCENARIO_KEYS}
             if not over:

@@ -273,3 +273,29 @@ def compare_takeaway(table, a_label: str) -> str:
     return (f"Lowest TTFT among the buildable scenarios: {best['option']} at "
             f"{best['ttft_ms']:,.1f} ms, {-saving:,.1f} ms above A's (A cannot be built as set); "
             f"{share}" + tail)  # fmt: skip
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 parallel link', '8 parallel links': the count and its noun (a plain 's' plural)."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def each_link(n: int) -> str:
+    """'each of the 8 parallel links', or 'its one link'."""
+    return "its one link" if n == 1 else f"each of the {n:,} parallel links"
+
+
+def transfer_sum_text(ev: Evaluation) -> str:
+    """The whole transfer as the sum of its terms (``Evaluation.transfer_terms``), the terms
+    that are zero left out; sent layer by layer, how much of it the prefill hides."""
+    terms = ev.transfer_terms
+    parts = [f"{name} {fmt_ms(s, 3 if s < 1e-3 else 2)}" for name, s in terms.items() if s > 0]
+    head = "Transfer" + (" (sent whole)" if not ev.scenario.layerwise else "")
+    if not ev.scenario.layerwise:
+        return f"{head} = {' + '.join(parts)} = {fmt_ms(ev.transfer_s, 2)}."
+    return (
+        f"Transfer, sent layer by layer while the prefill runs: its chunks take "
+        f"{fmt_ms(ev.transfer_s, 2)} of link time in all (each layer's chunk pays the stack's "
+        f"per-chunk cost), of which {fmt_ms(ev.exposed_s, 2)} is exposed after the prefill; "
+        f"sent whole it would be {' + '.join(parts)}."
+    )

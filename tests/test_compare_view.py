@@ -329,3 +329,15 @@ def test_the_change_tab_shows_each_variant_against_a_when_opened():
     assert ttft["y"] == ["B", "C"]
     want = (evaluate(b).ttft_s - evaluate(a).ttft_s) * 1e3
     assert ttft["x"][0] == pytest.approx(want, rel=1e-9) and want < 0
+
+
+def test_a_link_whose_variants_are_all_wrong_says_why_and_opens_the_editor():
+    """cmp=foo:bar names an unknown input: the notice says which, and with no variant left the
+    editor opens on its "Add a scenario" button (the sentence asks to add one)."""
+    at = app({"cmp": "foo:bar"})  # the notice shows once, on the page the link opens
+    said = " ".join(w.value for w in at.warning)
+    assert "scenario B 'foo:bar': unknown input 'foo', ignored" in said, said
+    at.switch_page("pages/compare.py").run()
+    assert at.toggle(key="cmp_edit").value is True
+    assert any(b.label == "Add a scenario" for b in at.button)
+    assert "add a variant above" in at.info[0].value

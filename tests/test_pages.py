@@ -243,14 +243,14 @@ def test_traffic_load_metrics_match_kvmodel():
     assert metric(at, "Decode idle per second") == fmt_time(ld.decode_idle_s_per_s)
     assert metric(at, "Decode steps lost") == f"{fmt_sig(ld.decode_steps_lost_per_s, 3)} steps/s"
     assert ld.decode_steps_lost_per_s == pytest.approx(ld.decode_idle_s_per_s / sc.decode_step_s)
-    assert metric(at, "Per link for p99 ≤ 20% of TTFT") == fmt_bandwidth(
+    assert metric(at, "Link for p99 ≤ 20% TTFT") == fmt_bandwidth(
         ld.bandwidth_for_target_bytes_per_s
     )
     # per link, and the capacity is the links together (session 20's review): the article's
     # TP 1 has one link; TP 8 eight
     helps = {m.label: m.proto.help for m in at.metric}
     assert "per link and direction (one link of 50 GB/s)" in helps[
-        "Per link for p99 ≤ 20% of TTFT"]
+        "Link for p99 ≤ 20% TTFT"]
     tp8 = app({"trace": "azure-code", "link": "ib-ndr", "tp": "8"}, "pages/traffic.py")
     helps = {m.label: m.proto.help for m in tp8.metric}
     assert helps["Demanded"].endswith(": 8 parallel links of 50 GB/s together, at the link "
@@ -394,7 +394,7 @@ def test_compare_marks_an_unbuildable_variant_and_never_picks_it():
 def test_interconnects_says_how_many_links_and_what_cannot_be_built():
     at = app(article=False, page="pages/interconnects.py")
     text = " ".join(c.value for c in at.caption)
-    assert "over 8 parallel link(s)" in text and "Mooncake" in text
+    assert "over 8 parallel links" in text and "Mooncake" in text
     assert "prefill + decode exceed one scale-up domain at this TP/EP" in text
     assert "NVLink 4 (H100)" in text
 

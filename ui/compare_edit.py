@@ -115,6 +115,9 @@ def widget(key: str, name: str, values: dict, base: dict, on_change, args) -> No
         st.number_input(row.label_unit, float(row.lo), float(row.hi), **common)
 
 
+COUNTED = ("requests", "tokens", "GPUs")  # units with a singular: 1 request, 1 token, 1 GPU
+
+
 def describe(name: str, values: dict) -> str:
     """One change in words, for presentation mode: 'Transfer compression: int8',
     'Batch: 16 requests', 'Send layer by layer: on'."""
@@ -127,5 +130,6 @@ def describe(name: str, values: dict) -> str:
         shown = "estimated"
     else:
         shown = f"{v:,}" if isinstance(v, int) else f"{float(v):,.6g}"
-        shown += f" {row.unit}" if row.unit else ""
+        one = row.unit in COUNTED and float(v) == 1  # '1 request', not '1 requests'
+        shown += f" {row.unit[:-1] if one else row.unit}" if row.unit else ""
     return f"{row.label}: {shown}"

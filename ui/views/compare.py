@@ -115,7 +115,12 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
         values, warnings = _variant_values(base_values, over)
         derived = _derived_caption(label, base_values, values, over)
         if present:
-            changed = "; ".join(E.describe(k, values) for k in over if k in P.SCENARIO_KEYS)
+            same = {k for k in over if str(values[k]) == str(base_values.get(k))}
+            changed = "; ".join(
+                E.describe(k, values) + (" (as A)" if k in same else "")
+                for k in over
+                if k in P.SCENARIO_KEYS
+            )
             cols[i + 1].markdown(f"**{label}** · {changed}")
             if derived:
                 cols[i + 1].caption(derived)
@@ -185,6 +190,8 @@ def render() -> None:
         )
     )
     if not ss.get("present"):
+        if not variants:  # nothing to read: open the editor on its "Add a scenario" button
+            ss[EDIT] = True
         st.toggle(
             "Edit B–D",
             key=EDIT,

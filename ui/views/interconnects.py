@@ -9,7 +9,7 @@ from kvmodel.sweeps import batch_free, batch_sweep, link_batch_table
 from kvmodel.topology import par_text
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import in_ms
-from kvview.words import interconnect_takeaway, not_buildable
+from kvview.words import interconnect_takeaway, not_buildable, plural
 from ui import exports_ui, perf, present, urlstate, widgets
 
 
@@ -79,7 +79,7 @@ def _table_caption(sc, blocked: dict) -> None:
         f"{sc.model.name}, {sc.seq_len:,} tokens, {sc.kv_dtype}, compression {sc.compression}"
         f"{', layer-wise' if sc.layerwise else ''}, {sc.stack.name} stack, "
         f"{par_text(sc.tp_prefill, sc.ep_prefill)} → {par_text(sc.tp_decode, sc.ep_decode)}: "
-        f"each row runs over {sc.streams} parallel link(s) (the NICs, or per-GPU "
+        f"each row runs over {plural(sc.streams, 'parallel link')} (the NICs, or per-GPU "
         "links, both instances have). Exposed transfer in ms; green under the band, amber "
         "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice those figured at 900 GB/s."

@@ -7,7 +7,7 @@ from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
 from kvview.fmt import NEVER, fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
-from kvview.words import overview_takeaway
+from kvview.words import overview_takeaway, plural, transfer_sum_text
 from ui import exports_ui, perf, urlstate
 
 
@@ -169,13 +169,11 @@ def _how_computed(sc, ev) -> None:
     stack = sc.stack
     with st.expander("How these numbers are computed"):
         st.markdown(
-            f"- Link: {sc.link.name}, {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s "
-            f"effective per direction ({ev.streams} parallel link(s) × {sc.efficiency:.0%} "
-            "efficiency), latency "
-            f"{sc.link.latency_s * 1e6:,.1f} µs.\n"
-            f"- Transfer = latency {fmt_ms(ev.latency_s, 3)} + the stack's costs and bytes ÷ "
-            f"bandwidth {fmt_ms(ev.serialization_s, 2)} + quantize/dequantize "
-            f"{fmt_ms(ev.codec_s, 2)} + descriptors {fmt_ms(ev.descriptor_s, 2)}.\n"
+            f"- Link: {sc.link.name}, {sc.link.bandwidth_bytes_per_s / 1e9:,.4g} GB/s per "
+            f"direction × {plural(ev.streams, 'parallel link')} × {sc.efficiency:.0%} "
+            f"efficiency = {ev.effective_bandwidth_bytes_per_s / 1e9:,.4g} GB/s before the "
+            f"stack's own costs; latency {sc.link.latency_s * 1e6:,.1f} µs.\n"
+            f"- {transfer_sum_text(ev)}\n"
             f"- Stack: {stack.name}: {stack.request_s * 1e3:,.3g} ms per request, "
             f"{stack.message_s * 1e6:,.3g} µs per message ({stack.message}), "
             f"{stack.efficiency_max:.0%} of the link at large messages. Source: {stack.source}.\n"

@@ -9,7 +9,7 @@ from kvmodel import solve
 from kvmodel.sensitivity import tornado
 from kvview import csv_tables, figures
 from kvview.fmt import fmt_bandwidth, fmt_ms, fmt_tokens
-from kvview.words import unreachable_reason
+from kvview.words import each_link, plural, unreachable_reason
 from ui import exports_ui, perf, present, urlstate, widgets
 
 
@@ -72,7 +72,7 @@ def _what_do_i_need(sc, crit, need) -> None:
     c[0].metric(
         "Minimum bandwidth per link",
         fmt_bandwidth(need) if need else "unreachable",
-        help=f"Per link and direction, on each of the {sc.streams} parallel link(s) (the NICs, "
+        help=f"Per link and direction, on {each_link(sc.streams)} (the NICs, "
         "or per-GPU links, both instances have); efficiency, latency and mitigations kept",
     )
     max_s = perf.cached(solve.max_seq_len, sc, criterion=crit)
@@ -81,11 +81,13 @@ def _what_do_i_need(sc, crit, need) -> None:
     c[1].metric(
         f"Longest prompt at batch {sc.batch}",
         fmt_tokens(max_s) if max_s else "none",
-        help="The longest prompt this link sustains under the target",
+        help="The longest prompt this link sustains under the target"
+        + (" (Overview's critical length is the first prompt that reaches it: one token more)"
+           if crit == "step" else ""),  # fmt: skip
     )
     c[2].metric(
         f"Largest batch at {sc.seq_len:,} tokens",
-        f"{max_b:,}" if max_b else "none",
+        plural(max_b, "request") if max_b else "none",
         help=f"The largest batch this link sustains under the target, at most the {cap:,} "
         f"requests of {sc.seq_len:,} tokens that memory holds on both instances "
         f"(and at most {solve.DEFAULT_BATCH_LIMIT:,})"

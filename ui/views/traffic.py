@@ -321,7 +321,7 @@ def _queue_and_decode(sc, ld) -> None:
         "the transfer costs, in tokens/s",
     )
     m[2].metric(
-        f"Per link for p99 ≤ {sc.share_target:.0%} of TTFT",
+        f"Link for p99 ≤ {sc.share_target:.0%} TTFT",
         fmt_bandwidth(ld.bandwidth_for_target_bytes_per_s)
         if ld.bandwidth_for_target_bytes_per_s
         else "not reachable",
