@@ -112,8 +112,18 @@ def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
         else f"under the {target:.0%} line: the transfer is not what limits TTFT"
     )
     v = cmp.verdict
-    if v.agree:
-        agree = f"; the model agrees (within {AGREEMENT_FACTOR:g}× and on the same side)"
+    faster = any("faster link than this scenario" in n for n in cmp.notes)
+    if v.agree and faster:  # the share agrees, but the bandwidth row says another link
+        agree = (
+            f"; the shares agree (within {AGREEMENT_FACTOR:g}× and on the same side), but the "
+            "cluster's transfers ran faster than this scenario's link allows, so the times "
+            "differ: set its interconnect (notes below the table)."
+        )
+    elif v.agree:
+        agree = (
+            f"; the model's share agrees (within {AGREEMENT_FACTOR:g}× and on the same side of "
+            "the line)"
+        )
     elif v.factor is not None and v.factor > AGREEMENT_FACTOR:
         agree = (
             f". They differ by {v.factor:,.1f}×, more than the {AGREEMENT_FACTOR:g}× the model "

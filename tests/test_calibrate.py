@@ -215,3 +215,23 @@ def test_the_models_bandwidth_per_stream_is_what_its_transfer_moves_at():
     assert cmp.bandwidth_per_stream_bytes_per_s.model == pytest.approx(12.5e9 * 0.741)
     ideal = compare_to_model(replace(sc, stack=catalog.get_stack("ideal")), metrics)
     assert ideal.bandwidth_per_stream_bytes_per_s.model == pytest.approx(12.5e9)
+
+
+def test_the_sentence_says_when_only_the_share_agrees():
+    """On the sidebar's 100 GbE the sample scrape's transfers ran at 40.8 GB/s, 3.3× the line
+    rate: the shares agree (2.9 % vs 3.9 %), the times do not, and the sentence says so
+    instead of a bare 'the model agrees' above a table of 1.7× and 4.4× (session 22's review).
+    On IB NDR nothing ran faster than the link: no such clause."""
+    from kvview.measure_text import prometheus_takeaway
+
+    metrics = load_measurement(DATA / "vllm_pd_metrics.prom").data
+    sc = build_scenario(stack="mooncake", tp=8, framework="vllm")  # the page's default, 100 GbE
+    cmp = compare_to_model(sc, metrics)
+    assert cmp.verdict.agree
+    said = prometheus_takeaway(metrics, cmp, sc)
+    assert "the shares agree" in said and "ran faster than this scenario's link" in said
+    assert said.endswith("(notes below the table).")
+    ndr = build_scenario(stack="mooncake", tp=8, framework="vllm", link="ib-ndr")
+    cmp_ndr = compare_to_model(ndr, metrics)
+    assert not any("faster link" in n for n in cmp_ndr.notes)
+    assert "ran faster" not in prometheus_takeaway(metrics, cmp_ndr, ndr)

@@ -141,6 +141,8 @@ def test_each_pool_row_says_whether_its_own_time_meets_its_target():
     assert not plan.meets_slo and plan.ttft_s > 0.010 and plan.tpot_s <= 0.05
     rows = pool_table(plan, ttft_percentile=90.0, ttft_target_s=0.010, tpot_target_s=0.05)
     assert list(rows["Meets the targets"][:2]) == ["no", "yes"]
+    # the latency another pool sets reads '–', not an empty cell (session 22's review)
+    assert rows["TPOT"][0] == rows["TTFT p90"][1] == "–" and rows["TPOT"][1].endswith("ms")
     assert list(pool_table(plan, ttft_percentile=90.0)["Meets the targets"][:2]) == ["no", "no"]
     met = cap.Slo(ttft_s=5.0, tpot_s=0.05, ttft_percentile=90.0)
     ok = cap.plan(sc, cap.Workload.fixed(5.0, 1024, 256), met, prefill_tp=8, decode_tp=8)

@@ -188,3 +188,20 @@ def test_the_ttft_chart_draws_the_request_cost_only_when_there_is_one():
         assert {"Prefill", "KV transfer", "First decode step"} <= names
         lanes = {t.name for t in figure_timeline(in_ms(timeline(sc)), title="t").data}
         assert ("Framework/request" in lanes) is drawn
+
+
+def test_ttft_bars_end_with_their_total():
+    """Each option's stacked TTFT bar ends with its TTFT in ms (session 22's review: the
+    stacks could not be read as numbers without hovering); the axis leaves room for it."""
+    from kvmodel.sweeps import Option, mitigation_table
+    from kvview.figures import figure_ttft
+    from kvview.fmt import in_ms
+
+    sc = build_scenario(stack="mooncake", tp=8, framework="vllm")
+    lw = build_scenario(stack="mooncake", tp=8, framework="vllm", layerwise=True)
+    table = in_ms(mitigation_table(sc, [Option("a", sc), Option("b", lw)], critical=False))
+    fig = figure_ttft(table)
+    want = [f"{evaluate(s).ttft_s * 1e3:,.1f} ms" for s in (sc, lw)]
+    assert list(fig.data[-1].text) == want and fig.data[-1].textposition == "outside"
+    assert all(not t.text for t in fig.data[:-1])
+    assert fig.layout.xaxis.range[1] > max(table["ttft_ms"])

@@ -134,6 +134,13 @@ def figure_ttft(table: pd.DataFrame, *, title: str = "Time to first token") -> g
             "<extra>%{y}</extra>",
         )
     fig.update_layout(barmode="stack")
+    if fig.data:  # each bar's total at its end: the TTFT, readable without hovering
+        ttft = [float(v) for v in table["ttft_ms"]]
+        fig.data[-1].update(text=[f"{v:,.1f} ms" if v == v else "" for v in ttft],
+                            textposition="outside", cliponaxis=False)  # fmt: skip
+        top = max((v for v in ttft if v == v), default=0.0)
+        if top > 0:
+            fig.update_xaxes(range=[0, 1.18 * top])  # room for the label past the longest bar
     names_above(fig, table["option"])
     base_layout(fig, title, "time since the request arrived [ms]", "")
     legend_stacked(fig)

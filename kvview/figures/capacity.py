@@ -280,6 +280,9 @@ def _pool_meets(plan, ttft_target_s, tpot_target_s) -> tuple[bool, bool]:
     return ttft_ok, tpot_ok
 
 
+NOT_THIS_POOL = "–"  # a pool's cell for a latency another pool sets (the prefill pool's TPOT)
+
+
 def pool_table(plan, *, ttft_percentile: float, ttft_target_s: float | None = None,
                tpot_target_s: float | None = None) -> pd.DataFrame:  # fmt: skip
     """The plan per pool as text: GPUs, instances × TP, latency, targets met and what binds.
@@ -307,12 +310,12 @@ def pool_table(plan, *, ttft_percentile: float, ttft_target_s: float | None = No
                 _times_par(plan.decode_instances, plan.decode_tp, ep("decode_ep")),
                 _times_par(plan.colocated_instances, plan.colocated_tp, ep("colocated_ep")),
             ],
-            f"TTFT {pct_label(ttft_percentile)}": [
+            f"TTFT {pct_label(ttft_percentile)}": [  # NOT_THIS_POOL: decode sets no TTFT
                 fmt_time(plan.ttft_s),
-                "",
+                NOT_THIS_POOL,
                 fmt_time(plan.colocated_ttft_s),
             ],
-            "TPOT": ["", fmt_time(plan.tpot_s), fmt_time(plan.colocated_tpot_s)],
+            "TPOT": [NOT_THIS_POOL, fmt_time(plan.tpot_s), fmt_time(plan.colocated_tpot_s)],
             "Meets the targets": [
                 *map(yes, _pool_meets(plan, ttft_target_s, tpot_target_s)),
                 yes(plan.colocated_meets_slo),
