@@ -205,3 +205,18 @@ def test_ttft_bars_end_with_their_total():
     assert list(fig.data[-1].text) == want and fig.data[-1].textposition == "outside"
     assert all(not t.text for t in fig.data[:-1])
     assert fig.layout.xaxis.range[1] > max(table["ttft_ms"])
+
+
+def test_layouts_legend_names_models_as_the_sidebar_does():
+    """'Llama-3.1-70B (GQA)', not the id 'llama-3.1-70b (gqa)' (session 22's review); a model
+    not in the catalog (an imported config) keeps its id."""
+    import pandas as pd
+
+    from kvview.figures.sweeps import figure_models_seq
+
+    df = pd.DataFrame({"model": ["llama-3.1-70b", "llama-3.1-70b", "my-import", "my-import"],
+                       "attention": ["gqa", "gqa", "sliding", "sliding"],
+                       "seq_len": [1024, 2048, 1024, 2048],
+                       "transfer_ms": [1.0, 2.0, 0.5, 0.6]})  # fmt: skip
+    names = [t.name for t in figure_models_seq(df, threshold_ms=10.0, link="100 GbE").data]
+    assert names[:2] == ["Llama-3.1-70B (GQA)", "my-import (sliding)"]

@@ -111,6 +111,19 @@ def figure_seq_sweep(
     )
 
 
+LAYOUT_NAMES = {"mha": "MHA", "gqa": "GQA", "mla": "MLA"}  # the acronyms as the text writes them
+
+
+def _model_name(model_id: str) -> str:
+    """A catalog model's display name ('Llama-3.1-70B'), else the id (an imported model)."""
+    from kvmodel import catalog
+
+    try:
+        return catalog.get_model(model_id).name
+    except catalog.UnknownIdError:
+        return model_id
+
+
 @finished
 def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str,
                       threshold_of: str | None = None) -> go.Figure:  # fmt: skip
@@ -122,14 +135,14 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str,
         groups_of(df, "model", ("attention", "seq_len", "transfer_ms"))
     ):
         layout = part["attention"][0]
+        named = f"{_model_name(mid)} ({LAYOUT_NAMES.get(layout, layout)})"
         fig.add_scatter(
             x=part["seq_len"],
             y=part["transfer_ms"],
-            name=f"{mid} ({layout})",
+            name=named,
             mode="lines",
             line={"color": LAYOUT_COLORS.get(layout, "#475569"), "dash": dashes[n % len(dashes)]},
-            hovertemplate=f"{mid} ({layout})<br>%{{x:,}} tokens<br>"
-            "transfer %{y:,.2f} ms<extra></extra>",
+            hovertemplate=f"{named}<br>%{{x:,}} tokens<br>transfer %{{y:,.2f}} ms<extra></extra>",
         )
     threshold_trace(
         fig,

@@ -212,7 +212,7 @@ def _scenarios(base_sc, variants, base_values, cols) -> list:
     cols[0].markdown(
         f"**A** (the sidebar) · {base_sc.model.name}, {base_sc.seq_len:,} tokens × "
         f"{base_sc.batch}, {base_sc.link.name}, {base_sc.stack.name}, "
-        f"{pd_parallelism(base_sc)}, {base_sc.attention_parallel} attention, compression "
+        f"{pd_parallelism(base_sc)}, {base_sc.attention_parallel.upper()} attention, compression "
         f"{base_sc.compression}, layer-wise {'on' if base_sc.layerwise else 'off'}"
     )
     labelled, problems = [("A (sidebar)", base_sc)], []
