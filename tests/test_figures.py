@@ -96,9 +96,11 @@ def test_grouped_figures_keep_each_group_whole():
     df = model_seq_sweep(sc, ["llama-3-70b", "mistral-7b"], seq_grid(32_768, points=40))
     fig = figures.figure_models_seq(df, threshold_ms=30, link="x")
     named = {t.name: t for t in fig.data if t.name and "(" in t.name}
-    for mid in ("llama-3-70b", "mistral-7b"):
+    from kvmodel import catalog
+
+    for mid in ("llama-3-70b", "mistral-7b"):  # named as the sidebar names them (session 22)
         part = df[df["model"] == mid]
-        (trace,) = [t for n, t in named.items() if n.startswith(mid)]
+        (trace,) = [t for n, t in named.items() if n.startswith(catalog.get_model(mid).name)]
         assert_allclose(trace.y, part["transfer_ms"])
     # the threshold says whose decode step it is (session 18's review: it read as every model's)
     fig = figures.figure_models_seq(df, threshold_ms=30, link="x", threshold_of="Llama-3-70B")

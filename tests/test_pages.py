@@ -484,7 +484,7 @@ def test_an_expert_parallel_scenario_is_described_with_its_ep():
     assert pd_parallelism(scenario_from_inputs({})) == "TP 8 → 8"  # as before without EP
     at = app({k: str(v) for k, v in moe.items()} | {"stack": "mooncake"}, "pages/compare.py",
              article=False)  # fmt: skip
-    assert any("EP 32 → EP 72, dp attention" in m.value for m in at.markdown)
+    assert any("EP 32 → EP 72, DP attention" in m.value for m in at.markdown)
     # and the table's row, which read '1 → 1' (session 20's review)
     assert shown_table(at, index=True).loc["Parallelism prefill → decode", "A (sidebar)"] == (
         "EP 32 → EP 72")
