@@ -395,6 +395,10 @@ def test_interconnects_says_how_many_links_and_what_cannot_be_built():
     at = app(article=False, page="pages/interconnects.py")
     text = " ".join(c.value for c in at.caption)
     assert "over 8 parallel links" in text and "Mooncake" in text
+    # the band is the user's; the caption gives the scenario's own step beside it (session 22)
+    import re
+
+    assert re.search(r"own decode step is \d+(\.\d+)? ms \(estimated\): move the band", text)
     assert "prefill + decode exceed one scale-up domain at this TP/EP" in text
     assert "NVLink 4 (H100)" in text
 

@@ -8,7 +8,7 @@ import streamlit as st
 from kvmodel.sweeps import batch_free, batch_sweep, link_batch_table
 from kvmodel.topology import par_text
 from kvview import csv_tables, figures, params, tables
-from kvview.fmt import in_ms
+from kvview.fmt import fmt_ms, in_ms
 from kvview.words import interconnect_takeaway, not_buildable, plural
 from ui import exports_ui, perf, present, urlstate, widgets
 
@@ -81,7 +81,9 @@ def _table_caption(sc, blocked: dict) -> None:
         f"{par_text(sc.tp_prefill, sc.ep_prefill)} → {par_text(sc.tp_decode, sc.ep_decode)}: "
         f"each row runs over {plural(sc.streams, 'parallel link')} (the NICs, or per-GPU "
         "links, both instances have). Exposed transfer in ms; green under the band, amber "
-        "within, red above. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
+        f"within, red above; this scenario's own decode step is {fmt_ms(sc.decode_step_s)} "
+        f"({'estimated' if sc.decode_step_estimated else 'given'}): move the band to it to "
+        "judge each cell by it. Bandwidth is per direction: NVLink 4's advertised 900 GB/s counts "
         "both directions (450 GB/s each way), so its times are twice those figured at 900 GB/s."
         + (
             " Hatched grey: not buildable (a GPU-to-GPU link this GPU does not have, or "
