@@ -143,18 +143,16 @@ ALWAYS = ("Model", "Interconnect", "Transfer stack", "Prompt × batch", "KV dtyp
           "Layer-wise", PARALLELISM, "Prefill", "Decode step")  # fmt: skip
 
 
-def compare_rows(table: pd.DataFrame, table_changes=None) -> list[Row]:
+def compare_rows(table: pd.DataFrame, table_changes: list[dict] | None = None) -> list[Row]:
     """``sweeps.compare_table`` (optionally with a ``fraction_gain`` column: the share of
     traffic that gains) as rows of text, A first; ``table_changes``: ``change_rows(table)``
-    (or the frame ``changes(table)``) when the caller has it."""
+    when the caller has it."""
     # the cells as Python values (what ``iterrows`` held, without a Series per row and a box
     # per value: ~0.5 ms a rerun; Session 19)
     texts = {label: _value_texts(r) for label, r in zip(table.index, records(table), strict=True)}
     labels = list(texts)
     # one dict lookup per cell (a MultiIndex .loc per cell cost ~3 ms a rerun)
-    if table_changes is None:
-        table_changes = change_rows(table)
-    read = table_changes if isinstance(table_changes, list) else records(table_changes)
+    read = change_rows(table) if table_changes is None else table_changes
     ch = {(c["label"], c["key"]): c for c in read}
     rows = []
     for name, (_, key) in texts[labels[0]].items():

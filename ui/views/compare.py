@@ -115,11 +115,11 @@ def _editor(variants, base_values, cols) -> list[tuple[str, dict, list[str]]]:
         values, warnings = _variant_values(base_values, over)
         derived = _derived_caption(label, base_values, values, over)
         if present:
-            same = {k for k in over if str(values[k]) == str(base_values.get(k))}
+            shown = [k for k in over if k in P.SCENARIO_KEYS]
             changed = "; ".join(
-                E.describe(k, values) + (" (as A)" if k in same else "")
-                for k in over
-                if k in P.SCENARIO_KEYS
+                E.describe(k, values)
+                + (" (as A)" if str(values[k]) == str(base_values.get(k)) else "")
+                for k in shown
             )
             cols[i + 1].markdown(f"**{label}** · {changed}")
             if derived:
