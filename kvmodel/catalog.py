@@ -233,6 +233,7 @@ def _gpu_from_row(r: _Row) -> GpuSpec:
         flops_efficiency=r.number("flops_efficiency", required=False) or 0.7,
         moe_gemm_flops=None if moe is None else moe * 1e12,
         exp_ops=None if exp is None else exp * 1e12,
+        mma_min_rows=r.number("mma_min_rows", required=False, integer=True) or 1,
     )
 
 

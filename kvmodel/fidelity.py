@@ -521,10 +521,8 @@ KNOWN_OUT_OF_BAND = {
         "two-node TP 16 decode (as above)",
     ("tenstorrent/tt-inference-server issue 356", "ISL 8192, OSL 128", "decode step"):
         "two-node TP 16 decode (as above)",
-    (ACCELMARK, "nvidia_h20_3ex1_suite_A", "decode step"):
-        "H20-3e at one request: 1.7x H100's step with the same software and host CPU as H200's",
-    (ACCELMARK, "nvidia_h20_3ex8_suite_B", "decode step"): "H20-3e at one request (as above)",
-    (ACCELMARK, "nvidia_h20_3ex8_suite_G", "decode step"): "H20-3e at one request (as above)",
+    (ACCELMARK, "nvidia_h20_3ex8_suite_G", "decode step"):
+        "Mixtral on H20-3e at one request: 7.8 ms a token, 1.1x A100 40GB's under the same vLLM",
     (ACCELMARK, "nvidia_h100_80gb_hbm3x1_suite_A", "prefill"):
         "a lone short prompt on a small model: the request cost and per-layer floor are fitted "
         "on 70B runs at 4 requests",

@@ -312,11 +312,15 @@ class GpuSpec:
     # exponentials per second of the special-function units (None: not known; a prefill's
     # softmax then costs nothing beyond its FLOPs): kvmodel.timing.prefill_parts
     exp_ops: float | None = None
+    # the fewest token rows one tensor-core GEMM instruction computes (Hopper's wgmma and
+    # Blackwell's tcgen05: 64; Ampere's and Ada's mma.sync and CDNA3's MFMA: 16; 1: none):
+    # a decode step of fewer tokens pays for this many (kvmodel.timing.decode_step_parts)
+    mma_min_rows: int = 1
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"id must be a non-empty string, got {self.id!r}")
-        for name in ("gpus_per_node", "nics_per_node", "nvlink_domain_gpus"):
+        for name in ("gpus_per_node", "nics_per_node", "nvlink_domain_gpus", "mma_min_rows"):
             _check_int(self, name, minimum=1)
         for name in ("hbm_efficiency", "flops_efficiency"):
             _check_pos(self, name)

@@ -331,7 +331,8 @@ def decode_step_parts(
     kv_s = kv_gpu * b_group / hbm
     attn_flops = decode_attention_flops_per_token(model, seq_len) * b_group / tp
     attention = attn_flops / (gpu.bf16_flops * gpu.flops_efficiency)
-    gemm_flops = 2.0 * model.params_active * pad + chunk * chunk_flops_per_token
+    rows = np.maximum(pad, gpu.mma_min_rows - chunk)  # the tensor cores' fewest rows (specs)
+    gemm_flops = 2.0 * model.params_active * rows + chunk * chunk_flops_per_token
     gemm = gemm_flops / tp / (peak_flops(gpu, wd) * gpu.flops_efficiency)
     if model.experts:  # the chunk's routed experts at the grouped-GEMM rate, as a prefill's
         gemm = gemm + chunk * routed_slowdown_s_per_token(model, gpu, wd, gpus=tp, tp=tp, ep=ep)

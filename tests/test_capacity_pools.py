@@ -104,12 +104,12 @@ def test_prefill_and_transfer_times():
         # work per request 46.86 ms; at 5/s a = 0.234 erlang.  One instance: P(W>0) = 0.234,
         # tail mean ½·0.04686/(1 − 0.234) = 30.6 ms, p90 wait 30.6·ln(2.34) = 26.0 ms; TTFT
         # p90 = vLLM's per-request cost 18.5 + 19.2 ms (data/frameworks.csv, P/D) + own pass
-        # 72.61 ms + transfer 3.36 + first step 18.26 + 26.1 = 158.0 ms.  The first step:
-        # 12.18 ms at the batch of 15.6 that 5 requests/s × 256 tokens keep on one instance,
-        # after half a step in flight (busy: 1 − e^−15.6 ≈ 1): 1.5 × 12.18 = 18.26 ms
-        (0.20, 1, 0.1580),
-        # two instances: no wait at p90, TTFT = 37.7 + 72.61 + 3.36 + 18.26 = 131.93 ms
-        (0.15, 2, 0.13194),
+        # 72.61 ms + transfer 3.36 + first step 18.38 + 26.1 = 158.2 ms.  The first step:
+        # 12.25 ms at the batch of 15.7 that 5 requests/s × 256 tokens keep on one instance,
+        # after half a step in flight (busy: 1 − e^−15.7 ≈ 1): 1.5 × 12.25 = 18.38 ms
+        (0.20, 1, 0.1582),
+        # two instances: no wait at p90, TTFT = 37.7 + 72.61 + 3.36 + 18.38 = 132.05 ms
+        (0.15, 2, 0.13205),
     ],
 )
 def test_prefill_instances_from_the_ttft_percentile(slo_s, instances, ttft_s):
@@ -170,8 +170,9 @@ def test_ttft_parts_add_up_to_the_percentile():
     # 37.7 ms, prefill 72.61 ms, transfer 3.36 ms, and one instance's p90 wait 26.1 ms on top
     # (test_prefill_instances_from_the_ttft_percentile).  The first step: 5 req/s × 256 output
     # tokens on the one decode instance hold b = 1,280 × step(b) requests (Little's law):
-    # b = 15.6, step 12.18 ms: the step TPOT reports, not B*'s (14.84 ms at the 15 ms target),
-    # after half a step in flight (the instance is busy: 1 − e^−15.6 ≈ 1)
+    # b = 15.7, step 12.25 ms (its GEMMs pay Hopper's 64 tensor-core rows): the step TPOT
+    # reports, not B*'s (14.84 ms at the 15 ms target), after half a step in flight (the
+    # instance is busy: 1 − e^−15.7 ≈ 1)
     from kvmodel.capacity.pools import first_step_s, ttft_parts
 
     pf, d = prefill_side(SC, SHAPE, 8, 8), decode_side(SC, SHAPE, 0.015, 8)
@@ -181,7 +182,7 @@ def test_ttft_parts_add_up_to_the_percentile():
     assert parts.prefill_s == pytest.approx(0.07261, rel=1e-3)
     assert parts.transfer_s == pytest.approx(3.3594e-3, rel=1e-4)
     assert pools.decode_instances == 1
-    assert pools.tpot_s == pytest.approx(12.18e-3, rel=1e-3)
+    assert pools.tpot_s == pytest.approx(12.25e-3, rel=1e-3)
     assert parts.first_step_s == pytest.approx(1.5 * pools.tpot_s, rel=1e-6)
     assert d.step_s == pytest.approx(14.84e-3, rel=1e-3)
     b = mean_batch(d.batches, d.steps_s, 5 * 256, 1)

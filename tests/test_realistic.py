@@ -203,13 +203,14 @@ def test_estimated_decode_step_hand_computed():
     # Llama-3.1-8B on one H100, batch 1, 1,024 tokens, from its parts (kvmodel.steps;
     # docs/model.md): HBM 3.35e12 × 0.8, BF16 989e12 × 0.7 (data/gpus.csv), smooth max p = 2.5,
     # 43.7 µs × 32 layers of kernel floor; the Python API's framework "none" adds nothing.
+    # One request's GEMMs cost Hopper's 64 tensor-core rows (wgmma m64nNk16: mma_min_rows).
     # (Replaces the single-formula pin 57.3 µs × layers + bytes ÷ (HBM × 0.911): the parts
     # are fitted across four GPUs and frameworks.)
     sc = build_scenario(model="llama-3.1-8b", decode_step_ms=None)
     hbm, flops = 3.35e12 * 0.8, 989e12 * 0.7
     kv = 32 * 8 * 128 * 2 * 2 * 1024
     attn = 32 * 2 * 32 * (128 + 128) * 1024  # per token: 2 · H_q · (D_k + D_v) · context
-    m, c = (8.03e9 * 2 + kv) / hbm, (attn + 2 * 8.03e9) / flops
+    m, c = (8.03e9 * 2 + kv) / hbm, (attn + 2 * 8.03e9 * 64) / flops
     expected = 43.7e-6 * 32 + (m**2.5 + c**2.5) ** 0.4
     assert sc.decode_step_estimated and sc.decode_step_s == pytest.approx(expected)
     # it follows the scenario: TP 8 divides bytes and FLOPs (one KV head per GPU) and adds 64

@@ -334,3 +334,27 @@ def test_a_prefill_bound_by_its_all_reduce_is_said():
     base = evaluate(scenario_from_inputs({}))
     assert base.prefill_parts.tp_allreduce_s / base.prefill_parts.total_s < 0.25
     assert not any("all-reduce" in n for n in base.notes)
+
+
+def test_a_decode_step_pays_the_tensor_cores_fewest_rows():
+    # Hopper's wgmma computes 64 rows at least (PTX ISA, wgmma.mma_async shapes m64nNk16), so
+    # one request's GEMMs cost 64 rows' FLOPs; on H20-3e (148 TFLOP/s BF16 dense, e_flop 0.9:
+    # data/gpus.csv) Llama-3.1-8B's 2 × 8.03e9 × 64 FLOPs take ~7.7 ms, more than reading its
+    # 16 GB of weights (~4.1 ms at 4,917 GB/s × 0.8), so the GEMMs are the larger side, shown whole.
+    from dataclasses import replace
+
+    h20 = catalog.get_gpu("h20-3e")
+    assert (h20.mma_min_rows, catalog.get_gpu("a100-80").mma_min_rows) == (64, 16)
+    model = catalog.get_model("llama-3.1-8b")
+    one = decode_step_parts(model, 1024, 1, gpu=h20, framework="none")
+    full = decode_step_parts(model, 1024, 64, gpu=h20, framework="none")
+    want = 2.0 * model.params_active * 64 / (148e12 * 0.9)
+    assert 7.5e-3 < want < 8.0e-3
+    assert float(one.gemm_s) == pytest.approx(want)
+    assert float(full.gemm_s) == pytest.approx(want)  # 64 requests fill the rows: same GEMMs
+    bare = decode_step_parts(model, 1024, 1, gpu=replace(h20, mma_min_rows=1), framework="none")
+    assert float(bare.total_s) < float(one.total_s) - 3e-3  # memory-bound without the rows
+    # a chunk of prompt tokens riding the step fills the rows itself: no padding is added
+    mixed = decode_step_parts(model, 1024, 1, gpu=h20, framework="none", chunk_tokens=512,
+                              chunk_flops_per_token=2.0 * model.params_active)  # fmt: skip
+    assert float(mixed.gemm_s) == pytest.approx(2.0 * model.params_active * 513 / (148e12 * 0.9))
