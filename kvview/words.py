@@ -299,3 +299,16 @@ def transfer_sum_text(ev: Evaluation) -> str:
         f"per-chunk cost), of which {fmt_ms(ev.exposed_s, 2)} is exposed after the prefill; "
         f"sent whole it would be {' + '.join(parts)}."
     )
+
+
+def gemm_rows_text(sc: Scenario) -> str:
+    """Why a step of few requests pays for more GEMM rows than it has (""when it does not):
+    the tensor cores' fewest rows (``GpuSpec.mma_min_rows``; kvmodel.timing.decode_step_parts)."""
+    rows = sc.decode_gpu.mma_min_rows
+    if not sc.decode_step_estimated or rows <= 1 or sc.batch >= rows:
+        return ""
+    return (
+        f" GEMM FLOPs: {sc.decode_gpu.name}'s tensor cores compute at least {rows} token rows "
+        f"per instruction, so a step of {plural(int(sc.batch), 'request')} costs {rows} rows' "
+        "FLOPs (on a GPU with few tensor FLOP/s, such as H20, more than reading the weights)."
+    )

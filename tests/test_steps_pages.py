@@ -67,3 +67,17 @@ def test_models_page_plans_the_published_deployments_when_opened():
     assert list(frame.columns)[:2] == ["deployment or plan", "source"]  # on screen, not last
     # a colocated peer plan has no per-node rate
     assert frame["tokens/s per node planned"].isna().sum() == 4
+
+
+@pytest.mark.parametrize(
+    ("gpu", "batch", "said"),
+    [("h20-3e", "1", "at least 64 token rows"), ("a100-80", "4", "at least 16 token rows"),
+     ("h20-3e", "64", None), ("h100-sxm", "1", "a step of 1 request costs 64 rows")],
+)  # fmt: skip
+def test_overview_says_why_a_small_steps_gemms_cost_more_rows(gpu, batch, said):
+    at = app({"model": "llama-3.1-8b", "gpu": gpu, "tp": "1", "batch": batch, "step": "est"},
+             "pages/overview.py", article=False)  # fmt: skip
+    text = " ".join(c.value for c in at.caption)
+    assert ("token rows per instruction" in text) is (said is not None)
+    if said:
+        assert said in text

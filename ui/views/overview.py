@@ -7,7 +7,7 @@ from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
 from kvview.fmt import NEVER, fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
-from kvview.words import overview_takeaway, plural, transfer_sum_text
+from kvview.words import gemm_rows_text, overview_takeaway, plural, transfer_sum_text
 from ui import exports_ui, perf, urlstate
 
 
@@ -203,6 +203,7 @@ def _breakdowns(ev) -> None:
             if ev.prefill_parts is not None and float(ev.prefill_parts.host_floor_s) > 0
             else ""
         )
+        + gemm_rows_text(ev.scenario)
     )
     cols = st.columns(3)
     shown = (("Decode step", ev.step_parts), ("Prefill", ev.prefill_parts),
