@@ -51,6 +51,9 @@ class Fit:
         return x / self.time_s(x)
 
 
+
+FLAT_GROWTH = 1e-9  # relative growth of the times below which the fit has no slope
+
 def _as_arrays(sizes, seconds) -> tuple[np.ndarray, np.ndarray]:
     x = np.asarray(sizes, dtype=float).ravel()
     t = np.asarray(seconds, dtype=float).ravel()
@@ -109,7 +112,9 @@ def fit_latency_bandwidth(sizes, seconds, *, source: str = "time") -> Fit:
             raise unfit
         if slope > 0 and not math.isfinite(1.0 / slope):  # a bandwidth beyond a float's range
             raise unfit
-    if not slope > 0:
+    # a slope whose growth over the sizes measured is rounding noise (1e-9 of the longest time:
+    # no timer resolves it) is no slope: two equal times fit 1e-19 s a byte, 1e19 B/s
+    if not slope * float(x.max() - x.min()) > FLAT_GROWTH * float(t.max()):
         raise MeasureError(
             "the times do not grow with the message size (fitted slope ≤ 0), so no bandwidth can "
             "be fitted; expected larger messages to take longer"

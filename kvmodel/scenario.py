@@ -49,12 +49,27 @@ def _checked_fields() -> tuple[str, ...]:
 
 def _estimated_step_s(sc) -> float:
     for g in sc.model.groups:  # an impossible TP is reported by the checks that follow
-        shard_heads(g.kv_heads, sc.tp_decode)
+        shard_heads(g.kv_heads, sc.tp_prefill)  # the prefill's first: tp_decode follows tp
+        shard_heads(g.kv_heads, sc.tp_decode, "tp_decode")
     check_expert_parallel(sc.model, sc.ep_prefill, sc.tp_prefill, EP_LABELS["ep_prefill"])
     check_expert_parallel(sc.model, sc.ep_decode, sc.tp_decode, EP_LABELS["ep_decode"])
     if sc.framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {FRAMEWORKS}, got {sc.framework!r}")
     return float(_step_parts(sc).total_s)
+
+
+def _check_estimated_step(sc) -> None:
+    """An estimated step beyond the decode step's limit, said in the user's terms (not as the
+    ``decode_step_s`` field's range check, which names a value the user never gave)."""
+    row = get("step")
+    limit_s = None if row.bounds[1] is None else row.to_si(row.bounds[1])
+    if limit_s is not None and not sc.decode_step_s < limit_s:
+        raise ValueError(
+            f"the estimated decode step of {sc.batch:,} requests × {sc.seq_len:,} tokens on "
+            f"{sc.tp_decode}× {sc.decode_gpu.name} is {sc.decode_step_s:,.0f} s, beyond the "
+            f"decode step's limit of {limit_s:,.0f} s; lower the batch or the sequence length, "
+            "or give the decode step"
+        )
 
 
 def _step_parts(sc):
@@ -175,6 +190,7 @@ class Scenario:
             )
         if self.decode_step_estimated:
             object.__setattr__(self, "decode_step_s", _estimated_step_s(self))
+            _check_estimated_step(self)
         if self.framework not in FRAMEWORKS:
             raise ValueError(f"framework must be one of {FRAMEWORKS}, got {self.framework!r}")
         check_expert_parallel(self.model, self.ep_prefill, self.tp_prefill, EP_LABELS["ep_prefill"])
@@ -200,7 +216,7 @@ class Scenario:
         compressed_bytes_per_value(self.compression, storage_bytes=2.0, group=self.comp_group)
         for g in self.model.groups:  # raises on an impossible TP
             shard_heads(g.kv_heads, self.tp_prefill)
-            shard_heads(g.kv_heads, self.tp_decode)
+            shard_heads(g.kv_heads, self.tp_decode, "tp_decode")
 
     @property
     def streams(self) -> int:

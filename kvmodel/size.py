@@ -48,24 +48,25 @@ def held_tokens(group: AttentionGroup, seq_len) -> np.ndarray:
     return window_held(group, as_tokens(seq_len, "seq_len"))
 
 
-def shard_heads(kv_heads: int, tp: int) -> int:
+def shard_heads(kv_heads: int, tp: int, name: str = "tp") -> int:
     """KV heads held by one GPU at tensor parallelism ``tp``.
 
     ``kv_heads // tp`` when tp divides the heads; one (replicated) head when tp exceeds them, as
-    vLLM does.  Other combinations are rejected.
+    vLLM does.  Other combinations are rejected, naming the value ``name`` (``tp_decode`` for
+    the decode side's).
     """
     if isinstance(tp, bool) or not isinstance(tp, (int, np.integer)) or tp < 1:
-        raise ValueError(f"tp must be a whole number >= 1, got {tp!r}")
+        raise ValueError(f"{name} must be a whole number >= 1, got {tp!r}")
     if tp <= kv_heads:
         if kv_heads % tp:
             raise ValueError(
-                f"tp={tp} does not divide the {kv_heads} KV heads; use a divisor of {kv_heads} "
+                f"{name}={tp} does not divide the {kv_heads} KV heads; use a divisor of {kv_heads} "
                 f"or a multiple of it"
             )
         return kv_heads // tp
     if tp % kv_heads:
         raise ValueError(
-            f"tp={tp} exceeds the {kv_heads} KV heads but is not a multiple of {kv_heads}"
+            f"{name}={tp} exceeds the {kv_heads} KV heads but is not a multiple of {kv_heads}"
         )
     return 1
 
@@ -136,7 +137,7 @@ def kv_bytes(
         per_head = g.layers * elems / g.kv_heads * b * dbytes
         attn = attn + per_head * g.kv_heads
         shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
-        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode)
+        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode, "tp_decode")
     state = np.broadcast_to(model.state_layers * model.state_bytes_per_layer * b, shape)
     total = attn + state
     tokens = s * b
@@ -164,7 +165,7 @@ def _kv_bytes_scalar(
         per_head = g.layers * (g.elements_per_token_per_layer * held) / g.kv_heads * b * dbytes
         attn = attn + per_head * g.kv_heads
         shard_p = shard_p + per_head * shard_heads(g.kv_heads, tp_prefill)
-        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode)
+        shard_d = shard_d + per_head * shard_heads(g.kv_heads, tp_decode, "tp_decode")
     state = model.state_layers * model.state_bytes_per_layer * b
     total = attn + state
     tokens = s * b
@@ -228,7 +229,8 @@ def chunk_kind_bytes(
     shape = np.broadcast(s, b).shape
     rows = [
         np.broadcast_to(
-            elems / g.kv_heads * shard_heads(g.kv_heads, tp_decode) * tp_decode * b * dbytes,
+            elems / g.kv_heads * shard_heads(g.kv_heads, tp_decode, "tp_decode") * tp_decode * b
+            * dbytes,
             shape,
         )
         for g, elems in zip(model.groups, _layer_elements(model, s), strict=True)

@@ -235,3 +235,13 @@ def test_the_sentence_says_when_only_the_share_agrees():
     cmp_ndr = compare_to_model(ndr, metrics)
     assert not any("faster link" in n for n in cmp_ndr.notes)
     assert "ran faster" not in prometheus_takeaway(metrics, cmp_ndr, ndr)
+
+
+def test_two_equal_times_fit_no_bandwidth():
+    # session 23's fuzz: (100 B, 0.1 s) and (200 B, 0.1 s) fitted a rounding-noise slope,
+    # 1.7e19 B/s with no warning; three flat points already said why no bandwidth fits
+    with pytest.raises(MeasureError, match="do not grow with the message size"):
+        fit_latency_bandwidth([100.0, 200.0], [0.1, 0.1])
+    # a real but slow growth still fits: 1 ns over the range on 1 ms
+    fit = fit_latency_bandwidth([0.0, 1e3], [1e-3, 1e-3 + 1e-9])
+    assert fit.bandwidth_bytes_per_s == pytest.approx(1e12, rel=1e-6)

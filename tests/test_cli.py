@@ -145,6 +145,16 @@ def test_readable_default_output(capsys):
         (["transfer", "--config", "/nonexistent/config.json"], "config"),
         (["transfer", "--bandwidth-gbs", "nan"], "finite"),
         (["frobnicate"], "invalid choice"),
+        # session 23's fuzz: each once a traceback, a silent empty table, an ignored flag or a
+        # message naming what the user never typed
+        (["table", "--links", ",,,"], "--links: no link id given"),
+        (["table", "--batches", " ,"], "--batches: no batch size given"),
+        (["table", "--batches", "0"], "--batches: '0' must be >= 1"),
+        (["size", "--quant-config", "/nonexistent.json"], "--quant-config needs --config"),
+        (["size", "--tp-decode", "3"], "tp_decode=3 does not divide the 8 KV heads"),
+        (["size", "--tp", "3"], "tp=3 does not divide the 8 KV heads"),
+        (["transfer", "--seq-len", "131072", "--batch", "100000000"],
+         "the estimated decode step of 100,000,000 requests × 131,072 tokens"),
     ],
 )
 def test_bad_input_exit_2_one_line(capsys, argv, fragment):

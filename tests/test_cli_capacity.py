@@ -140,3 +140,12 @@ def test_ttft_breakdown_adds_up_to_the_planned_percentile(capsys):
     assert main(["capacity", "--trace", "azure-conv", "--rps", "5"]) == 0
     text = capsys.readouterr().out
     assert "TTFT p90 parts" in text and "framework 37.7 + queues" in text
+
+
+def test_a_negative_saving_says_what_it_means(capsys):
+    # session 23's fuzz: "disaggregation saves   -8 GPUs" read as a saving; the number stays
+    # first (scripts read it) and the words follow
+    assert main(["capacity", "--rps", "1"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.startswith("disaggregation saves"))  # fmt: skip
+    assert "-8 GPUs (disaggregated needs 8 more)" in line

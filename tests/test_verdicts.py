@@ -166,3 +166,24 @@ def test_overview_sentence_gives_the_share_as_the_metric_does():
     share = ev.transfer_share_of_ttft  # 1.3 %: the old sentence rounded it to "1%"
     assert f"{share:.0%}" != f"{share:.1%}"
     assert f"it is {ev.transfer_share_of_ttft:.1%} of TTFT" in overview_takeaway(ev)
+
+
+def test_mitigation_takeaway_never_calls_a_slower_option_a_saving():
+    """A review's fuzz (session 23): at a 0.1 ms step layer-wise adds 0.3 ms; the sentence read
+    "the best is Layer-wise (−-0.3 ms)".  Now a worse option is said to add its time."""
+    import pandas as pd
+
+    cols = ["option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable", "lossy"]
+    rows = [("Baseline", 41.2, 0.08, 0.0, True, False),
+            ("INT4 transfer", 38.8, 0.01, 2.4, True, True),
+            ("Layer-wise", 41.5, 0.0, -0.3, True, False)]  # fmt: skip
+    said = mitigation_takeaway(pd.DataFrame(rows, columns=cols))
+    assert "−-" not in said
+    assert "without changing the network or the values, none lowers it (Layer-wise adds 0.3 ms)" \
+        in said  # fmt: skip
+    worse = [rows[0], ("Layer-wise", 41.5, 0.0, -0.3, True, False)]
+    said = mitigation_takeaway(pd.DataFrame(worse, columns=cols))
+    assert "No option lowers TTFT here: the closest, Layer-wise, adds 0.3 ms." in said
+    same = [rows[0], ("Layer-wise", 41.2, 0.0, 0.0, True, False)]
+    said = mitigation_takeaway(pd.DataFrame(same, columns=cols))
+    assert "Layer-wise, leaves it unchanged" in said

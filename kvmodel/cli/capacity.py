@@ -131,8 +131,9 @@ def _nearest_row(p, side: str) -> str:
 
 
 def _saves_row(p) -> str:
-    if p.disaggregation_saves_gpus is not None:
-        return _gpus(p.disaggregation_saves_gpus)
+    saves = p.disaggregation_saves_gpus
+    if saves is not None:  # a negative saving keeps its number and says what it means
+        return _gpus(saves) + (f" (disaggregated needs {-saves:,} more)" if saves < 0 else "")
     sides = [
         s
         for s, ok in (

@@ -108,6 +108,9 @@ def scenario_options(p: argparse.ArgumentParser) -> None:
 
 
 def _model_from_args(args):
+    if getattr(args, "quant_config", None) and not args.config:
+        raise UsageError("--quant-config needs --config: the hf_quant_config.json is read beside "
+                         "the model's config.json")  # fmt: skip
     if args.config:
         from ..hfconfig import load_hf_config
 

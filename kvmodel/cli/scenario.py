@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+
 from .. import inputs as I
 from ..transfer import evaluate, transfer
 from .edge import fmt_bytes, fmt_ms, fmt_tokens
-from .options import positive_int, scenario_from_args
+from .options import UsageError, positive_int, scenario_from_args
 from .output import emit
 
 
@@ -180,14 +182,29 @@ def cmd_critical(args):
     emit(args, payload, ("quantity", "value"), rows)
 
 
-def cmd_table(args):
-    batches = sorted({positive_int(b) for b in args.batches.split(",") if b.strip()})
+def _table_batches(text: str) -> list[int]:
+    """``--batches``: comma-separated whole numbers of requests, at least one."""
+    try:
+        batches = sorted({positive_int(b) for b in text.split(",") if b.strip()})
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--batches: {exc}") from None
+    if not batches:
+        raise UsageError("--batches: no batch size given; expected comma-separated whole "
+                         "numbers of requests, e.g. 1,8,32")  # fmt: skip
     for b in batches:
         I.get("batch").check(b, what="--batches")
+    return batches
+
+
+def cmd_table(args):
+    batches = _table_batches(args.batches)
     if args.bandwidth_gbs is not None:
         scenarios = [scenario_from_args(args)]
     else:
         ids = [i.strip() for i in args.links.split(",") if i.strip()]
+        if not ids:
+            raise UsageError("--links: no link id given; expected comma-separated ids of "
+                             "`python -m kvmodel links`")  # fmt: skip
         scenarios = [scenario_from_args(args, link=i) for i in ids]
     payload = {
         "model": scenarios[0].model.id,
@@ -199,7 +216,7 @@ def cmd_table(args):
     }
     rows = []
     for sc in scenarios:
-        t = transfer(sc, batch=batches).exposed_s
+        t = transfer(sc, batch=[float(b) for b in batches]).exposed_s
         ms = {str(b): float(v) * 1e3 for b, v in zip(batches, t, strict=True)}
         payload["links"].append(
             {
