@@ -115,6 +115,21 @@ class Evaluation:
 
 
 @lru_cache(maxsize=1024)
+def _busiest_share(sc: Scenario, kv, *, prefill: bool) -> float:
+    """The KV the busiest GPU of a side holds [bytes] (``kv``: the batch's ``size.KvBytes``).
+
+    The batch is spread over the ranks that hold whole requests: an expert-parallel instance's
+    EP ÷ TP attention groups (each splits its requests over its TP ranks as TP does), and with
+    data-parallel attention every rank of the decode side (whole requests, no replicated
+    heads), so the busiest receives ⌈batch ÷ ranks⌉ requests (at batch 1, one takes it all)."""
+    tp, ep = (sc.tp_prefill, sc.ep_prefill) if prefill else (sc.tp_decode, sc.ep_decode)
+    groups = max(1, ep // tp)
+    if sc.data_parallel_attention and not prefill:
+        return float(kv.total) / sc.batch * -(-sc.batch // (groups * tp))
+    shard = float(kv.per_gpu_prefill if prefill else kv.per_gpu_decode)
+    return shard if groups == 1 else shard / sc.batch * -(-sc.batch // groups)
+
+
 def evaluate(sc: Scenario) -> Evaluation:
     """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length.
 
@@ -178,12 +193,8 @@ def evaluate(sc: Scenario) -> Evaluation:
         kv_state_bytes=float(kv.state),
         kv_per_token_bytes=float(kv.per_token),
         kv_per_layer_bytes=float(kv.per_attention_layer),
-        kv_per_gpu_prefill_bytes=float(kv.per_gpu_prefill),
-        # data-parallel attention: whole requests per rank, the batch spread over the ranks, so
-        # the busiest rank receives ⌈batch ÷ TP⌉ requests (at batch 1, one GPU takes it all)
-        kv_per_gpu_decode_bytes=float(kv.total) / sc.batch * -(-sc.batch // sc.tp_decode)
-        if sc.data_parallel_attention
-        else float(kv.per_gpu_decode),
+        kv_per_gpu_prefill_bytes=_busiest_share(sc, kv, prefill=True),
+        kv_per_gpu_decode_bytes=_busiest_share(sc, kv, prefill=False),
         raw_wire_bytes=float(t.raw_wire_bytes),
         wire_bytes=float(t.wire_bytes),
         compression_ratio=wire_ratio(sc),

@@ -22,7 +22,7 @@ from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .steps import PrefillParts, StepParts
 from .timing import decode_step_parts, prefill_parts
-from .topology import default_streams
+from .topology import batch_streams, default_streams
 
 
 @lru_cache(maxsize=64)
@@ -221,12 +221,37 @@ class Scenario:
     @property
     def streams(self) -> int:
         """Links used at once: as given, else the NICs (or per-GPU scale-up links) both
-        instances have (``kvmodel.topology``); with data-parallel attention a batch smaller
-        than that uses one stream per request."""
-        n = self.parallel_links or default_streams(
-            self.gpu, self.link, self.tp_prefill, self.tp_decode, self.gpu_decode
-        )
-        return min(n, self.batch) if self.data_parallel_attention else n
+        instances have (``kvmodel.topology``).  A request moves over its TP ranks' links (one
+        with data-parallel attention), and the ranks or attention groups holding whole
+        requests send theirs at once (:attr:`request_holders`), so a batch smaller than them
+        uses fewer links: ``topology.batch_streams``."""
+        if self.parallel_links:
+            dp = self.data_parallel_attention
+            return min(self.parallel_links, self.batch) if dp else self.parallel_links
+        all_links, per_request = self.stream_counts
+        return int(batch_streams(all_links, per_request, self.request_holders, self.batch))
+
+    @property
+    def stream_counts(self) -> tuple[int, int]:
+        """(links of every GPU of both instances, links one request uses) with none given."""
+        gpus = default_streams(self.gpu, self.link, self.gpus_prefill, self.gpus_decode,
+                               self.gpu_decode)  # fmt: skip
+        if self.data_parallel_attention:
+            return gpus, 1
+        return gpus, default_streams(self.gpu, self.link, self.tp_prefill, self.tp_decode,
+                                     self.gpu_decode)  # fmt: skip
+
+    @property
+    def request_holders(self) -> int:
+        """Ranks that hold whole requests, the fewer of the two sides: an expert-parallel
+        instance's data-parallel attention groups (EP ÷ TP; the batch is spread over them),
+        each of TP ranks with data-parallel attention; 1 for a plain TP instance."""
+        dp = self.data_parallel_attention
+
+        def side(tp: int, ep: int) -> int:
+            return max(1, ep // tp) * (tp if dp else 1)
+
+        return min(side(self.tp_prefill, self.ep_prefill), side(self.tp_decode, self.ep_decode))
 
     @property
     def request_cost_s(self) -> float:

@@ -10,6 +10,8 @@ domain``), 8 GPUs on HGX, 72 on GB200 NVL72, the host's GPUs over PCIe.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .specs import GpuSpec, LinkSpec
 
 SCALE_UP_KINDS = ("nvlink", "fabric", "pcie")
@@ -41,6 +43,14 @@ def default_streams(gpu: GpuSpec, link: LinkSpec, tp_prefill: int, tp_decode: in
     if is_scale_up(link):
         return min(tp_prefill, tp_decode)
     return min(nics(gpu, tp_prefill), nics(gpu_decode or gpu, tp_decode))
+
+
+def batch_streams(all_links: int, per_request: int, holders: int, batch):
+    """Links a batch's transfer uses at once: ``per_request`` links for each request moving,
+    as many requests at once as there are ``holders`` (ranks or expert-parallel attention
+    groups holding whole requests: each sends its own), at most ``all_links`` (the NICs of
+    every GPU of both instances, :func:`default_streams` at their GPU counts)."""
+    return np.minimum(all_links, per_request * np.minimum(batch, holders))
 
 
 def gpu_has_link(gpu: GpuSpec, link: LinkSpec) -> bool:

@@ -28,7 +28,7 @@ from .kept import Kept
 from .scenario import Scenario
 from .size import as_tokens, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, window_held
 from .timing import estimate_prefill_s
-from .topology import default_streams
+from .topology import batch_streams
 
 
 @dataclass(frozen=True)
@@ -229,12 +229,12 @@ def _volume(sc: Scenario, seq_len, batch, volume: Volume | None) -> Volume:
 
 
 def _streams(sc: Scenario, vol: Volume):
-    """Links used at once, per batch entry: with data-parallel attention and no stream count
-    given, a batch smaller than the NICs uses one stream per request (``Scenario.streams``)."""
-    if sc.data_parallel_attention and not sc.parallel_links:
-        n = default_streams(sc.gpu, sc.link, sc.tp_prefill, sc.tp_decode, sc.gpu_decode)
-        return np.minimum(n, vol.b)
-    return sc.streams
+    """Links used at once, per batch entry (``Scenario.streams`` at each batch: a batch smaller
+    than the ranks holding whole requests uses fewer links); as given when given."""
+    if sc.parallel_links or sc.request_holders == 1:  # one holder: the same links at any batch
+        return sc.streams
+    all_links, per_request = sc.stream_counts
+    return batch_streams(all_links, per_request, sc.request_holders, vol.b)
 
 
 def _kind_messages(sc: Scenario, vol: Volume, message: str) -> np.ndarray:

@@ -358,3 +358,29 @@ def test_a_decode_step_pays_the_tensor_cores_fewest_rows():
     mixed = decode_step_parts(model, 1024, 1, gpu=h20, framework="none", chunk_tokens=512,
                               chunk_flops_per_token=2.0 * model.params_active)  # fmt: skip
     assert float(mixed.gemm_s) == pytest.approx(2.0 * model.params_active * 513 / (148e12 * 0.9))
+
+
+def test_a_wide_ep_batch_moves_over_every_attention_groups_nic():
+    # A review (session 23): DeepSeek-V3 at EP 32 → EP 72 (TP 1) on H800 moved a batch of 64
+    # over one NIC (1,989 ms) and showed the whole 18.4 GB cache "per GPU".  Each of the 32
+    # prefill GPUs is an attention group holding whole requests (EP ÷ TP) with a NIC of its own
+    # (H800: 8 NICs for 8 GPUs), so 64 requests move 32 at a time: 2 per NIC, twice the lone
+    # request's time less the shared fixed costs; the busiest prefill GPU holds ⌈64 ÷ 32⌉ = 2
+    # requests, the busiest decode GPU ⌈64 ÷ 72⌉ = 1.
+    link = {"stack": "mooncake", "model": "deepseek-v3", "gpu": "h800", "tp": "1", "tpd": "1",
+            "ep": "32", "epd": "72", "fw": "sglang", "seq": "4096"}  # fmt: skip
+    batch = to_scenario({**link, "batch": "64"})
+    one = to_scenario({**link, "batch": "1"})
+    assert (batch.streams, batch.request_holders, one.streams) == (32, 32, 1)
+    ev, ev1 = evaluate(batch), evaluate(one)
+    per_request = ev.kv_total_bytes / 64
+    assert ev.kv_per_gpu_prefill_bytes == pytest.approx(2 * per_request)
+    assert ev.kv_per_gpu_decode_bytes == pytest.approx(per_request)
+    assert ev1.transfer_s < ev.transfer_s < 2 * ev1.transfer_s + 1e-9
+    # a plain TP instance keeps its NICs at any batch; data-parallel attention at TP 8 one per
+    # request up to its 8 ranks (unchanged from before)
+    tp8 = to_scenario({"model": "llama-3.1-70b", "link": "ib-ndr", "tp": "8", "batch": "2"})
+    dp8 = to_scenario({"model": "llama-3.1-70b", "link": "ib-ndr", "tp": "8", "batch": "2",
+                       "attn": "dp"})  # fmt: skip
+    assert (tp8.streams, dp8.streams) == (8, 2)
+    assert evaluate(dp8).kv_per_gpu_decode_bytes == pytest.approx(evaluate(dp8).kv_total_bytes / 2)

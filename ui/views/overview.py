@@ -48,14 +48,16 @@ def _cache_metrics(sc, ev) -> None:
     c[0].metric(
         f"Per prefill GPU ({par_text(sc.tp_prefill, sc.ep_prefill)})",
         fmt_bytes(ev.kv_per_gpu_prefill_bytes),
-        help="The shard one prefill GPU holds",
+        help="What the busiest prefill GPU holds: its shard of every request, or with expert "
+        "parallelism its attention group's share of the batch (⌈batch ÷ (EP ÷ TP)⌉ requests)",
     )
     c[1].metric(
         f"Per decode GPU ({par_text(sc.tp_decode, sc.ep_decode)})",
         fmt_bytes(ev.kv_per_gpu_decode_bytes),
         help="What the busiest decode GPU must receive: its shard of every request (replicated "
-        "heads included), or with data-parallel attention its whole requests, ⌈batch ÷ TP⌉ of "
-        "them",
+        "heads included); with expert parallelism its attention group's share of the batch "
+        "(⌈batch ÷ (EP ÷ TP)⌉ requests); with data-parallel attention whole requests, ⌈batch ÷ "
+        "ranks⌉ of them",
     )
     c[2].metric(
         "On the wire",
