@@ -115,9 +115,10 @@ def prometheus_takeaway(metrics, cmp: ScrapeComparison, sc) -> str:
     faster = any("faster link than this scenario" in n for n in cmp.notes)
     if v.agree and faster:  # the share agrees, but the bandwidth row says another link
         agree = (
-            f"; the shares agree (within {AGREEMENT_FACTOR:g}× and on the same side), but the "
-            "cluster's transfers ran faster than this scenario's link allows, so the times "
-            "differ: set its interconnect (notes below the table)."
+            f"; the shares agree (within {AGREEMENT_FACTOR:g}× and on the same side), but each "
+            "of the cluster's transfers moved faster than one link of this scenario allows, so "
+            "it ran on another network: set its interconnect for a like-for-like comparison "
+            "(notes below the table)."
         )
     elif v.agree:
         agree = (

@@ -119,10 +119,15 @@ def _cell_text(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) or (hasattr(value, "is_integer") and float(value).is_integer()):
-        return f"{int(value):,}"
+        return _minus(f"{int(value):,}")
     if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        return _minus(f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}")
     return str(value)
+
+
+def _minus(text: str) -> str:
+    """A negative number with the minus sign the rest of the app writes ("−4", not "-4")."""
+    return "−" + text[1:] if text.startswith("-") else text
 
 
 def sideways_table(frame: pd.DataFrame, *, label: str, notes: dict | None = None) -> str:

@@ -49,3 +49,15 @@ def test_text_width_fits_the_longest_text_up_to_a_bound():
     assert tables.text_width(labels) == 6 * 44 + 16 >= 253 + 16
     assert tables.text_width(["x" * 200]) == 500 and tables.text_width(["x" * 200], most=300) == 300
     assert tables.text_width([]) == 16
+
+
+def test_a_negative_number_shows_the_minus_sign():
+    # a review (session 23): "GPUs saved by disaggregation -4" beside the app's "−" elsewhere
+    import pandas as pd
+
+    from kvview.tables import sideways_table
+
+    frame = pd.DataFrame({"interconnect": ["100 GbE"], "GPUs saved [GPUs]": [-4],
+                          "utilisation [%]": [-0.25]})  # fmt: skip
+    html = sideways_table(frame, label="interconnect")
+    assert "−4" in html and "−0.25" in html and ">-4<" not in html

@@ -187,3 +187,17 @@ def test_mitigation_takeaway_never_calls_a_slower_option_a_saving():
     same = [rows[0], ("Layer-wise", 41.2, 0.0, 0.0, True, False)]
     said = mitigation_takeaway(pd.DataFrame(same, columns=cols))
     assert "Layer-wise, leaves it unchanged" in said
+
+
+def test_mitigation_takeaway_ties_only_what_it_shows_equal():
+    """A review (session 23): Layer-wise at 122.56 ms was named the lowest, shown as 122.6 ms,
+    beside INT8 + layer-wise's 122.52 ms shown as 122.5 (0.04 ms apart, under the old 0.05 ms
+    tie); now a tie is equal as shown."""
+    import pandas as pd
+
+    cols = ["option", "ttft_ms", "transfer_share", "ttft_saving_ms", "buildable", "lossy"]
+    rows = [("Baseline", 127.0, 0.039, 0.0, True, False),
+            ("INT8 + layer-wise", 122.52, 0.004, 4.48, True, True),
+            ("Layer-wise", 122.56, 0.004, 4.44, True, False)]  # fmt: skip
+    said = mitigation_takeaway(pd.DataFrame(rows, columns=cols))
+    assert "Lowest TTFT here: INT8 + layer-wise (lossy: it changes the KV values) (122.5 ms" in said
