@@ -159,7 +159,8 @@ def traffic_takeaway(reg, link_name: str, source: str, count_known: bool = True)
     )
     return (
         f"On {link_name}, {reg.fraction_gain:.0%} of the{count} requests in "
-        f"{source} gain from disaggregation ({reg.fraction_tokens_gain:.0%} of their tokens); "
+        f"{source} gain from disaggregation (holding {reg.fraction_tokens_gain:.0%} of all "
+        "prompt tokens); "
         f"{reg.fraction_too_short:.0%} are too short (under {reg.min_seq_len:,} tokens) and "
         f"{reg.fraction_transfer_bound:.0%} are transfer-bound ({crit})."
     )

@@ -295,7 +295,8 @@ def test_traffic_upload_and_bad_upload():
         "1 request is longer than Llama-3.1-70B's max context of 131,072 tokens" in w.value
         for w in at.warning
     )
-    assert "in huge.csv gain from disaggregation (0% of their tokens)" in at.info[0].value
+    said = at.info[0].value
+    assert "in huge.csv gain from disaggregation (holding 0% of all prompt tokens)" in said
     shares = b"le,probability\n128,0.5\n1024,0.3\n8192,0.2\n"
     at.file_uploader(key="traffic_upload").set_value(("h.csv", shares, "text/csv")).run()
     assert metric(at, "Requests") == "shares only" and metric(at, "Gain") == "80.0%"

@@ -183,8 +183,8 @@ def render() -> None:
         "A is the sidebar's scenario; each of B–D changes any of its inputs (the others follow "
         "A). The whole comparison travels in the link."
         + (
-            " This link names no variants, so B–D are made from A: each changes one input "
-            "(compression, a faster link, layer-wise sending or the wire-speed stack)."
+            " This link names no variants, so B–D are made from A: each changes one input, "
+            "three of compression, a faster link, layer-wise sending and the wire-speed stack."
             if auto
             else ""
         )

@@ -222,7 +222,8 @@ def _scrape_metrics(sc, d, cmp) -> None:
     k[0].metric(
         "Measured share of TTFT",
         f"{share:.1%}" if share is not None else "–",
-        delta=f"{(share - sc.share_target) * 100:+.1f} points vs the {sc.share_target:.0%} line"
+        delta=f"{(share - sc.share_target) * 100:+.1f} pp vs the {sc.share_target:.0%} line"
+        .replace("-", "−")
         if share is not None
         else None,
         delta_color="inverse",
