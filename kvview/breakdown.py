@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kvmodel import catalog
 from kvmodel.steps import LABELS
+
+
+def catalog_name(kind: str, item_id: str) -> str:
+    """A catalog id's display name ("h200" → "NVIDIA H200 SXM 141GB"), the id when the catalog
+    has none (a deployment's own model id): tables show names, as the sidebar does (a browser
+    review, session 23: the Models page's sweep read "b200", "sglang")."""
+    get = {"model": catalog.get_model, "gpu": catalog.get_gpu,
+           "framework": catalog.get_framework}[kind]  # fmt: skip
+    try:
+        return get(item_id).name
+    except (KeyError, ValueError):
+        return item_id
 
 
 def breakdown_frame(parts) -> pd.DataFrame:
@@ -66,9 +79,9 @@ def sweep_frame(sweep: dict) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "model": g["model"],
-                "GPU": g["gpu"],
-                "framework": g["framework"],
+                "model": catalog_name("model", g["model"]),
+                "GPU": catalog_name("gpu", g["gpu"]),
+                "framework": catalog_name("framework", g["framework"]),
                 "runs": g["n"],
                 "median model ÷ measured": g["median_ratio"],
                 "10th – 90th percentile": f"{g['p10_ratio']:.2f} – {g['p90_ratio']:.2f}",
@@ -102,7 +115,8 @@ def deployments_frame(rows: list[dict]) -> pd.DataFrame:
                 "tokens/s per node planned": r["tokens_per_s_per_node"],
                 "planned ÷ measured": r["throughput_ratio"],
                 "tokens": _side_unit(r["side"]),
-                "model, GPU": f"{r['model']}, {r['gpu']}",
+                "model, GPU": f"{catalog_name('model', r['model'])}, "
+                f"{catalog_name('gpu', r['gpu'])}",
             }
             for r in rows
         ]  # fmt: skip

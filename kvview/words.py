@@ -143,8 +143,8 @@ def models_takeaway(table, current: str) -> str:
     return (
         f"{row['name']} moves {row['bytes_per_token_at_seq'] / 1e3:,.1f} kB per token at "
         f"{int(row['seq_len']):,} tokens ({rank} of {len(t)}, smallest first); across the "
-        f"catalog it ranges from {lo['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({lo['model']}, "
-        f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['model']}, "
+        f"catalog it ranges from {lo['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({lo['name']}, "
+        f"{lo['attention']}) to {hi['bytes_per_token_at_seq'] / 1e3:,.1f} kB ({hi['name']}, "
         f"{hi['attention']}), a {spread:,.0f}× spread."
     )
 

@@ -220,3 +220,24 @@ def test_layouts_legend_names_models_as_the_sidebar_does():
                        "transfer_ms": [1.0, 2.0, 0.5, 0.6]})  # fmt: skip
     names = [t.name for t in figure_models_seq(df, threshold_ms=10.0, link="100 GbE").data]
     assert names[:2] == ["Llama-3.1-70B (GQA)", "my-import (sliding)"]
+
+
+def test_model_chips_and_bytes_chart_name_models_as_the_legend_does():
+    """Session 23's review: Sequence's model chips read 'llama-2-7b (mha)' beside the legend's
+    'Llama-2-7B (MHA)'; the Models chart's axis read ids.  An imported model keeps its id."""
+    from app_helpers import app
+
+    from kvmodel.sweeps import models_table
+    from kvview.figures import figure_bytes_per_token, model_layout_label
+
+    assert model_layout_label("llama-2-7b", "mha") == "Llama-2-7B (MHA)"
+    assert model_layout_label("cfg-mine", "gqa") == "cfg-mine (GQA)"
+    at = app({"models": "llama-2-7b,llama-3.1-70b"}, "pages/sequence.py")
+    at.session_state["seq_tab"] = "Per attention layout"  # the tab is drawn once opened
+    at.run()
+    chips = at.multiselect(key="w_models")
+    assert "Llama-2-7B (MHA)" in chips.options and "llama-2-7b (mha)" not in chips.options
+    fig = figure_bytes_per_token(models_table())
+    shown = {x for t in fig.data for x in t.x}
+    assert "Llama-3.1-70B" in shown and "llama-3.1-70b" not in shown
+    assert list(fig.layout.xaxis.categoryarray)[0] in shown

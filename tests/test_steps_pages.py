@@ -39,6 +39,9 @@ def test_models_page_lists_every_cited_measurement():
     assert len(points) == len(fidelity.all_points())
     # the silicon sweep per setup: 27 model × GPU × framework groups of 2,049 runs
     assert len(sweep) == 27 and sweep["runs"].sum() == 2049
+    # named as the sidebar names them, not by catalog id (session 23's review read "b200")
+    assert "NVIDIA H200 SXM 141GB" in set(sweep["GPU"]) and "h200" not in set(sweep["GPU"])
+    assert {"SGLang", "DeepSeek-R1"} <= set(sweep["framework"]) | set(sweep["model"])
     assert any("2,049 more measured runs" in e.label for e in at.expander)
     assert set(head["figure"]) == {"transfer", "posting", "EP dispatch + combine", "prefill",
                                    "decode step", "TTFT"}  # fmt: skip

@@ -54,7 +54,8 @@ def test_takeaways_carry_the_numbers():
     assert "1,145 tokens" in sequence_takeaway(crit, {"100gbe": "100 GbE"}, 0.03)
     mt = mitigation_takeaway(mitigation_table(sc, mitigation_options(sc)))
     assert mt.startswith("Baseline TTFT is 256.8 ms")
-    assert "64× spread" in models_takeaway(models_table("fp16", 1024), "llama-3.1-70b")
+    said = models_takeaway(models_table("fp16", 1024), "llama-3.1-70b")
+    assert "64× spread" in said and "(Falcon-7B, mqa)" in said and "(Llama-2-7B, mha)" in said
 
 
 def test_mitigation_takeaway_breaks_a_tie_for_the_lossless_option_and_reads_long_times_in_s():

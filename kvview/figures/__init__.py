@@ -47,6 +47,7 @@ from kvview.figures.sweeps import (
     figure_bytes_per_token,
     figure_models_seq,
     figure_seq_sweep,
+    model_layout_label,
 )
 from kvview.figures.traffic import (
     REGION_COLORS,
@@ -87,6 +88,7 @@ __all__ = [  # the builders defined here and those re-exported from the modules 
     "figure_ttft_waterfall",
     "link_color",
     "link_name",
+    "model_layout_label",
     "traffic_comparison_frame",
 ]
 

@@ -114,14 +114,17 @@ def figure_seq_sweep(
 LAYOUT_NAMES = {"mha": "MHA", "gqa": "GQA", "mla": "MLA"}  # the acronyms as the text writes them
 
 
+def model_layout_label(model_id: str, layout: str) -> str:
+    """'Llama-3.1-70B (GQA)': a model by its display name and attention layout, as the
+    Sequence page's legend and its model chips both write it."""
+    return f"{_model_name(model_id)} ({LAYOUT_NAMES.get(layout, layout)})"
+
+
 def _model_name(model_id: str) -> str:
     """A catalog model's display name ('Llama-3.1-70B'), else the id (an imported model)."""
-    from kvmodel import catalog
+    from kvview.breakdown import catalog_name
 
-    try:
-        return catalog.get_model(model_id).name
-    except catalog.UnknownIdError:
-        return model_id
+    return catalog_name("model", model_id)
 
 
 @finished
@@ -135,7 +138,7 @@ def figure_models_seq(df: pd.DataFrame, *, threshold_ms: float, link: str,
         groups_of(df, "model", ("attention", "seq_len", "transfer_ms"))
     ):
         layout = part["attention"][0]
-        named = f"{_model_name(mid)} ({LAYOUT_NAMES.get(layout, layout)})"
+        named = model_layout_label(mid, layout)
         fig.add_scatter(
             x=part["seq_len"],
             y=part["transfer_ms"],
@@ -171,8 +174,8 @@ def figure_bytes_per_token(
     for layout, part in groups_of(
         d, "attention", ("model", "bytes_per_token_at_seq", "seq_len", "bytes_per_token_short")
     ):
-        fig.add_bar(
-            x=part["model"],
+        fig.add_bar(  # named as the sidebar names them (an imported model by its unique id)
+            x=[_model_name(m) for m in part["model"]],
             y=part["bytes_per_token_at_seq"],
             name=layout,
             marker_color=LAYOUT_COLORS.get(layout, "#64748b"),
@@ -186,7 +189,8 @@ def figure_bytes_per_token(
             "<extra>" + layout + "</extra>",
         )
     fig.update_yaxes(type="log", dtick=1)
-    fig.update_xaxes(categoryorder="array", categoryarray=list(d["model"]), tickangle=-45)
+    fig.update_xaxes(categoryorder="array", categoryarray=[_model_name(m) for m in d["model"]],
+                     tickangle=-45)  # fmt: skip
     seq = int(d["seq_len"].max())
     return base_layout(
         fig,

@@ -65,7 +65,7 @@ def _per_layout(sc, threshold_ms: float) -> None:
         "Models",
         "models",
         catalog.model_ids(),
-        format_func=lambda m: f"{m} ({catalog.get_model(m).attention})",
+        format_func=lambda m: figures.model_layout_label(m, catalog.get_model(m).attention),
     )
     grid = seq_grid(max(catalog.get_model(m).max_context_tokens for m in models), points=160)
     exports_ui.chart(
