@@ -523,3 +523,16 @@ def test_the_sidebars_interconnect_is_offered_when_not_listed(page):
     assert not [c for c in listed.caption if "sidebar's interconnect" in c.value]
     shown = app({"link": "ib-xdr", "present": "1"}, page, article=False)  # no editing there
     assert "add_own_link" not in [b.key for b in shown.button]
+
+
+def test_plan_says_why_the_largest_batch_is_none():
+    # session 23's browser review: "Largest batch at 1,024 tokens: none" with no reason beside
+    # it (Llama-3.1-8B on one H20-3e over 100 GbE: one request's transfer already misses)
+    at = app({"model": "llama-3.1-8b", "gpu": "h20-3e", "tp": "1", "batch": "1", "step": "est",
+              "stack": "mooncake", "fw": "vllm"}, "pages/plan.py", article=False)  # fmt: skip
+    largest = next(m for m in at.metric if m.label.startswith("Largest batch"))
+    assert largest.value == "none"
+    assert largest.proto.help.startswith("None: even one request misses the target on this link.")
+    fitting = app({"tp": "8", "stack": "mooncake", "fw": "vllm"}, "pages/plan.py", article=False)
+    fits = next(m for m in fitting.metric if m.label.startswith("Largest"))
+    assert fits.value != "none" and not fits.proto.help.startswith("None")

@@ -88,7 +88,8 @@ def _what_do_i_need(sc, crit, need) -> None:
     c[2].metric(
         f"Largest batch at {sc.seq_len:,} tokens",
         plural(max_b, "request") if max_b else "none",
-        help=f"The largest batch this link sustains under the target, at most the {cap:,} "
+        help=("None: even one request misses the target on this link. " if not max_b else "")
+        + f"The largest batch this link sustains under the target, at most the {cap:,} "
         f"requests of {sc.seq_len:,} tokens that memory holds on both instances "
         f"(and at most {solve.DEFAULT_BATCH_LIMIT:,})"
         if cap
