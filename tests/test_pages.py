@@ -536,3 +536,12 @@ def test_plan_says_why_the_largest_batch_is_none():
     fitting = app({"tp": "8", "stack": "mooncake", "fw": "vllm"}, "pages/plan.py", article=False)
     fits = next(m for m in fitting.metric if m.label.startswith("Largest"))
     assert fits.value != "none" and not fits.proto.help.startswith("None")
+
+
+def test_mitigations_table_groups_thousands():
+    # session 23's browser review: "3698.1 ms" in the table beside "3,698.1 ms" in the sentence
+    at, _ = mitigations_table()
+    config = json.loads(at.dataframe[0].proto.columns)
+    formats = {k: v.get("type_config", {}).get("format") for k, v in config.items()}
+    assert {formats.get("ttft_ms"), formats.get("ttft_saving_ms")} == {"%,.1f ms"}, formats
+    assert formats.get("exposed_transfer_ms") == "%,.2f ms"

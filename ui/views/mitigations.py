@@ -92,14 +92,14 @@ def _shown(table):
 OPTION_COLUMNS = {  # and "option", its width from the labels shown (``_options_table``)
     "wire": "On the wire",
     "exposed_transfer_ms": st.column_config.NumberColumn(
-        "Exposed", format="%.2f ms", help="Transfer the decode node waits for"
+        "Exposed", format="%,.2f ms", help="Transfer the decode node waits for"
     ),
     "codec_ms": st.column_config.NumberColumn(
         "Codec", format="%.3f ms", help="Quantize + dequantize time"
     ),
-    "ttft_ms": st.column_config.NumberColumn("TTFT", format="%.1f ms"),
+    "ttft_ms": st.column_config.NumberColumn("TTFT", format="%,.1f ms"),
     "ttft_saving_ms": st.column_config.NumberColumn(
-        "Saved", format="%.1f ms", help="TTFT saved against the baseline"
+        "Saved", format="%,.1f ms", help="TTFT saved against the baseline"
     ),
     "share": st.column_config.TextColumn("Share", help="Transfer share of TTFT"),
     "critical": st.column_config.TextColumn(
