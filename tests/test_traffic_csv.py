@@ -156,6 +156,16 @@ def test_crlf_and_bom_across_pieces(small_pieces):
     assert r.prompt_tokens[-1] == 100 + 1999 % 977
 
 
+def test_lone_cr_line_ends_read_as_rows(small_pieces):
+    # session 23's fuzz: a CSV whose lines end in CR alone (old Mac files) read as "there is
+    # only a header"; Arrow reads such rows, the header's own end now does too
+    data = trace_csv(2000, {}).replace(b"\n", b"\r")
+    r = load_text(data, "t.csv")
+    assert len(r.prompt_tokens) == 2000 and r.prompt_tokens[-1] == 100 + 1999 % 977
+    assert len(load_text(b"prompt_tokens,output_tokens\r100,10\r200,20\r", "x.csv")
+               .prompt_tokens) == 2  # fmt: skip
+
+
 def test_unparseable_later_piece_names_its_row_and_stops(small_pieces):
     body = [f"{i},{i},1".encode() for i in range(30_000)]
     body[20_000] = b"1,\xff\xfe,3"  # not UTF-8, far past the sniffed start: row 20002

@@ -159,6 +159,9 @@ class Source:
         """The offset (in ``head`` terms) just past the line that begins at ``start``."""
         while True:
             cut = self.head.find(b"\n", start)
+            cr = self.head.find(b"\r", start, cut if cut >= 0 else len(self.head))
+            if 0 <= cr < len(self.head) - 1 and self.head[cr + 1 : cr + 2] != b"\n":
+                return cr + 1  # a lone CR ends the line (old Mac files; Arrow reads them too)
             if cut >= 0:
                 return cut + 1
             if self._data is not None:
