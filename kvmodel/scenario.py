@@ -228,18 +228,15 @@ class Scenario:
         if self.parallel_links:
             dp = self.data_parallel_attention
             return min(self.parallel_links, self.batch) if dp else self.parallel_links
-        all_links, per_request = self.stream_counts
-        return int(batch_streams(all_links, per_request, self.request_holders, self.batch))
+        return int(self.streams_at(self.batch))
 
-    @property
-    def stream_counts(self) -> tuple[int, int]:
-        """(links of every GPU of both instances, links one request uses) with none given."""
-        gpus = default_streams(self.gpu, self.link, self.gpus_prefill, self.gpus_decode,
-                               self.gpu_decode)  # fmt: skip
-        if self.data_parallel_attention:
-            return gpus, 1
-        return gpus, default_streams(self.gpu, self.link, self.tp_prefill, self.tp_decode,
-                                     self.gpu_decode)  # fmt: skip
+    def streams_at(self, batch):
+        """The links none given makes a ``batch`` (a number or an array) use at once."""
+        all_links = default_streams(self.gpu, self.link, self.gpus_prefill, self.gpus_decode,
+                                    self.gpu_decode)  # fmt: skip
+        per_request = 1 if self.data_parallel_attention else default_streams(
+            self.gpu, self.link, self.tp_prefill, self.tp_decode, self.gpu_decode)
+        return batch_streams(all_links, per_request, self.request_holders, batch)
 
     @property
     def request_holders(self) -> int:

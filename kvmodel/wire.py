@@ -28,7 +28,6 @@ from .kept import Kept
 from .scenario import Scenario
 from .size import as_tokens, chunk_kind_bytes, chunk_rows, chunk_runs, kv_bytes, window_held
 from .timing import estimate_prefill_s
-from .topology import batch_streams
 
 
 @dataclass(frozen=True)
@@ -233,8 +232,7 @@ def _streams(sc: Scenario, vol: Volume):
     than the ranks holding whole requests uses fewer links); as given when given."""
     if sc.parallel_links or sc.request_holders == 1:  # one holder: the same links at any batch
         return sc.streams
-    all_links, per_request = sc.stream_counts
-    return batch_streams(all_links, per_request, sc.request_holders, vol.b)
+    return sc.streams_at(vol.b)
 
 
 def _kind_messages(sc: Scenario, vol: Volume, message: str) -> np.ndarray:

@@ -56,6 +56,11 @@ def fmt_ms_or_s(seconds: float, digits: int = 2) -> str:
     return fmt_ms(seconds, digits)
 
 
+def minus_sign(text: str) -> str:
+    """A formatted number's leading hyphen as the minus sign the app writes ("−4", not "-4")."""
+    return "−" + text[1:] if text.startswith("-") else text
+
+
 def fmt_ratio(x: float) -> str:
     """A ratio such as transfer ÷ decode step: two decimals, none from a thousand on."""
     return f"{x:,.2f}×" if abs(x) < 1000 else f"{x:,.0f}×"

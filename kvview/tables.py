@@ -15,6 +15,7 @@ from html import escape
 import pandas as pd
 
 from kvmodel.inputs import DEFAULT_BAND_MS
+from kvview.fmt import minus_sign
 
 BAND_CELL = {
     "below": "rgba(22, 163, 74, 0.25)",
@@ -119,15 +120,11 @@ def _cell_text(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) or (hasattr(value, "is_integer") and float(value).is_integer()):
-        return _minus(f"{int(value):,}")
+        return minus_sign(f"{int(value):,}")
     if isinstance(value, float):
-        return _minus(f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}")
+        return minus_sign(f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}")
     return str(value)
 
-
-def _minus(text: str) -> str:
-    """A negative number with the minus sign the rest of the app writes ("−4", not "-4")."""
-    return "−" + text[1:] if text.startswith("-") else text
 
 
 def sideways_table(frame: pd.DataFrame, *, label: str, notes: dict | None = None) -> str:

@@ -13,7 +13,7 @@ from kvmodel.calibrate import (
 from kvmodel.measure import DEFAULT_NVTX_PATTERN, NCCL_SENDRECV_PATTERN
 from kvview import csv_tables, figures
 from kvview import measure_text as mt
-from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time
+from kvview.fmt import fmt_bandwidth, fmt_bytes, fmt_time, minus_sign
 from ui import exports_ui, perf, urlstate, widgets
 from ui import measure_ui as mu
 
@@ -222,8 +222,8 @@ def _scrape_metrics(sc, d, cmp) -> None:
     k[0].metric(
         "Measured share of TTFT",
         f"{share:.1%}" if share is not None else "–",
-        delta=f"{(share - sc.share_target) * 100:+.1f} pp vs the {sc.share_target:.0%} line"
-        .replace("-", "−")
+        delta=minus_sign(f"{(share - sc.share_target) * 100:+.1f} pp vs the "
+                         f"{sc.share_target:.0%} line")
         if share is not None
         else None,
         delta_color="inverse",
