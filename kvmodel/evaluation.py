@@ -114,7 +114,6 @@ class Evaluation:
                          first_step_s=self.decode_step_s)  # fmt: skip
 
 
-@lru_cache(maxsize=1024)
 def _busiest_share(sc: Scenario, kv, *, prefill: bool) -> float:
     """The KV the busiest GPU of a side holds [bytes] (``kv``: the batch's ``size.KvBytes``).
 
@@ -130,6 +129,7 @@ def _busiest_share(sc: Scenario, kv, *, prefill: bool) -> float:
     return shard if groups == 1 else shard / sc.batch * -(-sc.batch // groups)
 
 
+@lru_cache(maxsize=1024)
 def evaluate(sc: Scenario) -> Evaluation:
     """All headline numbers of ``sc``: bytes, transfer, TTFT, share, critical length.
 

@@ -127,6 +127,35 @@ def test_fit_rows_only_feed_the_fit():
     assert min(contexts) <= 1024 and max(contexts) >= 32768
 
 
+def test_each_measurement_is_one_row_fitted_or_held_out():
+    # a measured run is one row per figure: the same run held out and fitted (or held out twice)
+    # would count against the band the fit already saw (four such copies of two aiconfigurator
+    # rows were in compute.csv until session 24)
+    import re
+
+    rows = list(csv.DictReader((FIDELITY_DIR / "compute.csv").open(encoding="utf-8")))
+    seen: dict = {}
+    for n, r in enumerate(rows, start=2):
+        ref = re.sub(r" \(line \d+\)$", "", r["source_ref"])
+        key = (r["kind"], r["source"], ref, r["model"], r["gpu"], r["tp"], r["ep"], r["batch"],
+               r["input_tokens"], r["output_tokens"], r["framework"], r["measured_ms"])
+        assert key not in seen, f"compute.csv line {n} repeats line {seen[key]}"
+        seen[key] = n
+
+
+def test_the_refit_script_runs_on_todays_model():
+    # bench/fit_compute.py clears the model's memos between trials: each one it names exists
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "bench" / "fit_compute.py"
+    spec = importlib.util.spec_from_file_location("fit_compute", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod._clear()
+    score, by = mod.loss()
+    assert 0 < score < 0.05 and set(by) == {"decode step", "prefill", "TTFT"}
+
+
 def test_docs_fidelity_table_is_the_generated_one():
     import re
     from pathlib import Path

@@ -21,6 +21,15 @@ def counting():
     return f, calls
 
 
+def test_evaluate_is_memoised_per_scenario():
+    # tables, timelines and solvers that meet one scenario share its evaluation (session 23
+    # moved the decorator onto a helper by mistake, and every page paid for it)
+    sc = build_scenario(model="llama-3-70b", seq_len=1024)
+    evaluate.cache_clear()
+    assert evaluate(sc) is evaluate(sc)
+    assert evaluate.cache_info().hits == 1
+
+
 def test_same_inputs_computed_once_and_shared():
     memo, (f, calls) = Memo(), counting()
     assert memo(f, 1, [2, 3], k="a") == 1
