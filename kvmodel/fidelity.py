@@ -523,6 +523,11 @@ KNOWN_OUT_OF_BAND = {
         "two-node TP 16 decode (as above)",
     (ACCELMARK, "nvidia_h20_3ex8_suite_G", "decode step"):
         "Mixtral on H20-3e at one request: 7.8 ms a token, 1.1x A100 40GB's under the same vLLM",
+    ("tenstorrent/tt-inference-server issue 143", "ISL 128, OSL 128,", "prefill"):
+        "a 128-token prompt alone over HTTP: 35-41 ms measured, where the request cost, 80 "
+        "layers of prefill floor and one read of the weights already make 77 ms",
+    ("tenstorrent/tt-inference-server issue 143", "ISL 128, OSL 1024,", "prefill"):
+        "a 128-token prompt alone over HTTP (as above)",
     (ACCELMARK, "nvidia_h100_80gb_hbm3x1_suite_A", "prefill"):
         "a lone short prompt on a small model: the request cost and per-layer floor are fitted "
         "on 70B runs at 4 requests",
