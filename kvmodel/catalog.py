@@ -326,6 +326,7 @@ def _framework_from_row(r: _Row) -> FrameworkSpec:
         graph_max_batch=r.number("graph_max_batch", integer=True),
         kv_admission=r.text("kv_admission"),
         mla_prefill_floor_s=(r.number("mla_prefill_floor_ms", required=False) or 0.0) * 1e-3,
+        prefill_graph_tokens=r.number("prefill_graph_tokens", required=False, integer=True) or 0,
         source=r.text("source"),
     )
 

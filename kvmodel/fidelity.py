@@ -16,6 +16,7 @@ models, compared with :mod:`kvmodel.timing`.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -342,13 +343,34 @@ def _row_padded_moe(row: dict, model, gpu) -> bool:
                                ep=int(row.get("ep") or 1), weight_dtype=wd)  # fmt: skip
 
 
+# vLLM's V0 engine (before 0.8.0, when V1 became the default) captured CUDA graphs for
+# decode-only batches (vllm/worker/model_runner.py, ``_use_captured_graph``: ``decode_only``), so
+# its prefills ran eagerly whatever their length: the runs of those releases (the version
+# column) and of sources published before V1's first release (0.7.0, January 2025) with none.
+VLLM_V0_BEFORE = (0, 8)
+VLLM_V0_SOURCES = ("Oracle Cloud Infrastructure blog",)  # 2024, vLLM for ROCm
+
+
+def run_framework(row: dict):
+    """The catalog framework a row of compute.csv ran (``ENGINE_OF``), with eager prefills for a
+    vLLM V0 run (:data:`VLLM_V0_BEFORE`, :data:`VLLM_V0_SOURCES`)."""
+    fw = catalog.get_framework(ENGINE_OF.get(row["framework"], row["framework"]))
+    if fw.id != "vllm":
+        return fw
+    version = row.get("version") or ""
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    if (parts and parts < VLLM_V0_BEFORE) or row["source"].startswith(VLLM_V0_SOURCES):
+        return replace(fw, prefill_graph_tokens=0)
+    return fw
+
+
 def _compute_predicted(row: dict, model, gpu) -> tuple[float, str]:
     """The model's value for one row of compute.csv [s] and what it is (module doc)."""
     tp, batch = int(row["tp"]), int(row["batch"])
     ep = int(row.get("ep") or 1)
     isl, osl = int(row["input_tokens"]), int(row["output_tokens"])
     wd = "fp8" if row["precision"].startswith("fp8") else model.weight_dtype
-    fw = catalog.get_framework(ENGINE_OF.get(row["framework"], row["framework"]))
+    fw = run_framework(row)
     if row["kind"] == "ttft":  # a P/D request alone: the scenario's own TTFT
         sc = build_scenario(model=model, gpu=row["gpu"], link=row["link"], tp=tp, seq_len=isl,
                             stack=row["stack"], decode_step_ms=None, framework=fw.id,
@@ -525,12 +547,14 @@ KNOWN_OUT_OF_BAND = {
         "Mixtral on H20-3e at one request: 7.8 ms a token, 1.1x A100 40GB's under the same vLLM",
     ("tenstorrent/tt-inference-server issue 143", "ISL 128, OSL 128,", "prefill"):
         "a 128-token prompt alone over HTTP: 35-41 ms measured, where the request cost, 80 "
-        "layers of prefill floor and one read of the weights already make 77 ms",
+        "layers of prefill floor and one read of the weights already make 57 ms",
     ("tenstorrent/tt-inference-server issue 143", "ISL 128, OSL 1024,", "prefill"):
         "a 128-token prompt alone over HTTP (as above)",
     (ACCELMARK, "nvidia_h100_80gb_hbm3x1_suite_A", "prefill"):
-        "a lone short prompt on a small model: the request cost and per-layer floor are fitted "
-        "on 70B runs at 4 requests",
+        "a lone short prompt on a small model, in-process: the request cost is fitted on HTTP "
+        "runs, the per-layer floor on 70B runs at 4 requests, and vLLM 0.7.3 prefilled eagerly",
+    (ACCELMARK, "nvidia_h200x1_suite_A", "prefill"):
+        "a lone short prompt on a small model, in-process (as H100's)",
 }  # fmt: skip
 
 

@@ -24,7 +24,10 @@ class FrameworkSpec:
     ``kv_admission``: how a decode instance admits a request into KV memory, ``on_demand``
     (paged blocks as tokens arrive, preemption when full: vLLM, SGLang) or ``reserve_output``
     (prompt + the whole output reserved up front, never evicted: TensorRT-LLM's default
-    ``GUARANTEED_NO_EVICT`` capacity scheduler).
+    ``GUARANTEED_NO_EVICT`` capacity scheduler).  ``prefill_graph_tokens``: a prefill pass of
+    at most this many tokens replays captured CUDA graphs (vLLM V1's piecewise graphs for prefill
+    and mixed batches up to its largest capture size), so it pays the decode step's per-layer
+    launch floor instead of an eager pass's; 0: every prefill pass runs eagerly.
     """
 
     id: str
@@ -38,6 +41,7 @@ class FrameworkSpec:
     # a prefill pass of an MLA model takes at least this long (the host launching an eager
     # MLA + MoE layer's kernels bounds a short prompt; the GPU works under it) [s]
     mla_prefill_floor_s: float = 0.0
+    prefill_graph_tokens: int = 0
     source: str = ""
 
     def __post_init__(self):
@@ -56,6 +60,9 @@ class FrameworkSpec:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+        v = self.prefill_graph_tokens
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"prefill_graph_tokens must be a whole number >= 0, got {v!r}")
 
     @property
     def reserves_output(self) -> bool:

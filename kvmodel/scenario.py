@@ -21,7 +21,7 @@ from .inputs import (
 from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .steps import PrefillParts, StepParts
-from .timing import decode_step_parts, prefill_parts
+from .timing import decode_step_parts, prefill_graphed, prefill_parts
 from .topology import batch_streams, default_streams
 
 
@@ -114,6 +114,16 @@ def prefill_parts_of(sc) -> PrefillParts | None:
         return None
     return _prefill_cached(sc.model, sc.gpu, sc.tp_prefill, sc.ep_prefill, int(sc.seq_len),
                            int(sc.batch), float(sc.mfu), sc.framework)  # fmt: skip
+
+
+def prefill_graphed_of(sc) -> bool:
+    """Whether ``sc``'s estimated prefill replays CUDA graphs (``timing.prefill_graphed``: its
+    pass of seq_len × batch tokens, split over the EP ÷ TP attention groups, is short enough for
+    the framework's prefill graphs); False for a given prefill."""
+    if sc.prefill_s is not None:
+        return False
+    groups = max(1, sc.ep_prefill // sc.tp_prefill)
+    return bool(prefill_graphed(int(sc.seq_len) * int(sc.batch) / groups, sc.framework))
 
 
 def check_expert_parallel(model: ModelSpec, ep, tp: int, field: str = "decode EP") -> None:

@@ -35,7 +35,7 @@ import numpy as np
 # (bench/fit_compute.py); README's fidelity table gives the fitted and held-out errors.
 OVERLAP_P = 2.5  # smooth-max exponent (memory^p + compute^p)^(1/p); the fit kept 2.5
 DECODE_KERNEL_S_PER_LAYER = 43.7e-6  # ~12-15 kernels per layer at ~3 µs each under CUDA graphs
-PREFILL_KERNEL_S_PER_LAYER = 323e-6  # prefill's launches, syncs and the scheduler per layer
+PREFILL_KERNEL_S_PER_LAYER = 274.6e-6  # prefill's launches, syncs and the scheduler per layer
 # A ring all-reduce's fixed cost per call on NVLink: NCCL's small-message all-reduce on 8
 # H100s takes ~10-20 µs (nccl-tests all_reduce_perf), vLLM's custom one-shot all-reduce ~5-10
 # µs (vLLM custom_all_reduce.cuh benchmarks): 10 µs.

@@ -406,6 +406,24 @@ def prefill_host_floor_s(model: ModelSpec, framework=None) -> float:
     return _framework(framework).mla_prefill_floor_s
 
 
+def prefill_graphed(tokens, framework=None) -> np.ndarray:
+    """Whether a prefill pass of ``tokens`` tokens per engine replays CUDA graphs under
+    ``framework`` (at most its ``prefill_graph_tokens``: vLLM V1's piecewise graphs up to 512
+    tokens; SGLang and TensorRT-LLM prefill eagerly).  None: no framework, eager."""
+    limit = 0 if framework is None else _framework(framework).prefill_graph_tokens
+    return np.asarray(tokens, dtype=float) <= limit
+
+
+def prefill_launch_floor_s(model: ModelSpec, tokens, framework=None) -> np.ndarray:
+    """The host's launch floor of a prefill pass of ``tokens`` tokens per engine [s]: the
+    decode step's per-layer floor (``steps.DECODE_KERNEL_S_PER_LAYER``) for a pass that
+    replays CUDA graphs (:func:`prefill_graphed`), else an eager pass's
+    (``steps.PREFILL_KERNEL_S_PER_LAYER``), times the layers."""
+    graphed = prefill_graphed(tokens, framework)
+    per_layer = np.where(graphed, steps.DECODE_KERNEL_S_PER_LAYER, steps.PREFILL_KERNEL_S_PER_LAYER)
+    return per_layer * model.layers
+
+
 def prefill_parts(
     model: ModelSpec,
     seq_len,
@@ -448,7 +466,7 @@ def prefill_parts(
     parts = steps.PrefillParts(
         weights_read_s=weights, activations_s=activations, attention_s=attention, gemm_s=gemm,
         tp_allreduce_s=allreduce * np.ones(shape), ep_dispatch_combine_s=exchange * np.ones(shape),
-        kernel_floor_s=np.full(shape, steps.PREFILL_KERNEL_S_PER_LAYER * model.layers),
+        kernel_floor_s=prefill_launch_floor_s(model, group_tokens, framework) * np.ones(shape),
     )  # fmt: skip
     floor = prefill_host_floor_s(model, framework)
     if floor > 0:  # the pass takes max(floor, GPU work): the parts still add up

@@ -317,6 +317,21 @@ def transfer_sum_text(ev: Evaluation) -> str:
     )
 
 
+def prefill_graph_text(sc: Scenario) -> str:
+    """Why a short prompt's prefill pays a small kernel floor (""when it does not): the
+    framework replays CUDA graphs for a pass that short (kvmodel.scenario.prefill_graphed_of)."""
+    from kvmodel.scenario import prefill_graphed_of
+
+    if not prefill_graphed_of(sc):
+        return ""
+    fw = catalog.get_framework(sc.framework)
+    return (
+        f" Kernel floor: {fw.name} replays CUDA graphs for a prefill pass of at most "
+        f"{fw.prefill_graph_tokens:,} tokens, so this prompt's layers launch as the decode "
+        "step's do; a longer pass launches its kernels one by one and pays more."
+    )
+
+
 def gemm_rows_text(sc: Scenario) -> str:
     """Why a step of few requests pays for more GEMM rows than it has (""when it does not):
     the tensor cores' fewest rows (``GpuSpec.mma_min_rows``; kvmodel.timing.decode_step_parts)."""

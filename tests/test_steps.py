@@ -49,7 +49,7 @@ def test_json_breakdowns_add_up_to_the_shown_totals(capsys):
     assert sum(d["prefill_breakdown_ms"].values()) == pytest.approx(d["prefill_ms"])
     assert sum(d["ttft_breakdown_ms"].values()) == pytest.approx(d["ttft_ms"])
     assert d["step_breakdown_ms"]["ep_dispatch_combine"] > 0  # EP 72 crosses nodes
-    assert d["ttft_breakdown_ms"]["request"] == pytest.approx(28.4 + 14.2)  # SGLang + router
+    assert d["ttft_breakdown_ms"]["request"] == pytest.approx(28.4 + 18.4)  # SGLang + router
 
 
 def test_mla_absorbed_attention_from_the_config_fields():
@@ -100,7 +100,7 @@ def test_a_link_without_fw_or_ep_keeps_its_meaning():
 def test_framework_costs_reach_ttft_and_padding_reaches_the_step():
     vllm = to_scenario({"model": "llama-3.1-8b", "fw": "vllm", "tp": 1})
     none = to_scenario({"model": "llama-3.1-8b", "fw": "none", "tp": 1})
-    assert evaluate(vllm).ttft_s - evaluate(none).ttft_s == pytest.approx(0.0185 + 0.0192)
+    assert evaluate(vllm).ttft_s - evaluate(none).ttft_s == pytest.approx(0.0213 + 0.0254)
     fw = catalog.get_framework("vllm")
     assert list(fw.padded_batch(np.array([1, 3, 5, 9, 64, 513]))) == [1, 4, 8, 16, 64, 513]
 
@@ -312,7 +312,7 @@ def test_an_eager_engine_holds_an_mla_prefill_to_its_host_floor():
     sc = build_scenario(model="deepseek-r1", gpu="h200", tp=8, tp_decode=8, framework="sglang")
     lens = np.array([512, 1024])
     with_floor = pass_fixed_s(sc, lens, 8)
-    without = pass_fixed_s(copy(sc, framework="vllm"), lens, 8)
+    without = pass_fixed_s(copy(sc, framework="none"), lens, 8)  # eager, no host floor
     gpu_work = prefill_parts(ds, lens, 1, gpu=h200, tp=8).total_s
     assert np.allclose(with_floor - without, 0.165 - gpu_work)
 
@@ -384,3 +384,44 @@ def test_a_wide_ep_batch_moves_over_every_attention_groups_nic():
                        "attn": "dp"})  # fmt: skip
     assert (tp8.streams, dp8.streams) == (8, 2)
     assert evaluate(dp8).kv_per_gpu_decode_bytes == pytest.approx(evaluate(dp8).kv_total_bytes / 2)
+
+
+def test_vllm_replays_graphs_for_a_prefill_of_at_most_512_tokens():
+    # vLLM V1 replays piecewise CUDA graphs for prefill batches up to its largest capture size
+    # (data/frameworks.csv prefill_graph_tokens 512; vLLM's "CUDA Graphs" design page): such a
+    # pass pays the decode step's 43.7 µs a layer, a longer one the eager 274.6 µs; SGLang and
+    # TensorRT-LLM prefill eagerly, and no framework (the article's arithmetic) stays eager
+    from kvmodel.frameworks import FrameworkSpec
+    from kvmodel.timing import prefill_launch_floor_s
+
+    llama = catalog.get_model("llama-3.1-70b")
+    h100 = catalog.get_gpu("h100-sxm")
+    assert catalog.get_framework("vllm").prefill_graph_tokens == 512
+    assert [catalog.get_framework(f).prefill_graph_tokens for f in ("sglang", "trtllm", "none")] \
+        == [0, 0, 0]  # fmt: skip
+    assert_allclose(prefill_launch_floor_s(llama, [128, 512, 513, 8192], "vllm"),
+                    [80 * 43.7e-6] * 2 + [80 * 274.6e-6] * 2, rtol=1e-12)  # fmt: skip
+    for fw in ("sglang", "trtllm", "none", None):
+        assert prefill_launch_floor_s(llama, 128, fw) == pytest.approx(80 * 274.6e-6)
+    short = prefill_parts(llama, 512, 1, gpu=h100, tp=4, framework="vllm")
+    eager = prefill_parts(llama, 512, 1, gpu=h100, tp=4, framework="sglang")
+    assert float(short.kernel_floor_s) == pytest.approx(80 * 43.7e-6)
+    assert float(eager.total_s - short.total_s) == pytest.approx(80 * (274.6e-6 - 43.7e-6))
+    # a batch of prompts is one pass: 4 × 128 = 512 tokens still replay a graph, 5 × 128 not
+    both = prefill_parts(llama, 128, np.array([4, 5]), gpu=h100, tp=4, framework="vllm")
+    assert_allclose(both.kernel_floor_s, [80 * 43.7e-6, 80 * 274.6e-6], rtol=1e-12)
+    with pytest.raises(ValueError, match="prefill_graph_tokens must be a whole number >= 0"):
+        FrameworkSpec(id="x", name="x", request_s=0.0, step_s=0.0, prefill_graph_tokens=-1)
+
+
+def test_vllm_v0_runs_prefill_eagerly_in_the_fidelity_table():
+    # vLLM before 0.8 (V0) captured decode-only batches: its measured runs keep the eager floor
+    from kvmodel.fidelity import run_framework
+
+    row = {"framework": "vllm", "version": "0.7.3", "source": "AccelMark"}
+    assert run_framework(row).prefill_graph_tokens == 0
+    assert run_framework({**row, "version": "0.12.0"}).prefill_graph_tokens == 512
+    assert run_framework({**row, "version": ""}).prefill_graph_tokens == 512
+    oracle = {**row, "version": "", "source": "Oracle Cloud Infrastructure blog: Serving ..."}
+    assert run_framework(oracle).prefill_graph_tokens == 0
+    assert run_framework({**row, "framework": "NIM"}).id == "trtllm"

@@ -22,7 +22,7 @@ def test_overview_shows_the_parts_that_add_up():
         frame = frame.set_index("part")
         assert frame.loc["Total", "ms"] == pytest.approx(total * 1e3)
         assert frame.drop("Total")["ms"].sum() == pytest.approx(total * 1e3)
-    assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(28.4 + 14.2)
+    assert frames[2].set_index("part").loc["Framework/request", "ms"] == pytest.approx(28.4 + 18.4)
     for frame in frames:  # "share" in percent (the column format adds the % sign)
         assert frame["share"].iloc[-1] == pytest.approx(100.0)
         assert frame["share"].iloc[:-1].sum() == pytest.approx(100.0)
@@ -84,3 +84,23 @@ def test_overview_says_why_a_small_steps_gemms_cost_more_rows(gpu, batch, said):
     assert ("token rows per instruction" in text) is (said is not None)
     if said:
         assert said in text
+
+
+@pytest.mark.parametrize(
+    ("query", "graphed"),
+    [({"fw": "vllm", "seq": "512"}, True), ({"fw": "vllm", "seq": "513"}, False),
+     ({"fw": "vllm", "seq": "256", "batch": "2"}, True),
+     ({"fw": "vllm", "seq": "256", "batch": "3"}, False),
+     ({"fw": "sglang", "seq": "128"}, False),
+     ({"fw": "vllm", "seq": "128", "prefill": "30"}, False)],
+)  # fmt: skip
+def test_overview_says_when_a_short_prefill_replays_cuda_graphs(query, graphed):
+    # vLLM replays graphs for a prefill pass of at most 512 tokens (seq × batch): the Overview's
+    # breakdown says why that prompt's kernel floor is the decode step's (80 × 43.7 µs = 3.5 ms)
+    at = app({"model": "llama-3.1-70b", "tp": "4", **query}, "pages/overview.py", article=False)
+    text = " ".join(c.value for c in at.caption)
+    assert ("replays CUDA graphs for a prefill pass of at most 512 tokens" in text) is graphed
+    if "prefill" not in query:
+        ev = evaluate(to_scenario({"model": "llama-3.1-70b", "tp": "4", **query}))
+        floor = 80 * (43.7e-6 if graphed else 274.6e-6)
+        assert float(ev.prefill_parts.kernel_floor_s) == pytest.approx(floor)

@@ -146,7 +146,7 @@ def test_prefill_estimate_formula():
     width = (70.6e9 / 80 - 4 * 8192**2) / (3 * 8192)
     split = 5 + 3 * width / 8192  # 14.15
     activations = 1024 * 80 * 8192 * 2 * (8 + split) / hbm
-    floor = 323e-6 * 80
+    floor = 274.6e-6 * 80  # steps.PREFILL_KERNEL_S_PER_LAYER (323 µs before session 24)
     assert_allclose(evaluate(article()).prefill_s, floor + overlapped + activations, rtol=1e-9)
     # TP 8: FLOPs, weights and the split passes 8 ways, plus 160 ring all-reduces of
     # 1,024 × 8,192 × 2 B = 16.8 MB at 10 µs each; past the custom all-reduce's 8 MiB, NCCL

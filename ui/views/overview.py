@@ -7,7 +7,13 @@ from kvmodel.transfer import evaluate
 from kvview import figures
 from kvview.breakdown import breakdown_shown
 from kvview.fmt import NEVER, fmt_bytes, fmt_ms, fmt_ms_or_s, fmt_ratio, fmt_time
-from kvview.words import gemm_rows_text, overview_takeaway, plural, transfer_sum_text
+from kvview.words import (
+    gemm_rows_text,
+    overview_takeaway,
+    plural,
+    prefill_graph_text,
+    transfer_sum_text,
+)
 from ui import exports_ui, perf, urlstate
 
 
@@ -206,6 +212,7 @@ def _breakdowns(ev) -> None:
             else ""
         )
         + gemm_rows_text(ev.scenario)
+        + prefill_graph_text(ev.scenario)
     )
     cols = st.columns(3)
     shown = (("Decode step", ev.step_parts), ("Prefill", ev.prefill_parts),
