@@ -424,7 +424,8 @@ INPUTS: tuple[Input, ...] = (
     Input("fw", "Serving framework", "choice", DEFAULT_FRAMEWORK, choices=FRAMEWORKS,
           field="framework", cli="--framework",
           help="the engine's own costs beyond the GPU work (data/frameworks.csv): per request "
-          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding; `none`: "
+          "(scheduling, proxy, tokenizer), per decode step, CUDA-graph batch padding, and "
+          "which prefills replay CUDA graphs (vLLM: a pass of at most 512 tokens); `none`: "
           "no such cost (the source article)"),
     Input("ep", "Prefill EP", "int", 1, unit="GPUs", lo=1, hi=MAX_EP, limit=(1, MAX_EP_LIMIT),
           field="ep_prefill", cli="--ep",
