@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from kvmodel import catalog, solve
+from kvmodel.scenario import prefill_graphed_of
 from kvmodel.topology import domain_gpus, gpu_has_link, par_text, unbuildable_links
 from kvmodel.transfer import Evaluation, Scenario
 from kvmodel.verdicts import step_verdict
@@ -320,8 +321,6 @@ def transfer_sum_text(ev: Evaluation) -> str:
 def prefill_graph_text(sc: Scenario) -> str:
     """Why a short prompt's prefill pays a small kernel floor (""when it does not): the
     framework replays CUDA graphs for a pass that short (kvmodel.scenario.prefill_graphed_of)."""
-    from kvmodel.scenario import prefill_graphed_of
-
     if not prefill_graphed_of(sc):
         return ""
     fw = catalog.get_framework(sc.framework)
