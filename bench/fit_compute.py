@@ -4,6 +4,11 @@ Coordinate descent on the mean squared log ratio (model ÷ measured) over the co
 ``kvmodel.steps`` and the per-framework costs of data/frameworks.csv; held-out rows are never
 read.  Prints the values to paste into kvmodel/steps.py and data/frameworks.csv, and the
 errors fitted and held out.  Run: ``.venv/bin/python bench/fit_compute.py``.
+
+``--fine`` goes on from there with smaller steps (±10 %, ±5 %, ±2 %) until none helps, printing
+the constants after each: the fit is flat along the trade-off between a request's cost and the
+per-layer prefill floor, so they keep drifting for little gain (docs/model.md, Fidelity,
+session 24); the constants in the repository are the coarse steps' fixed point.
 """
 
 from __future__ import annotations
@@ -60,28 +65,41 @@ def _put(knob, value):
         _set_fw(knob[0], knob[1], value)
 
 
-def fit(rounds: int = 3) -> None:
+def _sweep(knobs, factors, best: float) -> tuple[float, bool]:
+    """One pass over ``knobs``, each tried at its value × ``factors``; keeps what lowers the
+    loss.  Returns the best loss and whether any knob moved."""
+    moved = False
+    for knob in knobs:
+        x0 = _get(knob)
+        for f in factors:
+            x = x0 * f if x0 else (0.005 if f > 1 else 0.0)
+            if knob == "OVERLAP_P" and x < 1.0:
+                continue
+            _put(knob, x)
+            score, _ = loss()
+            if score < best - 1e-12:
+                best, x0, moved = score, x, True
+        _put(knob, x0)
+    return best, moved
+
+
+def fit(rounds: int = 3, fine: bool = False) -> None:
     knobs = [*STEP_KNOBS, *FW_KNOBS]
     best, _ = loss()
     for _ in range(rounds):
-        for knob in knobs:
-            x0 = _get(knob)
-            for f in (0.5, 0.7, 0.85, 1.15, 1.4, 2.0):
-                x = x0 * f if x0 else (0.005 if f > 1 else 0.0)
-                if knob == "OVERLAP_P" and x < 1.0:
-                    continue
-                if knob == "MOE_READ_EFFICIENCY" and not 0 < x <= 1:
-                    continue
-                _put(knob, x)
-                score, _ = loss()
-                if score < best:
-                    best, x0 = score, x
-            _put(knob, x0)
+        best, _ = _sweep(knobs, (0.5, 0.7, 0.85, 1.15, 1.4, 2.0), best)
     for knob in knobs:
         print(knob, _get(knob))
+    if fine:
+        for step in (1.1, 1.05, 1.02):
+            moved = True
+            while moved:
+                best, moved = _sweep(knobs, (1 / step, step), best)
+            print(f"after steps of ±{step - 1:.0%}: loss {best:.6f}",
+                  {str(k): f"{_get(k):.4g}" for k in knobs})  # fmt: skip
     print("fit", loss("fit"))
     print("holdout", loss("holdout"))
 
 
 if __name__ == "__main__":
-    fit()
+    fit(fine="--fine" in sys.argv[1:])
