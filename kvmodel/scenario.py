@@ -21,7 +21,7 @@ from .inputs import (
 from .size import shard_heads
 from .specs import IDEAL_STACK, GpuSpec, LinkSpec, ModelSpec, StackSpec
 from .steps import PrefillParts, StepParts
-from .timing import decode_step_parts, prefill_graphed, prefill_parts
+from .timing import decode_step_parts, group_tokens_of, prefill_graphed, prefill_parts
 from .topology import batch_streams, default_streams
 
 
@@ -122,8 +122,8 @@ def prefill_graphed_of(sc) -> bool:
     the framework's prefill graphs); False for a given prefill."""
     if sc.prefill_s is not None:
         return False
-    groups = max(1, sc.ep_prefill // sc.tp_prefill)
-    return bool(prefill_graphed(int(sc.seq_len) * int(sc.batch) / groups, sc.framework))
+    tokens = group_tokens_of(int(sc.seq_len) * int(sc.batch), sc.tp_prefill, sc.ep_prefill)
+    return bool(prefill_graphed(tokens, sc.framework))
 
 
 def check_expert_parallel(model: ModelSpec, ep, tp: int, field: str = "decode EP") -> None:

@@ -406,6 +406,12 @@ def prefill_host_floor_s(model: ModelSpec, framework=None) -> float:
     return _framework(framework).mla_prefill_floor_s
 
 
+def group_tokens_of(tokens, tp: int, ep: int):
+    """The tokens of a pass one attention group computes: ``tokens`` spread over an
+    expert-parallel instance's EP ÷ TP data-parallel groups (all of them at EP ≤ TP)."""
+    return tokens / max(1, ep // tp)
+
+
 def prefill_graphed(tokens, framework=None) -> np.ndarray:
     """Whether a prefill pass of ``tokens`` tokens per engine replays CUDA graphs under
     ``framework`` (at most its ``prefill_graph_tokens``: vLLM V1's piecewise graphs up to 512
@@ -458,7 +464,7 @@ def prefill_parts(
     attn_flops = (prefill_flops(model, s, b, prefix) - 2.0 * model.params_active * tokens) / gpus
     attention = attn_flops / (gpu.bf16_flops * min(eff, 1.0)) + softmax_exposed_s(
         model, gpu, attn_flops)
-    group_tokens = tokens / max(1, ep // tp)
+    group_tokens = group_tokens_of(tokens, tp, ep)
     activations = group_tokens * model.layers * activation_bytes_per_token_layer(model, tp) / hbm
     (weights,), (attention, gemm) = steps.split_exposed((weights,), (attention, gemm))
     allreduce, exchange = _comm_s(model, gpu, group_tokens, tp=tp, ep=ep, per_node=True)
