@@ -268,6 +268,21 @@ def test_deepgemm_padding_of_the_vllm_012_runs():
                                    **{**kw, "weight_dtype": "bf16"})  # fmt: skip
 
 
+def test_trtllm_holds_an_mla_prefill_to_its_host_floor():
+    # aiconfigurator's DeepSeek-R1 runs under TensorRT-LLM at 4 requests (data/fidelity/
+    # compute.csv): B200 TP 8 FP8 at 1,024 tokens measured 195.2 ms TTFT, the row the 185 ms
+    # floor is fitted on: 2.9 ms request + max(185 ms, GPU work) + one step ≈ 195 ms.  Held out,
+    # H200 at 1,024 tokens (307.9 ms) and B200 at 8,192 (331.0 ms, GPU work past the floor) read
+    # 0.64× and 0.69×; without the floor the 1,024-token rows read 0.30× and 0.25×.
+    rows = {(p.part, round(p.measured_s * 1e3, 1)): p.predicted_s / p.measured_s
+            for p in compute_points()
+            if p.what == "prefill" and p.stack == "trtllm" and p.label.startswith("DeepSeek-R1")}
+    assert set(rows) == {("fit", 195.2), ("holdout", 307.9), ("holdout", 331.0)}
+    assert rows[("fit", 195.2)] == pytest.approx(1.0, abs=0.03)
+    assert rows[("holdout", 307.9)] == pytest.approx(0.64, abs=0.03)
+    assert rows[("holdout", 331.0)] == pytest.approx(0.69, abs=0.03)
+
+
 def test_a_precompiled_engine_prefills_without_the_eager_floor():
     from kvmodel import steps
     from kvmodel.fidelity import compiled_engine_credit_s

@@ -297,6 +297,9 @@ def test_an_eager_engine_holds_an_mla_prefill_to_its_host_floor():
     ds, llama = catalog.get_model("deepseek-r1"), catalog.get_model("llama-3.1-70b")
     h200 = catalog.get_gpu("h200")
     assert prefill_host_floor_s(ds, "sglang") == pytest.approx(0.165)
+    # TensorRT-LLM's PyTorch backend prefills eagerly too: 185 ms (fitted on DeepSeek-R1 TP 8
+    # FP8 on B200 at 1,024 tokens, aiconfigurator's silicon_sample; data/frameworks.csv)
+    assert prefill_host_floor_s(ds, "trtllm") == pytest.approx(0.185)
     assert prefill_host_floor_s(ds, "vllm") == prefill_host_floor_s(ds, None) == 0
     assert prefill_host_floor_s(llama, "sglang") == 0  # GQA: not an MLA layer
     bare = prefill_parts(ds, 1024, 1, gpu=h200, tp=8)
