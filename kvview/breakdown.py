@@ -34,11 +34,16 @@ def breakdown_frame(parts) -> pd.DataFrame:
 
 
 def breakdown_shown(parts) -> pd.DataFrame:
-    """:func:`breakdown_frame` as the Overview shows it: ``share`` in percent (the page's
-    column format prints it with a % sign)."""
+    """:func:`breakdown_frame` as the Overview shows it, indexed by part: ``ms`` to 3 decimals
+    with thousands separators and ``share`` in whole percent, as text.  A static table of text
+    (``st.table``) costs the browser less to redraw than a data grid (bench/README.md, Session
+    25: Overview's control → chart)."""
     frame = breakdown_frame(parts)
-    frame["share"] = frame["share"] * 100
-    return frame
+    return pd.DataFrame(
+        {"ms": [f"{v:,.3f}" for v in frame["ms"]],
+         "share": [f"{100 * v:.0f}%" for v in frame["share"]]},
+        index=pd.Index(frame["part"], name="part"),
+    )  # fmt: skip
 
 
 def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -23,11 +23,15 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     ev = evaluate(sc)  # memoised per scenario in kvmodel
-    st.info(perf.cached(overview_takeaway, ev), icon=":material/lightbulb:")
-    _cache_metrics(sc, ev)
-    _transfer_metrics(sc, ev)
-    _breakdowns(ev)
-    _charts(sc, ev)
+    slots = [st.container() for _ in range(4)]
+    with slots[3]:  # the chart first: the browser draws it while the rest arrives (Session 25)
+        _charts(sc, ev)
+    slots[0].info(perf.cached(overview_takeaway, ev), icon=":material/lightbulb:")
+    with slots[1]:
+        _cache_metrics(sc, ev)
+        _transfer_metrics(sc, ev)
+    with slots[2]:
+        _breakdowns(ev)
     _how_computed(sc, ev)
 
 
@@ -222,14 +226,4 @@ def _breakdowns(ev) -> None:
         if parts is None:
             col.caption("Given in the sidebar: no breakdown.")
             continue
-        frame = perf.cached(breakdown_shown, parts)
-        col.dataframe(frame, hide_index=True, width="stretch", column_config=BREAKDOWN_COLUMNS)
-
-
-# The breakdowns' number formats as column formats, drawn by the browser: a pandas Styler
-# formats every cell on the server on every rerun, 10 ms of Overview's ~50 ms (bench/README.md,
-# Session 8).  "share" holds percent here (kvview.breakdown.breakdown_shown).
-BREAKDOWN_COLUMNS = {
-    "ms": st.column_config.NumberColumn(format="%,.3f"),
-    "share": st.column_config.NumberColumn(format="%.0f%%"),
-}
+        col.table(perf.cached(breakdown_shown, parts))
