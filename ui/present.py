@@ -29,6 +29,9 @@ html {{ font-size: {ROOT_FONT_PX}px; }}
 [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) {{
   zoom: 1.4; width: 71.4% !important;  /* a data grid draws 14 px text on a canvas */
 }}
+[data-testid="stTable"] th, [data-testid="stTable"] td {{
+  font-size: 0.75rem; padding: 0.25rem 0.35rem;  /* Overview's three tables side by side */
+}}
 [data-testid="stElementContainer"]:has([data-testid="stButton"]):not(.st-key-{EXIT_KEY}),
 [data-testid="stElementContainer"]:has([data-testid="stDownloadButton"]),
 [data-testid="stElementContainer"]:has([data-testid="stPopover"]),

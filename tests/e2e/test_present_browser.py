@@ -96,6 +96,12 @@ def test_presentation_mode_reads_from_the_back(
         "els => els.map(e => e.currentCSSZoom)"
     ):
         assert 14 * zoom >= 18, f"a table's canvas text at {14 * zoom:.1f} px on {path}"
+    # a static table (Overview's breakdowns, three side by side) fits its column: nothing clipped
+    for over in page.get_by_test_id("stTable").evaluate_all(
+        "els => els.map(e => Math.max(e.scrollWidth - e.clientWidth,"
+        " ...[...e.querySelectorAll('table')].map(t => t.scrollWidth - e.clientWidth)))"
+    ):
+        assert over <= 1, f"a table runs {over} px past its column on {path}"
     # larger type still fits: no chart text runs into another or out of its chart
     problems = [p for chart in page.evaluate(CHART_TEXTS_JS) for p in clashes(chart)]
     assert not problems, f"{path}: " + "; ".join(problems[:10])
