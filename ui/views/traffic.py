@@ -102,8 +102,10 @@ def _analysis(sc, req, key, label) -> None:
     tsc = tr.per_request_scenario(sc)
     res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(widgets.id_list("links")), mix)
     reg = res["regions"]
-    _context_warning_and_takeaway(sc, req, reg, label)
+    head = st.container()  # filled after the chart: the browser draws the chart first
     _regions(req, reg, res, mix, minlen)
+    with head:
+        _context_warning_and_takeaway(sc, req, reg, label)
     _what_moves(res, sc)
     _load_on_link(sc, tsc, mix)
 
@@ -180,7 +182,17 @@ def _context_warning_and_takeaway(sc, req, reg, label) -> None:
 
 
 def _regions(req, reg, res, mix, minlen) -> None:
-    """The share that gains, is too short or transfer-bound: tiles, histogram, window."""
+    """The share that gains, is too short or transfer-bound: tiles, histogram, window.  The
+    histogram is sent first (its slot below the tiles): the browser draws it while the tiles
+    arrive (bench/README.md, Session 25)."""
+    tiles = st.container()
+    _histogram(reg, res, mix, minlen)
+    with tiles:
+        _region_tiles(req, reg)
+
+
+def _region_tiles(req, reg) -> None:
+    """Four tiles: requests, and the shares that gain, are too short, are transfer-bound."""
     m = st.columns(4)
     if req.count_known:
         m[0].metric("Requests", f"{reg.n_requests:,.0f}")
@@ -201,6 +213,10 @@ def _regions(req, reg, res, mix, minlen) -> None:
         "(batch 1, its own prompt length), so this critical length can differ from the other "
         "pages', which use the sidebar's batch",
     )
+
+
+def _histogram(reg, res, mix, minlen) -> None:
+    """The prefix note, the histogram by region and the window sentence."""
     if mix.prefix is not None:
         st.caption(
             f"Cached prompt tokens (on average {mix.mean_prefix:,.0f} a request) are not moved, "
