@@ -86,6 +86,14 @@ def test_vllm_scrape_numbers_are_the_engines():
     assert metric(at, "Gap p99") == fmt_time(m.gap_p99_s)
     assert metric(at, "TTFT mean") == fmt_time(m.ttft_mean_s)
     assert metric(at, "Measured share of TTFT") == f"{m.transfer_share_of_ttft:.1%}" == "2.9%"
+    # under the line: a green arrow pointing down ("−17.1 pp": the typographic minus once hid
+    # the sign from Streamlit, which drew a red arrow pointing up)
+    from streamlit.proto.Metric_pb2 import Metric as MetricProto
+
+    tile = next(x for x in at.metric if x.label == "Measured share of TTFT").proto
+    assert "17.1 pp vs the 20% line" in tile.delta
+    assert tile.direction == MetricProto.MetricDirection.DOWN
+    assert tile.color == MetricProto.MetricColor.GREEN
     assert metric(at, "Verdict vs 20%") == "under"
     assert metric(at, "Effective bandwidth") == fmt_bandwidth(m.effective_bandwidth_bytes_per_s)
     info = at.info[0].value

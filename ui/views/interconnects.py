@@ -43,9 +43,12 @@ def render() -> None:
     # keyed by the batch-free scenario: a sidebar batch change keeps the tables over batches
     table = perf.cached(in_ms, perf.cached(link_batch_table, batch_free(sc), links, batches))
     blocked = not_buildable(sc, links)  # marked in the table and chart, never green
-    _takeaway(sc, table, batches, lo_hi, blocked)
-    _table_caption(sc, blocked)
-    _table_and_sweep(sc, links, batches, table, lo_hi, blocked)
+    head = st.container()  # filled after the chart: the browser draws the chart first
+    _sweep(sc, links, batches, lo_hi, blocked)
+    with head:
+        _takeaway(sc, table, batches, lo_hi, blocked)
+        _table_caption(sc, blocked)
+        _table(table, lo_hi, blocked)
 
 
 def _takeaway(sc, table, batches, lo_hi, blocked: dict) -> None:
@@ -99,12 +102,16 @@ def _band_html(table, lo_hi, blocked_items: tuple) -> str:
     return tables.band_table(table, lo_hi, dict(blocked_items))
 
 
-def _table_and_sweep(sc, links, batches, table, lo_hi, blocked: dict) -> None:
-    """The link-by-batch table against the band (unbuildable rows hatched), and the sweep."""
+def _table(table, lo_hi, blocked: dict) -> None:
+    """The link-by-batch table against the band (unbuildable rows hatched) and its CSV."""
     html = perf.cached(_band_html, table, lo_hi, tuple(blocked.items()))  # 3 ms a rerun before
     st.markdown(html, unsafe_allow_html=True)
     exports_ui.table_download(partial(csv_tables.link_batch_frame, table), "link-by-batch")
 
+
+def _sweep(sc, links, batches, lo_hi, blocked: dict) -> None:
+    """The transfer against the batch per link (sent before the table above it: Session 25,
+    control -> chart)."""
     sweep = perf.cached(
         batch_sweep,
         batch_free(sc),

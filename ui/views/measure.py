@@ -168,6 +168,17 @@ def _prometheus(sc, res, name: str) -> None:
     m = res.measurement
     d = m.data
     cmp = perf.cached(compare_to_model, sc, d)  # memoised: a plain rerun redraws, never recomputes
+    gap = d.summaries.get(d.gap_source) if d.gap_source else None
+    head, table = st.container(), st.container()  # filled after the charts below them
+    _scrape_charts(d, cmp, gap)  # sent first: the browser draws them while the rest arrives
+    with head:
+        _scrape_head(sc, d, cmp, gap, name)
+    with table:
+        _scrape_vs_model(sc, d, cmp)
+
+
+def _scrape_head(sc, d, cmp, gap, name: str) -> None:
+    """The takeaway, the button that applies the scrape, the gauge warning, the tiles."""
     st.info(perf.cached(mt.prometheus_takeaway, d, cmp, sc), icon=":material/lightbulb:")
     reveal = mt.scrape_settings(d, sc)
     if reveal and cmp.verdict.agree is False:
@@ -180,7 +191,6 @@ def _prometheus(sc, res, name: str) -> None:
             args=(reveal, name),
             icon=":material/tune:",
         )
-    gap = d.summaries.get(d.gap_source) if d.gap_source else None
     if gap is not None and gap.kind == "gauge" and gap.label_sets > 1:
         st.warning(
             f"{d.gap_source} is a gauge with {gap.label_sets:,} label sets, probably one per "
@@ -189,7 +199,6 @@ def _prometheus(sc, res, name: str) -> None:
             icon=":material/warning:",
         )
     _scrape_metrics(sc, d, cmp)
-    _scrape_vs_model(sc, d, cmp, gap)
 
 
 def _scrape_metrics(sc, d, cmp) -> None:
@@ -226,7 +235,10 @@ def _scrape_metrics(sc, d, cmp) -> None:
                          f"{sc.share_target:.0%} line")
         if share is not None
         else None,
-        delta_color="inverse",
+        # the typographic minus hides the sign from Streamlit (an "up" arrow in red for a share
+        # under the line): the arrow and colour are set from the sign itself
+        delta_color="green" if share is not None and share <= sc.share_target else "red",
+        delta_arrow="down" if share is not None and share <= sc.share_target else "up",
         help="Mean gap ÷ mean TTFT; the target is the sidebar's TTFT share target",
     )
     k[1].metric(
@@ -251,8 +263,8 @@ def _scrape_metrics(sc, d, cmp) -> None:
     )
 
 
-def _scrape_vs_model(sc, d, cmp, gap) -> None:
-    """The model against the scrape: table, notes, charts."""
+def _scrape_vs_model(sc, d, cmp) -> None:
+    """The model against the scrape: table and notes (the charts below: _scrape_charts)."""
     st.subheader("Model vs measured")
     st.caption(
         f"Model side: the sidebar's scenario ({mt.scenario_label(sc)}). Set its model, prompt "
@@ -265,6 +277,10 @@ def _scrape_vs_model(sc, d, cmp, gap) -> None:
         n for n in cmp.notes if not (n.startswith("measured gap taken from") and d.notes)
     ]
     st.caption("Notes: " + "; ".join(notes) + ".")
+
+
+def _scrape_charts(d, cmp, gap) -> None:
+    """Model against measured per time, and the gap's distribution against the model's."""
     rows = [
         (label, getattr(cmp, key).model, getattr(cmp, key).measured)
         for key, label in (
