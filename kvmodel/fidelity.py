@@ -506,11 +506,13 @@ def all_points() -> list[Point]:
 
 def point_rows(points: list[Point] | None = None) -> list[dict]:
     """One dict per point for tables and JSON: figure, framework, set, what was measured,
-    measured and model [ms], ratio, source (SI → ms at this edge only)."""
+    measured and model [ms], ratio, source (SI → ms at this edge only), and for a held-out
+    point known to leave the band what is known of why (:data:`KNOWN_OUT_OF_BAND`), else None."""
     return [
         dict(what=p.what, stack=p.stack, part=p.part, label=p.label,
              measured_ms=p.measured_s * 1e3, predicted_ms=p.predicted_s * 1e3,
-             ratio=p.predicted_s / p.measured_s, source=p.source, source_ref=p.source_ref)
+             ratio=p.predicted_s / p.measured_s, source=p.source, source_ref=p.source_ref,
+             known_miss=known_miss(p) if p.part == "holdout" and not in_band(p) else None)
         for p in (all_points() if points is None else points)
     ]  # fmt: skip
 

@@ -70,6 +70,7 @@ def fidelity_frames(rows: list[dict], summary: list[dict]) -> tuple[pd.DataFrame
                 "measured [ms]": r["measured_ms"],
                 "model [ms]": r["predicted_ms"],
                 "model ÷ measured": r["ratio"],
+                "known miss: why": r.get("known_miss") or "",  # beside the ratio it explains
                 "measured": r["label"],
                 "framework or stack": r["stack"],
             }

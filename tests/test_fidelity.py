@@ -283,6 +283,28 @@ def test_trtllm_holds_an_mla_prefill_to_its_host_floor():
     assert rows[("holdout", 331.0)] == pytest.approx(0.69, abs=0.03)
 
 
+def test_each_known_miss_says_why_in_the_json_the_cli_and_the_models_page(capsys):
+    # the held-out points outside the band carry KNOWN_OUT_OF_BAND's reason (JSON known_miss,
+    # the CLI's "Known misses" lines, the Models page's last column); every other point None
+    from kvmodel.cli import main
+    from kvmodel.fidelity import KNOWN_OUT_OF_BAND, point_rows
+    from kvview.breakdown import fidelity_frames
+
+    rows = point_rows()
+    missed = [r for r in rows if r["known_miss"]]
+    assert missed and all(r["part"] == "holdout" for r in missed)
+    two_node = [r for r in missed if "TP 16" in r["label"] and r["what"] == "decode step"]
+    assert len(two_node) == 3 and all(r["ratio"] < 0.5 for r in two_node)
+    assert set(r["known_miss"] for r in missed) <= set(KNOWN_OUT_OF_BAND.values())
+    assert all(r["known_miss"] is None for r in rows if r not in missed)
+    main(["fidelity"])
+    out = capsys.readouterr().out
+    assert f"Known misses ({len(missed)} held-out points outside the band" in out
+    assert "two-node TP 16 decode: measured 23 ms a token" in out
+    _, points = fidelity_frames(rows, [])
+    assert (points["known miss: why"] != "").sum() == len(missed)
+
+
 def test_a_precompiled_engine_prefills_without_the_eager_floor():
     from kvmodel import steps
     from kvmodel.fidelity import compiled_engine_credit_s

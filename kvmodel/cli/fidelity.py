@@ -29,7 +29,19 @@ def cmd_fidelity(args):
     heads = ("figure", "stack or framework", "set", "measured", "measured ms", "model ms", "ratio")
     tail = ["Sources: data/fidelity/*.csv (--json lists each point's source)."]
     emit(args, payload, heads, table,
-         notes + sweep_lines(sweep) + deployment_lines(deployments) + tail)  # fmt: skip
+         notes + miss_lines(rows) + sweep_lines(sweep) + deployment_lines(deployments)
+         + tail)  # fmt: skip
+
+
+def miss_lines(rows: list[dict]) -> list[str]:
+    """The held-out points known to leave the band, each with what is known of why (JSON: each
+    point's ``known_miss``)."""
+    misses = [r for r in rows if r["known_miss"]]
+    if not misses:
+        return []
+    out = [f"Known misses ({len(misses)} held-out points outside the band; docs/model.md):"]
+    out += [f"  {r['what']}, {r['label']}: {r['ratio']:.2f}× — {r['known_miss']}" for r in misses]
+    return out
 
 
 def sweep_lines(sweep: dict) -> list[str]:
