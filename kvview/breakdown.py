@@ -33,14 +33,22 @@ def breakdown_frame(parts) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _ms_text(ms: float) -> str:
+    """A part's time in ms as the Overview prints it: 3 decimals under 100 ms (a µs part of a
+    decode step still shows), 1 under 10,000, none above (a 2.5-minute prefill reads
+    "148,855", not "148,854.863")."""
+    decimals = 3 if abs(ms) < 100 else 1 if abs(ms) < 10_000 else 0
+    return f"{ms:,.{decimals}f}"
+
+
 def breakdown_shown(parts) -> pd.DataFrame:
-    """:func:`breakdown_frame` as the Overview shows it, indexed by part: ``ms`` to 3 decimals
-    with thousands separators and ``share`` in whole percent, as text.  A static table of text
-    (``st.table``) costs the browser less to redraw than a data grid (bench/README.md, Session
-    25: Overview's control → chart)."""
+    """:func:`breakdown_frame` as the Overview shows it, indexed by part: ``ms`` as text
+    (:func:`_ms_text`, thousands separators) and ``share`` in whole percent.  A static table
+    of text (``st.table``) costs the browser less to redraw than a data grid (bench/README.md,
+    Session 25: Overview's control → chart)."""
     frame = breakdown_frame(parts)
     return pd.DataFrame(
-        {"ms": [f"{v:,.3f}" for v in frame["ms"]],
+        {"ms": [_ms_text(v) for v in frame["ms"]],
          "share": [f"{100 * v:.0f}%" for v in frame["share"]]},
         index=pd.Index(frame["part"], name="part"),
     )  # fmt: skip
