@@ -228,6 +228,7 @@ def _scrape_metrics(sc, d, cmp) -> None:
     )
     k = st.columns(4)
     share = d.transfer_share_of_ttft
+    under = share is not None and share <= sc.share_target
     k[0].metric(
         "Measured share of TTFT",
         f"{share:.1%}" if share is not None else "–",
@@ -235,10 +236,9 @@ def _scrape_metrics(sc, d, cmp) -> None:
                          f"{sc.share_target:.0%} line")
         if share is not None
         else None,
-        # the typographic minus hides the sign from Streamlit (an "up" arrow in red for a share
-        # under the line): the arrow and colour are set from the sign itself
-        delta_color="green" if share is not None and share <= sc.share_target else "red",
-        delta_arrow="down" if share is not None and share <= sc.share_target else "up",
+        # set from the sign: the typographic minus hides it from Streamlit (a red up-arrow)
+        delta_color="green" if under else "red",
+        delta_arrow="down" if under else "up",
         help="Mean gap ÷ mean TTFT; the target is the sidebar's TTFT share target",
     )
     k[1].metric(

@@ -23,14 +23,13 @@ def render() -> None:
     urlstate.show_notices()
     sc = urlstate.scenario_or_stop()
     ev = evaluate(sc)  # memoised per scenario in kvmodel
-    slots = [st.container() for _ in range(4)]
-    with slots[3]:  # the chart first: the browser draws it while the rest arrives (Session 25)
-        _charts(sc, ev)
-    slots[0].info(perf.cached(overview_takeaway, ev), icon=":material/lightbulb:")
-    with slots[1]:
+    head, metrics, breakdowns = st.container(), st.container(), st.container()
+    _charts(sc, ev)  # sent first, below the slots above: the browser draws it while they fill
+    head.info(perf.cached(overview_takeaway, ev), icon=":material/lightbulb:")
+    with metrics:
         _cache_metrics(sc, ev)
         _transfer_metrics(sc, ev)
-    with slots[2]:
+    with breakdowns:
         _breakdowns(ev)
     _how_computed(sc, ev)
 
