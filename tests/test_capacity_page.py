@@ -76,7 +76,10 @@ def test_defaults_render_the_sample_trace_plan():
     assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus)
     assert at.info[0].value == capacity_takeaway(plan, rps=wl.rps, slo=slo)
     assert any("Azure LLM inference 2023: conversation" in c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 3
+    # GPUs against the rate; the split over what sizes each pool (one figure of two panels)
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    assert titles == ["GPUs needed against the request rate",
+                      "How the disaggregated plan is made up"]  # fmt: skip
 
 
 def test_a_rate_of_0_says_which_rate_the_trace_gives():

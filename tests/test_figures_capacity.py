@@ -108,6 +108,24 @@ def test_a_side_that_misses_the_targets_is_a_gap_with_markers_and_never_shaded()
     assert rects[0].x1 == pytest.approx(edges[2])
 
 
+def test_plan_panels_hold_the_split_over_the_limits_on_one_rate_axis():
+    # the page's second chart: the two builders' traces, the split's above the limits', each
+    # legend entry once, and the lower rate axis following the upper one (their own autoranges
+    # differ: the bars run to the cell edges, the areas to the last rate)
+    fig = F.figure_plan_panels(SWEEP, rps=2.0)
+    split, limits = F.figure_pd_split(SWEEP, rps=2.0), F.figure_limits(SWEEP, rps=2.0)
+    assert [t.name for t in fig.data] == [t.name for t in split.data + limits.data]
+    assert {t.xaxis for t in fig.data[:2]} == {"x"} and {t.xaxis for t in fig.data[2:]} == {"x2"}
+    assert fig.layout.xaxis2.matches == "x"
+    assert fig.layout.yaxis.domain[0] > fig.layout.yaxis2.domain[1]  # split on top
+    np.testing.assert_array_equal(fig.data[1].y, [4, 4, 4, 8])  # decode GPUs, as the split's
+    headings = [a.text for a in fig.layout.annotations if a.text.startswith("<b>")]
+    assert headings == ["<b>Prefill : decode split (disaggregated)</b>",
+                        "<b>What sizes each pool as the rate grows</b>"]  # fmt: skip
+    assert fig.layout.title.text == "How the disaggregated plan is made up"
+    assert fig.layout.yaxis.title.text == "GPUs" and fig.layout.xaxis2.type == "log"
+
+
 def test_rate_axis_writes_every_tick_in_full():
     # sweep_rates(200) runs from 17.8 to 2,154 requests/s: ticks at 1, 2, 5 of each decade
     # within 1.3× of the ends, each written out (plotly's "D2" ticks wrote 200 as "2")

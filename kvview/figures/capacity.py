@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from kvview.figures.kit import Fig, base_layout, finished, names_above
+from kvview.figures.kit import Fig, base_layout, finished, names_above, panel_figure
 from kvview.fmt import fmt_sig
 
 DISAGG_COLOR = "#2563eb"  # disaggregated (prefill + decode pools)
@@ -259,6 +259,22 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
     fig.update_yaxes(categoryorder="array", categoryarray=pools)
     names_above(fig, pools)  # names over the bars: the plot keeps a phone's width
     return _finish(fig, r, rps, "What sizes each pool as the rate grows", "", height=400)
+
+
+@finished
+def figure_plan_panels(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
+    """The Capacity page's second chart: the prefill : decode split (top) over what sizes each
+    pool (bottom), one figure on one rate axis each.  Side by side they were two plotly charts
+    for the browser to draw on every change of a target (~25 ms each on 2 CPUs, as the
+    Overview's panels, bench/README.md Session 21); stacked, both rate axes line up and each
+    panel keeps the page's width on a phone.  The report draws the two as before."""
+    top = figure_pd_split.unbuilt(sweep, rps=rps)
+    bottom = figure_limits.unbuilt(sweep, rps=rps)
+    top.update_layout(height=320)  # the panels' plots: 250 and 200 px (kit.panel_figure)
+    bottom.update_layout(height=270)
+    fig = panel_figure([top, bottom], title="How the disaggregated plan is made up", rows=True)
+    fig.layout["xaxis2"]["matches"] = "x"  # one rate range: the areas' and the bars' differ
+    return fig
 
 
 def _times_par(instances: int, tp: int, ep: int) -> str:

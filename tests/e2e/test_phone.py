@@ -92,8 +92,8 @@ def _open_tab(page, tab: str, wait_ready) -> None:
         ("/mitigations#Timeline of one option", LAPTOP, 1),
         ("/plan#Sensitivity", LAPTOP, 1),
         ("/", PHONE, 1),
-        ("/capacity", PHONE, 3),
-        ("/capacity", LAPTOP, 3),
+        ("/capacity", PHONE, 2),
+        ("/capacity", LAPTOP, 2),
         ("/compare", PHONE, 1),
         ("/compare#Change against A", PHONE, 1),
         ("/compare#TTFT", PHONE, 1),
@@ -165,7 +165,7 @@ PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map
         ("/interconnects", 1),
         ("/models", 1),
         ("/traffic", 1),
-        ("/capacity", 3),
+        ("/capacity", 2),
         ("/", 1),
         ("/mitigations", 1),
         ("/mitigations#Timeline of one option", 1),
@@ -195,7 +195,7 @@ def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, 
             for w in c["widths"]
             if w < MIN_PLOT_PX
         ]
-        # the capacity page's side-by-side pair is two plots in one chart on a phone too
+        # a chart of two panels (Capacity, Overview) has a plot width per panel
         assert all(c["widths"] for c in found), "no plot area measured"
         assert not narrow, f"{path} at 390 px:\n" + "\n".join(narrow)
         lost = [c["title"] for c in found if not c["legendInside"]]  # e.g. pushed off the top

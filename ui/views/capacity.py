@@ -288,16 +288,14 @@ def _rates_section(sizing, rate: float, slo, link: str, point: tuple):
     # a chart; a new target or rate redraws all three)
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
                      "capacity-gpus")  # fmt: skip
-    exports_ui.table_download(  # the numbers of the three charts
+    exports_ui.table_download(  # the numbers of the charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
         "capacity-rates",
         link=link,
     )
-    left, right = st.columns(2)
-    exports_ui.chart(perf.cached(figs.figure_pd_split.unbuilt, sweep, rps=rate), "capacity-split",
-                     left)  # fmt: skip
-    exports_ui.chart(perf.cached(figs.figure_limits.unbuilt, sweep, rps=rate), "capacity-limits",
-                     right)  # fmt: skip
+    # the split and what sizes each pool: one figure of two panels (one chart less to draw)
+    exports_ui.chart(perf.cached(figs.figure_plan_panels.unbuilt, sweep, rps=rate),
+                     "capacity-split")  # fmt: skip
     return sweep
 
 
