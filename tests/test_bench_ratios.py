@@ -39,3 +39,15 @@ def test_ratio_summary_takes_the_worst_mode_and_lists_misses():
     assert TRIVIAL_LABEL.split()[0] not in lines
     assert missed == ["Compare: rerun ratio", "Capacity: page control ratio",
                       "Capacity: control→chart ratio"]  # fmt: skip
+
+
+def test_the_first_page_in_the_browser_is_printed_and_not_judged():
+    # cold_start.py --browser: what a user feels, a row of its own with "(info)"; a 1.5x there
+    # adds no miss, while the script's cold start over its target does
+    rerun = {"results": [_row(TRIVIAL_LABEL, "change", 1.0), _row("Models", "change", 2.0)]}
+    cold = {"ratio": 5.3, "app_ms": 445.0, "trivial_ms": 84.0,
+            "browser": {"ratio": 1.5, "app_ms": 3300.0, "trivial_ms": 2200.0}}  # fmt: skip
+    text, missed = ratio_summary(rerun, None, cold)
+    row = next(ln for ln in text.splitlines() if ln.startswith("first page"))
+    assert "(3300 vs 2200 ms)" in row and "1.50× (info)" in row and "FAIL" not in row
+    assert missed == ["cold start ratio"]
