@@ -124,7 +124,7 @@ def mix(source_key: tuple, hit_ratio: float | None, req):
     )
 
 
-def _analyse(sc, minlen: int, crit: str, links: tuple, mix):
+def _analyse(sc, minlen: int, crit: str, mix):
     from kvmodel import traffic as tr
 
     return {
@@ -132,24 +132,30 @@ def _analyse(sc, minlen: int, crit: str, links: tuple, mix):
         "region": tr.classify(sc, mix.tokens, min_seq_len=minlen, criterion=crit,
                               prefix=mix.prefix),
         "window": tr.recommended_window(sc, mix, min_seq_len=minlen, criterion=crit),
-        "comparison": tr.comparison(
-            sc,
-            mix,
-            link_ids=list(links),
-            compressions=("none", "int8", "int4"),
-            min_seq_len=minlen,
-            criterion=crit,
-        ),
     }
 
 
-def analyse(sc, minlen: int, crit: str, links: tuple, mix):
-    """Regions, the window and the link × compression comparison, computed once per input.
+def analyse(sc, minlen: int, crit: str, mix):
+    """Regions and the window, computed once per input.
 
     ``mix`` comes from ``mix()`` (one object per trace and hit ratio), so it keys by identity.
     """
+    return perf.cached_with_spinner("Analysing the traffic…", _analyse, sc, minlen, crit, mix)
+
+
+def _compare(sc, minlen: int, crit: str, links: tuple, mix):
+    from kvmodel import traffic as tr
+
+    return tr.comparison(sc, mix, link_ids=list(links), compressions=("none", "int8", "int4"),
+                         min_seq_len=minlen, criterion=crit)  # fmt: skip
+
+
+def compare(sc, minlen: int, crit: str, links: tuple, mix):
+    """The link × compression comparison, computed once per input: apart from ``analyse``, so
+    the page's chart goes out before it is computed (~20 ms of a sidebar change with the
+    default interconnects; bench/README.md, Session 26)."""
     return perf.cached_with_spinner(
-        "Analysing the traffic…", _analyse, sc, minlen, crit, links, mix
+        "Comparing the interconnects…", _compare, sc, minlen, crit, links, mix
     )
 
 

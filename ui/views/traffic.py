@@ -100,13 +100,15 @@ def _analysis(sc, req, key, label) -> None:
     minlen, crit, hit_ratio = _controls(sc)
     mix = traffic_ui.mix(key, hit_ratio, req)
     tsc = tr.per_request_scenario(sc)
-    res = traffic_ui.analyse(tsc, int(minlen), crit, tuple(widgets.id_list("links")), mix)
+    res = traffic_ui.analyse(tsc, int(minlen), crit, mix)
     reg = res["regions"]
     head = st.container()  # filled after the chart: the browser draws the chart first
     _regions(req, reg, res, mix, minlen)
     with head:
         _context_warning_and_takeaway(sc, req, reg, label)
-    _what_moves(res, sc)
+    # computed after the chart is sent (it is below it)
+    _what_moves(traffic_ui.compare(tsc, int(minlen), crit, tuple(widgets.id_list("links")),
+                                   mix), sc)  # fmt: skip
     _load_on_link(sc, tsc, mix)
 
 
@@ -238,14 +240,14 @@ def _histogram(reg, res, mix, minlen) -> None:
     st.success(perf.cached(window_sentence, res["window"]), icon=":material/call_split:")
 
 
-def _what_moves(res, sc) -> None:
+def _what_moves(comparison, sc) -> None:
     """What moves the share that gains: the interconnects compared."""
     st.subheader("What moves the share that gains")
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
     # unbuildable: last, marked; memoised (4 ms of every rerun of the page before)
-    table = perf.cached(figures.traffic_comparison_frame, res["comparison"])
+    table = perf.cached(figures.traffic_comparison_frame, comparison)
     # the option's width set: sized from its cells, the longest was cut ('… ⚠ not b…')
     option = st.column_config.TextColumn(width=tables.text_width(table["Option"]))
     st.dataframe(table, hide_index=True, width="stretch", height=tables.frame_height(len(table)),
@@ -258,7 +260,7 @@ def _what_moves(res, sc) -> None:
             + " (prefill and decode instances must fit one scale-up domain together)."
         )
     exports_ui.table_download(
-        partial(csv_tables.traffic_options_frame, res["comparison"]), "traffic-options"
+        partial(csv_tables.traffic_options_frame, comparison), "traffic-options"
     )
 
 
