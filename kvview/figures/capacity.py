@@ -264,7 +264,7 @@ def figure_limits(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure
 @finished
 def figure_plan_panels(sweep: pd.DataFrame, *, rps: float | None = None) -> go.Figure:
     """The Capacity page's second chart: the prefill : decode split (top) over what sizes each
-    pool (bottom), one figure on one rate axis each.  Side by side they were two plotly charts
+    pool (bottom), one figure whose two rate axes match.  Side by side they were two plotly charts
     for the browser to draw on every change of a target (~25 ms each on 2 CPUs, as the
     Overview's panels, bench/README.md Session 21); stacked, both rate axes line up and each
     panel keeps the page's width on a phone.  The report draws the two as before."""

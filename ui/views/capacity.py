@@ -285,7 +285,7 @@ def _rates_section(sizing, rate: float, slo, link: str, point: tuple):
     # with the plan at the user's rate among the rows (~1.4 ms a rerun before the memo)
     st.markdown(perf.cached(crossover_sentence, sweep, rate, point))
     # unbuilt: the charts' JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less
-    # a chart; a new target or rate redraws all three)
+    # a chart; a new target or rate redraws both)
     exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
                      "capacity-gpus")  # fmt: skip
     exports_ui.table_download(  # the numbers of the charts
