@@ -21,9 +21,13 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
+# ui.serve is `streamlit run app.py` with the pages' modules loaded before the first visitor.
+# browser.serverAddress names the address to print: without it a headless server asks an outside
+# host for the machine's public IP at start (the app makes no outbound request).
 run: $(VENV)/.installed $(VENV)/.kernels
 	@echo "KV Transfer Planner on http://localhost:$(PORT)"
-	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+	$(PY) -m ui.serve --server.port $(PORT) --server.headless true \
+	    --browser.serverAddress localhost
 
 # Debian's chromium for the browser tests: installed only when missing and running as root.
 chromium:

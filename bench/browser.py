@@ -135,14 +135,19 @@ def healthy(url: str) -> bool:
 
 
 class Server:
-    """``streamlit run <script>`` on a free port, run from the repo root (its .streamlit/)."""
+    """``streamlit run <script>`` on a free port, run from the repo root (its .streamlit/);
+    with ``warm`` the planner as ``make run`` serves it (``python -m ui.serve``: app.py with
+    the pages' modules loaded before the server listens)."""
 
-    def __init__(self, script: Path, logdir: Path):
+    def __init__(self, script: Path, logdir: Path, *, warm: bool = False):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = logdir / f"{script.stem}-{self.port}.log"
         self._log = self.log_path.open("w")
-        cmd = [sys.executable, "-m", "streamlit", "run", str(script.relative_to(ROOT)),
+        if warm and script != ROOT / "app.py":
+            raise ValueError("only the planner (app.py) has a warm-up (ui.serve)")
+        start = ["ui.serve"] if warm else ["streamlit", "run", str(script.relative_to(ROOT))]
+        cmd = [sys.executable, "-m", *start,
                "--server.headless", "true", "--server.port", str(self.port),
                "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"]  # fmt: skip
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)

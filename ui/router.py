@@ -22,6 +22,7 @@ No private flag is touched.
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,11 @@ import streamlit as st
 from ui import perf, present
 
 ROOT = Path(__file__).resolve().parents[1]
+# the tab's icon as a data: URL, read once per process: Streamlit passes such a URL through as it
+# is, where a file path is opened with Pillow and stored among its media files on every run
+ICON = "data:image/png;base64," + base64.b64encode(
+    (ROOT / "data" / "icon.png").read_bytes()
+).decode("ascii")
 PAGES = (  # file in pages/, title, material icon, url path (None: the default page, at /)
     ("overview", "Overview", "dashboard", None),
     ("interconnects", "Interconnects", "lan", "interconnects"),
@@ -72,7 +78,7 @@ def run() -> None:
     # (tests/e2e/test_browser.py::test_no_outbound_requests_with_exports)
     st.set_page_config(
         page_title="KV Transfer Planner",
-        page_icon=str(ROOT / "data" / "icon.png"),
+        page_icon=ICON,
         layout="wide",
     )
     if not _NAVIGATED.is_set():  # this run may have started in the legacy pages/ mode

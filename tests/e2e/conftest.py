@@ -89,14 +89,17 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def serve(log_dir: Path, *extra: str, path: str = ""):
-    """Run ``streamlit run app.py`` on a free port (plus ``extra`` options); yield its URL."""
+def serve(log_dir: Path, *extra: str, path: str = "", launcher: str = "serve"):
+    """Serve the app on a free port (plus ``extra`` options); yield its URL.  ``launcher``:
+    ``serve`` (``python -m ui.serve``, as ``make run`` and the hosting docs) or ``streamlit``
+    (plain ``streamlit run app.py``, without the warm-up)."""
     port = _free_port()
     root_url = f"http://127.0.0.1:{port}"
     url = f"{root_url}{path}"
     log = (log_dir / "server.log").open("w")
+    start = {"serve": ["-m", "ui.serve"], "streamlit": ["-m", "streamlit", "run", "app.py"]}
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
+        sys.executable, *start[launcher],
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
@@ -125,16 +128,17 @@ def serve(log_dir: Path, *extra: str, path: str = ""):
 
 @pytest.fixture(scope="session")
 def app_url(chromium_path, tmp_path_factory) -> str:
-    """Start ``streamlit run app.py`` on a free port; yield its base URL; stop it afterwards."""
+    """Start the app (``python -m ui.serve``) on a free port; yield its URL; stop it afterwards."""
     with serve(tmp_path_factory.mktemp("streamlit")) as url:
         yield url
 
 
 @pytest.fixture
-def fresh_app_url(chromium_path, tmp_path) -> str:
+def fresh_app_url(chromium_path, tmp_path, request) -> str:
     """A server of the test's own, so its first request is the first of the process (no
-    earlier run has called st.navigation there: tests/e2e/test_router_browser.py)."""
-    with serve(tmp_path) as url:
+    earlier run has called st.navigation there: tests/e2e/test_router_browser.py).  Started
+    by the launcher named by an indirect parameter (``serve`` unless given)."""
+    with serve(tmp_path, launcher=getattr(request, "param", "serve")) as url:
         yield url
 
 

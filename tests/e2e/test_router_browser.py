@@ -22,7 +22,13 @@ pytest.importorskip("playwright.sync_api", reason="browser tests need the playwr
 from playwright.sync_api import expect  # noqa: E402
 
 
-@pytest.mark.parametrize(("path", "heading"), [("/models", r"model"), ("/", r"overview")])
+# each launcher once: plain `streamlit run app.py` (nothing imported before the first request)
+# and `python -m ui.serve` (make run: the pages' modules loaded before it)
+@pytest.mark.parametrize(
+    ("fresh_app_url", "path", "heading"),
+    [("streamlit", "/models", r"model"), ("serve", "/", r"overview")],
+    indirect=["fresh_app_url"],
+)
 def test_first_request_straight_to_a_page_goes_through_the_router(
     page, fresh_app_url, wait_ready, screenshot, path, heading
 ):
