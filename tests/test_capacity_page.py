@@ -76,10 +76,17 @@ def test_defaults_render_the_sample_trace_plan():
     assert metric(at, "Colocated GPUs") == gpus(plan.colocated_gpus)
     assert at.info[0].value == capacity_takeaway(plan, rps=wl.rps, slo=slo)
     assert any("Azure LLM inference 2023: conversation" in c.value for c in at.caption)
-    # GPUs against the rate; the split over what sizes each pool (one figure of two panels)
-    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-    assert titles == ["GPUs needed against the request rate",
-                      "How the disaggregated plan is made up"]  # fmt: skip
+    # two tabs, each chart drawn only while its tab is open: GPUs against the rate first; the
+    # split over what sizes each pool (one figure of two panels) once its tab is opened
+    assert [t.label for t in at.tabs] == ["GPUs against the rate", "How the plan is made up"]
+    assert _chart_titles(at) == ["GPUs needed against the request rate"]
+    at.session_state["cap_rate_tab"] = "How the plan is made up"
+    at.run()
+    assert _chart_titles(at) == ["How the disaggregated plan is made up"]
+
+
+def _chart_titles(at) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
 
 
 def test_a_rate_of_0_says_which_rate_the_trace_gives():

@@ -31,8 +31,10 @@ LINK = {
     "price": "2",
 }
 
+# each chart's y values as sent: plain lists, or base64 typed arrays ({dtype, bdata}), which
+# Array.from would read as empty (the GPUs chart's are)
 CHART_DATA_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(
-    gd => JSON.stringify((gd.data || []).map(t => Array.from(t.y || []))))"""
+    gd => JSON.stringify((gd.data || []).map(t => t.y || [])))"""
 
 
 def _plan(tpot_ms: float):

@@ -92,8 +92,10 @@ def _open_tab(page, tab: str, wait_ready) -> None:
         ("/mitigations#Timeline of one option", LAPTOP, 1),
         ("/plan#Sensitivity", LAPTOP, 1),
         ("/", PHONE, 1),
-        ("/capacity", PHONE, 2),
-        ("/capacity", LAPTOP, 2),
+        ("/capacity", PHONE, 1),
+        ("/capacity#How the plan is made up", PHONE, 1),
+        ("/capacity", LAPTOP, 1),
+        ("/capacity#How the plan is made up", LAPTOP, 1),
         ("/compare", PHONE, 1),
         ("/compare#Change against A", PHONE, 1),
         ("/compare#TTFT", PHONE, 1),
@@ -107,7 +109,9 @@ def _open_tab(page, tab: str, wait_ready) -> None:
         "plan-1280",
         "overview-390",
         "capacity-390",
+        "capacity-made-up-390",
         "capacity-1280",
+        "capacity-made-up-1280",
         "compare-390",
         "compare-change-390",
         "compare-ttft-390",
@@ -165,13 +169,14 @@ PLOT_WIDTHS_JS = r"""() => [...document.querySelectorAll('.js-plotly-plot')].map
         ("/interconnects", 1),
         ("/models", 1),
         ("/traffic", 1),
-        ("/capacity", 2),
+        ("/capacity", 1),
+        ("/capacity#How the plan is made up", 1),
         ("/", 1),
         ("/mitigations", 1),
         ("/mitigations#Timeline of one option", 1),
     ],
     ids=["sequence", "sequence-layouts", "interconnects", "models", "traffic", "capacity",
-         "overview", "mitigations", "mitigations-timeline"],  # fmt: skip
+         "capacity-made-up", "overview", "mitigations", "mitigations-timeline"],  # fmt: skip
 )
 def test_phone_plots_keep_their_width(browser, app_url, wait_ready, screenshot, path, charts):
     context = browser.new_context(viewport=PHONE)

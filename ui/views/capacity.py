@@ -284,19 +284,28 @@ def _rates_section(sizing, rate: float, slo, link: str, point: tuple):
         return None
     # with the plan at the user's rate among the rows (~1.4 ms a rerun before the memo)
     st.markdown(perf.cached(crossover_sentence, sweep, rate, point))
-    # unbuilt: the charts' JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less
-    # a chart; a new target or rate redraws both)
-    exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
-                     "capacity-gpus")  # fmt: skip
-    exports_ui.table_download(  # the numbers of the charts
+    # the two charts in tabs drawn only while open: a change of a target or the rate redraws
+    # one chart, not two (each ~40 ms in the browser: bench/README.md, Session 27).  unbuilt:
+    # the JSON straight from the builders' dicts (kit.Fig.sent, ~1 ms less a chart)
+    gpus_tab, made_tab = st.tabs(RATE_TABS, key=RATE_TAB, on_change="rerun")
+    if gpus_tab.open:
+        with gpus_tab:
+            exports_ui.chart(perf.cached(figs.figure_gpus_vs_rate.unbuilt, sweep, rps=rate),
+                             "capacity-gpus")  # fmt: skip
+    if made_tab.open:  # the split over what sizes each pool: one figure of two panels
+        with made_tab:
+            exports_ui.chart(perf.cached(figs.figure_plan_panels.unbuilt, sweep, rps=rate),
+                             "capacity-split")  # fmt: skip
+    exports_ui.table_download(  # the numbers of both charts
         partial(csv_capacity.sweep_frame, sweep, ttft_percentile=slo.ttft_percentile),
         "capacity-rates",
         link=link,
     )
-    # the split and what sizes each pool: one figure of two panels (one chart less to draw)
-    exports_ui.chart(perf.cached(figs.figure_plan_panels.unbuilt, sweep, rps=rate),
-                     "capacity-split")  # fmt: skip
     return sweep
+
+
+RATE_TABS = ("GPUs against the rate", "How the plan is made up")
+RATE_TAB = "cap_rate_tab"  # session key: the open tab of "Across request rates"
 
 
 def _network_plans(sc, lengths, rate: float, slo, links: tuple, kw: dict):
