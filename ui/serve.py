@@ -3,7 +3,7 @@
 
 Streamlit imports a page's modules when the first visitor opens it, so on a freshly started
 server that visitor waited for pandas, numpy, Plotly's encoder, the model and the figures
-(~350 ms of a ~430 ms first page; bench/README.md, Session 27).  :func:`warm` does that work
+(~330 ms of a ~420 ms first page; bench/README.md, Session 27).  :func:`warm` does that work
 once at start, before the health check answers, and reads the catalogs, so a malformed catalog
 stops the server at start instead of failing the first page.  Every option is Streamlit's own
 (``--server.port``, ``--server.baseUrlPath``, ...); ``streamlit run app.py`` still works, with
