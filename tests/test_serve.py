@@ -71,3 +71,13 @@ def test_a_malformed_catalog_stops_the_server_with_a_message(monkeypatch, capsys
         "KV Transfer Planner not started: a catalog in data/ is malformed: "
         "gpus.csv row 7, field hbm_gb: is empty"
     )
+
+
+def test_make_run_serves_warmed_and_names_its_address():
+    # make run starts ui.serve (the warm-up) and names the address it prints: without
+    # --browser.serverAddress (or --server.address) a headless Streamlit asks an outside host
+    # for the machine's public IP at start (streamlit/web/bootstrap.py, _print_urls)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
+    assert "-m ui.serve " in recipe and "--browser.serverAddress localhost" in recipe
+    assert "--server.port $(PORT)" in recipe and "--server.headless true" in recipe
