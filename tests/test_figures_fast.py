@@ -10,11 +10,20 @@ import plotly.io as pio
 import pytest
 from app_helpers import app
 
-from kvview.figures import kit
+from kvview.figures import kit, margins
 
 
 def _spec(fig: go.Figure) -> dict:
     return json.loads(pio.to_json(fig, validate=False))
+
+
+def _as_sent(spec: dict, layout: dict, data: list) -> dict:
+    """A figure's JSON as a chart is sent: its left and bottom margins those plotly's
+    automargin will need (``margins.reserve``, tests/test_figure_margins.py), all else equal."""
+    reserved = margins.reserve(layout, data)
+    if reserved is not layout:
+        spec["layout"]["margin"] = reserved["margin"]
+    return spec
 
 
 def test_string_titles_and_array_bases_come_out_as_validation_writes_them():
@@ -67,7 +76,8 @@ def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
 
     def drawn(self):
         out = fast_sent(self)
-        built.append((json.loads(pio.to_json(out, validate=False)), _spec(self.validated())))
+        slow = _as_sent(_spec(self.validated()), self.layout, self.data)
+        built.append((json.loads(pio.to_json(out, validate=False)), slow))
         return out
 
     monkeypatch.setattr(kit.Fig, "build", both)
@@ -82,8 +92,9 @@ def test_every_pages_charts_are_the_validated_figures(monkeypatch, page, query):
 
 
 def test_the_chart_gets_the_figures_own_json_made_once():
-    """ui.exports_ui.chart hands st.plotly_chart ``kit.sent(fig)``: byte for byte the JSON of
-    the figure itself (arrays as base64, the template shared, not copied), made once."""
+    """ui.exports_ui.chart hands st.plotly_chart ``kit.sent(fig)``: the JSON of the figure
+    itself (arrays as base64, the template shared, not copied) with the margins plotly's
+    automargin will need, made once."""
     fig = kit.Fig()
     fig.add_scatter(x=np.geomspace(1, 10, 50), y=np.arange(50, dtype=np.int32), name="s")
     fig.add_bar(x=np.array([1.0, 2.5]), y=["a", "b"], base=np.array([0.5, 1.25]))
@@ -92,7 +103,10 @@ def test_the_chart_gets_the_figures_own_json_made_once():
     built = fig.build()
     sent = kit.sent(built)
     assert isinstance(sent, go.Figure) and kit.sent(built) is sent
-    assert pio.to_json(sent.to_dict(), validate=False) == pio.to_json(built, validate=False)
+    reserved = margins.reserve(built._layout, built._data)["margin"]
+    own = go.Figure(built).update_layout(margin=reserved)
+    assert own.layout.margin.b == 96  # x labels and one legend row below (margins.reserve)
+    assert json.loads(pio.to_json(sent.to_dict(), validate=False)) == _spec(own)
     assert sent.to_dict()["layout"]["template"] is built._layout["template"]
     assert built.to_dict()["layout"]["template"] is not built._layout["template"]
 
@@ -141,7 +155,9 @@ def test_a_figure_drawn_from_its_dicts_is_the_built_figures_json():
     fig.add_vline(2.0, annotation_text="here")
     sent = fig.sent()
     assert fig.sent() is sent and isinstance(sent, go.Figure)
-    assert json.loads(pio.to_json(sent, validate=False)) == _spec(fig.build())
+    assert json.loads(pio.to_json(sent, validate=False)) == _as_sent(
+        _spec(fig.build()), fig.layout, fig.data
+    )
     assert sent.to_dict()["layout"]["template"] is kit.Fig().sent().to_dict()["layout"]["template"]
     assert fig.figure() is fig.figure() and _spec(fig.figure()) == _spec(fig.build())
 
@@ -158,7 +174,8 @@ def test_every_chart_drawn_from_its_dicts_is_its_figures_json(monkeypatch, page,
 
     def checked(self):
         out = made(self)
-        seen.append((json.loads(pio.to_json(out, validate=False)), _spec(self.build())))
+        built = _as_sent(_spec(self.build()), self.layout, self.data)
+        seen.append((json.loads(pio.to_json(out, validate=False)), built))
         return out
 
     monkeypatch.setattr(kit.Fig, "sent", checked)

@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from kvmodel import catalog
+from kvview.figures import margins
 
 _LINK_PALETTE = {
     "nvlink3": "#16a34a",
@@ -180,7 +181,7 @@ class Fig:
         made = self.__dict__.get("_sent")
         if made is None:
             data = [_jsonable(_listed(trace), top=True) for trace in self.data]
-            layout = _jsonable(_titled(self.layout), top=True)
+            layout = _jsonable(_titled(margins.reserve(self.layout, self.data)), top=True)
             layout["template"] = _template()  # shared, as ``sent`` shares it
             made = self._sent = _Sent({"data": data, "layout": layout})
         return made
@@ -329,10 +330,11 @@ def _sent_spec(fig: go.Figure) -> dict:
     if fig._frame_objs or not isinstance(fig._layout.get("template"), dict):
         return fig.to_dict()
     data = deepcopy(fig._data)
-    rest = {k: deepcopy(v) for k, v in fig._layout.items() if k != "template"}
+    reserved = margins.reserve(fig._layout, fig._data)  # the layout itself is not changed
+    rest = {k: deepcopy(v) for k, v in reserved.items() if k != "template"}
     convert_to_base64(data)
     convert_to_base64(rest)
-    layout = {k: fig._layout["template"] if k == "template" else rest[k] for k in fig._layout}
+    layout = {k: fig._layout["template"] if k == "template" else rest[k] for k in reserved}
     return {"data": data, "layout": layout}
 
 
