@@ -13,7 +13,7 @@ MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).m
   const fl = gd._fullLayout, m = fl.margin, s = fl._size;
   let needL = 0, needB = 0;
   for (const [key, p] of Object.entries(fl._pushmargin || {})) {
-    if (key === 'base') continue;
+    if (!key.endsWith('.automargin')) continue;  // axes; a legend under the plot: below
     needL = Math.max(needL, p.l.size);
     needB = Math.max(needB, p.b.size);
   }
