@@ -24,7 +24,7 @@ AppTest probe (e.g. Interconnects' batch sweep and Models' bytes-per-token chart
 batch; Traffic's chart ignores batch and sequence length).
 Target: median <= 1 s.
 
-    .venv/bin/python bench/control_to_chart.py [--repeats 5] [--json out.json]
+    .venv/bin/python bench/control_to_chart.py [--repeats 9] [--json out.json]
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def report(data: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=5, help="measured changes per page")
+    ap.add_argument("--repeats", type=int, default=9, help="measured changes per page")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured changes first")
     ap.add_argument(
         "--quiet",

@@ -8,7 +8,7 @@ Each part runs in its own process (``page_rerun.py``, ``control_to_chart.py``,
 playwright is missing.  ``--profile`` then runs ``profile_rerun.py`` on the pages that missed the
 rerun target.  Exit status 1 when any target is missed.
 
-    .venv/bin/python bench/run_all.py [--runs 30] [--repeats 5] [--no-browser] [--profile]
+    .venv/bin/python bench/run_all.py [--runs 30] [--repeats 9] [--no-browser] [--profile]
 """
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ def print_ratios(rerun: dict, c2c: dict | None, cold_json: Path) -> list[str]:
 def parse_args(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="AppTest reruns per page and mode")
-    ap.add_argument("--repeats", type=int, default=5, help="browser control changes per page")
+    ap.add_argument("--repeats", type=int, default=9,
+                    help="browser control changes per page (5: medians moved ±10 %%)")
     ap.add_argument("--no-browser", action="store_true", help="skip control_to_chart.py")
     ap.add_argument("--profile", action="store_true",
                     help="profile the pages that miss the rerun target")  # fmt: skip
