@@ -36,6 +36,19 @@ def app(query=None, page=None, *, article=True) -> AppTest:
     return at
 
 
+TRAFFIC_BOXES = ("traffic_moves_open", "traffic_load_open")  # ui/views/traffic.py MOVES, LOAD
+
+
+def opened(at, *keys: str) -> AppTest:
+    """The page with its boxes drawn only while open (an expander's or tab's session key)
+    opened, as a click on each does."""
+    for key in keys:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def editing(at) -> AppTest:
     """Compare with its variants' editor open (the "Edit B–D" toggle; off, the changes are
     words)."""

@@ -86,6 +86,9 @@ def test_traffic_negative_values_are_adjusted_with_a_warning():
     assert text.startswith("Some inputs were adjusted")
     for part in ("minlen=-1 is outside", "hit=-50 is outside", "rps=-3 is outside"):
         assert part in text
+    at.session_state["traffic_load_open"] = True  # the rate's box: drawn while open
+    at.run()
+    no_exception(at, "traffic")
     assert at.number_input(key="w_rps").value == 0.0
     assert at.number_input(key="w_minlen").value == 0
     assert at.session_state["crit"] == "share"

@@ -7,7 +7,7 @@ Links (tests/test_urlstate.py), the sidebar (tests/test_sidebar.py), config impo
 import json
 
 import pytest
-from app_helpers import app, editing, metric, shown_table
+from app_helpers import TRAFFIC_BOXES, app, editing, metric, opened, shown_table
 from html_tables import read_html_table
 
 from kvmodel.build import build_scenario, scenario_from_inputs
@@ -129,9 +129,10 @@ def test_the_longest_option_sets_its_columns_width(page, column):
     if page == "pages/mitigations.py":
         at, _ = mitigations_table(article=False)
     else:
-        at = app(article=False, page=page)
+        at = opened(app(article=False, page=page), *TRAFFIC_BOXES)
     longest = max(at.dataframe[0].value[column], key=len)
-    assert "not buildable" in longest
+    if page == "pages/mitigations.py":  # Traffic marks those rows '⚠' (shorter than others)
+        assert "not buildable" in longest
     width = json.loads(at.dataframe[0].proto.columns)[column]["width"]
     assert width == tables.text_width([longest])
 
@@ -160,6 +161,36 @@ def test_traffic_page_sample_matches_kvmodel():
     assert "Prefill locally below 128 tokens" in at.success[0].value
 
 
+def _boxes(at) -> dict[str, bool]:
+    """Traffic's boxes below the histogram: label -> drawn (holds its contents)."""
+    return {e.label: len(e.children) > 0 for e in at.expander
+            if e.label in ("What moves the share that gains", "Load on the link")}  # fmt: skip
+
+
+def test_traffic_draws_what_moves_and_the_load_only_while_open():
+    """Closed by default (the page's redraw after a change is ~30 ms shorter in the browser,
+    bench/README.md Session 28); a link that sets a box's input opens it; a closed box keeps
+    its input in the link."""
+    at = app(page="pages/traffic.py")
+    assert _boxes(at) == {"What moves the share that gains": False, "Load on the link": False}
+    labels = [m.label for m in at.metric]
+    assert not at.dataframe and "Arrival rate" not in labels
+    opened(at, *TRAFFIC_BOXES)
+    assert _boxes(at) == {"What moves the share that gains": True, "Load on the link": True}
+    assert at.dataframe and "Arrival rate" in [m.label for m in at.metric]
+    shared = app({"rps": "5", "links": "ib-ndr,100gbe"}, "pages/traffic.py")
+    assert _boxes(shared) == {"What moves the share that gains": True, "Load on the link": True}
+    assert metric(shared, "Arrival rate") == "5.0 req/s"
+    options = list(shared.dataframe[0].value["Option"])
+    assert options and all(o.startswith(("InfiniBand NDR 400G", "100 GbE")) for o in options)
+    shared.session_state[TRAFFIC_BOXES[1]] = False  # closed: the rate stays in the link
+    shared.run()
+    assert "Arrival rate" not in [m.label for m in shared.metric]
+    assert shared.query_params["rps"] in ("5.0", ["5.0"], "5", ["5"])
+    shown = app({"present": "1"}, "pages/traffic.py")  # a projector shows both
+    assert set(_boxes(shown).values()) == {True}
+
+
 def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
     import ui.traffic_ui
 
@@ -185,6 +216,7 @@ def test_traffic_controls_after_an_upload_never_parse_again(monkeypatch):
     said = [c.value for c in at.caption if "Cached prompt tokens" in c.value]
     assert len(said) == 1 and "on average 336 a request" in said[0]
     at.radio(key="w_crit").set_value("share").run()
+    opened(at, *TRAFFIC_BOXES)  # the comparison and the load, drawn while open
     at.number_input(key="w_rps").set_value(5.0).run()
     assert metric(at, "Arrival rate") == "5.0 req/s"
     assert not at.exception and calls.count("once.csv") == 1  # ... without reading it again
@@ -228,6 +260,7 @@ def test_traffic_load_metrics_match_kvmodel():
     from kvview.fmt import fmt_bandwidth, fmt_sig
 
     at = app({"trace": "azure-code", "link": "ib-ndr"}, "pages/traffic.py")
+    opened(at, TRAFFIC_BOXES[1])
     # the page's framework (vLLM, the app's default): its request cost is part of every TTFT,
     # so of the p99 share of TTFT
     sc = build_scenario(link="ib-ndr", framework="vllm")
@@ -251,7 +284,8 @@ def test_traffic_load_metrics_match_kvmodel():
     helps = {m.label: m.proto.help for m in at.metric}
     assert "per link and direction (one link of 50 GB/s)" in helps[
         "Link for p99 ≤ 20% TTFT"]
-    tp8 = app({"trace": "azure-code", "link": "ib-ndr", "tp": "8"}, "pages/traffic.py")
+    tp8 = opened(app({"trace": "azure-code", "link": "ib-ndr", "tp": "8"}, "pages/traffic.py"),
+                 TRAFFIC_BOXES[1])  # fmt: skip
     helps = {m.label: m.proto.help for m in tp8.metric}
     assert helps["Demanded"].endswith(": 8 parallel links of 50 GB/s together, at the link "
                                       "efficiency")  # fmt: skip
@@ -282,6 +316,7 @@ def test_traffic_upload_and_bad_upload():
     at = app(page="pages/traffic.py")
     at.radio(key="w_traffic_source").set_value("Upload").run()
     assert "Upload a file" in at.info[0].value
+    opened(at, TRAFFIC_BOXES[1])  # the load on the link: it says when there are no timestamps
     csv = b"prompt_tokens,completion_tokens\n100,5\n2000,10\n500,7\n-3,1\n"
     at.file_uploader(key="traffic_upload").set_value(("t.csv", csv, "text/csv")).run()
     assert not at.exception
@@ -430,10 +465,10 @@ def test_sequence_names_the_unbuildable_nvlink_in_its_takeaway():
 
 
 def test_traffic_lists_the_unbuildable_nvlink_options_last_and_marked():
-    at = app(article=False, page="pages/traffic.py")
+    at = opened(app(article=False, page="pages/traffic.py"), TRAFFIC_BOXES[0])
     options = list(at.dataframe[0].value["Option"])
     nv = [i for i, o in enumerate(options) if o.startswith("NVLink 4")]
-    assert nv and all(options[i].endswith(" ⚠ not buildable") for i in nv)
+    assert nv and all(options[i].endswith(" ⚠") for i in nv)  # the caption says what ⚠ is
     assert nv == list(range(len(options) - len(nv), len(options)))  # after every buildable one
     said = [c.value for c in at.caption if c.value.startswith("⚠ Not buildable")]
     assert said and "NVLink 4 (H100), not buildable: TP 8 + TP 8 > one 8-GPU domain" in said[0]

@@ -80,13 +80,14 @@ def _boundaries(fig: Fig, min_seq_len: int, critical: int | None, top: float) ->
 def traffic_comparison_frame(rows) -> pd.DataFrame:
     """traffic.comparison rows → a readable table, best first among the buildable options;
     an option on a link that cannot be built at the scenario's TPs (``buildable`` False)
-    comes after them, marked '⚠ not buildable' (the page says why)."""
+    comes after them, marked '⚠' (the caption under the table says what it means and why:
+    the whole mark cut the table's last column inside its box, 34 px narrower than the page)."""
     df = pd.DataFrame(rows)
     ok = df["buildable"] if "buildable" in df else pd.Series(True, index=df.index)
     df = df.assign(_ok=ok.astype(bool)).sort_values(
         ["_ok", "fraction_requests_gain"], ascending=[False, False], kind="stable"
     )
-    why = ["" if good else " ⚠ not buildable" for good in df["_ok"]]
+    why = ["" if good else " ⚠" for good in df["_ok"]]
     return pd.DataFrame(
         {
             "Option": [

@@ -186,6 +186,7 @@ def traffic_negative_link(app_url, page, tmp_path) -> None:
     page.goto(f"{app_url}/traffic?minlen=-1&hit=-50&rps=-3&crit=share")
     warning = page.get_by_test_id("stAlertContentWarning").filter(has_text="adjusted")
     expect(warning).to_contain_text("rps=-3 is outside", timeout=ATTACK_MS)
+    page.get_by_text("Load on the link").first.click()  # the rate's box, closed at rate 0
     expect(page.get_by_label(re.compile(r"^Arrival rate \[requests/s\]"))).to_have_value("0.00")
 
 

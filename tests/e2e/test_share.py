@@ -111,6 +111,7 @@ def test_a_page_control_rewrites_the_link_and_the_open_share_box(page, app_url, 
     box.press("Enter")
     page.wait_for_function("() => location.search.includes('minlen=333')")
     expect(code).to_contain_text("minlen=333")
+    page.get_by_text("Load on the link").first.click()  # its box, drawn while open
     rate = page.get_by_role("spinbutton", name=re.compile("Arrival rate"))
     rate.fill("4.5")
     rate.press("Enter")

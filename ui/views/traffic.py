@@ -4,13 +4,14 @@ from functools import partial
 
 import streamlit as st
 
+from kvmodel import inputs as I
 from kvmodel import traffic as tr
 from kvmodel.traffic import TrafficError, table_columns
 from kvview import csv_tables, figures, params, tables
 from kvview.fmt import fmt_bandwidth, fmt_busy, fmt_ms, fmt_sig, fmt_time, fmt_tokens
 from kvview.mdtext import md_escape
 from kvview.words import not_buildable, traffic_takeaway, window_sentence
-from ui import exports_ui, perf, traffic_ui, urlstate, widgets
+from ui import exports_ui, perf, present, traffic_ui, urlstate, widgets
 
 UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "jsonl", "json", "prom", "txt"]
 
@@ -106,10 +107,32 @@ def _analysis(sc, req, key, label) -> None:
     _regions(req, reg, res, mix, minlen)
     with head:
         _context_warning_and_takeaway(sc, req, reg, label)
-    # computed after the chart is sent (it is below it)
-    _what_moves(traffic_ui.compare(tsc, int(minlen), crit, tuple(widgets.id_list("links")),
-                                   mix), sc)  # fmt: skip
-    _load_on_link(sc, tsc, mix)
+    # computed after the chart is sent (it is below it), and only while their boxes are open
+    links = I.default("links")
+    moves = _section(MOVES, "What moves the share that gains", ":material/compare_arrows:",
+                     opened=st.session_state.get("links", links) != links)  # fmt: skip
+    if moves.open:
+        with moves:
+            compared = traffic_ui.compare(tsc, int(minlen), crit,
+                                          tuple(widgets.id_list("links")), mix)  # fmt: skip
+            _what_moves(compared, sc)
+    load = _section(LOAD, "Load on the link", ":material/speed:",
+                    opened=bool(st.session_state.get("rps")))  # fmt: skip
+    if load.open:
+        with load:
+            _load_on_link(sc, tsc, mix)
+
+
+MOVES, LOAD = "traffic_moves_open", "traffic_load_open"  # session keys: the boxes are open
+
+
+def _section(key: str, label: str, icon: str, *, opened: bool):
+    """A box below the histogram whose contents are drawn only while it is open.  Closed, the
+    page's redraw after an input change is ~30 ms shorter in the browser (bench/README.md,
+    Session 28); open when the link sets its input (a shared rate or list of interconnects)
+    and in presentation mode."""
+    return st.expander(label, expanded=opened or present.active(), key=key, icon=icon,
+                       on_change="rerun")  # fmt: skip
 
 
 def _traffic():
@@ -242,7 +265,6 @@ def _histogram(reg, res, mix, minlen) -> None:
 
 def _what_moves(comparison, sc) -> None:
     """What moves the share that gains: the interconnects compared."""
-    st.subheader("What moves the share that gains")
     widgets.id_multiselect(
         "Interconnects", "links", params.link_ids(), format_func=figures.link_name
     )
@@ -269,7 +291,6 @@ def _load_on_link(sc, tsc, mix) -> None:
     """Load on the link: arrival rate, utilisation, queueing, decode time lost.  A fragment
     inside ``_analysis``: the arrival rate reruns this alone (nothing above reads it)."""
     urlstate.sync_url_in_fragment()
-    st.subheader("Load on the link")
     widgets.input_widget(st.number_input, "rps", help=None,
                          label="Arrival rate [requests/s] (0 = from the timestamps)")  # fmt: skip
     ld = traffic_ui.load(tsc, st.session_state["rps"] or None, mix)
