@@ -309,11 +309,13 @@ def test_rate_csv_costs_only_with_a_price():
 
 def test_which_network_opens_on_demand_with_the_plan_per_interconnect():
     at = app(FIXED, PAGE, article=False)
-    assert len(at.dataframe) == 1  # closed: only the pool table, nothing sized per link
+    tables = [md.value for md in at.markdown if "<table" in md.value]
+    assert len(tables) == 1 and not at.dataframe  # closed: only the pool table
     at.session_state["cap_networks_open"] = True
     at.run()
     assert not at.exception
-    assert len(at.dataframe) == 1  # sideways HTML: every column shows at 1280 px (issue 24)
+    # sideways HTML: every column shows at 1280 px (issue 24)
+    assert len([md for md in at.markdown if "<table" in md.value]) == 2 and not at.dataframe
     html = next(md.value for md in at.markdown if "per NIC and direction" in md.value)
     table = read_html_table(html, index=True)[0]
     sc, wl, slo, _ = _expected_fixed()
@@ -483,3 +485,19 @@ def test_an_unbuildable_sidebar_tp_is_a_caption_while_the_plan_searches_its_own(
     at = open_at({**query, "ctp": "sidebar"})
     assert any("This deployment cannot be built as set" in w.value for w in at.warning)
     assert not any("cannot be built as set" in c.value for c in at.caption)
+
+
+def test_the_plan_per_pool_is_an_html_table_of_the_plan():
+    """The per-pool table is plain HTML (kvview.tables; the grid of st.dataframe cost ~10 ms
+    of every redraw): its cells are the plan's, one row per pool, targets checked per pool."""
+    from kvview.figures.capacity import pool_table
+
+    at = app(FIXED, PAGE, article=False)
+    html = next(md.value for md in at.markdown if "Meets the targets" in md.value)
+    shown = read_html_table(html, index=True)[0]
+    _, _, slo, plan = _expected_fixed()
+    want = pool_table(plan, ttft_percentile=slo.ttft_percentile, ttft_target_s=slo.ttft_s,
+                      tpot_target_s=slo.tpot_s).set_index("Pool")  # fmt: skip
+    assert list(shown.index) == ["Prefill", "Decode", "Colocated (chunked prefill)"]
+    assert list(shown.columns) == list(want.columns)
+    assert shown.astype(str).equals(want.astype(str))
