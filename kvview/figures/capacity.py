@@ -347,3 +347,11 @@ def pool_table(plan, *, ttft_percentile: float, ttft_target_s: float | None = No
     if names:  # decode on a GPU of its own: say which pool runs where (colocated: prefill's)
         table.insert(1, "GPU", [n.removeprefix("NVIDIA ") for n in (*names, names[0])])
     return table
+
+
+def pool_table_html(plan, **targets) -> str:
+    """:func:`pool_table` as the page shows it: a plain HTML table (``kvview.tables``), one
+    row per pool.  ``targets``: :func:`pool_table`'s keywords."""
+    from kvview.tables import html_table
+
+    return html_table(pool_table(plan, **targets).set_index("Pool"), label="Pool")

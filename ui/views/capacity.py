@@ -380,12 +380,12 @@ def _no_plan(exc: Exception) -> None:
 def _plan_per_pool(plan, slo, rate, price, price_decode, link: str) -> None:
     """The plan per pool: its table, CSV and notes."""
     st.subheader("The plan per pool")
-    table = perf.cached(figs.pool_table, plan, ttft_percentile=slo.ttft_percentile,
-                        ttft_target_s=slo.ttft_s, tpot_target_s=slo.tpot_s)  # fmt: skip
     # plain HTML (kvview.tables): three rows whose cells wrap to the page's width; the grid of
     # st.dataframe cost ~10 ms of the browser's redraw after each change (bench/README.md,
     # Session 28) and scrolled sideways once a pool's GPU or expert parallelism added columns
-    st.markdown(tables.html_table(table.set_index("Pool"), label="Pool"), unsafe_allow_html=True)
+    html = perf.cached(figs.pool_table_html, plan, ttft_percentile=slo.ttft_percentile,
+                       ttft_target_s=slo.ttft_s, tpot_target_s=slo.tpot_s)  # fmt: skip
+    st.markdown(html, unsafe_allow_html=True)
     exports_ui.table_download(
         partial(csv_capacity.plan_frame, plan, rps=rate, slo=slo, price=price,
                 price_decode=price_decode),
