@@ -1,6 +1,6 @@
 """The margins a chart is sent with (kvview.figures.margins): plotly's automargin needs under
 Streamlit's theme, estimated from the figure's own texts.  Expected values are what chromium
-measured on the app's charts at 1280 × 800 (tests/e2e/test_chart_margins.py checks the pages
+measured on the app's charts at 1280 × 800 (tests/e2e/test_browser.py checks the pages
 themselves): a y axis with tick labels "0 … 4000" pushed the left margin to 77 px, hidden
 tick labels to 44 px, horizontal x tick labels the bottom to 65 px, a legend under the plot
 added 29 px for one row and 48 px for two."""

@@ -18,7 +18,7 @@ pixels over, the plot is that much narrower.  Nothing is ever clipped.
 
 The constants are Streamlit 1.67's theme as chromium draws it, read from every chart of the
 app (bench/chart_margins.py prints, per chart, the margins sent and the margins plotly
-drew; tests/e2e/test_chart_margins.py holds the pages' charts to one draw).
+drew; tests/e2e/test_browser.py holds every page's charts to one draw).
 """
 
 from __future__ import annotations

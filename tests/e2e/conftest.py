@@ -230,6 +230,44 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+# Per chart: the margins sent, the margins drawn, and what the axes and a legend under the
+# plot asked for (plotly's own pushes, measured from the drawn text).
+MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
+  const fl = gd._fullLayout, m = fl.margin, s = fl._size;
+  let needL = 0, needB = 0;
+  for (const [key, p] of Object.entries(fl._pushmargin || {})) {
+    if (!key.endsWith('.automargin')) continue;  // axes; a legend under the plot: below
+    needL = Math.max(needL, p.l.size);
+    needB = Math.max(needB, p.b.size);
+  }
+  needB += ((fl._reservedMargin || {}).legend || {}).b || 0;
+  return {title: ((gd.layout.title || {}).text || '').replace(/<[^>]+>/g, ''),
+          sent: [m.l, m.b], drawn: [Math.round(s.l), Math.round(s.b)],
+          need: [Math.ceil(needL), Math.ceil(needB)]};
+})"""
+MARGIN_SLACK_PX = 6  # at most this much wider than plotly measured (the estimate's own: 2-3 px)
+
+
+def assert_charts_laid_out_once(page, where: str) -> None:
+    """Each chart on the page was drawn once: the margins it was sent with
+    (kvview.figures.margins) are those plotly's automargin needs at this width, so plotly did
+    not draw, measure and draw it again (half of a chart's browser time on every input change;
+    bench/README.md, Session 28), and they are at most a few pixels wider than it needs.  Only
+    the left and bottom margins are estimated (Measured's gap histogram asks for a few more
+    pixels on the right for its last tick label)."""
+    for chart in page.evaluate(MARGINS_JS):
+        left, bottom = chart["sent"]
+        assert chart["drawn"] == [left, bottom], (
+            f"{where} '{chart['title']}': sent l/b {chart['sent']}, plotly drew with "
+            f"{chart['drawn']} (it measured {chart['need']}): the chart was laid out twice"
+        )
+        need_l, need_b = chart["need"]
+        assert left - need_l <= MARGIN_SLACK_PX and bottom - need_b <= MARGIN_SLACK_PX, (
+            f"{where} '{chart['title']}': margins l/b {chart['sent']} where plotly needs "
+            f"{chart['need']}: wasted room"
+        )
+
+
 @pytest.fixture(name="wait_ready")
 def wait_ready_fixture():
     return wait_ready

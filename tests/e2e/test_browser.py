@@ -19,6 +19,8 @@ from kvview.fmt import fmt_bytes, fmt_ms
 pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
 from playwright.sync_api import expect  # noqa: E402
 
+from tests.e2e.conftest import assert_charts_laid_out_once  # noqa: E402
+
 SHARED = {
     "model": "llama-3.1-8b",
     "seq": "4096",
@@ -137,6 +139,8 @@ def test_shared_link_on_each_page(page, app_url, wait_ready, screenshot, path, n
         expect(metric_value(page, "Whole cache")).to_have_text(whole)
         expect(metric_value(page, "Exposed transfer")).to_have_text(exposed)
     wait_charts(page)
+    page.wait_for_timeout(300)  # plotly's layout done (a second layout would show here)
+    assert_charts_laid_out_once(page, path)
     shot = screenshot(page, nav.lower().replace(" ", "-"))
     assert shot.stat().st_size > 0
 
