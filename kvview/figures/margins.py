@@ -233,11 +233,18 @@ def _axes(layout: dict, letter: str, data: list[dict]) -> list[str]:
     return sorted(names)
 
 
+def _at_home(axis: dict, far_side: str) -> bool:
+    """An axis on its usual side (left, bottom), drawn, not overlaying another: the only kind
+    estimated here."""
+    return not (axis.get("side") == far_side or axis.get("overlaying")
+                or axis.get("visible") is False)  # fmt: skip
+
+
 def _left_px(layout: dict, data: list[dict], plot_h: float) -> float | None:
     need = 0.0
     for name in _axes(layout, "y", data):
         axis = layout.get(name) or {}
-        if axis.get("side") == "right" or axis.get("overlaying") or axis.get("visible") is False:
+        if not _at_home(axis, "right"):
             return None
         if axis.get("showticklabels") is False:
             need = max(need, Y_HIDDEN_PX)
@@ -253,9 +260,7 @@ def _bottom_px(layout: dict, data: list[dict], plot_w: float) -> float | None:
     need = 0.0
     for name in _axes(layout, "x", data):
         axis = layout.get(name) or {}
-        if axis.get("side") == "top" or axis.get("overlaying") or axis.get("visible") is False:
-            return None
-        if axis.get("showticklabels") is False:
+        if not _at_home(axis, "top") or axis.get("showticklabels") is False:
             return None
         angle = axis.get("tickangle")
         if angle in (None, "auto", 0):
