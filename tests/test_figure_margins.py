@@ -85,6 +85,10 @@ def test_unknown_needs_leave_the_margins_as_given():
     fig.add_histogram(x=np.arange(50.0))  # plotly counts the bins: their labels are unknown
     base_layout(fig, "Gaps", "gap [ms]", "transfers")
     assert M.reserve(fig.layout, fig.data)["margin"]["l"] == 10
+    coded = Fig()  # arrays already in plotly's base64 form ({"dtype", "bdata"}) are not read
+    coded.add_bar(x={"dtype": "f8", "bdata": "AAAAAAAA8D8="}, y={"dtype": "f8", "bdata": "AA=="})
+    base_layout(coded, "Coded", "x", "y")
+    assert M.reserve(coded.layout, coded.data)["margin"]["l"] == 10
     big = Fig()  # presentation mode sets its own font sizes: the 12 px estimates do not hold
     big.add_bar(x=[1, 2], y=[3, 4])
     base_layout(big, "Big", "x", "y")

@@ -218,6 +218,8 @@ def _categories(data: list[dict], letter: str, axis_id: str) -> list[str] | None
         v = trace.get(letter)
         if v is None:
             continue
+        if isinstance(v, dict):  # an array already in plotly's base64 form: not read here
+            return None
         values = list(v) if not isinstance(v, np.ndarray) else v.tolist()
         if not values or not all(isinstance(x, str) for x in values):
             return None
