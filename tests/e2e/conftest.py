@@ -230,21 +230,11 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
-# Per chart: the margins sent, the margins drawn, and what the axes and a legend under the
-# plot asked for (plotly's own pushes, measured from the drawn text).
-MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
-  const fl = gd._fullLayout, m = fl.margin, s = fl._size;
-  let needL = 0, needB = 0;
-  for (const [key, p] of Object.entries(fl._pushmargin || {})) {
-    if (!key.endsWith('.automargin')) continue;  // axes; a legend under the plot: below
-    needL = Math.max(needL, p.l.size);
-    needB = Math.max(needB, p.b.size);
-  }
-  needB += ((fl._reservedMargin || {}).legend || {}).b || 0;
-  return {title: ((gd.layout.title || {}).text || '').replace(/<[^>]+>/g, ''),
-          sent: [m.l, m.b], drawn: [Math.round(s.l), Math.round(s.b)],
-          need: [Math.ceil(needL), Math.ceil(needB)]};
-})"""
+# Per chart: the margins sent, drawn and needed ([left, bottom, right]), as
+# bench/chart_margins.py reads them (one script for both).
+sys.path.insert(0, str(ROOT / "bench"))
+from chart_margins import MARGINS_JS  # noqa: E402
+
 MARGIN_SLACK_PX = 6  # at most this much wider than plotly measured (the estimate's own: 2-3 px)
 
 
@@ -256,12 +246,12 @@ def assert_charts_laid_out_once(page, where: str) -> None:
     the left and bottom margins are estimated (Measured's gap histogram asks for a few more
     pixels on the right for its last tick label)."""
     for chart in page.evaluate(MARGINS_JS):
-        left, bottom = chart["sent"]
-        assert chart["drawn"] == [left, bottom], (
+        left, bottom = chart["sent"][:2]
+        assert chart["drawn"][:2] == [left, bottom], (
             f"{where} '{chart['title']}': sent l/b {chart['sent']}, plotly drew with "
             f"{chart['drawn']} (it measured {chart['need']}): the chart was laid out twice"
         )
-        need_l, need_b = chart["need"]
+        need_l, need_b = chart["need"][:2]
         assert left - need_l <= MARGIN_SLACK_PX and bottom - need_b <= MARGIN_SLACK_PX, (
             f"{where} '{chart['title']}': margins l/b {chart['sent']} where plotly needs "
             f"{chart['need']}: wasted room"
