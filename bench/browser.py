@@ -188,10 +188,15 @@ class PageUnderTest:
 
     KEYS = ("data", "settled", "first", "rerun_end", "charts_changed", "charts", "changes")
 
-    def __init__(self, browser, url: str, label: str, control: tuple, timeout_ms: int):
+    def __init__(self, browser, url: str, label: str, control: tuple, timeout_ms: int,
+                 init_script: str | None = None):  # fmt: skip
+        """``init_script``: JavaScript run in the page before its own (change_timeline.py's
+        websocket log)."""
         self.label, self.control, self.timeout_ms = label, control, timeout_ms
         self.control_label, expander = control[0], control[1]
         self.context = browser.new_context(viewport=VIEWPORT)
+        if init_script:
+            self.context.add_init_script(init_script)
         self.page = self.context.new_page()
         t0 = time.perf_counter()
         self.page.goto(url, timeout=timeout_ms)
