@@ -194,8 +194,8 @@ def figure_bytes_per_token(
     seq = int(d["seq_len"].max())
     return base_layout(
         fig,
-        f"KV bytes per token ({kv_dtype}) averaged over a {seq:,}-token prompt",
+        f"KV bytes per token ({kv_dtype}), {seq:,}-token prompt",  # fits a phone's chart
         "",
-        "bytes per token [B, log scale]",
+        "mean bytes per token [B, log scale]",  # over the prompt (sliding windows hold less)
         height=480,
     )

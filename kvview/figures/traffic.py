@@ -49,7 +49,7 @@ def figure_traffic_histogram(
     _boundaries(fig, min_seq_len, critical, float(top.max()) if top.size else 1.0)
     return base_layout(
         fig,
-        "Request lengths by region (tokens that must move)",
+        "Request lengths by region (tokens to move)",  # fits a phone's chart (390 px)
         "tokens per request [log scale]",
         "requests",
     )

@@ -52,7 +52,7 @@ def _per_link(sc, threshold_ms: float) -> None:
             curves,
             critical,
             threshold_ms=threshold_ms,
-            title=f"{sc.model.name}: exposed transfer vs sequence length (batch {sc.batch})",
+            title=f"{sc.model.name}: exposed transfer at batch {sc.batch:,}",  # the x axis: length
             blocked=tuple(blocked),
         ),
         "transfer-vs-sequence",
