@@ -147,8 +147,12 @@ def record(browser, url: str, label: str, control: tuple, changes: int) -> list[
         put.page.evaluate("window.__wsrec = false")
         log = put.page.evaluate("window.__wslog")
         cdp.send("Tracing.end")
-        while not done:
+        for _ in range(600):  # the trace arrives within a second or two; 30 s at most
+            if done:
+                break
             put.page.wait_for_timeout(50)
+        else:
+            raise SystemExit("change_timeline: Chrome sent no trace within 30 s")
         cdp.detach()
         c2c = put.got["data"][-1]
         main = main_thread(events)
